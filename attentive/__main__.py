@@ -1,0 +1,5 @@
+import sys
+
+from attentive.cli import main
+
+sys.exit(main())

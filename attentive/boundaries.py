@@ -1,0 +1,346 @@
+"""Stopping boundaries (SPEC §2): when to stop a walk, and what to predict then.
+
+A :class:`Boundary` is two arrays over walk positions ``t = 1..n`` in S space: stop **lower** (predict
+negative) at the first ``t < n`` with ``S_t < lower[t-1]``, stop **upper** (predict positive) at the
+first ``t < n`` with ``S_t > upper[t-1]``. ``-inf`` / ``+inf`` mean "never". The last term is never a
+stop: an example that reaches ``t = n`` gets its full decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from attentive.errors import InvalidParameterError
+from attentive.walk import Walk, _row_chunks
+
+__all__ = [
+    "BOUNDARIES",
+    "SIDES",
+    "VARIANCES",
+    "Boundary",
+    "ReferenceStats",
+    "budget_boundary",
+    "constant_boundary",
+    "constant_threshold",
+    "crossing_probability",
+    "curved_boundary",
+    "full_boundary",
+    "reference_statistics",
+]
+
+BOUNDARIES = ("constant", "curved", "budget", "full")
+SIDES = ("lower", "upper", "both")
+VARIANCES = ("terms", "independent")
+
+
+def check_delta(delta) -> float:
+    """δ must be a finite number strictly between 0 and 1."""
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"delta must be a number in (0, 1), got {delta!r}.") from None
+    if not (0.0 < d < 1.0):  # also rejects NaN
+        raise InvalidParameterError(f"delta must be strictly between 0 and 1, got {delta!r}.")
+    return d
+
+
+def check_side(side) -> str:
+    if side not in SIDES:
+        raise InvalidParameterError(f"side must be one of {SIDES}, got {side!r}.")
+    return side
+
+
+def _check_variance_value(variance) -> float:
+    v = float(variance)
+    if not np.isfinite(v) or v < 0:
+        raise InvalidParameterError(f"variance must be finite and ≥ 0, got {variance!r}.")
+    return v
+
+
+def crossing_probability(tau, theta, variance):
+    """``P(cross τ before n | S_0 = 0, S_n = θ)`` for a Brownian bridge of variance V (SPEC §2).
+
+    ``exp(−2 τ (τ − θ) / V)`` when τ lies beyond both 0 and θ (the paper's Lemma 1); 1 when τ lies
+    between 0 and θ (the bridge must pass it). Vectorised over ``tau`` and ``theta``.
+    """
+    tau = np.asarray(tau, dtype=np.float64)
+    theta = np.asarray(theta, dtype=np.float64)
+    v = _check_variance_value(variance)
+    beyond = (tau * (tau - theta) > 0) & (
+        (tau > np.maximum(0, theta)) | (tau < np.minimum(0, theta))
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p = (
+            np.exp(-2.0 * tau * (tau - theta) / v)
+            if v > 0
+            else np.zeros(np.broadcast(tau, theta).shape)
+        )
+    out = np.where(beyond, p, 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def constant_threshold(delta, variance, theta=0.0, side="lower"):
+    """The Constant-STST threshold τ in S space (SPEC §2, the paper's Theorem 1).
+
+    Solves ``crossing_probability(τ, θ_S, V) = δ``, i.e. ``2τ² − 2θ_S τ − V ln(1/δ) = 0``.
+
+    Parameters
+    ----------
+    delta : float in (0, 1)
+        The required stop-error rate.
+    variance : float ≥ 0
+        The bridge variance V (see :func:`reference_statistics`).
+    theta : float
+        The decision threshold in S space, ``θ_S = θ − c``.
+    side : {"lower", "upper", "both"}
+        Which root: lower ``(θ_S − sqrt(θ_S² + 2V ln(1/δ)))/2``, upper with ``+``; ``both``
+        returns the pair ``(lower, upper)``.
+    """
+    d = check_delta(delta)
+    check_side(side)
+    v = _check_variance_value(variance)
+    theta = float(theta)
+    if not np.isfinite(theta):
+        raise InvalidParameterError(f"theta must be finite, got {theta!r}.")
+    root = np.sqrt(theta * theta + 2.0 * v * np.log(1.0 / d))
+    lower = (theta - root) / 2.0
+    upper = (theta + root) / 2.0
+    if side == "lower":
+        return float(lower)
+    if side == "upper":
+        return float(upper)
+    return float(lower), float(upper)
+
+
+@dataclass(frozen=True)
+class ReferenceStats:
+    """Statistics of the walk over a set of reference examples (SPEC §2).
+
+    Attributes
+    ----------
+    variance_terms : float
+        Mean over the set of ``V(x) = Σ_i (w_i X_i(x) − S_n(x)/n)²`` (sampling without replacement).
+    term_mean, term_var : ndarray of shape (n_terms,)
+        Mean and variance of ``X_{π(k)}`` over the set, in walk order.
+    weights : ndarray of shape (n_terms,)
+        ``w_{π(k)}``, in walk order.
+    remainder_mean, remainder_std : ndarray of shape (n_terms,)
+        ``M_t`` and ``D_t``: mean and standard deviation over the set of ``R_t = S_n − S_t`` for
+        ``t = 1..n`` (so the last entries are 0).
+    n_reference : int
+    """
+
+    variance_terms: float
+    term_mean: np.ndarray
+    term_var: np.ndarray
+    weights: np.ndarray
+    remainder_mean: np.ndarray
+    remainder_std: np.ndarray
+    n_reference: int
+
+    @property
+    def variance_independent(self) -> float:
+        """``Σ_i w_i² Var(X_i)`` over the set."""
+        return float(np.sum(self.weights**2 * self.term_var))
+
+    def variance(self, estimator: str = "terms") -> float:
+        """The bridge variance V by the named estimator (``terms`` or ``independent``)."""
+        if estimator == "terms":
+            return self.variance_terms
+        if estimator == "independent":
+            return self.variance_independent
+        raise InvalidParameterError(f"variance must be one of {VARIANCES}, got {estimator!r}.")
+
+    @staticmethod
+    def pool(a: ReferenceStats, b: ReferenceStats) -> ReferenceStats:
+        """The statistics of the union of two disjoint sets, from each set's statistics."""
+        na, nb = a.n_reference, b.n_reference
+        n = na + nb
+        fa, fb = na / n, nb / n
+
+        def pooled(mean_a, var_a, mean_b, var_b):
+            mean = fa * mean_a + fb * mean_b
+            var = fa * var_a + fb * var_b + fa * fb * (mean_a - mean_b) ** 2
+            return mean, var
+
+        tm, tv = pooled(a.term_mean, a.term_var, b.term_mean, b.term_var)
+        rm, rv = pooled(a.remainder_mean, a.remainder_std**2, b.remainder_mean, b.remainder_std**2)
+        return ReferenceStats(
+            variance_terms=fa * a.variance_terms + fb * b.variance_terms,
+            term_mean=_frozen(tm),
+            term_var=_frozen(tv),
+            weights=a.weights,
+            remainder_mean=_frozen(rm),
+            remainder_std=_frozen(np.sqrt(rv)),
+            n_reference=n,
+        )
+
+
+def reference_statistics(walk: Walk, X_ref) -> ReferenceStats:
+    """Accumulate V, per-term moments, ``M_t`` and ``D_t`` over the reference examples ``X_ref``.
+
+    Rows are processed in chunks so memory stays bounded for large reference sets. Moments are
+    accumulated around a first-chunk estimate so that variances do not vanish by cancellation.
+    """
+    Xp = walk.prepare(X_ref)
+    m = Xp.shape[0]
+    n = walk.n_terms
+    if m == 0:
+        raise InvalidParameterError("the reference set is empty.")
+    v_terms = 0.0
+    sums = np.zeros((4, n))  # Σ X, Σ X², Σ R, Σ R² (shifted)
+    shift_x = shift_r = None
+    for rows in _row_chunks(m, n):
+        contrib = walk.contributions(Xp[rows])
+        s_n = contrib.sum(axis=1)
+        v_terms += float(((contrib - (s_n / n)[:, None]) ** 2).sum())
+        values = walk.terms.term_values(Xp[rows], walk.order)
+        R = s_n[:, None] - np.cumsum(contrib, axis=1)
+        if shift_x is None:
+            shift_x, shift_r = values.mean(axis=0), R.mean(axis=0)
+        values -= shift_x
+        R -= shift_r
+        sums[0] += values.sum(axis=0)
+        sums[1] += (values * values).sum(axis=0)
+        sums[2] += R.sum(axis=0)
+        sums[3] += (R * R).sum(axis=0)
+    mean_x, mean_r = sums[0] / m, sums[2] / m
+    var_x = np.maximum(sums[1] / m - mean_x**2, 0.0)
+    var_r = np.maximum(sums[3] / m - mean_r**2, 0.0)
+    remainder_mean = mean_r + shift_r
+    remainder_std = np.sqrt(var_r)
+    remainder_mean[-1] = 0.0
+    remainder_std[-1] = 0.0
+    return ReferenceStats(
+        variance_terms=v_terms / m,
+        term_mean=_frozen(mean_x + shift_x - walk.ordered_mu),
+        term_var=_frozen(var_x),
+        weights=walk.ordered_weights,
+        remainder_mean=_frozen(remainder_mean),
+        remainder_std=_frozen(remainder_std),
+        n_reference=m,
+    )
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """Where to stop, position by position, in S space.
+
+    Attributes
+    ----------
+    kind : {"constant", "curved", "budget", "full"} (or "calibrated")
+    side : {"lower", "upper", "both"}
+    lower, upper : ndarray of shape (n_terms,)
+        Entry ``t-1`` is the threshold at position ``t``; ±inf where the side is off.
+    shift : ndarray of shape (n_terms,)
+        Added to a crossed lower threshold to give a stopped example's estimate of ``S_n``: 0 for
+        the constant boundary (Algorithm 1 scores ``c + τ``), ``M_t`` for the curved one.
+    upper_shift : ndarray of shape (n_terms,) or None
+        The same for the upper threshold (None: same as ``shift``).
+    budget : int or None
+        For ``kind="budget"``: evaluate exactly this many terms (Algorithm 2).
+    params : dict
+        What built it (δ, V, z, ...), for reports.
+    """
+
+    kind: str
+    side: str
+    lower: np.ndarray
+    upper: np.ndarray
+    shift: np.ndarray
+    upper_shift: np.ndarray | None = None
+    budget: int | None = None
+    params: dict | None = None
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.lower.shape[0])
+
+
+def _frozen(a) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    a.flags.writeable = False
+    return a
+
+
+def full_boundary(n_terms: int) -> Boundary:
+    """No stopping."""
+    return Boundary(
+        kind="full",
+        side="both",
+        lower=_frozen(np.full(n_terms, -np.inf)),
+        upper=_frozen(np.full(n_terms, np.inf)),
+        shift=_frozen(np.zeros(n_terms)),
+    )
+
+
+def constant_boundary(n_terms: int, delta, variance, theta_s=0.0, side="lower") -> Boundary:
+    """The Constant-STST boundary: the same τ at every position (SPEC §2)."""
+    check_side(side)
+    lo, up = constant_threshold(delta, variance, theta_s, side="both")
+    lower = np.full(n_terms, lo if side in ("lower", "both") else -np.inf)
+    upper = np.full(n_terms, up if side in ("upper", "both") else np.inf)
+    return Boundary(
+        kind="constant",
+        side=side,
+        lower=_frozen(lower),
+        upper=_frozen(upper),
+        shift=_frozen(np.zeros(n_terms)),
+        params={
+            "delta": float(delta),
+            "variance": float(variance),
+            "theta_s": float(theta_s),
+            "tau_lower": lo,
+            "tau_upper": up,
+        },
+    )
+
+
+def curved_boundary(
+    stats: ReferenceStats, delta, theta_s=0.0, side="lower", z=None, upper_stats=None
+) -> Boundary:
+    """Gaussian stochastic curtailment (SPEC §2).
+
+    Stop lower when ``S_t + M_t < θ_S − z D_t``, upper when ``S_t + M_t > θ_S + z D_t``, with
+    ``z = Φ⁻¹(1 − δ)`` unless given. ``stats`` gives ``M_t``, ``D_t`` for the lower side and
+    ``upper_stats`` (default: ``stats``) for the upper side: the estimator passes the statistics of
+    the class each side must not stop by mistake (positives for lower, negatives for upper).
+    """
+    check_side(side)
+    d = check_delta(delta)
+    z = float(ndtri(1.0 - d)) if z is None else float(z)
+    upper_stats = stats if upper_stats is None else upper_stats
+    M_lo, D_lo = np.asarray(stats.remainder_mean), np.asarray(stats.remainder_std)
+    M_up, D_up = np.asarray(upper_stats.remainder_mean), np.asarray(upper_stats.remainder_std)
+    n = M_lo.shape[0]
+    lower = theta_s - z * D_lo - M_lo if side in ("lower", "both") else np.full(n, -np.inf)
+    upper = theta_s + z * D_up - M_up if side in ("upper", "both") else np.full(n, np.inf)
+    return Boundary(
+        kind="curved",
+        side=side,
+        lower=_frozen(lower),
+        upper=_frozen(upper),
+        shift=_frozen(M_lo),
+        upper_shift=_frozen(M_up),
+        params={"delta": d, "z": z, "theta_s": float(theta_s)},
+    )
+
+
+def budget_boundary(n_terms: int, budget: int) -> Boundary:
+    """The budgeted baseline (the paper's Algorithm 2): evaluate exactly ``budget`` terms."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
+        raise InvalidParameterError(f"budget must be an integer in [1, {n_terms}], got {budget!r}.")
+    if not (1 <= budget <= n_terms):
+        raise InvalidParameterError(f"budget must be in [1, {n_terms}], got {budget}.")
+    return Boundary(
+        kind="budget",
+        side="both",
+        lower=_frozen(np.full(n_terms, -np.inf)),
+        upper=_frozen(np.full(n_terms, np.inf)),
+        shift=_frozen(np.zeros(n_terms)),
+        budget=int(budget),
+        params={"budget": int(budget)},
+    )

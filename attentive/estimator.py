@@ -1,0 +1,271 @@
+"""``AttentiveClassifier``: a scikit-learn meta-estimator that stops evaluating early."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from attentive.boundaries import (
+    BOUNDARIES,
+    VARIANCES,
+    Boundary,
+    ReferenceStats,
+    budget_boundary,
+    check_delta,
+    check_side,
+    constant_boundary,
+    curved_boundary,
+    full_boundary,
+    reference_statistics,
+)
+from attentive.errors import InvalidParameterError
+from attentive.evaluation import Evaluation, evaluate
+from attentive.terms import decompose
+from attentive.walk import CENTERINGS, ORDERS, make_walk
+
+__all__ = ["AttentiveClassifier"]
+
+
+def _is_fitted(estimator) -> bool:
+    if type(estimator).__name__ == "FrozenEstimator":
+        return True
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        return False
+    return True
+
+
+class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Evaluate a binary linear predictor one term at a time and stop when the answer is obvious.
+
+    Implements the paper's attentive prediction (SPEC §1–§2): the model's score
+    ``f(x) = c + S_n(x)`` is accumulated over a permutation of its terms (support vectors,
+    features or weak learners) and evaluation stops at the first ``t < n`` where the partial
+    score ``S_t`` crosses the boundary.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A binary ``SVC`` (linear, rbf, poly, sigmoid), ``LinearSVC``, ``LogisticRegression``,
+        ``AdaBoostClassifier`` or a ``Pipeline`` ending in one. Fitted on ``(X, y)`` in :meth:`fit`
+        unless it is already fitted or wrapped in ``sklearn.frozen.FrozenEstimator``.
+    boundary : {"constant", "curved", "budget", "full"}, default="constant"
+        ``constant``: the paper's Constant-STST threshold; ``curved``: Gaussian curtailment with
+        ``M_t``, ``D_t`` estimated on the reference set; ``budget``: evaluate exactly ``budget``
+        terms (Algorithm 2); ``full``: never stop.
+    delta : float in (0, 1), default=0.05
+        Required stop-error rate.
+    threshold : float, default=0.0
+        Prediction threshold θ on the ``decision_function`` scale: positive iff ``f(x) ≥ θ``.
+    side : {"lower", "upper", "both"}, default="lower"
+        ``lower`` stops walks falling below the boundary and predicts negative (the paper).
+    centering : {"positive", "all", "none"}, default="positive"
+        Which reference examples the per-term means ``μ_i`` (and the variance) come from.
+    variance : {"terms", "independent"}, default="terms"
+        Bridge variance estimator for the constant boundary (SPEC §2).
+    order : {"random", "given", "weight"}, default="random"
+        Order in which terms are evaluated.
+    budget : int or float, default=None
+        For ``boundary="budget"``: number of terms (int ≥ 1) or fraction of terms (float in
+        (0, 1]); ``None`` means half of the terms.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the random order.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted model whose terms are evaluated.
+    classes_ : ndarray of shape (2,)
+    terms_ : TermDecomposition
+    walk_ : Walk
+        Centering and order.
+    reference_stats_ : ReferenceStats
+        Statistics over the reference set R (V for the constant boundary).
+    class_stats_ : dict
+        ``{"positive": ReferenceStats, "negative": ReferenceStats}`` per reference class; the
+        curved boundary takes ``M_t``, ``D_t`` of positives for its lower side, negatives for its
+        upper side.
+    boundary_ : Boundary
+    offset_ : float
+        ``c``, with ``f(x) = c + S_n(x)``.
+    theta_s_ : float
+        ``θ_S = θ − c``.
+    variance_ : float
+        The bridge variance used by the constant boundary.
+    n_terms_ : int
+    n_features_in_ : int
+    """
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        boundary="constant",
+        delta=0.05,
+        threshold=0.0,
+        side="lower",
+        centering="positive",
+        variance="terms",
+        order="random",
+        budget=None,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.boundary = boundary
+        self.delta = delta
+        self.threshold = threshold
+        self.side = side
+        self.centering = centering
+        self.variance = variance
+        self.order = order
+        self.budget = budget
+        self.random_state = random_state
+
+    # -- parameter checks -------------------------------------------------------------------
+    def _check_params(self):
+        if self.boundary not in BOUNDARIES:
+            raise InvalidParameterError(
+                f"boundary must be one of {BOUNDARIES}, got {self.boundary!r}."
+            )
+        check_side(self.side)
+        if self.centering not in CENTERINGS:
+            raise InvalidParameterError(
+                f"centering must be one of {CENTERINGS}, got {self.centering!r}."
+            )
+        if self.variance not in VARIANCES:
+            raise InvalidParameterError(
+                f"variance must be one of {VARIANCES}, got {self.variance!r}."
+            )
+        if self.order not in ORDERS:
+            raise InvalidParameterError(f"order must be one of {ORDERS}, got {self.order!r}.")
+        check_delta(self.delta)
+        if not isinstance(self.threshold, numbers.Real) or not math.isfinite(self.threshold):
+            raise InvalidParameterError(
+                f"threshold must be a finite number, got {self.threshold!r}."
+            )
+
+    def _budget_terms(self, n_terms: int) -> int:
+        b = self.budget
+        if b is None:
+            return max(1, math.ceil(n_terms / 2))
+        if isinstance(b, bool):
+            raise InvalidParameterError(f"budget must be an int or a float, got {b!r}.")
+        if isinstance(b, numbers.Integral):
+            if not 1 <= b <= n_terms:
+                raise InvalidParameterError(
+                    f"budget must be between 1 and the number of terms ({n_terms}), got {b}."
+                )
+            return int(b)
+        if isinstance(b, numbers.Real) and 0 < b <= 1:
+            return max(1, math.ceil(b * n_terms))
+        raise InvalidParameterError(
+            f"budget must be an int in [1, {n_terms}] or a fraction in (0, 1], got {b!r}."
+        )
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the model (unless prefit) and fix centering, order and boundary from ``(X, y)``.
+
+        ``(X, y)`` is the reference set: ``μ_i``, V, ``M_t`` and ``D_t`` come from it, never from
+        the examples later evaluated.
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
+        target = type_of_target(y, input_name="y")
+        if target != "binary":
+            n_classes = np.unique(y).size
+            raise InvalidParameterError(
+                f"AttentiveClassifier is for binary problems; y has {n_classes} classes "
+                f"(type {target!r}). Choose one positive class and relabel the rest."
+            )
+        if _is_fitted(self.estimator):
+            self.estimator_ = self.estimator
+        else:
+            self.estimator_ = clone(self.estimator).fit(X, y)
+        self.terms_ = decompose(self.estimator_)
+        self.classes_ = np.asarray(self.terms_.classes)
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise InvalidParameterError(
+                f"the reference labels contain {list(unknown)}, which the fitted model does not "
+                f"know; its classes are {list(self.classes_)}."
+            )
+        self.walk_, ref_mask = make_walk(
+            self.terms_,
+            X,
+            y,
+            centering=self.centering,
+            order=self.order,
+            random_state=self.random_state,
+        )
+        # Per-class statistics: the curved boundary's lower side needs the walks it must not stop
+        # (positives), its upper side the negatives; V comes from R (SPEC §2), their union when
+        # R is every reference example.
+        is_pos = y == self.classes_[1]
+        self.class_stats_ = {
+            "positive": reference_statistics(self.walk_, X[np.flatnonzero(is_pos)]),
+            "negative": reference_statistics(self.walk_, X[np.flatnonzero(~is_pos)]),
+        }
+        if ref_mask.all():
+            self.reference_stats_ = ReferenceStats.pool(
+                self.class_stats_["positive"], self.class_stats_["negative"]
+            )
+        else:
+            self.reference_stats_ = self.class_stats_["positive"]
+        self.n_terms_ = self.terms_.n_terms
+        self.offset_ = self.walk_.offset
+        self.theta_s_ = self.walk_.theta_s(self.threshold)
+        self.variance_ = self.reference_stats_.variance(self.variance)
+        self.boundary_ = self._make_boundary()
+        return self
+
+    def _make_boundary(self) -> Boundary:
+        n = self.n_terms_
+        if self.boundary == "constant":
+            return constant_boundary(n, self.delta, self.variance_, self.theta_s_, self.side)
+        if self.boundary == "curved":
+            return curved_boundary(
+                self.class_stats_["positive"],
+                self.delta,
+                self.theta_s_,
+                self.side,
+                upper_stats=self.class_stats_["negative"],
+            )
+        if self.boundary == "budget":
+            return budget_boundary(n, self._budget_terms(n))
+        return full_boundary(n)
+
+    # -- prediction -----------------------------------------------------------------------------
+    def evaluate(self, X) -> Evaluation:
+        """Evaluate ``X`` attentively.
+
+        Returns
+        -------
+        Evaluation
+            ``decision``, ``labels``, ``positive``, ``n_evaluated``, ``stopped`` and
+            ``stop_side`` per example (see :class:`attentive.evaluation.Evaluation`).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        return evaluate(self.walk_, X, self.boundary_, self.theta_s_)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Algorithm 1's score: ``f(x)`` if evaluated to the end, else ``c + τ`` where it stopped."""
+        return self.evaluate(X).decision
+
+    def predict(self, X) -> np.ndarray:
+        """Labels from ``classes_``: the side crossed if stopped, else ``f(x) ≥ θ``."""
+        return self.evaluate(X).labels
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags

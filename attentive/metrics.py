@@ -1,0 +1,239 @@
+"""What is measured (SPEC §4): evaluated fraction, stop-error, disagreement, tradeoff curves, PR.
+
+The attentive sweep over all constant thresholds τ uses the ``searchsorted`` formulation: for a
+lower τ, an example stops at the first ``t < n`` where its running minimum of ``S_t`` drops below τ,
+so the number of terms it evaluates is ``1 + #{t < n : min_{k≤t} S_k ≥ τ}``. Summed over examples
+that is a count over one sorted array of running minima, so after one sort (cached in
+:class:`AttentiveSweep`) any number of τ values costs ``O(taus × log(examples × n))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attentive.boundaries import check_side
+
+__all__ = [
+    "AttentiveSweep",
+    "PRCurve",
+    "TradeoffCurve",
+    "attentive_tradeoff",
+    "budgeted_tradeoff",
+    "disagreement_rate",
+    "mean_evaluated_fraction",
+    "precision_recall",
+    "stop_error",
+]
+
+
+def mean_evaluated_fraction(n_evaluated, n_terms: int) -> float:
+    """Mean of ``n_evaluated / n`` (SPEC §4). Speed-up in evaluations is its inverse."""
+    n_evaluated = np.asarray(n_evaluated)
+    if n_evaluated.size == 0 or n_terms <= 0:
+        return float("nan")
+    return float(n_evaluated.mean() / n_terms)
+
+
+def stop_error(early_positive, full_positive, side: str = "lower") -> float:
+    """The paper's conditional stop-error (SPEC §4).
+
+    ``lower``: the fraction of full-positive examples that the early rule calls negative,
+    ``#(stopped ∧ F) / #F``; ``upper``: the fraction of full-negative examples called positive;
+    ``both``: the two kinds of error over all examples (equal to :func:`disagreement_rate`).
+    NaN when the conditioning class is empty.
+    """
+    check_side(side)
+    e = np.asarray(early_positive, dtype=bool)
+    f = np.asarray(full_positive, dtype=bool)
+    if side == "lower":
+        return float(np.sum(~e & f) / np.sum(f)) if f.any() else float("nan")
+    if side == "upper":
+        return float(np.sum(e & ~f) / np.sum(~f)) if (~f).any() else float("nan")
+    return disagreement_rate(e, f)
+
+
+def disagreement_rate(early_positive, full_positive) -> float:
+    """``#(early decision ≠ full decision) / #examples`` (SPEC §4)."""
+    e = np.asarray(early_positive, dtype=bool)
+    f = np.asarray(full_positive, dtype=bool)
+    return float(np.mean(e != f)) if e.size else float("nan")
+
+
+@dataclass(frozen=True)
+class TradeoffCurve:
+    """A tradeoff curve: one row per τ (attentive) or budget B (budgeted).
+
+    Attributes
+    ----------
+    method : str
+    parameter_name : {"tau", "budget"}
+    parameter : ndarray
+    mean_evaluated_fraction, stop_error, disagreement : ndarray
+    n_terms : int
+    """
+
+    method: str
+    parameter_name: str
+    parameter: np.ndarray
+    mean_evaluated_fraction: np.ndarray
+    stop_error: np.ndarray
+    disagreement: np.ndarray
+    n_terms: int
+
+    @property
+    def mean_evaluated(self) -> np.ndarray:
+        """Mean number of terms evaluated."""
+        return self.mean_evaluated_fraction * self.n_terms
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "method": self.method,
+                self.parameter_name: self.parameter,
+                "mean_evaluated_fraction": self.mean_evaluated_fraction,
+                "mean_evaluated": self.mean_evaluated,
+                "stop_error": self.stop_error,
+                "disagreement": self.disagreement,
+            }
+        )
+
+
+class AttentiveSweep:
+    """Precomputed running extrema of walks, for constant-τ sweeps in ``O(log)`` per τ.
+
+    Parameters
+    ----------
+    S : ndarray (n_examples, n_terms)
+        Partial scores, column ``t-1`` = ``S_t``.
+    theta_s : float
+        Decision threshold in S space.
+    side : {"lower", "upper"}
+    """
+
+    def __init__(self, S, theta_s: float, side: str = "lower"):
+        if side not in ("lower", "upper"):
+            raise ValueError(f"a constant sweep is one-sided: 'lower' or 'upper', got {side!r}")
+        S = np.asarray(S)
+        m, n = S.shape
+        self.side = side
+        self.theta_s = float(theta_s)
+        self.n_examples = m
+        self.n_terms = n
+        full_positive = S[:, n - 1] >= theta_s
+        # lower stops protect F (stop-error counts F that stopped); upper mirrors with ¬F.
+        sign = 1.0 if side == "lower" else -1.0
+        self._sign = sign
+        self._protected = full_positive if side == "lower" else ~full_positive
+        if n > 1:
+            run = np.minimum.accumulate(sign * S[:, : n - 1], axis=1)
+            self._final = run[:, -1].copy()
+            self._sorted_all = np.sort(run, axis=None)
+        else:
+            self._final = np.full(m, np.inf)
+            self._sorted_all = np.empty(0)
+        self._sorted_protected = np.sort(self._final[self._protected])
+        self._sorted_final = np.sort(self._final)
+        self.min_score = (
+            float(sign * self._sorted_all[0]) if self._sorted_all.size else self.theta_s
+        )
+
+    def default_taus(self, n_taus: int = 200) -> np.ndarray:
+        """``n_taus`` values from the extreme partial score up to ``θ_S`` (the paper's range)."""
+        return np.linspace(self.min_score, self.theta_s, n_taus)
+
+    def counts(self, taus):
+        """For each τ: total terms evaluated, examples stopped, protected examples stopped."""
+        t = self._sign * np.asarray(taus, dtype=np.float64)
+        n_ge = self._sorted_all.size - np.searchsorted(self._sorted_all, t, side="left")
+        total_evaluated = self.n_examples + n_ge
+        stopped = np.searchsorted(self._sorted_final, t, side="left")
+        stopped_protected = np.searchsorted(self._sorted_protected, t, side="left")
+        return total_evaluated, stopped, stopped_protected
+
+    def curve(self, taus=None, n_taus: int = 200) -> TradeoffCurve:
+        taus = self.default_taus(n_taus) if taus is None else np.asarray(taus, dtype=np.float64)
+        total, _stopped, bad = self.counts(taus)
+        n_protected = self._sorted_protected.size
+        with np.errstate(invalid="ignore", divide="ignore"):
+            serr = bad / n_protected if n_protected else np.full(taus.shape, np.nan)
+        return TradeoffCurve(
+            method="attentive",
+            parameter_name="tau",
+            parameter=taus,
+            mean_evaluated_fraction=total / (self.n_examples * self.n_terms),
+            stop_error=np.asarray(serr, dtype=np.float64),
+            disagreement=bad / self.n_examples,
+            n_terms=self.n_terms,
+        )
+
+
+def attentive_tradeoff(S, theta_s: float, taus=None, side: str = "lower", n_taus: int = 200):
+    """Stop-error and disagreement against mean evaluated fraction over constant τ (SPEC §4)."""
+    return AttentiveSweep(S, theta_s, side).curve(taus, n_taus)
+
+
+def budgeted_tradeoff(S, theta_s: float, budgets=None, side: str = "lower") -> TradeoffCurve:
+    """The budgeted baseline over ``B`` (default ``1..n``): predict positive iff ``(n/B) S_B ≥ θ_S``."""
+    check_side(side)
+    S = np.asarray(S)
+    m, n = S.shape
+    budgets = np.arange(1, n + 1) if budgets is None else np.asarray(budgets, dtype=np.int64)
+    full = S[:, n - 1] >= theta_s
+    err = np.empty(budgets.shape)
+    dis = np.empty(budgets.shape)
+    # Process budgets in column blocks to bound the temporary boolean matrix.
+    step = max(1, 2_000_000 // max(1, m))
+    for start in range(0, budgets.size, step):
+        B = budgets[start : start + step]
+        pos = (n / B) * S[:, B - 1] >= theta_s
+        dis[start : start + step] = np.mean(pos != full[:, None], axis=0)
+        if side == "lower":
+            bad = np.sum(~pos & full[:, None], axis=0)
+            denom = full.sum()
+        elif side == "upper":
+            bad = np.sum(pos & ~full[:, None], axis=0)
+            denom = (~full).sum()
+        else:
+            bad = np.sum(pos != full[:, None], axis=0)
+            denom = m
+        with np.errstate(invalid="ignore", divide="ignore"):
+            err[start : start + step] = bad / denom if denom else np.nan
+    return TradeoffCurve(
+        method="budgeted",
+        parameter_name="budget",
+        parameter=budgets,
+        mean_evaluated_fraction=budgets / n,
+        stop_error=err,
+        disagreement=dis,
+        n_terms=n,
+    )
+
+
+@dataclass(frozen=True)
+class PRCurve:
+    """Precision–recall of one score against the true labels."""
+
+    name: str
+    precision: np.ndarray
+    recall: np.ndarray
+    thresholds: np.ndarray
+    average_precision: float
+
+
+def precision_recall(y_true, scores: dict, pos_label=1) -> dict[str, PRCurve]:
+    """Precision–recall curves and average precision for each named score (SPEC §4).
+
+    Typical ``scores``: ``{"full": f(x), "attentive": Algorithm 1 scores, "budgeted": c + (n/B) S_B}``.
+    """
+    from sklearn.metrics import average_precision_score, precision_recall_curve
+
+    out = {}
+    for name, s in scores.items():
+        p, r, t = precision_recall_curve(y_true, s, pos_label=pos_label)
+        ap = average_precision_score(y_true, s, pos_label=pos_label)
+        out[name] = PRCurve(name, p, r, t, float(ap))
+    return out

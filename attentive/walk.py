@@ -1,0 +1,171 @@
+"""Centering, order and partial scores (SPEC §1): the walk ``S_t(x)`` of one example.
+
+A :class:`Walk` fixes the per-term means ``μ_i`` (from a reference set, never from the evaluated
+examples), the permutation ``π`` and hence the offset ``c = b + Σ_i w_i μ_i``, so that
+``f(x) = c + S_n(x)`` with ``S_t(x) = Σ_{k≤t} w_{π(k)} (h_{π(k)}(x) − μ_{π(k)})``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attentive.errors import InvalidParameterError
+from attentive.terms import TermDecomposition
+
+__all__ = [
+    "CENTERINGS",
+    "ORDERS",
+    "Walk",
+    "make_order",
+    "make_walk",
+    "reference_mask",
+    "term_means",
+]
+
+CENTERINGS = ("positive", "all", "none")
+ORDERS = ("random", "given", "weight")
+
+# Rows of reference data processed at once when accumulating statistics: bounds memory at
+# about _CHUNK × n_terms × 8 bytes.
+_CHUNK_ELEMENTS = 4_000_000
+
+
+def _row_chunks(n_rows: int, n_terms: int):
+    step = max(1, _CHUNK_ELEMENTS // max(1, n_terms))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(n_rows, start + step))
+
+
+def reference_mask(y_ref, positive_label, centering: str) -> np.ndarray:
+    """Which reference examples form R for ``centering`` (SPEC §1).
+
+    ``positive`` keeps the positive class; ``all`` and ``none`` keep every example (for ``none``
+    the means are zero, and R is still what the variance estimators average over).
+    """
+    if centering not in CENTERINGS:
+        raise InvalidParameterError(f"centering must be one of {CENTERINGS}, got {centering!r}.")
+    y_ref = np.asarray(y_ref)
+    if centering == "positive":
+        mask = y_ref == positive_label
+        if not mask.any():
+            raise InvalidParameterError(
+                f"centering='positive' needs reference examples of the positive class "
+                f"{positive_label!r}, but the reference set has none."
+            )
+        return mask
+    return np.ones(y_ref.shape[0], dtype=bool)
+
+
+def term_means(terms: TermDecomposition, X_ref_prepared) -> np.ndarray:
+    """``μ_i`` = mean of ``h_i`` over the (prepared) reference examples, chunked over rows."""
+    n = terms.n_terms
+    m = X_ref_prepared.shape[0]
+    if m == 0:
+        raise InvalidParameterError("the reference set for centering is empty.")
+    total = np.zeros(n)
+    for rows in _row_chunks(m, n):
+        total += terms.term_values(X_ref_prepared[rows]).sum(axis=0)
+    return total / m
+
+
+def make_order(n_terms: int, order: str, weights=None, random_state=None) -> np.ndarray:
+    """The permutation ``π`` of the terms (SPEC §1).
+
+    ``random``: a uniformly random permutation seeded by ``random_state`` (the paper);
+    ``given``: as stored; ``weight``: by ``|w_i|`` descending (stable).
+    """
+    if order == "random":
+        return np.random.default_rng(random_state).permutation(n_terms)
+    if order == "given":
+        return np.arange(n_terms)
+    if order == "weight":
+        if weights is None:
+            raise InvalidParameterError("order='weight' needs the term weights.")
+        return np.argsort(-np.abs(np.asarray(weights)), kind="stable")
+    raise InvalidParameterError(f"order must be one of {ORDERS}, got {order!r}.")
+
+
+@dataclass(frozen=True)
+class Walk:
+    """A model's terms with their centering and order fixed.
+
+    Attributes
+    ----------
+    terms : TermDecomposition
+    mu : ndarray of shape (n_terms,)
+        ``μ_i`` indexed like the model's terms (not permuted).
+    order : ndarray of shape (n_terms,)
+        ``π``: position ``k`` of the walk evaluates term ``order[k]``.
+    """
+
+    terms: TermDecomposition
+    mu: np.ndarray
+    order: np.ndarray
+    ordered_weights: np.ndarray = field(init=False, repr=False)
+    ordered_mu: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        w = np.ascontiguousarray(self.terms.weights[self.order])
+        m = np.ascontiguousarray(self.mu[self.order])
+        w.flags.writeable = False
+        m.flags.writeable = False
+        object.__setattr__(self, "ordered_weights", w)
+        object.__setattr__(self, "ordered_mu", m)
+
+    @property
+    def n_terms(self) -> int:
+        return self.terms.n_terms
+
+    @property
+    def offset(self) -> float:
+        """``c = b + Σ_i w_i μ_i``, so that ``f(x) = c + S_n(x)``."""
+        return float(self.terms.intercept + self.terms.weights @ self.mu)
+
+    def theta_s(self, theta: float) -> float:
+        """The decision threshold in S space, ``θ_S = θ − c``."""
+        return float(theta) - self.offset
+
+    def prepare(self, X):
+        return self.terms.prepare(X)
+
+    def contributions(self, X_prepared, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """``w_{π(k)} X_{π(k)}(x)`` for walk positions ``k = start .. stop-1`` (0-based)."""
+        stop = self.n_terms if stop is None else stop
+        idx = self.order[start:stop]
+        values = self.terms.term_values(X_prepared, idx)
+        values -= self.ordered_mu[start:stop]
+        values *= self.ordered_weights[start:stop]
+        return values
+
+    def partial_scores(self, X, *, prepared: bool = False) -> np.ndarray:
+        """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms)."""
+        Xp = X if prepared else self.prepare(X)
+        S = self.contributions(Xp)
+        np.cumsum(S, axis=1, out=S)
+        return S
+
+
+def make_walk(
+    terms: TermDecomposition,
+    X_ref,
+    y_ref,
+    *,
+    centering: str = "positive",
+    order: str = "random",
+    random_state=None,
+) -> tuple[Walk, np.ndarray]:
+    """Fix centering (from the reference set) and order.
+
+    Returns the walk and the boolean mask of reference examples that form R.
+    """
+    mask = reference_mask(y_ref, terms.classes[1], centering)
+    perm = make_order(terms.n_terms, order, terms.weights, random_state)
+    if centering == "none":
+        mu = np.zeros(terms.n_terms)
+    else:
+        Xp = terms.prepare(X_ref)
+        mu = term_means(terms, Xp[np.flatnonzero(mask)])
+    mu.flags.writeable = False
+    return Walk(terms=terms, mu=mu, order=perm), mask
