@@ -178,12 +178,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
-        target = type_of_target(y, input_name="y")
+        target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
             n_classes = np.unique(y).size
             raise InvalidParameterError(
-                f"AttentiveClassifier is for binary problems; y has {n_classes} classes "
-                f"(type {target!r}). Choose one positive class and relabel the rest."
+                f"Only binary classification is supported. The type of the target is {target!r} "
+                f"with {n_classes} classes; choose one positive class and relabel the rest."
             )
         if _is_fitted(self.estimator):
             self.estimator_ = self.estimator

@@ -7,7 +7,7 @@ walk can be computed one block of terms at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,11 +29,17 @@ SUPPORTED_MODELS = (
 )
 
 
+_KERNELS = ("linear", "rbf", "poly", "sigmoid")
+
+
 @dataclass(frozen=True)
 class TermDecomposition:
     """A fitted binary linear predictor written as ``f(x) = intercept + Σ_i weights[i] h_i(x)``.
 
-    Parameters
+    Holds only arrays and the fitted scikit-learn objects (no closures), so it pickles and can be
+    stored with ``skops``.
+
+    Attributes
     ----------
     weights : ndarray of shape (n_terms,)
         ``w_i`` (SPEC §1 table).
@@ -41,26 +47,26 @@ class TermDecomposition:
         ``b``.
     kind : {"kernel", "linear", "boosting"}
         What a term is: a support vector, a feature, or a weak learner.
-    term_function : callable
-        ``term_function(X, idx) -> ndarray (n_examples, len(idx))`` of ``h_i(x)`` for the terms ``idx``,
-        on already-transformed ``X``.
-    transform : callable or None
-        The pipeline's earlier steps, applied to raw ``X`` first.
     classes : ndarray of shape (2,)
         The model's ``classes_``; ``classes[1]`` is the positive class.
+    head : estimator or None
+        The pipeline's earlier steps, applied to raw ``X`` first.
     kernel : str or None
-        For SVC: the kernel name.
+        For SVC: the kernel name, with ``kernel_params`` (resolved ``gamma``, ``coef0``, ``degree``)
+        and ``support_vectors`` (dense array or sparse CSR matrix).
+    learners : list or None
+        For boosting: the fitted weak learners.
     """
 
     weights: np.ndarray
     intercept: float
     kind: str
-    term_function: Callable[[object, np.ndarray], np.ndarray] = field(repr=False)
-    transform: Callable[[object], object] | None = field(default=None, repr=False)
-    classes: np.ndarray | None = None
+    classes: np.ndarray
+    head: object | None = field(default=None, repr=False)
     kernel: str | None = None
-    support_vectors: object | None = field(default=None, repr=False)
     kernel_params: dict | None = None
+    support_vectors: object | None = field(default=None, repr=False)
+    learners: list | None = field(default=None, repr=False)
 
     @property
     def n_terms(self) -> int:
@@ -68,36 +74,55 @@ class TermDecomposition:
 
     def prepare(self, X):
         """Apply the pipeline's earlier steps (if any) to raw ``X``."""
-        return X if self.transform is None else self.transform(X)
+        return X if self.head is None else self.head.transform(X)
 
     def term_values(self, X, idx=None) -> np.ndarray:
         """``h_i(x)`` for the terms ``idx`` (all terms when None), on prepared ``X``.
 
         Returns a dense float64 array of shape (n_examples, len(idx)).
         """
-        if idx is None:
-            idx = np.arange(self.n_terms)
-        return np.asarray(self.term_function(X, np.asarray(idx)), dtype=np.float64)
+        idx = np.arange(self.n_terms) if idx is None else np.asarray(idx)
+        if self.kind == "kernel":
+            out = kernel_values(X, self.support_vectors[idx], self.kernel, self.kernel_params)
+        elif self.kind == "linear":
+            out = X[:, idx]
+        else:
+            out = np.empty((X.shape[0], idx.size), dtype=np.float64)
+            for j, i in enumerate(idx):
+                out[:, j] = np.where(self.learners[i].predict(X) == self.classes[1], 1.0, -1.0)
+        out = out.toarray() if sp.issparse(out) else out
+        return np.asarray(out, dtype=np.float64)
+
+
+def kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
+    """``K(x, y)`` for rows of ``X`` against rows of ``Y`` with an SVC's resolved parameters."""
+    if kernel == "rbf":
+        return rbf_kernel(X, Y, gamma=params["gamma"])
+    if kernel == "linear":
+        return linear_kernel(X, Y)
+    if kernel == "poly":
+        return polynomial_kernel(
+            X, Y, degree=params["degree"], gamma=params["gamma"], coef0=params["coef0"]
+        )
+    return sigmoid_kernel(X, Y, gamma=params["gamma"], coef0=params["coef0"])
 
 
 def _unwrap(estimator):
-    """Split a (possibly frozen, possibly pipelined) estimator into (transform, final estimator)."""
+    """Split a (possibly frozen, possibly pipelined) estimator into (head steps, final model)."""
     # FrozenEstimator (sklearn.frozen) keeps the fitted model in ``estimator``.
     if type(estimator).__name__ == "FrozenEstimator":
         estimator = estimator.estimator
     steps = getattr(estimator, "steps", None)
     if steps is not None and hasattr(estimator, "named_steps"):
-        final = steps[-1][1]
-        head = estimator[:-1] if len(steps) > 1 else None
-        transform = head.transform if head is not None else None
-        inner_transform, final = _unwrap(final)
-        if inner_transform is not None:
-            outer = transform
+        head_steps = list(steps[:-1])
+        inner_head, final = _unwrap(steps[-1][1])
+        if inner_head is not None:
+            head_steps.extend(inner_head.steps)
+        if not head_steps:
+            return None, final
+        from sklearn.pipeline import Pipeline
 
-            def transform(X, _outer=outer, _inner=inner_transform):
-                return _inner(_outer(X) if _outer is not None else X)
-
-        return transform, final
+        return Pipeline(head_steps), final
     return None, estimator
 
 
@@ -114,65 +139,42 @@ def _check_binary(classes, name: str) -> np.ndarray:
 def _svc_terms(model) -> TermDecomposition:
     classes = _check_binary(model.classes_, type(model).__name__)
     kernel = model.kernel
-    if not isinstance(kernel, str) or kernel not in ("linear", "rbf", "poly", "sigmoid"):
+    if not isinstance(kernel, str) or kernel not in _KERNELS:
         raise UnsupportedModelError(
             f"SVC with kernel={kernel!r} is not supported; use kernel 'linear', 'rbf', 'poly' or "
             "'sigmoid'."
         )
-    sv = model.support_vectors_
+    dual = model.dual_coef_
     # sklearn stores dual_coef_ and intercept_ with the sign that decision_function uses.
-    weights = np.asarray(
-        model.dual_coef_.toarray() if sp.issparse(model.dual_coef_) else model.dual_coef_,
-        dtype=np.float64,
-    )[0].copy()
-    intercept = float(model.intercept_[0])
-    gamma = float(model._gamma)
-    params = {"gamma": gamma, "coef0": float(model.coef0), "degree": int(model.degree)}
-
-    def term_function(X, idx, _sv=sv, _k=kernel, _p=params):
-        Y = _sv[idx]
-        if _k == "rbf":
-            return rbf_kernel(X, Y, gamma=_p["gamma"])
-        if _k == "linear":
-            out = linear_kernel(X, Y)
-        elif _k == "poly":
-            out = polynomial_kernel(X, Y, degree=_p["degree"], gamma=_p["gamma"], coef0=_p["coef0"])
-        else:
-            out = sigmoid_kernel(X, Y, gamma=_p["gamma"], coef0=_p["coef0"])
-        return out.toarray() if sp.issparse(out) else out
-
+    weights = np.asarray(dual.toarray() if sp.issparse(dual) else dual, dtype=np.float64)[0].copy()
+    sv = model.support_vectors_
+    sv = sp.csr_matrix(sv) if sp.issparse(sv) else np.ascontiguousarray(sv, dtype=np.float64)
     return TermDecomposition(
         weights=weights,
-        intercept=intercept,
+        intercept=float(model.intercept_[0]),
         kind="kernel",
-        term_function=term_function,
         classes=classes,
         kernel=kernel,
+        kernel_params={
+            "gamma": float(model._gamma),
+            "coef0": float(model.coef0),
+            "degree": int(model.degree),
+        },
         support_vectors=sv,
-        kernel_params=params,
     )
 
 
 def _linear_terms(model) -> TermDecomposition:
     classes = _check_binary(model.classes_, type(model).__name__)
-    coef = np.asarray(model.coef_, dtype=np.float64)
+    coef = model.coef_
+    coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)
     if coef.ndim != 2 or coef.shape[0] != 1:
         raise UnsupportedModelError(
             f"{type(model).__name__} has coef_ of shape {coef.shape}; expected one row (binary)."
         )
-    weights = coef[0].copy()
     intercept = float(np.ravel(model.intercept_)[0]) if np.size(model.intercept_) else 0.0
-
-    def term_function(X, idx):
-        cols = X[:, idx]
-        return cols.toarray() if sp.issparse(cols) else np.asarray(cols)
-
     return TermDecomposition(
-        weights=weights,
-        intercept=intercept,
-        kind="linear",
-        term_function=term_function,
-        classes=classes,
+        weights=coef[0].copy(), intercept=intercept, kind="linear", classes=classes
     )
 
 
@@ -187,19 +189,8 @@ def _adaboost_terms(model) -> TermDecomposition:
     raw = np.asarray(model.estimator_weights_, dtype=np.float64)
     # decision_function divides by the sum of all estimator weights (unused ones are 0).
     weights = raw[: len(learners)] / raw.sum()
-
-    def term_function(X, idx, _learners=learners, _pos=classes[1]):
-        out = np.empty((X.shape[0], len(idx)), dtype=np.float64)
-        for j, i in enumerate(idx):
-            out[:, j] = np.where(_learners[i].predict(X) == _pos, 1.0, -1.0)
-        return out
-
     return TermDecomposition(
-        weights=weights,
-        intercept=0.0,
-        kind="boosting",
-        term_function=term_function,
-        classes=classes,
+        weights=weights, intercept=0.0, kind="boosting", classes=classes, learners=learners
     )
 
 
@@ -224,7 +215,7 @@ def decompose(estimator) -> TermDecomposition:
     UnsupportedModelError
         For any other model, a non-binary model, or an unsupported kernel.
     """
-    transform, model = _unwrap(estimator)
+    head, model = _unwrap(estimator)
     name = type(model).__name__
     if not hasattr(model, "classes_"):
         raise UnsupportedModelError(
@@ -238,16 +229,6 @@ def decompose(estimator) -> TermDecomposition:
         terms = _adaboost_terms(model)
     else:
         raise UnsupportedModelError(f"{name} is not supported. Supported: {SUPPORTED_MODELS}.")
-    if transform is not None:
-        terms = TermDecomposition(
-            weights=terms.weights,
-            intercept=terms.intercept,
-            kind=terms.kind,
-            term_function=terms.term_function,
-            transform=transform,
-            classes=terms.classes,
-            kernel=terms.kernel,
-            support_vectors=terms.support_vectors,
-            kernel_params=terms.kernel_params,
-        )
+    if head is not None:
+        terms = dataclasses.replace(terms, head=head)
     return terms
