@@ -1,0 +1,289 @@
+"""Load a user's own LIBSVM/svmlight or CSV file as a :class:`~attentive.data.Dataset`.
+
+Every problem a file can have is reported as :class:`~attentive.errors.DataError` saying what was
+wrong and what is expected: missing, empty, too large, truncated or malformed content (with the
+line number), non-numeric cells (column and line), NaN / infinite features, labels that are not
+binary (listing the labels found) or a single class.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+
+from attentive.data.dataset import Dataset, binary_labels, check_features
+from attentive.data.libsvm import decompress, parse_libsvm
+from attentive.errors import DataError, InvalidParameterError
+
+__all__ = ["DEFAULT_MAX_UPLOAD_MB", "load_user_file", "max_upload_bytes"]
+
+DEFAULT_MAX_UPLOAD_MB = 50.0
+FORMATS = ("libsvm", "csv")
+LABEL_COLUMN_GUESSES = ("label", "labels", "class", "target", "y")
+_CSV_SUFFIXES = {".csv", ".tsv"}
+_LIBSVM_SUFFIXES = {".libsvm", ".svm", ".svmlight", ".t", ".scale", ".txt", ".dat"}
+_PAIR_TOKEN = re.compile(rb"\s\d+:\S")
+# Dense features unless the matrix is both large and sparse (then CSR is kept end to end).
+_DENSE_MAX_CELLS = 5_000_000
+_DENSE_MIN_DENSITY = 0.1
+
+
+def max_upload_bytes(max_bytes: int | None = None) -> int:
+    """The upload limit in bytes: ``max_bytes``, else ``ATTENTIVE_MAX_UPLOAD_MB``, else 50 MB."""
+    if max_bytes is not None:
+        if max_bytes <= 0:
+            raise InvalidParameterError(f"max_bytes must be positive, got {max_bytes}")
+        return int(max_bytes)
+    env = os.environ.get("ATTENTIVE_MAX_UPLOAD_MB")
+    if env:
+        try:
+            mb = float(env)
+        except ValueError:
+            raise InvalidParameterError(
+                f"ATTENTIVE_MAX_UPLOAD_MB must be a number of megabytes, got {env!r}"
+            ) from None
+        return int(mb * 1024 * 1024)
+    return int(DEFAULT_MAX_UPLOAD_MB * 1024 * 1024)
+
+
+def load_user_file(
+    path_or_bytes: str | os.PathLike | bytes | BinaryIO,
+    *,
+    filename: str | None = None,
+    format: str | None = None,
+    label_column: str | int | None = None,
+    positive_class: Any = None,
+    test_size: float = 0.25,
+    random_state: int = 0,
+    max_bytes: int | None = None,
+) -> Dataset:
+    """Read a LIBSVM or CSV file and split it into a stratified train / test :class:`Dataset`.
+
+    Parameters
+    ----------
+    path_or_bytes : path-like, bytes or binary file object
+        The file, or its content (an upload). gzip / bz2 / xz content is decompressed.
+    filename : str, optional
+        Name to report and to guess the format from (defaults to the path's name).
+    format : {"libsvm", "csv"}, optional
+        File format; guessed from the name (``.csv``/``.tsv`` vs ``.libsvm``, ``.svm``, ``.t``,
+        ``.txt``, ...) and else from the content when ``None``.
+    label_column : str or int, optional
+        CSV only: the label column's name (or position). When ``None``, a column named ``label``,
+        ``labels``, ``class``, ``target`` or ``y`` (any case) is used if there is exactly one.
+    positive_class : object, optional
+        The label meaning "positive"; required when the labels are not already binary. With two
+        labels the larger (sorted) one is positive by default.
+    test_size : float
+        Fraction of examples held out as the test part, in (0, 1).
+    random_state : int
+        Seed of the stratified split.
+    max_bytes : int, optional
+        Upload limit in bytes (default: ``ATTENTIVE_MAX_UPLOAD_MB`` megabytes, else 50 MB).
+
+    Returns
+    -------
+    Dataset
+        Dense float64 features, except large sparse LIBSVM data which stays CSR.
+
+    Raises
+    ------
+    DataError
+        Any problem with the file's content (see the module docstring).
+    InvalidParameterError
+        An unknown ``format`` or a ``test_size`` outside (0, 1).
+    """
+    if format is not None and format not in FORMATS:
+        raise InvalidParameterError(f"format must be one of {FORMATS} or None, got {format!r}")
+    if not 0.0 < test_size < 1.0:
+        raise InvalidParameterError(f"test_size must be in (0, 1), got {test_size}")
+    limit = max_upload_bytes(max_bytes)
+    data, name = _read(path_or_bytes, filename, limit)
+    data = decompress(data, name)
+    if not data.strip():
+        raise DataError(f"{name} is empty; expected a LIBSVM or CSV file with one example per line")
+    fmt = format or _guess_format(name, data)
+    if fmt == "csv":
+        X, labels, label_name, columns = _parse_csv(data, name, label_column)
+    else:
+        X, labels = parse_libsvm(data, where=name)
+        label_name, columns = "label", None
+        if X.shape[0] * X.shape[1] <= _DENSE_MAX_CELLS or X.nnz >= _DENSE_MIN_DENSITY * np.prod(
+            X.shape, dtype=float
+        ):
+            X = X.toarray()
+    X = check_features(X, where=name)
+    y, class_names = binary_labels(labels, positive_class, where=name)
+    counts = np.bincount(y, minlength=2)
+    n_test = int(np.ceil(test_size * y.size))
+    if counts.min() < 2 or n_test < 2 or y.size - n_test < 2:
+        raise DataError(
+            f"{name}: too few examples to split ({counts[1]} positive, {counts[0]} negative); "
+            "need at least 2 of each class and 2 examples in each part"
+        )
+    rows = np.arange(y.size)
+    train, test = train_test_split(rows, test_size=test_size, random_state=random_state, stratify=y)
+    train, test = np.sort(train), np.sort(test)
+    stem = Path(name).name
+    positive = class_names[1]
+    return Dataset(
+        name=stem,
+        description=(
+            f"Your file {stem}: {y.size} examples with {X.shape[1]} features, split "
+            f"{1 - test_size:.0%} / {test_size:.0%} into train and test (stratified, seed {random_state})."
+        ),
+        positive_meaning=f"{label_name} = {positive}",
+        X_train=X[train],
+        y_train=y[train],
+        X_test=X[test],
+        y_test=y[test],
+        class_names=class_names,
+        params={
+            "filename": stem,
+            "format": fmt,
+            "label_column": label_name,
+            "positive_class": positive,
+            "test_size": test_size,
+            "random_state": random_state,
+            "feature_names": columns,
+        },
+    )
+
+
+def _read(source: Any, filename: str | None, limit: int) -> tuple[bytes, str]:
+    """Read the bytes of a path, bytes or file object, refusing anything over ``limit``."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        data, name = bytes(source), filename or "uploaded file"
+    elif isinstance(source, str | os.PathLike):
+        path = Path(source)
+        name = filename or path.name
+        if not path.exists():
+            raise DataError(f"file not found: {path}")
+        if not path.is_file():
+            raise DataError(f"{path} is not a file")
+        size = path.stat().st_size
+        if size > limit:
+            raise DataError(_too_large(name, size, limit))
+        data = path.read_bytes()
+    elif hasattr(source, "read"):
+        name = filename or Path(getattr(source, "name", "uploaded file")).name
+        data = source.read(limit + 1)
+    else:
+        raise DataError(
+            f"expected a path, bytes or a binary file object, got {type(source).__name__}"
+        )
+    if len(data) > limit:
+        raise DataError(_too_large(name, len(data), limit))
+    return data, name
+
+
+def _too_large(name: str, size: int, limit: int) -> str:
+    mb = 1024 * 1024
+    return (
+        f"{name} is {size / mb:.1f} MB, over the upload limit of {limit / mb:.1f} MB; pass "
+        "max_bytes=... or set ATTENTIVE_MAX_UPLOAD_MB to allow larger files"
+    )
+
+
+def _guess_format(name: str, data: bytes) -> str:
+    """Guess ``"csv"`` or ``"libsvm"`` from the file name, else from the first line."""
+    suffixes = [s.lower() for s in Path(name).suffixes if s.lower() not in {".gz", ".bz2", ".xz"}]
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix in _CSV_SUFFIXES:
+        return "csv"
+    if suffix in _LIBSVM_SUFFIXES:
+        return "libsvm"
+    first = next((line for line in data.splitlines() if line.strip()), b"")
+    if _PAIR_TOKEN.search(first):
+        return "libsvm"
+    if b"," in first:
+        return "csv"
+    raise DataError(
+        f"cannot tell the format of {name}: name it .csv or .libsvm, or pass format='csv' or "
+        "format='libsvm'"
+    )
+
+
+def _parse_csv(
+    data: bytes, name: str, label_column: str | int | None
+) -> tuple[np.ndarray, np.ndarray, str, list[str]]:
+    """Parse CSV with a header row into features, raw labels, the label column and feature names."""
+    sep = "\t" if Path(name).suffix.lower() == ".tsv" else ","
+    try:
+        frame = pd.read_csv(io.BytesIO(data), sep=sep, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DataError(
+            f"{name} is empty; expected a header row and one example per line"
+        ) from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{name} is not valid CSV: {exc}".rstrip()) from None
+    columns = [str(c) for c in frame.columns]
+    frame.columns = columns
+    if frame.shape[0] == 0:
+        raise DataError(f"{name} has a header but no examples")
+    label = _label_column(frame, name, label_column)
+    if frame.shape[1] < 2:
+        raise DataError(f"{name}: only the label column {label!r}; expected feature columns too")
+    labels = frame[label]
+    missing = labels.isna().to_numpy()
+    if missing.any():
+        line = int(np.flatnonzero(missing)[0]) + 2  # +1 for 1-based, +1 for the header row
+        raise DataError(f"{name}, line {line}: the label ({label!r}) is missing")
+    features = frame.drop(columns=[label])
+    for column in features.columns:
+        values = features[column]
+        if not pd.api.types.is_numeric_dtype(values):
+            numeric = pd.to_numeric(values, errors="coerce")
+            bad = numeric.isna().to_numpy() & values.notna().to_numpy()
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise DataError(
+                    f"{name}, line {row + 2}, column {column!r}: {values.iloc[row]!r} is not a "
+                    f"number ({int(bad.sum())} non-numeric cells in this column); features must be "
+                    "numeric"
+                )
+            features[column] = numeric
+        empty = features[column].isna().to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise DataError(
+                f"{name}, line {row + 2}, column {column!r}: the value is missing (an empty cell or "
+                "a truncated line); every feature needs a number"
+            )
+    labels_array = labels.to_numpy()
+    if labels_array.dtype == object:
+        labels_array = labels_array.astype(str)
+    return (
+        features.to_numpy(dtype=np.float64),
+        labels_array,
+        label,
+        [str(c) for c in features.columns],
+    )
+
+
+def _label_column(frame: pd.DataFrame, name: str, label_column: str | int | None) -> str:
+    columns = list(frame.columns)
+    shown = ", ".join(repr(c) for c in columns[:30]) + (" ..." if len(columns) > 30 else "")
+    if label_column is None:
+        guesses = [c for c in columns if c.strip().lower() in LABEL_COLUMN_GUESSES]
+        if len(guesses) == 1:
+            return guesses[0]
+        raise DataError(
+            f"{name}: say which column holds the labels (label_column=...); columns: {shown}"
+        )
+    if isinstance(label_column, int) and not isinstance(label_column, bool):
+        if not -len(columns) <= label_column < len(columns):
+            raise DataError(
+                f"{name}: no column number {label_column}; it has {len(columns)} columns"
+            )
+        return columns[label_column]
+    if str(label_column) not in columns:
+        raise DataError(f"{name}: no column named {label_column!r}; columns: {shown}")
+    return str(label_column)

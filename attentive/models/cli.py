@@ -1,0 +1,105 @@
+"""``python -m attentive train DATASET [--kind K] [--C C] [--gamma G] [--out FILE]``.
+
+Prints an elapsed-time line while training, then what was trained and where it is cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+from attentive.data.registry import REGISTRY, load_dataset
+from attentive.models.persistence import model_fingerprint, save_model
+from attentive.models.training import KINDS, default_model_params, model_cache_path, train_model
+
+__all__ = ["configure_parser", "elapsed_line", "run"]
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``train`` command's arguments to ``parser``."""
+    parser.add_argument("dataset", help=f"dataset name: {', '.join(REGISTRY)}")
+    parser.add_argument(
+        "--kind", choices=KINDS, default=None, help="model (default: the dataset's preset)"
+    )
+    parser.add_argument("--C", type=float, default=None, help="regularisation C (default: preset)")
+    parser.add_argument(
+        "--gamma", default=None, help="RBF/poly/sigmoid gamma: a number, 'scale' or 'auto'"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="retrain even if cached")
+    parser.add_argument("--out", default=None, help="also save the model to this .skops file")
+    parser.add_argument(
+        "--data-home",
+        default=None,
+        help="data and model cache (default: $ATTENTIVE_DATA or ./data)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or load from the cache) the model and report it; returns the exit status."""
+    dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
+    params = default_model_params(dataset.name)
+    if args.kind is not None and args.kind != params["kind"]:
+        params = {"kind": args.kind, "C": params["C"]}
+    if args.C is not None:
+        params["C"] = args.C
+    if args.gamma is not None:
+        params["gamma"] = _number_or_text(args.gamma)
+    cache_dir = None if args.data_home is None else f"{args.data_home}/models"
+    path = model_cache_path(dataset, **params, cache_dir=cache_dir)
+    cached = path.is_file() and not args.no_cache
+    label = ", ".join(f"{k}={v}" for k, v in params.items())
+    with elapsed_line(f"{'loading' if cached else 'training'} {label} on {dataset.name}"):
+        model = train_model(dataset, **params, cache=not args.no_cache, cache_dir=cache_dir)
+    n_terms = getattr(model, "support_", None)
+    terms = (
+        f"{len(n_terms)} support vectors"
+        if n_terms is not None
+        else f"{dataset.n_features} features"
+    )
+    accuracy = float((model.predict(dataset.X_test) == dataset.y_test).mean())
+    print(
+        f"{type(model).__name__} ({label}): {terms}, test accuracy {accuracy:.3f}, "
+        f"fingerprint {model_fingerprint(model)}"
+    )
+    if not args.no_cache:
+        print(f"cached at {path}")
+    if args.out:
+        print(f"saved to {save_model(model, args.out)}")
+    return 0
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+@contextmanager
+def elapsed_line(
+    message: str, stream: TextIO | None = None, interval: float = 0.5
+) -> Iterator[None]:
+    """Show ``message … 12.3 s`` on one refreshed line while the block runs, then the total time."""
+    stream = stream or sys.stderr
+    start = time.perf_counter()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(interval):
+            stream.write(f"\r{message} … {time.perf_counter() - start:.1f} s")
+            stream.flush()
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        stream.write(f"\r{message}: done in {time.perf_counter() - start:.1f} s\n")
+        stream.flush()

@@ -1,0 +1,279 @@
+"""Save and load models safely with ``skops.io``; check a model is one the core can decompose.
+
+Loading never unpickles: a pickle or joblib file is recognised by its first bytes (a skops file is a
+zip archive) and refused; a skops file is first inspected with ``skops.io.get_untrusted_types`` and
+refused if it holds a type outside :data:`TRUSTED_TYPES`, listing those types.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import scipy.sparse as sp
+import skops.io as sio
+from sklearn.base import BaseEstimator
+from sklearn.pipeline import Pipeline
+
+from attentive.errors import (
+    DataError,
+    FeatureMismatchError,
+    UnsupportedModelError,
+    UntrustedModelError,
+)
+
+__all__ = [
+    "SUPPORTED_KERNELS",
+    "SUPPORTED_MODELS",
+    "TRUSTED_TYPES",
+    "check_n_features",
+    "check_supported_model",
+    "final_estimator",
+    "load_model",
+    "model_fingerprint",
+    "save_model",
+]
+
+SUPPORTED_KERNELS = ("linear", "rbf", "poly", "sigmoid")
+SUPPORTED_MODELS = (
+    "SVC (kernel linear, rbf, poly or sigmoid)",
+    "LinearSVC",
+    "LogisticRegression",
+    "AdaBoostClassifier",
+    "a Pipeline ending in one of these",
+)
+_SUPPORTED_TEXT = (
+    "supported: SVC with a linear, rbf, poly or sigmoid kernel, LinearSVC, LogisticRegression, "
+    "AdaBoostClassifier (binary), or a Pipeline ending in one of those"
+)
+
+# The only types a model file may contain beyond what skops trusts by default (numpy, builtins and
+# scikit-learn's estimators). Anything else found by get_untrusted_types is refused.
+TRUSTED_TYPES: tuple[str, ...] = (
+    "sklearn.svm._classes.SVC",
+    "sklearn.svm._classes.LinearSVC",
+    "sklearn.linear_model._logistic.LogisticRegression",
+    "sklearn.ensemble._weight_boosting.AdaBoostClassifier",
+    "sklearn.tree._classes.DecisionTreeClassifier",
+    "sklearn.tree._tree.Tree",
+    "sklearn.pipeline.Pipeline",
+    "sklearn.preprocessing._data.StandardScaler",
+    "sklearn.preprocessing._data.MinMaxScaler",
+    "sklearn.preprocessing._data.MaxAbsScaler",
+    "sklearn.preprocessing._data.Normalizer",
+    "scipy.sparse._csr.csr_matrix",
+    "scipy.sparse._csr.csr_array",
+)
+
+_ZIP_MAGIC = b"PK\x03\x04"
+# First bytes of a pickle (protocol 2+ starts with 0x80) or of the compressed joblib variants.
+_PICKLE_LIKE = {
+    b"\x80": "a pickle file",
+    b"\x1f\x8b": "a gzip-compressed (joblib) pickle",
+    b"BZh": "a bz2-compressed (joblib) pickle",
+    b"\xfd7zXZ": "an xz-compressed (joblib) pickle",
+    b"ZF": "a zlib-compressed joblib pickle",
+    b"x": "a zlib-compressed joblib pickle",
+}
+
+
+def save_model(model: Any, path: str | os.PathLike) -> Path:
+    """Save a fitted model as a skops file (written atomically).
+
+    Parameters
+    ----------
+    model : estimator
+        A supported, fitted model (see :func:`check_supported_model`).
+    path : path-like
+        Destination, conventionally ending in ``.skops``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    check_supported_model(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    sio.dump(model, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_model(
+    path_or_bytes: str | os.PathLike | bytes | BinaryIO, n_features: int | None = None
+) -> Any:
+    """Load a skops model file safely and check that the core can use it.
+
+    Parameters
+    ----------
+    path_or_bytes : path-like, bytes or binary file object
+        The skops file or its content (an upload).
+    n_features : int, optional
+        The dataset's number of features; a model fitted on another number is refused.
+
+    Returns
+    -------
+    estimator
+        The fitted model.
+
+    Raises
+    ------
+    UntrustedModelError
+        A pickle / joblib file (refused without unpickling), or a skops file containing types outside
+        :data:`TRUSTED_TYPES` (the message lists them).
+    UnsupportedModelError
+        Not a skops file, an unsupported model type or kernel, or more than two classes.
+    FeatureMismatchError
+        The model's and the dataset's feature counts differ (the message gives both).
+    DataError
+        The file does not exist or is empty.
+    """
+    data, name = _read_bytes(path_or_bytes)
+    if not data.startswith(_ZIP_MAGIC):
+        what = next((w for magic, w in _PICKLE_LIKE.items() if data.startswith(magic)), None)
+        if what is not None:
+            raise UntrustedModelError(
+                f"{name} looks like {what}; attentive never unpickles model files because "
+                "unpickling can run arbitrary code. Save the model with skops instead: "
+                "skops.io.dump(model, 'model.skops') (or attentive.models.save_model)"
+            )
+        raise UnsupportedModelError(
+            f"{name} is not a skops model file (it does not start like a zip archive); save the "
+            "model with skops.io.dump(model, 'model.skops')"
+        )
+    try:
+        untrusted = sio.get_untrusted_types(data=data)
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise UnsupportedModelError(
+            f"{name} is a zip archive but not a valid skops model file ({exc})"
+        ) from None
+    refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES)
+    if refused:
+        raise UntrustedModelError(
+            f"{name} contains types attentive does not trust, so it was not loaded: "
+            f"{', '.join(refused)}. Trusted beyond numpy and scikit-learn's estimators: "
+            f"{', '.join(TRUSTED_TYPES)}"
+        )
+    try:
+        model = sio.loads(data, trusted=list(untrusted))
+    except Exception as exc:  # skops raises many types for damaged archives
+        raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
+    check_supported_model(model)
+    if n_features is not None:
+        check_n_features(model, n_features)
+    return model
+
+
+def _read_bytes(source: Any) -> tuple[bytes, str]:
+    if isinstance(source, bytes | bytearray | memoryview):
+        data, name = bytes(source), "the uploaded model"
+    elif isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.is_file():
+            raise DataError(f"model file not found: {path}")
+        data, name = path.read_bytes(), path.name
+    elif hasattr(source, "read"):
+        data, name = source.read(), Path(getattr(source, "name", "the uploaded model")).name
+    else:
+        raise UnsupportedModelError(
+            f"expected a path, bytes or a binary file object, got {type(source).__name__}"
+        )
+    if not data:
+        raise DataError(f"{name} is empty; expected a skops model file")
+    return data, name
+
+
+def final_estimator(model: Any) -> Any:
+    """The last step of a Pipeline (recursively), or the model itself."""
+    while isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    return model
+
+
+def check_supported_model(model: Any) -> None:
+    """Raise :class:`UnsupportedModelError` unless the core can decompose ``model`` into terms.
+
+    Supported: fitted binary ``SVC`` (kernel linear, rbf, poly or sigmoid), ``LinearSVC``,
+    ``LogisticRegression``, ``AdaBoostClassifier`` and Pipelines ending in one of them.
+    """
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import SVC, LinearSVC
+
+    last = final_estimator(model)
+    if not isinstance(last, SVC | LinearSVC | LogisticRegression | AdaBoostClassifier):
+        raise UnsupportedModelError(f"{type(last).__name__} is not supported; {_SUPPORTED_TEXT}")
+    if isinstance(last, SVC) and last.kernel not in SUPPORTED_KERNELS:
+        kernel = last.kernel if isinstance(last.kernel, str) else "a callable"
+        raise UnsupportedModelError(
+            f"SVC with kernel {kernel!r} is not supported; supported kernels: "
+            f"{', '.join(SUPPORTED_KERNELS)}"
+        )
+    classes = getattr(last, "classes_", None)
+    if classes is None:
+        raise UnsupportedModelError(f"{type(last).__name__} is not fitted; fit it before using it")
+    if len(classes) != 2:
+        raise UnsupportedModelError(
+            f"the model has {len(classes)} classes ({', '.join(map(str, classes[:10]))}); only "
+            "binary models are supported - train one class against the rest"
+        )
+
+
+def check_n_features(model: Any, n_features: int) -> None:
+    """Raise :class:`FeatureMismatchError` if ``model`` was fitted on another number of features."""
+    expected = getattr(model, "n_features_in_", None)
+    if expected is not None and int(expected) != int(n_features):
+        raise FeatureMismatchError(
+            f"the model expects {int(expected)} features but the dataset has {int(n_features)}; "
+            "load a model trained on this dataset"
+        )
+
+
+def model_fingerprint(model: Any) -> str:
+    """Short hex digest of a model's type, parameters and fitted state (stable across save/load)."""
+    h = hashlib.blake2b(digest_size=8)
+    _feed(h, model, depth=0)
+    return h.hexdigest()
+
+
+def _feed(h: Any, obj: Any, depth: int) -> None:
+    if depth > 20:
+        return
+    if obj is None or isinstance(obj, bool | int | float | complex | str | bytes):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    elif isinstance(obj, np.generic):
+        _feed(h, obj.item(), depth + 1)
+    elif isinstance(obj, np.ndarray):
+        h.update(f"nd{obj.dtype.str}{obj.shape};".encode())
+        if obj.dtype.hasobject:
+            for item in obj.ravel():
+                _feed(h, item, depth + 1)
+        else:
+            h.update(np.ascontiguousarray(obj).view(np.uint8).tobytes())
+    elif sp.issparse(obj):
+        csr = sp.csr_matrix(obj)
+        h.update(f"csr{csr.shape};".encode())
+        for part in (csr.data, csr.indices, csr.indptr):
+            _feed(h, part, depth + 1)
+    elif isinstance(obj, list | tuple):
+        h.update(f"{type(obj).__name__}[{len(obj)}];".encode())
+        for item in obj:
+            _feed(h, item, depth + 1)
+    elif isinstance(obj, dict):
+        h.update(f"dict[{len(obj)}];".encode())
+        for key in sorted(obj, key=str):
+            if isinstance(key, str) and key.startswith("_sklearn"):
+                continue  # the sklearn version that pickled it, not the model
+            _feed(h, str(key), depth + 1)
+            _feed(h, obj[key], depth + 1)
+    else:
+        h.update(f"{type(obj).__module__}.{type(obj).__qualname__};".encode())
+        state = obj.__getstate__() if hasattr(obj, "__getstate__") else None
+        if isinstance(obj, BaseEstimator) or isinstance(state, dict | tuple | list):
+            _feed(h, state, depth + 1)
