@@ -187,8 +187,9 @@ def _adaboost_terms(model) -> TermDecomposition:
         )
     learners = list(model.estimators_)
     raw = np.asarray(model.estimator_weights_, dtype=np.float64)
-    # decision_function divides by the sum of all estimator weights (unused ones are 0).
-    weights = raw[: len(learners)] / raw.sum()
+    # decision_function codes a vote as +w for the predicted class and -w for the other, sums the
+    # two columns with opposite signs (hence 2w) and divides by the sum of all estimator weights.
+    weights = 2.0 * raw[: len(learners)] / raw.sum()
     return TermDecomposition(
         weights=weights, intercept=0.0, kind="boosting", classes=classes, learners=learners
     )

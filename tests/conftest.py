@@ -1,0 +1,33 @@
+"""Shared fixtures: small binary problems and fitted models of every supported kind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+
+
+@pytest.fixture(scope="session")
+def binary_problem():
+    """A small dense binary problem: (X_train, y_train, X_test, y_test)."""
+    X, y = make_classification(
+        n_samples=360, n_features=8, n_informative=5, flip_y=0.05, class_sep=0.8, random_state=0
+    )
+    return X[:240], y[:240], X[240:], y[240:]
+
+
+@pytest.fixture(scope="session")
+def sparse_problem():
+    """A small sparse binary problem (CSR)."""
+    rng = np.random.default_rng(1)
+    X = sp.random(300, 60, density=0.1, format="csr", random_state=rng)
+    w = rng.normal(size=60)
+    y = (X @ w + 0.1 * rng.normal(size=300) > np.median(X @ w)).astype(int)
+    return X[:200], y[:200], X[200:], y[200:]
+
+
+def relative_error(a, b) -> float:
+    """max |a - b| relative to the scale of b (at least 1)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))

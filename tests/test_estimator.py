@@ -1,0 +1,162 @@
+"""AttentiveClassifier: scikit-learn conventions and Algorithm 1 semantics."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import relative_error
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+from sklearn.utils.estimator_checks import check_estimator
+
+from attentive import AttentiveClassifier, InvalidParameterError, constant_threshold
+
+# Checks AttentiveClassifier is expected to fail, with the reason. Empty: every check passes.
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("estimator", [LinearSVC(), SVC(kernel="rbf")], ids=["LinearSVC", "SVC"])
+def test_check_estimator(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(
+            AttentiveClassifier(estimator, random_state=0),
+            expected_failed_checks=EXPECTED_FAILED_CHECKS,
+            on_fail=None,
+        )
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert failed == []
+
+
+MODELS = {
+    "svc-rbf": SVC(kernel="rbf", gamma=0.1),
+    "svc-poly": SVC(kernel="poly", degree=2),
+    "linear-svc": LinearSVC(),
+    "logistic": LogisticRegression(max_iter=1000),
+    "pipeline": make_pipeline(StandardScaler(), SVC(kernel="sigmoid", gamma=0.01)),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_full_boundary_reproduces_decision_function(binary_problem, name):
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(MODELS[name], boundary="full", random_state=0).fit(Xtr, ytr)
+    assert relative_error(clf.decision_function(Xte), clf.estimator_.decision_function(Xte)) < 1e-9
+    np.testing.assert_array_equal(clf.predict(Xte), clf.estimator_.predict(Xte))
+    ev = clf.evaluate(Xte)
+    assert (ev.n_evaluated == clf.n_terms_).all() and not ev.stopped.any()
+
+
+def test_sparse_input(sparse_problem):
+    Xtr, ytr, Xte, _ = sparse_problem
+    clf = AttentiveClassifier(SVC(kernel="rbf", gamma=1.0), boundary="full").fit(Xtr, ytr)
+    assert relative_error(clf.decision_function(Xte), clf.estimator_.decision_function(Xte)) < 1e-9
+
+
+def test_constant_boundary_follows_algorithm_one(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(SVC(gamma=0.1), delta=0.3, random_state=0).fit(Xtr, ytr)
+    tau = constant_threshold(0.3, clf.variance_, clf.theta_s_, side="lower")
+    assert clf.boundary_.lower[0] == pytest.approx(tau)
+    ev = clf.evaluate(Xte)
+    assert ev.stopped.any() and not ev.stopped.all()
+    # Stopped: scored c + tau and predicted negative; others: f(x).
+    np.testing.assert_allclose(ev.decision[ev.stopped], clf.offset_ + tau)
+    assert (ev.labels[ev.stopped] == clf.classes_[0]).all()
+    full = clf.estimator_.decision_function(Xte)
+    np.testing.assert_allclose(ev.decision[~ev.stopped], full[~ev.stopped], rtol=1e-9)
+    # A stop happens exactly when the walk dips below tau before its last term.
+    S = clf.walk_.partial_scores(Xte)
+    np.testing.assert_array_equal(ev.stopped, (S[:, :-1] < tau).any(axis=1))
+
+
+def test_threshold_moves_theta_s_and_labels(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(SVC(gamma=0.1), boundary="full", threshold=0.5).fit(Xtr, ytr)
+    assert clf.theta_s_ == pytest.approx(0.5 - clf.offset_)
+    expected = np.where(clf.estimator_.decision_function(Xte) >= 0.5, 1, 0)
+    np.testing.assert_array_equal(clf.predict(Xte), expected)
+
+
+def test_prefit_and_frozen_estimators_are_not_refit(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    model = SVC(gamma=0.1).fit(Xtr[:100], ytr[:100])
+    clf = AttentiveClassifier(model, boundary="full").fit(Xtr, ytr)
+    assert clf.estimator_ is model
+    frozen = FrozenEstimator(model)
+    clf2 = AttentiveClassifier(frozen, boundary="full").fit(Xtr, ytr)
+    np.testing.assert_allclose(clf2.decision_function(Xte), model.decision_function(Xte), rtol=1e-9)
+    unfitted = SVC(gamma=0.1)
+    clf3 = AttentiveClassifier(unfitted).fit(Xtr, ytr)
+    assert clf3.estimator_ is not unfitted and not hasattr(unfitted, "support_")
+
+
+def test_string_labels_and_classes(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    names = np.array(["cat", "dog"])
+    clf = AttentiveClassifier(SVC(), delta=0.2).fit(Xtr, names[ytr])
+    assert list(clf.classes_) == ["cat", "dog"]
+    assert set(clf.predict(Xte)) <= {"cat", "dog"}
+
+
+def test_seed_changes_order_but_not_full_scores(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    a = AttentiveClassifier(SVC(), boundary="full", random_state=1).fit(Xtr, ytr)
+    b = clone(a).set_params(random_state=2).fit(Xtr, ytr)
+    assert not np.array_equal(a.walk_.order, b.walk_.order)
+    np.testing.assert_allclose(a.decision_function(Xte), b.decision_function(Xte), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "match"),
+    [
+        ("delta", 0.0, "delta"),
+        ("delta", float("nan"), "delta"),
+        ("boundary", "wiggly", "boundary"),
+        ("side", "middle", "side"),
+        ("centering", "median", "centering"),
+        ("variance", "spread", "variance"),
+        ("order", "alphabetical", "order"),
+        ("threshold", float("inf"), "threshold"),
+    ],
+)
+def test_bad_parameters_raise_clear_errors(binary_problem, param, value, match):
+    Xtr, ytr, _, _ = binary_problem
+    clf = AttentiveClassifier(SVC(), **{param: value})
+    with pytest.raises(InvalidParameterError, match=match):
+        clf.fit(Xtr, ytr)
+
+
+def test_budget_parameter(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(SVC(), boundary="budget", budget=0.25).fit(Xtr, ytr)
+    n = clf.n_terms_
+    assert (clf.evaluate(Xte).n_evaluated == int(np.ceil(0.25 * n))).all()
+    clf.set_params(budget=n + 1)
+    with pytest.raises(InvalidParameterError, match="budget"):
+        clf.fit(Xtr, ytr)
+
+
+def test_multiclass_and_unfitted_errors(binary_problem):
+    Xtr, _, Xte, _ = binary_problem
+    y3 = np.arange(Xtr.shape[0]) % 3
+    with pytest.raises(ValueError, match="Only binary classification"):
+        AttentiveClassifier(SVC()).fit(Xtr, y3)
+    with pytest.raises(NotFittedError):
+        AttentiveClassifier(SVC()).predict(Xte)
+
+
+def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
+    Xtr, ytr, _, _ = binary_problem
+    a = AttentiveClassifier(LinearSVC(), variance="terms").fit(Xtr, ytr)
+    b = AttentiveClassifier(LinearSVC(), variance="independent").fit(Xtr, ytr)
+    assert a.variance_ == pytest.approx(a.reference_stats_.variance_terms)
+    assert b.variance_ == pytest.approx(b.reference_stats_.variance_independent)
+    assert a.variance_ != pytest.approx(b.variance_)

@@ -1,0 +1,121 @@
+"""Term decomposition reproduces decision_function for every supported model (SPEC §1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import relative_error
+from sklearn.ensemble import AdaBoostClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+from sklearn.tree import DecisionTreeClassifier
+
+from attentive import UnsupportedModelError, decompose
+
+KERNELS = ["linear", "rbf", "poly", "sigmoid"]
+
+
+def _full_score(terms, X):
+    Xp = terms.prepare(X)
+    return terms.intercept + terms.term_values(Xp) @ terms.weights
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_svc_dense_terms_reproduce_decision_function(binary_problem, kernel):
+    Xtr, ytr, Xte, _ = binary_problem
+    params = {"gamma": 0.05, "coef0": 0.5} if kernel == "sigmoid" else {}
+    model = SVC(kernel=kernel, C=1.0, degree=3, **params).fit(Xtr, ytr)
+    terms = decompose(model)
+    assert terms.kind == "kernel"
+    assert terms.n_terms == model.support_vectors_.shape[0]
+    assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_svc_sparse_terms_reproduce_decision_function(sparse_problem, kernel):
+    Xtr, ytr, Xte, _ = sparse_problem
+    model = SVC(kernel=kernel, C=1.0, gamma=0.5, coef0=0.1).fit(Xtr, ytr)
+    terms = decompose(model)
+    assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "model",
+    [LinearSVC(C=0.5), LogisticRegression(C=2.0, max_iter=2000)],
+    ids=["LinearSVC", "LogisticRegression"],
+)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_linear_models_decompose_by_feature(binary_problem, sparse_problem, model, sparse):
+    Xtr, ytr, Xte, _ = sparse_problem if sparse else binary_problem
+    model = model.fit(Xtr, ytr)
+    terms = decompose(model)
+    assert terms.kind == "linear"
+    assert terms.n_terms == Xtr.shape[1]
+    assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+def test_pipeline_head_is_applied_first(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    pipe = make_pipeline(StandardScaler(), SVC(kernel="rbf", gamma=0.1)).fit(Xtr * 10 + 3, ytr)
+    terms = decompose(pipe)
+    assert terms.head is not None
+    X = Xte * 10 + 3
+    assert relative_error(_full_score(terms, X), pipe.decision_function(X)) < 1e-9
+
+
+def test_nested_pipeline_and_frozen_estimator(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    inner = make_pipeline(StandardScaler(), LinearSVC())
+    outer = make_pipeline(StandardScaler(with_std=False), inner).fit(Xtr, ytr)
+    terms = decompose(FrozenEstimator(outer))
+    assert relative_error(_full_score(terms, Xte), outer.decision_function(Xte)) < 1e-9
+
+
+def test_adaboost_samme_terms_are_weak_learners(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    model = AdaBoostClassifier(
+        DecisionTreeClassifier(max_depth=1), n_estimators=25, random_state=0
+    ).fit(Xtr, ytr)
+    terms = decompose(model)
+    assert terms.kind == "boosting"
+    h = terms.term_values(Xte)
+    assert set(np.unique(h)) <= {-1.0, 1.0}
+    assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+def test_term_subset_matches_columns_of_full_matrix(binary_problem):
+    Xtr, ytr, Xte, _ = binary_problem
+    terms = decompose(SVC(kernel="rbf").fit(Xtr, ytr))
+    idx = np.array([5, 0, 3])
+    np.testing.assert_allclose(terms.term_values(Xte, idx), terms.term_values(Xte)[:, idx])
+
+
+def test_multiclass_model_is_refused():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    y = np.repeat([0, 1, 2], 30)
+    with pytest.raises(UnsupportedModelError, match="binary"):
+        decompose(SVC().fit(X, y))
+
+
+def test_unsupported_model_and_kernel_are_refused(binary_problem):
+    Xtr, ytr, _, _ = binary_problem
+    with pytest.raises(UnsupportedModelError, match="not supported"):
+        decompose(DecisionTreeClassifier().fit(Xtr, ytr))
+    K = Xtr @ Xtr.T
+    with pytest.raises(UnsupportedModelError, match="precomputed"):
+        decompose(SVC(kernel="precomputed").fit(K, ytr))
+    with pytest.raises(UnsupportedModelError, match="not a fitted"):
+        decompose(SVC())
+
+
+def test_decomposition_pickles(binary_problem):
+    import pickle
+
+    Xtr, ytr, Xte, _ = binary_problem
+    terms = decompose(make_pipeline(StandardScaler(), SVC()).fit(Xtr, ytr))
+    again = pickle.loads(pickle.dumps(terms))
+    np.testing.assert_array_equal(_full_score(again, Xte), _full_score(terms, Xte))

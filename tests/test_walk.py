@@ -1,0 +1,78 @@
+"""Centering, order and partial scores against brute-force loops (SPEC §1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import relative_error
+from sklearn.svm import SVC
+
+from attentive import InvalidParameterError, decompose, make_walk
+from attentive.walk import make_order
+
+
+@pytest.fixture(scope="module")
+def svc_terms(binary_problem):
+    Xtr, ytr, _, _ = binary_problem
+    model = SVC(kernel="rbf", gamma=0.1).fit(Xtr, ytr)
+    return model, decompose(model)
+
+
+def test_partial_scores_match_brute_force_loop(binary_problem, svc_terms):
+    Xtr, ytr, Xte, _ = binary_problem
+    _, terms = svc_terms
+    walk, _ = make_walk(terms, Xtr, ytr, centering="positive", order="random", random_state=3)
+    S = walk.partial_scores(Xte[:15])
+    H = terms.term_values(Xte[:15])
+    pos = Xtr[ytr == terms.classes[1]]
+    mu = terms.term_values(pos).mean(axis=0)
+    for row in range(15):
+        running = 0.0
+        for k in range(terms.n_terms):
+            i = walk.order[k]
+            running += terms.weights[i] * (H[row, i] - mu[i])
+            assert abs(S[row, k] - running) <= 1e-9 * max(1.0, abs(running))
+
+
+@pytest.mark.parametrize("centering", ["positive", "all", "none"])
+def test_offset_plus_last_partial_score_is_decision_function(binary_problem, svc_terms, centering):
+    Xtr, ytr, Xte, _ = binary_problem
+    model, terms = svc_terms
+    walk, mask = make_walk(terms, Xtr, ytr, centering=centering, random_state=0)
+    S = walk.partial_scores(Xte)
+    assert relative_error(walk.offset + S[:, -1], model.decision_function(Xte)) < 1e-9
+    if centering == "none":
+        assert not walk.mu.any()
+        assert mask.all()
+    elif centering == "all":
+        np.testing.assert_allclose(walk.mu, terms.term_values(Xtr).mean(axis=0))
+    else:
+        np.testing.assert_array_equal(mask, ytr == 1)
+
+
+def test_theta_s_is_theta_minus_offset(binary_problem, svc_terms):
+    Xtr, ytr, _, _ = binary_problem
+    _, terms = svc_terms
+    walk, _ = make_walk(terms, Xtr, ytr)
+    assert walk.theta_s(0.7) == pytest.approx(0.7 - walk.offset)
+
+
+def test_orders():
+    w = np.array([0.5, -3.0, 1.0, 2.0, -0.1])
+    assert list(make_order(5, "given")) == [0, 1, 2, 3, 4]
+    assert list(make_order(5, "weight", w)) == [1, 3, 2, 0, 4]
+    a, b, c = (make_order(50, "random", random_state=s) for s in (1, 1, 2))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert sorted(a) == list(range(50))
+    with pytest.raises(InvalidParameterError, match="order"):
+        make_order(5, "sorted")
+
+
+def test_positive_centering_needs_positive_reference(binary_problem, svc_terms):
+    Xtr, ytr, _, _ = binary_problem
+    _, terms = svc_terms
+    with pytest.raises(InvalidParameterError, match="positive class"):
+        make_walk(terms, Xtr[ytr == 0], ytr[ytr == 0], centering="positive")
+    with pytest.raises(InvalidParameterError, match="centering"):
+        make_walk(terms, Xtr, ytr, centering="median")
