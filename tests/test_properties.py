@@ -52,7 +52,7 @@ def boundaries(draw, n):
 @given(problems(), st.data())
 def test_walks_are_finite_stop_before_last_term_and_sum_to_full(problem, data):
     X, w, b, X_ref, y_ref, order, seed, centering = problem
-    m, n = X.shape
+    n = X.shape[1]
     terms = TermDecomposition(weights=w, intercept=b, kind="linear", classes=np.array([0, 1]))
     walk, _ = make_walk(terms, X_ref, y_ref, centering=centering, order=order, random_state=seed)
     S = walk.partial_scores(X)
