@@ -1,0 +1,46 @@
+# Two commands on a fresh machine:  make app  (serve the dashboard)  and  make test  (whole suite).
+# Both create .venv if needed and (re)install only when pyproject.toml changed, so a second run is quick.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 5006
+PYTEST_ARGS ?=
+
+.PHONY: app test lint format bench reproduce clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.stamp-app: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@ $(VENV)/.stamp-app
+
+## make app: serve the dashboard on http://127.0.0.1:5006/app (offline default dataset)
+app: $(VENV)/.stamp-app
+	$(BIN)/panel serve app.py --address $(HOST) --port $(PORT) --allow-websocket-origin=$(HOST):$(PORT) --allow-websocket-origin=localhost:$(PORT)
+
+## make test: install the test extra and run the whole suite (lint included)
+test: $(VENV)/.stamp-test
+	$(BIN)/ruff check attentive tests benchmarks app.py
+	$(BIN)/python -m pytest -n 2 --timeout=600 $(PYTEST_ARGS)
+
+lint: $(VENV)/.stamp-test
+	$(BIN)/ruff check attentive tests benchmarks app.py
+	$(BIN)/ruff format --check attentive tests benchmarks app.py
+
+format: $(VENV)/.stamp-test
+	$(BIN)/ruff format attentive tests benchmarks app.py
+
+bench: $(VENV)/.stamp-app
+	$(BIN)/python -m attentive bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

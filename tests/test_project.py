@@ -1,0 +1,62 @@
+"""The project's set-up promises: pip and conda list the same packages; CI runs the README's tests."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pip_names = {_name(r) for r in project["dependencies"]}
+    pip_names |= {_name(r) for r in project["optional-dependencies"]["test"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda_names = {
+        _name(d)
+        for d in env["dependencies"]
+        if isinstance(d, str) and _name(d) not in {"pip", "python"}
+    }
+    assert conda_names == pip_names, (
+        f"only in pyproject: {sorted(pip_names - conda_names)}; "
+        f"only in environment.yml: {sorted(conda_names - pip_names)}"
+    )
+
+
+def test_ci_runs_the_readme_test_command_with_the_browser_required():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in readme and "make app" in readme
+    assert re.search(r"^make test$", ci, re.M)
+    assert "ATTENTIVE_REQUIRE_BROWSER=1" in ci
+    assert "set -euo pipefail" in ci
+    assert "apt-get install -y -qq chromium" in ci
+
+
+def test_makefile_serves_on_loopback_only():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "HOST   ?= 127.0.0.1" in makefile
+    assert "panel serve app.py --address $(HOST) --port $(PORT)" in makefile
+    assert "*" not in re.findall(r"allow-websocket-origin=(\S+)", makefile)
+
+
+def test_core_never_imports_panel():
+    core = [
+        p for p in (ROOT / "attentive").rglob("*.py") if "app" not in p.relative_to(ROOT).parts[1:2]
+    ]
+    assert core
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in core
+        if p.name != "serve.py"
+        and re.search(r"^\s*(import|from)\s+(panel|holoviews|bokeh)\b", p.read_text(), re.M)
+    ]
+    assert offenders == []
