@@ -31,7 +31,7 @@ __all__ = [
     "reference_statistics",
 ]
 
-BOUNDARIES = ("constant", "curved", "budget", "full")
+BOUNDARIES = ("constant", "curved", "budget", "full", "calibrated")
 SIDES = ("lower", "upper", "both")
 VARIANCES = ("terms", "independent")
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -24,12 +27,32 @@ from attentive.boundaries import (
     full_boundary,
     reference_statistics,
 )
+from attentive.calibration import (
+    BoundaryFamily,
+    CalibrationWarning,
+    calibrate_scale,
+    check_alpha,
+    grid_outcomes,
+)
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.terms import decompose
 from attentive.walk import CENTERINGS, ORDERS, make_walk
 
 __all__ = ["AttentiveClassifier"]
+
+
+def _check_calibration_size(size) -> None:
+    if isinstance(size, bool):
+        raise InvalidParameterError(f"calibration_size must be a number, got {size!r}.")
+    if isinstance(size, numbers.Integral):
+        if size < 1:
+            raise InvalidParameterError(f"calibration_size must be ≥ 1 examples, got {size}.")
+        return
+    if not isinstance(size, numbers.Real) or not 0.0 < size < 1.0:
+        raise InvalidParameterError(
+            f"calibration_size must be a fraction in (0, 1) or a number of examples, got {size!r}."
+        )
 
 
 def _is_fitted(estimator) -> bool:
@@ -56,16 +79,22 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         A binary ``SVC`` (linear, rbf, poly, sigmoid), ``LinearSVC``, ``LogisticRegression``,
         ``AdaBoostClassifier`` or a ``Pipeline`` ending in one. Fitted on ``(X, y)`` in :meth:`fit`
         unless it is already fitted or wrapped in ``sklearn.frozen.FrozenEstimator``.
-    boundary : {"constant", "curved", "budget", "full"}, default="constant"
+    boundary : {"constant", "curved", "budget", "full", "calibrated"}, default="constant"
         ``constant``: the paper's Constant-STST threshold; ``curved``: Gaussian curtailment with
         ``M_t``, ``D_t`` estimated on the reference set; ``budget``: evaluate exactly ``budget``
-        terms (Algorithm 2); ``full``: never stop.
+        terms (Algorithm 2); ``full``: never stop; ``calibrated``: the curved boundary whose scale
+        is chosen on a held-out part of the ``fit`` data (``calibration_size``) so that the
+        disagreement with the full model is at most ``delta`` with probability ≥ ``1 − alpha``
+        (SPEC §3, see :meth:`calibrate`).
     delta : float in (0, 1), default=0.05
-        Required stop-error rate.
+        Required stop-error rate; for ``boundary="calibrated"`` (and :meth:`calibrate`) the
+        disagreement rate to guarantee.
     threshold : float, default=0.0
         Prediction threshold θ on the ``decision_function`` scale: positive iff ``f(x) ≥ θ``.
-    side : {"lower", "upper", "both"}, default="lower"
-        ``lower`` stops walks falling below the boundary and predicts negative (the paper).
+    side : {"lower", "upper", "both"} or None, default=None
+        ``lower`` stops walks falling below the boundary and predicts negative (the paper),
+        ``upper`` the mirror, ``both`` either way. None means ``both`` for
+        ``boundary="calibrated"`` and ``lower`` (the paper's rule) otherwise.
     centering : {"positive", "all", "none"}, default="positive"
         Which reference examples the per-term means ``μ_i`` (and the variance) come from.
     variance : {"terms", "independent"}, default="terms"
@@ -76,7 +105,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         For ``boundary="budget"``: number of terms (int ≥ 1) or fraction of terms (float in
         (0, 1]); ``None`` means half of the terms.
     random_state : int, RandomState instance or None, default=None
-        Seeds the random order.
+        Seeds the random order and, for ``boundary="calibrated"``, the calibration split.
+    alpha : float in (0, 1), default=0.05
+        For ``boundary="calibrated"``: allowed probability that the disagreement guarantee fails.
+    calibration_size : float in (0, 1) or int, default=0.3
+        For ``boundary="calibrated"``: the part of the ``fit`` data held out (stratified) for
+        calibration; the model, centering and reference statistics use the rest.
 
     Attributes
     ----------
@@ -93,6 +127,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         curved boundary takes ``M_t``, ``D_t`` of positives for its lower side, negatives for its
         upper side.
     boundary_ : Boundary
+    side_ : str
+        The side in use (``side`` with None resolved).
+    calibration_ : CalibrationReport or None
+        The calibration table and guarantee after :meth:`calibrate` or with
+        ``boundary="calibrated"``; None otherwise.
     offset_ : float
         ``c``, with ``f(x) = c + S_n(x)``.
     theta_s_ : float
@@ -110,12 +149,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         boundary="constant",
         delta=0.05,
         threshold=0.0,
-        side="lower",
+        side=None,
         centering="positive",
         variance="terms",
         order="random",
         budget=None,
         random_state=None,
+        alpha=0.05,
+        calibration_size=0.3,
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -127,6 +168,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.order = order
         self.budget = budget
         self.random_state = random_state
+        self.alpha = alpha
+        self.calibration_size = calibration_size
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
@@ -134,7 +177,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"boundary must be one of {BOUNDARIES}, got {self.boundary!r}."
             )
-        check_side(self.side)
+        if self.side is not None:
+            check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
                 f"centering must be one of {CENTERINGS}, got {self.centering!r}."
@@ -150,6 +194,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"threshold must be a finite number, got {self.threshold!r}."
             )
+        if self.boundary == "calibrated":
+            check_alpha(self.alpha)
+            _check_calibration_size(self.calibration_size)
+
+    def _resolved_side(self) -> str:
+        if self.side is not None:
+            return self.side
+        return "both" if self.boundary == "calibrated" else "lower"
 
     def _budget_terms(self, n_terms: int) -> int:
         b = self.budget
@@ -174,7 +226,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """Fit the model (unless prefit) and fix centering, order and boundary from ``(X, y)``.
 
         ``(X, y)`` is the reference set: ``μ_i``, V, ``M_t`` and ``D_t`` come from it, never from
-        the examples later evaluated.
+        the examples later evaluated. With ``boundary="calibrated"`` a stratified part
+        (``calibration_size``) is held out first and used only by :meth:`calibrate`.
         """
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
@@ -185,6 +238,23 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"Only binary classification is supported. The type of the target is {target!r} "
                 f"with {n_classes} classes; choose one positive class and relabel the rest."
             )
+        X_cal = None
+        if self.boundary == "calibrated":
+            # The calibration part must be independent of everything the boundary family is
+            # built from (model, μ, V, M_t, D_t), or the guarantee does not hold.
+            try:
+                X, X_cal, y, _ = train_test_split(
+                    X,
+                    y,
+                    test_size=self.calibration_size,
+                    stratify=y,
+                    random_state=self.random_state,
+                )
+            except ValueError as exc:
+                raise InvalidParameterError(
+                    f"cannot hold out calibration_size={self.calibration_size!r} of {len(y)} "
+                    f"examples with both classes on each side: {exc}"
+                ) from None
         if _is_fitted(self.estimator):
             self.estimator_ = self.estimator
         else:
@@ -223,24 +293,118 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
         self.variance_ = self.reference_stats_.variance(self.variance)
-        self.boundary_ = self._make_boundary()
+        self.side_ = self._resolved_side()
+        self.calibration_ = None
+        if self.boundary == "calibrated":
+            self._calibrate(X_cal, self.delta, self.alpha, None, "curved")
+        else:
+            self.boundary_ = self._make_boundary()
         return self
 
     def _make_boundary(self) -> Boundary:
         n = self.n_terms_
         if self.boundary == "constant":
-            return constant_boundary(n, self.delta, self.variance_, self.theta_s_, self.side)
+            return constant_boundary(n, self.delta, self.variance_, self.theta_s_, self.side_)
         if self.boundary == "curved":
             return curved_boundary(
                 self.class_stats_["positive"],
                 self.delta,
                 self.theta_s_,
-                self.side,
+                self.side_,
                 upper_stats=self.class_stats_["negative"],
             )
         if self.boundary == "budget":
             return budget_boundary(n, self._budget_terms(n))
         return full_boundary(n)
+
+    # -- calibration (SPEC §3) ------------------------------------------------------------------
+    def boundary_family(self, family: str | None = None) -> BoundaryFamily:
+        """The one-parameter family (scale z) of this classifier's boundary, from its reference set.
+
+        ``family`` is ``"curved"`` or ``"constant"``; None means the fitted boundary's own family
+        (``curved`` for ``boundary="calibrated"``).
+        """
+        check_is_fitted(self)
+        if family is None:
+            family = "curved" if self.boundary == "calibrated" else self.boundary
+        if family not in ("curved", "constant"):
+            raise InvalidParameterError(
+                f"calibration chooses the scale of a 'curved' or 'constant' boundary; "
+                f"boundary={family!r} has none (pass family='curved' or 'constant')."
+            )
+        return BoundaryFamily(
+            kind=family,
+            side=self.side_,
+            n_terms=self.n_terms_,
+            theta_s=self.theta_s_,
+            stats=self.class_stats_["positive"],
+            upper_stats=self.class_stats_["negative"],
+            variance=self.variance_,
+        )
+
+    def calibrate(self, X_cal, *, delta=None, alpha=None, grid=None, family=None):
+        """Choose the boundary's scale on held-out examples so that disagreement ≤ δ w.p. ≥ 1 − α.
+
+        Runs the Clopper–Pearson fixed-sequence scan of SPEC §3 over ``grid`` and makes later
+        predictions use the chosen boundary (``boundary_``); when no scale passes, every term is
+        evaluated (``boundary_`` is the full boundary) and a :class:`CalibrationWarning` says so.
+        Labels are not needed: disagreement is measured against the model's own full decision.
+
+        Parameters
+        ----------
+        X_cal : array-like or sparse matrix of shape (m, n_features)
+            Calibration examples, drawn like future examples and **not** used to fit the model or
+            the reference statistics (not the ``fit`` data). ``m`` must be at least
+            ``ln α / ln(1 − δ)`` (299 for δ = 1 %, α = 5 %) for any scale to pass.
+        delta : float in (0, 1), optional
+            Disagreement rate to guarantee; default ``self.delta``.
+        alpha : float in (0, 1), optional
+            Allowed failure probability; default ``self.alpha``.
+        grid : array-like, optional
+            Strictly decreasing scales z, fixed before seeing ``X_cal``; default
+            :func:`attentive.calibration.default_grid`.
+        family : {"curved", "constant"}, optional
+            Which family to calibrate; default the fitted boundary's (``curved`` for
+            ``calibrated``). Its side is ``side_``.
+
+        Returns
+        -------
+        self
+            With ``calibration_`` (a :class:`CalibrationReport`) and ``boundary_`` set.
+        """
+        check_is_fitted(self)
+        X_cal = validate_data(
+            self, X_cal, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False
+        )
+        d = check_delta(self.delta if delta is None else delta)
+        a = check_alpha(self.alpha if alpha is None else alpha)
+        self._calibrate(X_cal, d, a, grid, family)
+        return self
+
+    def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
+        fam = self.boundary_family(family)
+        S = self.walk_.partial_scores(X_cal)
+        report = calibrate_scale(
+            grid_outcomes(S, fam, grid), delta=delta, alpha=alpha, family=fam.kind, side=fam.side
+        )
+        self.calibration_ = report
+        if report.fallback:
+            warnings.warn(report.guarantee, CalibrationWarning, stacklevel=3)
+            self.boundary_ = full_boundary(self.n_terms_)
+            return
+        chosen = fam.boundary(report.chosen_scale)
+        self.boundary_ = dataclasses.replace(
+            chosen,
+            kind="calibrated",
+            params={
+                **(chosen.params or {}),
+                "family": fam.kind,
+                "z": report.chosen_scale,
+                "delta": delta,
+                "alpha": alpha,
+                "n_calibration": report.m,
+            },
+        )
 
     # -- prediction -----------------------------------------------------------------------------
     def evaluate(self, X) -> Evaluation:

@@ -1,0 +1,298 @@
+"""Calibrated boundaries (SPEC §3): Clopper–Pearson bound, fixed-sequence scan, grid outcomes,
+oracle, the estimator's ``calibrate`` and the coverage guarantee over many random splits."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.svm import SVC
+
+from attentive import AttentiveClassifier, InvalidParameterError
+from attentive.calibration import (
+    BoundaryFamily,
+    CalibrationWarning,
+    calibrate_scale,
+    clopper_pearson_upper,
+    default_grid,
+    fixed_sequence_scan,
+    grid_outcomes,
+    minimum_calibration_size,
+    oracle_stop_positions,
+)
+from attentive.evaluation import apply_boundary
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """An RBF SVM with a few hundred support vectors, fitted once, and a large pool of examples
+    independent of its training data."""
+    X, y = make_classification(
+        n_samples=8400, n_features=10, n_informative=6, flip_y=0.03, random_state=3
+    )
+    clf = AttentiveClassifier(SVC(C=1.0), boundary="curved", side="both", random_state=0)
+    clf.fit(X[:400], y[:400])
+    S = clf.walk_.partial_scores(X[400:])
+    return clf, X, y, S
+
+
+def _family(clf, kind, side):
+    return BoundaryFamily(
+        kind=kind,
+        side=side,
+        n_terms=clf.n_terms_,
+        theta_s=clf.theta_s_,
+        stats=clf.class_stats_["positive"],
+        upper_stats=clf.class_stats_["negative"],
+        variance=clf.variance_,
+    )
+
+
+# ----------------------------------------------------------------------------- the bound and scan
+
+
+@pytest.mark.parametrize("m", [1, 7, 50, 300, 2000])
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_clopper_pearson_upper_solves_the_binomial_tail(m, alpha):
+    k = np.unique(np.linspace(0, m - 1, 6).astype(int))
+    u = clopper_pearson_upper(k, m, alpha)
+    # The exact upper bound U is the rate at which seeing ≤ k events has probability α.
+    np.testing.assert_allclose(binom.cdf(k, m, u), alpha, rtol=1e-6)
+    assert clopper_pearson_upper(m, m, alpha) == 1.0
+    assert clopper_pearson_upper(0, m, alpha) == pytest.approx(1 - alpha ** (1 / m), rel=1e-9)
+
+
+def test_minimum_calibration_size_is_where_zero_errors_first_pass():
+    for delta, alpha in [(0.01, 0.05), (0.05, 0.1), (0.001, 0.01)]:
+        m = minimum_calibration_size(delta, alpha)
+        assert clopper_pearson_upper(0, m, alpha) <= delta < clopper_pearson_upper(0, m - 1, alpha)
+    assert minimum_calibration_size(0.01, 0.05) == 299
+
+
+def test_bad_alpha_and_counts_raise():
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        clopper_pearson_upper(0, 10, 1.5)
+    with pytest.raises(InvalidParameterError, match="counts"):
+        clopper_pearson_upper(11, 10, 0.05)
+    with pytest.raises(InvalidParameterError, match="positive integer"):
+        clopper_pearson_upper(0, 0, 0.05)
+
+
+def test_fixed_sequence_scan_stops_at_the_first_failure():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        u = rng.uniform(0, 0.1, size=rng.integers(1, 12))
+        chosen, n_tested = fixed_sequence_scan(u, 0.05)
+        # Brute force: walk the sequence by hand.
+        expect, tested = None, 0
+        for j, value in enumerate(u):
+            tested += 1
+            if value > 0.05:
+                break
+            expect = j
+        assert (chosen, n_tested) == (expect, tested)
+
+
+# ----------------------------------------------------------------------------- grid outcomes
+
+
+@pytest.mark.parametrize("kind", ["curved", "constant"])
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+def test_grid_outcomes_match_apply_boundary(problem, kind, side):
+    clf, _, _, S = problem
+    S = S[:600]
+    fam = _family(clf, kind, side)
+    grid = default_grid()
+    out = grid_outcomes(S, fam, grid)
+    n_stopped = 0
+    for j in range(0, grid.size, 7):
+        ev = apply_boundary(S, fam.boundary(grid[j]), clf.theta_s_)
+        np.testing.assert_array_equal(out.n_evaluated[:, j], ev.n_evaluated)
+        np.testing.assert_array_equal(out.positive[:, j], ev.positive)
+        n_stopped += ev.stopped.sum()
+    assert n_stopped > 0  # the comparison covered stopping, not only full evaluation
+    np.testing.assert_array_equal(out.full_positive, S[:, -1] >= clf.theta_s_)
+
+
+def test_grid_outcomes_rejects_a_non_decreasing_grid(problem):
+    clf, _, _, S = problem
+    with pytest.raises(InvalidParameterError, match="decreasing"):
+        grid_outcomes(S[:10], _family(clf, "curved", "both"), [1.0, 2.0])
+
+
+def test_family_rejects_budget():
+    with pytest.raises(InvalidParameterError, match="scale"):
+        BoundaryFamily(kind="budget", side="both", n_terms=3, theta_s=0.0)
+
+
+# ----------------------------------------------------------------------------- oracle
+
+
+def test_oracle_stop_positions_against_a_loop():
+    rng = np.random.default_rng(1)
+    S = np.cumsum(rng.normal(size=(300, 25)), axis=1)
+    M = np.append(rng.normal(size=24), 0.0)
+    theta = 0.3
+    got = oracle_stop_positions(S, theta, M)
+    for i in range(S.shape[0]):
+        final = S[i, -1] >= theta
+        last = 0
+        for t in range(1, 26):
+            if (S[i, t - 1] + M[t - 1] >= theta) != final:
+                last = t
+        assert got[i] == min(last + 1, 25)
+    assert got.min() >= 1 and got.max() <= 25
+
+
+def test_oracle_is_a_floor_for_the_curved_family(problem):
+    """The oracle evaluates less on average than any scale of the curved family (with the same
+    ``M_t``) that makes no mistake on the same examples."""
+    clf, _, _, S = problem
+    fam = BoundaryFamily(
+        kind="curved",
+        side="both",
+        n_terms=clf.n_terms_,
+        theta_s=clf.theta_s_,
+        stats=clf.reference_stats_,
+        variance=clf.variance_,
+    )
+    out = grid_outcomes(S, fam)
+    oracle = oracle_stop_positions(S, clf.theta_s_, clf.reference_stats_.remainder_mean)
+    exact = out.disagreement_counts() == 0
+    assert exact.any()
+    assert oracle.mean() / clf.n_terms_ <= out.evaluated_fractions()[exact].min()
+
+
+# ----------------------------------------------------------------------------- the guarantee
+
+
+@pytest.mark.parametrize("side", ["lower", "both"])
+def test_calibration_guarantee_holds_over_random_splits(problem, side):
+    """Repeat calibration on 300 random calibration/test splits: the test disagreement of the
+    chosen scale exceeds δ in at most α of them (plus 3 binomial standard errors)."""
+    clf, _, _, S = problem
+    delta, alpha, m_cal, n_splits = 0.03, 0.1, 300, 300
+    out = grid_outcomes(S, _family(clf, "curved", side))
+    disagree = out.disagree
+    pool = S.shape[0]
+    rng = np.random.default_rng(7)
+    violations = naive_violations = chosen_any = 0
+    for _ in range(n_splits):
+        perm = rng.permutation(pool)
+        cal, test = perm[:m_cal], perm[m_cal:]
+        report = calibrate_scale(out.subset(cal), delta=delta, alpha=alpha, side=side)
+        j = report.chosen_index
+        test_rate = 0.0 if j is None else disagree[test, j].mean()
+        violations += test_rate > delta
+        chosen_any += j is not None
+        # Without the confidence bound (empirical rate ≤ δ) the same scan is not safe.
+        rates = disagree[cal].mean(axis=0)
+        naive_j = np.flatnonzero(rates > delta)[0] - 1
+        naive_violations += disagree[test, naive_j].mean() > delta
+    slack = 3 * np.sqrt(alpha * (1 - alpha) / n_splits)
+    assert chosen_any == n_splits  # the problem lets calibration choose a scale every time
+    assert violations / n_splits <= alpha + slack
+    # The test can fail: the uncorrected scan breaks the same bound.
+    assert naive_violations / n_splits > alpha + slack
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def test_report_table_and_guarantee(problem):
+    clf, _, _, S = problem
+    out = grid_outcomes(S[:1000], _family(clf, "curved", "both"))
+    rep = calibrate_scale(out, delta=0.02, alpha=0.05, side="both")
+    frame = rep.to_frame()
+    j = rep.chosen_index
+    assert list(frame.columns) == [
+        "z",
+        "nominal_delta",
+        "k",
+        "disagreement",
+        "upper_bound",
+        "evaluated_fraction",
+        "status",
+        "chosen",
+    ]
+    assert frame["chosen"].sum() == 1 and frame["chosen"].to_numpy()[j]
+    assert (frame["status"][: j + 1] == "passed").all()
+    assert frame["status"][j + 1] == "failed" and frame["upper_bound"][j + 1] > 0.02
+    assert (frame["status"][j + 2 :] == "not tested").all()
+    np.testing.assert_array_equal(frame["k"], out.disagree.sum(axis=0))
+    assert "Disagreement ≤ δ with probability ≥ 1 − α" in rep.guarantee
+    assert "1000 calibration examples" in rep.guarantee and "2%" in rep.guarantee
+
+
+# ----------------------------------------------------------------------------- the estimator
+
+
+def test_calibrate_uses_the_chosen_boundary(problem):
+    clf0, X, y, S = problem
+    clf = clone(clf0).fit(X[:400], y[:400])
+    X_cal, X_test = X[400:1400], X[1400:2400]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalibrationWarning)
+        clf.calibrate(X_cal, delta=0.02, alpha=0.05)
+    rep = clf.calibration_
+    assert rep.m == 1000 and not rep.fallback and clf.boundary_.kind == "calibrated"
+    # Predictions are the chosen member of the family applied to the walks.
+    expect = apply_boundary(
+        S[1000:2000], clf.boundary_family().boundary(rep.chosen_scale), clf.theta_s_
+    )
+    ev = clf.evaluate(X_test)
+    np.testing.assert_array_equal(ev.n_evaluated, expect.n_evaluated)
+    np.testing.assert_array_equal(ev.positive, expect.positive)
+    assert ev.stopped.any()
+
+
+def test_calibrated_boundary_holds_out_part_of_fit_data():
+    X, y = make_classification(n_samples=1500, n_features=8, flip_y=0.03, random_state=0)
+    clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.02, random_state=0)
+    clf.fit(X[:1000], y[:1000])
+    assert clf.side_ == "both" and clf.side is None
+    assert clf.calibration_.m == 300
+    assert clf.calibration_.side == "both" and clf.calibration_.family == "curved"
+    n_ref = clf.class_stats_["positive"].n_reference + clf.class_stats_["negative"].n_reference
+    assert n_ref == 700
+    # The model was fitted on the 700 fit examples only: refitting on those reproduces it.
+    assert clf.estimator_.support_vectors_.shape[0] < 700
+    full = clf.estimator_.decision_function(X[1000:]) >= 0
+    ev = clf.evaluate(X[1000:])
+    assert np.mean(ev.positive != full) <= 0.05
+
+
+def test_no_scale_passing_falls_back_to_full_evaluation():
+    X, y = make_classification(n_samples=600, n_features=8, random_state=0)
+    clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.01, random_state=0)
+    with pytest.warns(CalibrationWarning, match="at least 299"):
+        clf.fit(X[:400], y[:400])  # 120 calibration examples < 299
+    assert clf.calibration_.fallback and clf.boundary_.kind == "full"
+    ev = clf.evaluate(X[400:])
+    assert not ev.stopped.any()
+    np.testing.assert_array_equal(ev.positive, clf.estimator_.decision_function(X[400:]) >= 0)
+    assert "every term is evaluated" in clf.calibration_.guarantee
+
+
+def test_calibrate_parameter_errors(problem):
+    clf, X, y, _ = problem
+    with pytest.raises(NotFittedError):
+        AttentiveClassifier(SVC()).calibrate(X[:10])
+    budget = AttentiveClassifier(SVC(), boundary="budget").fit(X[:200], y[:200])
+    with pytest.raises(InvalidParameterError, match="'curved' or 'constant'"):
+        budget.calibrate(X[200:600])
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        clf.calibrate(X[:400], alpha=0)
+    with pytest.raises(InvalidParameterError, match="calibration_size"):
+        AttentiveClassifier(SVC(), boundary="calibrated", calibration_size=1.5).fit(
+            X[:200], y[:200]
+        )
+    with pytest.raises(InvalidParameterError, match="calibration_size"):
+        AttentiveClassifier(SVC(), boundary="calibrated", calibration_size=1).fit(X[:200], y[:200])
+    params = AttentiveClassifier(SVC()).get_params()
+    assert params["alpha"] == 0.05 and params["calibration_size"] == 0.3 and params["side"] is None
