@@ -35,6 +35,7 @@ from scipy.stats import beta
 from attentive.boundaries import (
     Boundary,
     ReferenceStats,
+    _frozen,
     check_delta,
     check_side,
     constant_boundary,
@@ -42,6 +43,7 @@ from attentive.boundaries import (
     curved_boundary,
 )
 from attentive.errors import InvalidParameterError
+from attentive.walk import Walk, _row_chunks
 
 __all__ = [
     "FAMILIES",
@@ -49,6 +51,7 @@ __all__ = [
     "CalibrationReport",
     "CalibrationWarning",
     "GridOutcomes",
+    "RegressionStats",
     "calibrate_scale",
     "check_alpha",
     "clopper_pearson_upper",
@@ -57,9 +60,11 @@ __all__ = [
     "grid_outcomes",
     "minimum_calibration_size",
     "oracle_stop_positions",
+    "regression_boundary",
+    "regression_statistics",
 ]
 
-FAMILIES = ("curved", "constant")
+FAMILIES = ("curved", "constant", "regression")
 
 
 class CalibrationWarning(UserWarning):
@@ -144,6 +149,91 @@ def fixed_sequence_scan(upper_bounds, delta: float) -> tuple[int | None, int]:
     return (first - 1 if first > 0 else None), first + 1
 
 
+# ----------------------------------------------------------------------------- regression family
+
+
+@dataclass(frozen=True)
+class RegressionStats:
+    """Per position t, the least-squares line ``E[S_n | S_t] ≈ a_t + b_t S_t`` over a reference set
+    and the standard deviation ``σ_t`` of its residuals (the last entries are 0, 1, 0).
+
+    Beyond the paper: the curved boundary's estimate ``S_t + M_t`` ignores that ``S_t`` itself
+    predicts the remainder (under a random order ``E[S_n | x] ≈ (n/t) S_t``); the regression uses
+    it, and ``σ_t`` is the spread left once ``S_t`` is known instead of the whole spread ``D_t``.
+    """
+
+    intercept: np.ndarray
+    slope: np.ndarray
+    residual_std: np.ndarray
+    n_reference: int
+
+
+def regression_statistics(walk: Walk, X_ref) -> RegressionStats:
+    """Fit ``S_n ≈ a_t + b_t S_t`` for every t on the reference examples ``X_ref`` (in chunks)."""
+    Xp = walk.prepare(X_ref)
+    m, n = Xp.shape[0], walk.n_terms
+    if m == 0:
+        raise InvalidParameterError("the reference set is empty.")
+    sums = np.zeros((3, n))  # Σ S_t, Σ S_t², Σ S_t S_n (shifted)
+    sn_sum = sn_sq = 0.0
+    shift = shift_n = None
+    for rows in _row_chunks(m, n):
+        S = walk.partial_scores(Xp[rows], prepared=True)
+        if shift is None:
+            # Moments around a first-chunk estimate, so that variances survive cancellation.
+            shift, shift_n = S.mean(axis=0), float(S[:, -1].mean())
+        S -= shift
+        s_n = S[:, -1] + (shift[-1] - shift_n)
+        sums[0] += S.sum(axis=0)
+        sums[1] += (S * S).sum(axis=0)
+        sums[2] += (S * s_n[:, None]).sum(axis=0)
+        sn_sum += float(s_n.sum())
+        sn_sq += float(s_n @ s_n)
+    mean_t, mean_n = sums[0] / m, sn_sum / m
+    var_t = np.maximum(sums[1] / m - mean_t**2, 0.0)
+    cov = sums[2] / m - mean_t * mean_n
+    var_n = max(sn_sq / m - mean_n**2, 0.0)
+    ok = var_t > 1e-12 * max(var_n, 1e-300)
+    slope = np.where(ok, cov / np.where(ok, var_t, 1.0), 0.0)
+    intercept = (mean_n + shift_n) - slope * (mean_t + shift)
+    residual_var = np.maximum(var_n - slope * cov, 0.0)
+    slope[-1], intercept[-1], residual_var[-1] = 1.0, 0.0, 0.0
+    return RegressionStats(
+        intercept=_frozen(intercept),
+        slope=_frozen(slope),
+        residual_std=_frozen(np.sqrt(residual_var)),
+        n_reference=m,
+    )
+
+
+def regression_boundary(reg: RegressionStats, z: float, theta_s: float = 0.0, side="both"):
+    """Stop lower when ``a_t + b_t S_t < θ_S − z σ_t``, upper when ``> θ_S + z σ_t`` (beyond the
+    paper; see :class:`RegressionStats`). Positions with ``b_t ≤ 0`` never stop."""
+    check_side(side)
+    a, b, sd = (np.asarray(v) for v in (reg.intercept, reg.slope, reg.residual_std))
+    pos = b > 0
+    safe_b = np.where(pos, b, 1.0)
+    lower = np.where(pos, (theta_s - z * sd - a) / safe_b, -np.inf)
+    upper = np.where(pos, (theta_s + z * sd - a) / safe_b, np.inf)
+    if side == "upper":
+        lower = np.full_like(lower, -np.inf)
+    if side == "lower":
+        upper = np.full_like(upper, np.inf)
+    # A stopped walk's estimate of S_n is a_t + b_t · threshold = θ_S ∓ z σ_t.
+    with np.errstate(invalid="ignore"):
+        shift = np.where(np.isfinite(lower), theta_s - z * sd - lower, 0.0)
+        upper_shift = np.where(np.isfinite(upper), theta_s + z * sd - upper, 0.0)
+    return Boundary(
+        kind="regression",
+        side=side,
+        lower=_frozen(lower),
+        upper=_frozen(upper),
+        shift=_frozen(shift),
+        upper_shift=_frozen(upper_shift),
+        params={"z": float(z), "theta_s": float(theta_s)},
+    )
+
+
 # ----------------------------------------------------------------------------- boundary families
 
 
@@ -164,6 +254,8 @@ class BoundaryFamily:
         Curved: ``M_t``, ``D_t`` for the upper side (the negatives' walks); default ``stats``.
     variance : float or None
         Constant: the bridge variance V.
+    regression : RegressionStats or None
+        Regression: ``a_t``, ``b_t``, ``σ_t``.
     """
 
     kind: str
@@ -173,6 +265,7 @@ class BoundaryFamily:
     stats: ReferenceStats | None = None
     upper_stats: ReferenceStats | None = None
     variance: float | None = None
+    regression: RegressionStats | None = None
 
     def __post_init__(self):
         if self.kind not in FAMILIES:
@@ -184,6 +277,8 @@ class BoundaryFamily:
             raise InvalidParameterError("a curved family needs reference statistics (stats).")
         if self.kind == "constant" and self.variance is None:
             raise InvalidParameterError("a constant family needs the bridge variance.")
+        if self.kind == "regression" and self.regression is None:
+            raise InvalidParameterError("a regression family needs regression statistics.")
 
     @staticmethod
     def nominal_delta(z) -> np.ndarray:
@@ -194,6 +289,8 @@ class BoundaryFamily:
         """The member of the family at scale ``z``."""
         z = float(z)
         d = float(self.nominal_delta(z))
+        if self.kind == "regression":
+            return regression_boundary(self.regression, z, self.theta_s, self.side)
         if self.kind == "curved":
             # δ' only labels the boundary; z is what positions it.
             return curved_boundary(
@@ -212,6 +309,16 @@ class BoundaryFamily:
         n1 = head.shape[1]
         if self.kind == "constant":
             return head.copy() if upper else -head
+        if self.kind == "regression":
+            reg = self.regression
+            a, b = np.asarray(reg.intercept)[:n1], np.asarray(reg.slope)[:n1]
+            sd = np.asarray(reg.residual_std)[:n1]
+            estimate = a + b * head
+            num = (estimate - self.theta_s) if upper else (self.theta_s - estimate)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                score = num / sd
+            score = np.where(np.isnan(score), -np.inf, score)
+            return np.where(b > 0, score, -np.inf)
         st = (self.upper_stats or self.stats) if upper else self.stats
         M = np.asarray(st.remainder_mean)[:n1]
         D = np.asarray(st.remainder_std)[:n1]
@@ -222,7 +329,7 @@ class BoundaryFamily:
         return np.where(np.isnan(score), -np.inf, score)
 
     def _thresholds(self, grid: np.ndarray, upper: bool) -> np.ndarray:
-        if self.kind == "curved":
+        if self.kind in ("curved", "regression"):
             return grid
         taus = np.array(
             [

@@ -33,6 +33,7 @@ from attentive.calibration import (
     calibrate_scale,
     check_alpha,
     grid_outcomes,
+    regression_statistics,
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
@@ -129,6 +130,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     boundary_ : Boundary
     side_ : str
         The side in use (``side`` with None resolved).
+    regression_stats_ : RegressionStats
+        ``E[S_n | S_t] ≈ a_t + b_t S_t`` and its residual spread over the reference examples, for
+        ``calibrate(family="regression")``.
     calibration_ : CalibrationReport or None
         The calibration table and guarantee after :meth:`calibrate` or with
         ``boundary="calibrated"``; None otherwise.
@@ -289,6 +293,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         else:
             self.reference_stats_ = self.class_stats_["positive"]
+        # For the regression family of calibrate(): E[S_n | S_t] over every reference example.
+        self.regression_stats_ = regression_statistics(self.walk_, X)
         self.n_terms_ = self.terms_.n_terms
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
@@ -321,16 +327,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def boundary_family(self, family: str | None = None) -> BoundaryFamily:
         """The one-parameter family (scale z) of this classifier's boundary, from its reference set.
 
-        ``family`` is ``"curved"`` or ``"constant"``; None means the fitted boundary's own family
-        (``curved`` for ``boundary="calibrated"``).
+        ``family`` is ``"curved"``, ``"constant"`` or ``"regression"`` (beyond the paper: stop when
+        ``a_t + b_t S_t`` is ``z σ_t`` past θ_S, see
+        :class:`~attentive.calibration.RegressionStats`); None means the fitted boundary's own
+        family (``curved`` for ``boundary="calibrated"``).
         """
         check_is_fitted(self)
         if family is None:
             family = "curved" if self.boundary == "calibrated" else self.boundary
-        if family not in ("curved", "constant"):
+        if family not in ("curved", "constant", "regression"):
             raise InvalidParameterError(
-                f"calibration chooses the scale of a 'curved' or 'constant' boundary; "
-                f"boundary={family!r} has none (pass family='curved' or 'constant')."
+                f"calibration chooses the scale of a 'curved', 'constant' or 'regression' "
+                f"boundary; boundary={family!r} has none (pass family='curved', 'constant' or "
+                "'regression')."
             )
         return BoundaryFamily(
             kind=family,
@@ -340,6 +349,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             stats=self.class_stats_["positive"],
             upper_stats=self.class_stats_["negative"],
             variance=self.variance_,
+            regression=self.regression_stats_,
         )
 
     def calibrate(self, X_cal, *, delta=None, alpha=None, grid=None, family=None):
@@ -363,7 +373,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         grid : array-like, optional
             Strictly decreasing scales z, fixed before seeing ``X_cal``; default
             :func:`attentive.calibration.default_grid`.
-        family : {"curved", "constant"}, optional
+        family : {"curved", "constant", "regression"}, optional
             Which family to calibrate; default the fitted boundary's (``curved`` for
             ``calibrated``). Its side is ``side_``.
 

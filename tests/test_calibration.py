@@ -50,6 +50,7 @@ def _family(clf, kind, side):
         stats=clf.class_stats_["positive"],
         upper_stats=clf.class_stats_["negative"],
         variance=clf.variance_,
+        regression=clf.regression_stats_,
     )
 
 
@@ -101,7 +102,7 @@ def test_fixed_sequence_scan_stops_at_the_first_failure():
 # ----------------------------------------------------------------------------- grid outcomes
 
 
-@pytest.mark.parametrize("kind", ["curved", "constant"])
+@pytest.mark.parametrize("kind", ["curved", "constant", "regression"])
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
 def test_grid_outcomes_match_apply_boundary(problem, kind, side):
     clf, _, _, S = problem
@@ -171,13 +172,15 @@ def test_oracle_is_a_floor_for_the_curved_family(problem):
 # ----------------------------------------------------------------------------- the guarantee
 
 
-@pytest.mark.parametrize("side", ["lower", "both"])
-def test_calibration_guarantee_holds_over_random_splits(problem, side):
+@pytest.mark.parametrize(
+    ("kind", "side"), [("curved", "lower"), ("curved", "both"), ("regression", "both")]
+)
+def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
     """Repeat calibration on 300 random calibration/test splits: the test disagreement of the
     chosen scale exceeds δ in at most α of them (plus 3 binomial standard errors)."""
     clf, _, _, S = problem
     delta, alpha, m_cal, n_splits = 0.03, 0.1, 300, 300
-    out = grid_outcomes(S, _family(clf, "curved", side))
+    out = grid_outcomes(S, _family(clf, kind, side))
     disagree = out.disagree
     pool = S.shape[0]
     rng = np.random.default_rng(7)
@@ -284,7 +287,7 @@ def test_calibrate_parameter_errors(problem):
     with pytest.raises(NotFittedError):
         AttentiveClassifier(SVC()).calibrate(X[:10])
     budget = AttentiveClassifier(SVC(), boundary="budget").fit(X[:200], y[:200])
-    with pytest.raises(InvalidParameterError, match="'curved' or 'constant'"):
+    with pytest.raises(InvalidParameterError, match="'curved', 'constant' or 'regression'"):
         budget.calibrate(X[200:600])
     with pytest.raises(InvalidParameterError, match="alpha"):
         clf.calibrate(X[:400], alpha=0)
@@ -296,3 +299,29 @@ def test_calibrate_parameter_errors(problem):
         AttentiveClassifier(SVC(), boundary="calibrated", calibration_size=1).fit(X[:200], y[:200])
     params = AttentiveClassifier(SVC()).get_params()
     assert params["alpha"] == 0.05 and params["calibration_size"] == 0.3 and params["side"] is None
+
+
+def test_regression_statistics_match_least_squares(problem):
+    clf, X, _, _ = problem
+    reg = clf.regression_stats_
+    S = clf.walk_.partial_scores(X[:400])
+    for t in (0, 5, 60, clf.n_terms_ - 2):
+        b, a = np.polyfit(S[:, t], S[:, -1], 1)
+        resid = S[:, -1] - (a + b * S[:, t])
+        assert reg.slope[t] == pytest.approx(b, rel=1e-8)
+        assert reg.intercept[t] == pytest.approx(a, rel=1e-8, abs=1e-10)
+        assert reg.residual_std[t] == pytest.approx(resid.std(), rel=1e-6)
+    assert (reg.slope[-1], reg.intercept[-1], reg.residual_std[-1]) == (1.0, 0.0, 0.0)
+    # The stopped estimate of a regression boundary is a_t + b_t · threshold = θ_S − z σ_t.
+    b = BoundaryFamily("regression", "both", clf.n_terms_, clf.theta_s_, regression=reg).boundary(
+        1.5
+    )
+    ok = np.isfinite(b.lower)
+    np.testing.assert_allclose(
+        (reg.intercept + reg.slope * b.lower)[ok],
+        (clf.theta_s_ - 1.5 * reg.residual_std)[ok],
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(
+        (b.lower + b.shift)[ok], (clf.theta_s_ - 1.5 * reg.residual_std)[ok], atol=1e-9
+    )
