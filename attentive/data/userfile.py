@@ -254,8 +254,8 @@ def _parse_csv(
         if empty.any():
             row = int(np.flatnonzero(empty)[0])
             raise DataError(
-                f"{name}, line {row + 2}, column {column!r}: the value is missing (an empty cell or "
-                "a truncated line); every feature needs a number"
+                f"{name}, line {row + 2}, column {column!r}: the value is missing or NaN (an empty "
+                "cell, a truncated line or 'nan'); every feature needs a finite number"
             )
     labels_array = labels.to_numpy()
     if labels_array.dtype == object:

@@ -251,7 +251,10 @@ def _feed(h: Any, obj: Any, depth: int) -> None:
         _feed(h, obj.item(), depth + 1)
     elif isinstance(obj, np.ndarray):
         h.update(f"nd{obj.dtype.str}{obj.shape};".encode())
-        if obj.dtype.hasobject:
+        if obj.dtype.names:  # structured (sklearn's tree nodes): fields, never padding bytes
+            for name in obj.dtype.names:
+                _feed(h, np.ascontiguousarray(obj[name]), depth + 1)
+        elif obj.dtype.hasobject:
             for item in obj.ravel():
                 _feed(h, item, depth + 1)
         else:

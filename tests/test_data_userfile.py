@@ -1,0 +1,216 @@
+"""User files: LIBSVM and CSV parsing, checked against sklearn / numpy, and every error case."""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from attentive.data import load_user_file, max_upload_bytes
+from attentive.errors import DataError, InvalidParameterError
+
+
+def _libsvm_text(X, y) -> bytes:
+    buffer = io.BytesIO()
+    dump_svmlight_file(X, y, buffer, zero_based=False)
+    return buffer.getvalue()
+
+
+def _csv_text(X, y, label="label") -> bytes:
+    header = ",".join([f"f{j}" for j in range(X.shape[1])] + [label])
+    rows = [",".join([*map(repr, map(float, x)), str(t)]) for x, t in zip(X, y, strict=True)]
+    return ("\n".join([header, *rows]) + "\n").encode()
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = np.where(rng.random(40) < 0.5, -1, 1)
+    y[:4] = [-1, -1, 1, 1]  # both classes, surely
+    return X, y
+
+
+def _rows(ds):
+    """All rows of both parts with their labels, in the file's order."""
+    X = np.vstack([ds.X_train, ds.X_test])
+    y = np.concatenate([ds.y_train, ds.y_test])
+    return X, y
+
+
+def test_libsvm_file_matches_sklearn(tmp_path, problem):
+    X, y = problem
+    path = tmp_path / "mine.libsvm"
+    path.write_bytes(_libsvm_text(X, y))
+    ds = load_user_file(path, test_size=0.25, random_state=0)
+    X_ref, y_ref = load_svmlight_file(str(path))
+    assert ds.X_train.shape[0] == 30 and ds.X_test.shape[0] == 10
+    got_X, got_y = _rows(ds)
+    # Rows are split, not changed: compare as sets of (row, label).
+    expected = sorted(
+        (r.tobytes(), int(t == 1)) for r, t in zip(X_ref.toarray(), y_ref, strict=True)
+    )
+    assert sorted((r.tobytes(), int(t)) for r, t in zip(got_X, got_y, strict=True)) == expected
+    assert ds.class_names == ("-1", "1") and ds.name == "mine.libsvm"
+    assert abs(ds.y_train.mean() - ds.y_test.mean()) <= 0.1  # stratified
+
+
+def test_csv_file_matches_numpy(tmp_path, problem):
+    X, y = problem
+    path = tmp_path / "mine.csv"
+    path.write_bytes(_csv_text(X, np.where(y == 1, "spam", "ham"), label="kind"))
+    ds = load_user_file(path, label_column="kind", test_size=0.5, random_state=3)
+    table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=range(5))
+    got_X, got_y = _rows(ds)
+    expected = sorted((r.tobytes(), int(t == 1)) for r, t in zip(table, y, strict=True))
+    assert sorted((r.tobytes(), int(t)) for r, t in zip(got_X, got_y, strict=True)) == expected
+    assert ds.class_names == ("ham", "spam") and ds.positive_meaning == "kind = spam"
+    assert ds.params["feature_names"] == [f"f{j}" for j in range(5)]
+
+
+def test_bytes_upload_gzip_and_guessed_label_column(problem):
+    X, y = problem
+    data = gzip.compress(_csv_text(X, y, label="Target"))
+    ds = load_user_file(data, filename="upload.csv.gz", positive_class=-1)
+    assert ds.positive_meaning == "Target = -1"
+    assert ds.y_train.sum() + ds.y_test.sum() == np.count_nonzero(y == -1)
+
+
+def test_format_guessed_from_content(problem):
+    X, y = problem
+    ds = load_user_file(_libsvm_text(X, y), filename="noext")
+    assert ds.params["format"] == "libsvm"
+    ds = load_user_file(_csv_text(X, y), filename="noext")
+    assert ds.params["format"] == "csv"
+
+
+def test_multiclass_needs_positive_class_then_one_vs_rest(problem):
+    X, _ = problem
+    labels = np.arange(40) % 3
+    data = _libsvm_text(X, labels)
+    with pytest.raises(DataError) as info:
+        load_user_file(data, filename="m.libsvm")
+    assert "0, 1, 2" in str(info.value) and "positive" in str(info.value)
+    ds = load_user_file(data, filename="m.libsvm", positive_class="2")
+    assert ds.class_names == ("not 2", "2")
+    assert ds.y_train.sum() + ds.y_test.sum() == np.count_nonzero(labels == 2)
+    with pytest.raises(DataError, match=r"7.*not among the labels found"):
+        load_user_file(data, filename="m.libsvm", positive_class=7)
+
+
+def test_large_sparse_libsvm_stays_sparse():
+    rng = np.random.default_rng(1)
+    lines = [f"{1 if i % 2 else -1} {rng.integers(1, 100)}:1 200000:0.5" for i in range(40)]
+    ds = load_user_file("\n".join(lines).encode(), filename="wide.svm")
+    assert ds.is_sparse and ds.n_features == 200000
+
+
+# ----------------------------------------------------------------------------- error cases
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(DataError, match="file not found"):
+        load_user_file(tmp_path / "nope.csv")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    with pytest.raises(DataError, match="empty"):
+        load_user_file(tmp_path / "empty.csv")
+    with pytest.raises(DataError, match="empty"):
+        load_user_file(b"  \n\n", filename="blank.libsvm")
+    with pytest.raises(DataError, match="no examples"):
+        load_user_file(b"a,b,label\n", filename="header.csv")
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "hint"),
+    [
+        (b"1 1:0.5 2:1\n-1 1:2 2:x\n", 2, "'x' of feature 2 is not a number"),
+        (b"1 1:0.5 2:1\n-1 1:2\n1 3:", 3, "'3:' is not an '<index>:<value>' pair"),  # truncated
+        (b"1 1:0.5\n-1 1:2\nfoo 1:3\n", 3, "label 'foo' is not a number"),
+        (b"1 1:0.5\n-1 2:1 1:3\n", 2, "indices must increase"),
+        (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
+    ],
+)
+def test_malformed_libsvm_gives_line_number(content, line, hint):
+    with pytest.raises(DataError) as info:
+        load_user_file(content, filename="bad.libsvm")
+    assert f"bad.libsvm, line {line}:" in str(info.value)
+    assert hint in str(info.value)
+
+
+def test_truncated_compressed_upload(problem):
+    data = gzip.compress(_libsvm_text(*problem))[:-20]
+    with pytest.raises(DataError, match="truncated or corrupt"):
+        load_user_file(data, filename="x.libsvm.gz")
+
+
+def test_csv_non_numeric_cell_names_column_and_line():
+    data = b"a,b,label\n1,2,0\n3,oops,1\n4,5,1\n"
+    with pytest.raises(DataError) as info:
+        load_user_file(data, filename="t.csv")
+    assert "line 3, column 'b': 'oops' is not a number" in str(info.value)
+
+
+def test_csv_truncated_line_and_extra_fields():
+    with pytest.raises(DataError, match=r"line 4, column 'b': the value is missing"):
+        load_user_file(b"a,b,label\n1,2,0\n3,4,1\n5", filename="t.csv", label_column="a")
+    with pytest.raises(DataError, match=r"not valid CSV.*line 3"):
+        load_user_file(b"a,b,label\n1,2,0\n3,4,1,9,9\n", filename="t.csv")
+
+
+def test_csv_label_column_problems():
+    data = b"a,b,c\n1,2,0\n3,4,1\n"
+    with pytest.raises(DataError, match=r"label_column=.*'a', 'b', 'c'"):
+        load_user_file(data, filename="t.csv")
+    with pytest.raises(DataError, match="no column named 'z'; columns: 'a', 'b', 'c'"):
+        load_user_file(data, filename="t.csv", label_column="z")
+    with pytest.raises(DataError, match=r"line 3: the label \('c'\) is missing"):
+        load_user_file(b"a,b,c\n1,2,0\n3,4,\n", filename="t.csv", label_column="c")
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_non_finite_features(bad):
+    data = f"a,b,label\n1,2,0\n3,4,1\n5,{bad},0\n7,8,1\n".encode()
+    # pandas reads 'nan' as a missing cell; inf arrives as a number and is caught as non-finite.
+    where = "line 4, column 'b'.*missing or NaN" if bad == "nan" else "row 3, column 2 .*finite"
+    with pytest.raises(DataError, match=where):
+        load_user_file(data, filename="t.csv", test_size=0.5)
+    with pytest.raises(DataError, match="finite"):
+        load_user_file(f"1 1:1\n-1 1:{bad}\n".encode(), filename="t.libsvm")
+
+
+def test_single_class_and_too_few_examples():
+    with pytest.raises(DataError, match="every example has the label 1"):
+        load_user_file(b"1 1:1\n1 1:2\n1 2:3\n", filename="t.libsvm")
+    with pytest.raises(DataError, match="too few examples to split"):
+        load_user_file(b"1 1:1\n-1 1:2\n1 2:3\n", filename="t.libsvm")
+
+
+def test_upload_limit(tmp_path, monkeypatch, problem):
+    data = _libsvm_text(*problem)
+    path = tmp_path / "big.libsvm"
+    path.write_bytes(data)
+    with pytest.raises(DataError, match=r"over the upload limit.*ATTENTIVE_MAX_UPLOAD_MB"):
+        load_user_file(path, max_bytes=len(data) - 1)
+    with pytest.raises(DataError, match="over the upload limit"):
+        load_user_file(io.BytesIO(data), filename="big.libsvm", max_bytes=100)
+    assert load_user_file(path, max_bytes=len(data)).n_features == 5
+    monkeypatch.setenv("ATTENTIVE_MAX_UPLOAD_MB", "0.0001")
+    assert max_upload_bytes() == int(0.0001 * 1024 * 1024)
+    with pytest.raises(DataError, match="over the upload limit"):
+        load_user_file(path)
+    monkeypatch.delenv("ATTENTIVE_MAX_UPLOAD_MB")
+    assert max_upload_bytes() == 50 * 1024 * 1024
+
+
+def test_bad_arguments(problem):
+    data = _libsvm_text(*problem)
+    with pytest.raises(InvalidParameterError, match="format must be one of"):
+        load_user_file(data, format="xlsx")
+    with pytest.raises(InvalidParameterError, match="test_size"):
+        load_user_file(data, format="libsvm", test_size=1.5)
+    with pytest.raises(DataError, match="cannot tell the format"):
+        load_user_file(b"1 2 3\n", filename="mystery")

@@ -1,0 +1,68 @@
+"""The ``datasets`` and ``train`` commands, run through attentive's own CLI entry point."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from attentive.cli import main
+from attentive.data import clear_cache
+from attentive.models.cli import elapsed_line
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def test_datasets_list(tmp_path, capsys):
+    assert main(["datasets", "list", "--data-home", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    states = {line.split()[0]: line.split()[1] for line in lines}
+    assert states["digits-2v5"] == "offline" and states["gisette"] == "download"
+
+
+def test_datasets_info(tmp_path, capsys):
+    assert main(["datasets", "info", "breast-cancer", "--data-home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "breast-cancer: 398 train / 171 test, 30 dense features" in out
+
+
+def test_unknown_dataset_is_a_clean_error(tmp_path, capsys):
+    assert main(["datasets", "info", "nope", "--data-home", str(tmp_path)]) == 1
+    assert "unknown dataset 'nope'; known datasets: digits-2v5" in capsys.readouterr().err
+
+
+def test_train_then_load_from_cache(tmp_path, capsys):
+    args = ["train", "digits-2v5", "--data-home", str(tmp_path), "--out", str(tmp_path / "m.skops")]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "training kind=rbf, C=1.0, gamma=scale on digits-2v5: done in" in first.err
+    fingerprint = re.search(r"fingerprint ([0-9a-f]+)", first.out).group(1)
+    assert (tmp_path / "m.skops").is_file()
+    assert len(list((tmp_path / "models").glob("digits-2v5-rbf-*.skops"))) == 1
+    assert main(args) == 0
+    second = capsys.readouterr()
+    assert "loading kind=rbf" in second.err
+    assert f"fingerprint {fingerprint}" in second.out
+
+
+def test_train_overrides(tmp_path, capsys):
+    args = ["train", "breast-cancer", "--kind", "poly", "--gamma", "0.1", "--C", "2", "--no-cache"]
+    assert main([*args, "--data-home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("SVC (kind=poly, C=2.0, gamma=0.1)")
+    assert not (tmp_path / "models").exists()
+
+
+def test_elapsed_line_reports_time():
+    stream = io.StringIO()
+    with elapsed_line("working", stream=stream, interval=0.01):
+        pass
+    assert re.fullmatch(
+        r"(\rworking … \d+\.\d s)*\rworking: done in \d+\.\d s\n", stream.getvalue()
+    )
