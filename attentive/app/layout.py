@@ -1,0 +1,192 @@
+"""The dashboard: a template with the controls in a sidebar and the views in the main area.
+
+:func:`build_dashboard` makes one :class:`Dashboard` per session (``app.py`` calls it from
+``panel serve``; a notebook calls it and displays it). It wires what only a live session has:
+a background executor with a loading indicator and elapsed time, notifications for every error,
+the URL query (dataset, δ, θ, seed, boundary) and the theme.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import panel as pn
+import param
+
+from attentive.app.state import URL_PARAMETERS, DashboardState
+from attentive.app.views import (
+    COLORS,
+    Controls,
+    ExportPanel,
+    HeadlineNumbers,
+    PrecisionRecallView,
+    TheoryView,
+    TradeoffView,
+    TrajectoryView,
+)
+
+__all__ = ["Dashboard", "build_dashboard"]
+
+TITLE = "attentive — focus of attention for linear predictors"
+INTRO = (
+    "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms (support vectors or "
+    "features). Attentive prediction adds them in a random order and **stops as soon as the "
+    "partial score S_t crosses a boundary τ**, predicting negative early. δ is the stop-error the "
+    "boundary is built for. Click the tradeoff plot to pick an operating point."
+)
+
+
+def _extension() -> None:
+    pn.extension(notifications=True, design="material", sizing_mode="stretch_width")
+    import holoviews as hv
+
+    hv.extension("bokeh", logo=False)
+
+
+class Dashboard(pn.viewable.Viewer):
+    """One session's dashboard: a state object and its views.
+
+    Parameters
+    ----------
+    state : DashboardState, optional
+        Created (with the default dataset and model) when not given.
+    """
+
+    state = param.ClassSelector(class_=DashboardState)
+
+    def __init__(self, **params):
+        if params.get("state") is None:
+            params["state"] = DashboardState()
+        super().__init__(**params)
+        self._started = 0.0
+        self.state.param.watch(self._notify_error, "n_errors")
+        self.status = pn.pane.Markdown(
+            pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+        )
+        self.indicator = pn.indicators.LoadingSpinner(
+            value=False, size=22, color="primary", visible=False
+        )
+        self.state.param.watch(self._busy_changed, "busy")
+
+    # -- live-session wiring -----------------------------------------------------------------
+    def _notify_error(self, event) -> None:
+        notifications = pn.state.notifications
+        if notifications is not None:
+            notifications.error(self.state.last_error, duration=8000)
+
+    def _busy_changed(self, event) -> None:
+        self.indicator.value = self.indicator.visible = bool(event.new)
+
+    @staticmethod
+    def _status_text(busy: bool, elapsed: float) -> str:
+        return f"⏳ Training / computing walks… {elapsed:.1f} s" if busy else ""
+
+    def run_in_background(self, job, done, fail) -> None:
+        """Executor for the state: run ``job`` in a thread, show progress, apply on the loop."""
+        state = self.state
+
+        async def run():
+            started = time.monotonic()
+            state.param.update(busy=True, elapsed=0.0)
+            ticker = pn.state.add_periodic_callback(
+                lambda: setattr(state, "elapsed", time.monotonic() - started), period=200
+            )
+            try:
+                result = await asyncio.to_thread(job)
+            except Exception as exc:
+                fail(exc)
+            else:
+                done(result)
+            finally:
+                ticker.stop()
+                state.param.update(busy=False, elapsed=time.monotonic() - started)
+
+        pn.state.execute(run)
+
+    def serve_mode(self) -> None:
+        """Switch to served behaviour: background training and the URL holding the view."""
+        self.state.executor = self.run_in_background
+        if pn.state.location is not None:
+            pn.state.location.sync(
+                self.state, {p: p for p in URL_PARAMETERS}, on_error=self._url_error
+            )
+
+    def _url_error(self, values: dict) -> None:
+        for name, value in values.items():
+            self.state.set_controls(**{name: value})
+
+    # -- layout ------------------------------------------------------------------------------
+    def sidebar(self) -> list:
+        return [
+            pn.Row(self.indicator, self.status),
+            Controls(state=self.state),
+            ExportPanel(state=self.state),
+        ]
+
+    def main(self) -> list:
+        s = self.state
+        card = {"sizing_mode": "stretch_both", "min_height": 330}
+        info = pn.pane.Markdown(
+            pn.bind(lambda d, m: f"{d}  \n{m}", s.param.dataset_info, s.param.model_info),
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+        )
+        return [
+            pn.Column(
+                pn.pane.Markdown(INTRO, margin=(0, 10)),
+                info,
+                HeadlineNumbers(state=s),
+                sizing_mode="stretch_width",
+            ),
+            pn.GridBox(
+                pn.Column(TrajectoryView(state=s), **card),
+                pn.Column(TradeoffView(state=s), **card),
+                pn.Column(PrecisionRecallView(state=s), **card),
+                pn.Column(TheoryView(state=s), **card),
+                ncols=2,
+                sizing_mode="stretch_both",
+                min_height=700,
+            ),
+        ]
+
+    def template(self) -> pn.template.FastListTemplate:
+        """The served page: a template with the sidebar, light/dark theme toggle."""
+        return pn.template.FastListTemplate(
+            title=TITLE,
+            sidebar=self.sidebar(),
+            main=self.main(),
+            sidebar_width=330,
+            accent_base_color=COLORS["attentive"],
+            header_background="#3b3b58",
+            theme_toggle=True,
+            main_layout=None,
+        )
+
+    def __panel__(self):
+        # In a notebook: the same content without the page template.
+        return pn.Row(
+            pn.Column(*self.sidebar(), width=330),
+            pn.Column(*self.main(), sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+            min_height=1100,
+        )
+
+
+def build_dashboard(served: bool | None = None, **state_params) -> Dashboard:
+    """A new dashboard (one per session), loading the extensions it needs.
+
+    Parameters
+    ----------
+    served : bool, optional
+        Use background training and the URL (default: whether Panel is serving).
+    **state_params
+        Initial controls, e.g. ``dataset="breast-cancer", delta=0.01``.
+    """
+    _extension()
+    dash = Dashboard(state=DashboardState(**state_params))
+    if pn.state.served if served is None else served:
+        dash.serve_mode()
+    return dash
