@@ -94,6 +94,9 @@ class CurveComparison:
         below ``limit`` (NaNs when never).
     n_compared, n_worse : int
         Attentive points with both below ``limit``, and how many of them are worse.
+    mean_difference : float
+        Mean ``attentive − budgeted`` stop-error over those points (negative: attentive better on
+        average; less sensitive to budgeted's jagged curve than ``max_excess``).
     """
 
     limit: float
@@ -104,6 +107,7 @@ class CurveComparison:
     worse_fractions: tuple[float, float]
     n_compared: int
     n_worse: int
+    mean_difference: float
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +119,7 @@ class CurveComparison:
             "worse_fractions": list(self.worse_fractions),
             "n_compared": self.n_compared,
             "n_worse": self.n_worse,
+            "mean_difference": self.mean_difference,
         }
 
 
@@ -178,6 +183,7 @@ def compare_curves(
         worse_fractions=span,
         n_compared=int(inside.sum()),
         n_worse=int(worse.sum()),
+        mean_difference=float(np.mean(att[inside] - bud[inside])) if inside.any() else float("nan"),
     )
 
 
@@ -916,6 +922,10 @@ def _report_dataset(result: DatasetResult) -> list[str]:
         lines.append(
             f"  below {c.limit:.0%}: attentive worse at {c.n_worse}/{c.n_compared} points, by up to "
             f"{c.max_excess:.1%} (at {c.max_excess_fraction:.0%} evaluated)"
+        )
+    if c.n_compared:
+        lines.append(
+            f"  below {c.limit:.0%}: mean attentive − budgeted stop-error {c.mean_difference:+.1%}"
         )
     for level, s in result.savings.items():
         lines.append(

@@ -16,6 +16,7 @@ from sklearn.metrics import average_precision_score
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 
+from attentive import AttentiveClassifier
 from attentive.cli import main
 from attentive.data import load_dataset
 from attentive.metrics import TradeoffCurve
@@ -220,6 +221,8 @@ def test_compare_curves_finds_first_loss_and_excess():
     assert c.max_excess == pytest.approx(0.03)
     assert c.max_excess_fraction == pytest.approx(0.6)
     assert c.worse_fractions == (pytest.approx(0.6), pytest.approx(0.6))
+    # budgeted at 1.0, 0.8, 0.6 is 0.0, 0.1, 0.12
+    assert c.mean_difference == pytest.approx(((0.0 - 0.0) + (0.05 - 0.1) + (0.15 - 0.12)) / 3)
 
 
 def test_compare_curves_when_attentive_never_loses():
@@ -274,8 +277,6 @@ def test_reproduce_dataset_with_a_prefit_model_matches_the_curves():
     k = result.attentive.parameter.size // 2
     tau = result.attentive.parameter[k]
     # the walks from the estimator, the metrics by brute force
-    from attentive import AttentiveClassifier
-
     clf = AttentiveClassifier(model, boundary="full", random_state=3).fit(ds.X_train, ds.y_train)
     S = clf.walk_.partial_scores(ds.X_test)
     frac, err, _, _ = _brute_attentive(S, clf.theta_s_, tau)
