@@ -486,11 +486,18 @@ def reproduce_dataset(
         budget_stop_error=float(bud_point.stop_error[0]),
     )
     full_score = offset + S[:, n - 1]
-    att_score, _ = attentive_scores(S, offset, tau)
+    att_score, stopped = attentive_scores(S, offset, tau)
     bud_score = offset + (n / budget) * S[:, budget - 1]
     scores = {"full": full_score, "attentive": att_score, "budgeted": bud_score}
     pr = precision_recall(y, scores)
-    accuracy_at_point = {k: float(np.mean((s >= 0.0) == (y == 1))) for k, s in scores.items()}
+    # From the decisions, not the scores: a walk stopped at τ = θ_S scores exactly θ but is negative.
+    full_pos = S[:, n - 1] >= theta_s
+    decisions = {
+        "full": full_pos,
+        "attentive": full_pos & ~stopped,
+        "budgeted": (n / budget) * S[:, budget - 1] >= theta_s,
+    }
+    accuracy_at_point = {k: float(np.mean(d == (y == 1))) for k, d in decisions.items()}
     kind = clf.terms_.kind
     return DatasetResult(
         dataset=dataset.name,

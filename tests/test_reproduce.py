@@ -148,6 +148,11 @@ def test_cli_precision_recall_matches_brute_force(digits_run):
         "attentive": np.where(stopped, offset + tau, offset + S[:, -1]),
         "budgeted": offset + (n / B) * S[:, B - 1],
     }
+    full = S[:, -1] >= -offset
+    decisions = {"full": full, "attentive": full & ~stopped, "budgeted": scores["budgeted"] >= 0}
+    for name, decision in decisions.items():
+        accuracy = np.mean(decision == (ds.y_test == 1))
+        assert summary["accuracy_at_operating_point"][name] == pytest.approx(accuracy)
     pr = pd.read_csv(digits_run / "pr.csv")
     for name, score in scores.items():
         ap = average_precision_score(ds.y_test, score)
