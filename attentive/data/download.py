@@ -12,6 +12,7 @@ by one base URL serving the files under their own names; the tests point it at a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -143,6 +144,8 @@ def fetch(
                 discard(target)
     finally:
         logger.setLevel(level)
+    with contextlib.suppress(OSError):
+        target.parent.rmdir()  # only if the failed download left it empty
     raise DownloadError(
         f"could not download {remote.filename}; tried:\n" + "\n".join(failures) + "\n"
         f"Nothing was kept in the cache; {manual_instructions(remote, home)}"
