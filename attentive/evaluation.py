@@ -1,11 +1,15 @@
 """Applying a boundary to walks: Algorithm 1 (attentive) and Algorithm 2 (budgeted).
 
 :func:`apply_boundary` is the reference: it takes the full matrix of partial scores and finds each
-example's first crossing. :func:`evaluate` is what the estimator calls on new examples.
+example's first crossing. :func:`evaluate` is what the estimator calls on new examples: it gives the
+same answer while computing only the terms of walks that have not stopped (see
+:mod:`attentive.batch`).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +17,14 @@ import numpy as np
 from attentive.boundaries import Boundary
 from attentive.walk import Walk
 
-__all__ = ["Evaluation", "apply_boundary", "evaluate", "first_crossing", "stop_estimate"]
+__all__ = [
+    "Evaluation",
+    "apply_boundary",
+    "evaluate",
+    "evaluation_options",
+    "first_crossing",
+    "stop_estimate",
+]
 
 
 @dataclass(frozen=True)
@@ -136,7 +147,65 @@ def apply_boundary(
     )
 
 
-def evaluate(walk: Walk, X, boundary: Boundary, theta_s: float) -> Evaluation:
-    """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2)."""
-    S = walk.partial_scores(X)
-    return apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+def evaluate(
+    walk: Walk,
+    X,
+    boundary: Boundary,
+    theta_s: float,
+    *,
+    chunk_size: int | None = None,
+    block_size: int | None = None,
+) -> Evaluation:
+    """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
+
+    Terms are computed block by block of walk positions, only for examples that have not stopped
+    yet (:func:`attentive.batch.evaluate_blocked`); the result equals
+    ``apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, classes)``.
+
+    Parameters
+    ----------
+    walk : Walk
+    X : array-like or sparse matrix of shape (n_examples, n_features)
+    boundary : Boundary
+    theta_s : float
+        Decision threshold in S space.
+    chunk_size, block_size : int, optional
+        Examples walked together and walk positions per block; default: chosen automatically,
+        or as set by :func:`evaluation_options`.
+    """
+    from attentive.batch import evaluate_blocked
+
+    default_chunk, default_block = _OPTIONS.get()
+    return evaluate_blocked(
+        walk,
+        X,
+        boundary,
+        theta_s,
+        chunk_size=chunk_size if chunk_size is not None else default_chunk,
+        block_size=block_size if block_size is not None else default_block,
+    )
+
+
+# (chunk_size, block_size) set by evaluation_options; None means automatic.
+_OPTIONS: ContextVar[tuple] = ContextVar("attentive_evaluation_options", default=(None, None))
+
+
+@contextmanager
+def evaluation_options(*, chunk_size: int | None = None, block_size: int | None = None):
+    """Override the automatic chunk and block sizes of :func:`evaluate` inside a ``with`` block.
+
+    Applies to everything that evaluates through :func:`evaluate`, e.g.
+    ``AttentiveClassifier.predict``::
+
+        with evaluation_options(block_size=32):
+            clf.predict(X)
+    """
+    from attentive.batch import _check_size
+
+    token = _OPTIONS.set(
+        (_check_size(chunk_size, "chunk_size"), _check_size(block_size, "block_size"))
+    )
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)

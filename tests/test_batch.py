@@ -1,0 +1,188 @@
+"""The blocked evaluator against the reference (full partial scores + apply_boundary) and sklearn."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.ensemble import AdaBoostClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+
+from attentive.batch import block_schedule, evaluate_blocked
+from attentive.boundaries import (
+    Boundary,
+    budget_boundary,
+    curved_boundary,
+    full_boundary,
+    reference_statistics,
+)
+from attentive.errors import InvalidParameterError
+from attentive.estimator import AttentiveClassifier
+from attentive.evaluation import apply_boundary, evaluate, evaluation_options
+from attentive.terms import decompose
+from attentive.walk import make_walk
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y = make_classification(
+        n_samples=700, n_features=8, n_informative=5, flip_y=0.05, random_state=3
+    )
+    return X[:400], y[:400], X[400:]
+
+
+def _walk(model, X, y, centering="positive"):
+    return make_walk(decompose(model), X, y, centering=centering, random_state=0)[0]
+
+
+def _quantile_boundary(S, side, q=0.15):
+    """Constant thresholds at quantiles of the partial scores: many walks stop, many do not."""
+    n = S.shape[1]
+    lo = np.quantile(S, q) if side in ("lower", "both") else -np.inf
+    up = np.quantile(S, 1 - q) if side in ("upper", "both") else np.inf
+    return Boundary(
+        kind="constant",
+        side=side,
+        lower=np.full(n, lo),
+        upper=np.full(n, up),
+        shift=np.zeros(n),
+    )
+
+
+def _assert_same(ev, ref):
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_array_equal(ev.stopped, ref.stopped)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    scale = 1.0 + np.abs(ref.decision).max()
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9 * scale)
+    assert ev.n_terms == ref.n_terms
+
+
+def _reference(walk, X, boundary, theta_s):
+    S = walk.partial_scores(X)
+    return apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes), S
+
+
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+@pytest.mark.parametrize(("block_size", "chunk_size"), [(None, None), (1, 7), (13, 1000), (5, 1)])
+def test_rbf_constant_matches_reference(problem, side, block_size, chunk_size):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    S = walk.partial_scores(Xt)
+    theta_s = walk.theta_s(0.0)
+    boundary = _quantile_boundary(S, side)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert 0.1 < ref.stopped.mean() < 0.9  # a mix of stopped and full walks
+    ev = evaluate_blocked(walk, Xt, boundary, theta_s, block_size=block_size, chunk_size=chunk_size)
+    _assert_same(ev, ref)
+
+
+def test_curved_boundary_varies_by_position(problem):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    theta_s = walk.theta_s(0.0)
+    pos = reference_statistics(walk, X[y == 1])
+    neg = reference_statistics(walk, X[y == 0])
+    boundary = curved_boundary(pos, 0.2, theta_s, "both", upper_stats=neg)
+    ref, _ = _reference(walk, Xt, boundary, theta_s)
+    assert ref.stopped.any() and not ref.stopped.all()
+    for block_size in (None, 3):
+        _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, block_size=block_size), ref)
+
+
+def test_full_matches_sklearn_decision_function(problem):
+    X, y, Xt = problem
+    model = SVC(gamma=0.3).fit(X, y)
+    walk = _walk(model, X, y)
+    ev = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    np.testing.assert_allclose(ev.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+    assert not ev.stopped.any()
+    np.testing.assert_array_equal(ev.n_evaluated, walk.n_terms)
+    np.testing.assert_array_equal(ev.labels, model.predict(Xt))
+
+
+@pytest.mark.parametrize("budget", [1, 17, None])
+def test_budget_matches_reference(problem, budget):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    boundary = budget_boundary(walk.n_terms, budget or walk.n_terms)
+    ref, _ = _reference(walk, Xt, boundary, walk.theta_s(0.0))
+    _assert_same(evaluate_blocked(walk, Xt, boundary, walk.theta_s(0.0), chunk_size=50), ref)
+
+
+def _models(X, y):
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    return {
+        "linear-dense": (LinearSVC(C=0.5).fit(X, y), X),
+        "logistic-sparse": (LogisticRegression().fit(Xs, y), Xs),
+        "rbf-sparse": (SVC(gamma=0.3).fit(Xs, y), Xs),
+        "poly": (SVC(kernel="poly", degree=2, gamma=0.2).fit(X, y), X),
+        "pipeline-rbf": (make_pipeline(StandardScaler(), SVC(gamma=0.2)).fit(X, y), X),
+        "adaboost": (AdaBoostClassifier(n_estimators=15, random_state=0).fit(X, y), X),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["linear-dense", "logistic-sparse", "rbf-sparse", "poly", "pipeline-rbf", "adaboost"]
+)
+def test_other_models_and_sparse_input(problem, name):
+    X, y, Xt = problem
+    model, Xfit = _models(X, y)[name]
+    Xeval = Xt if not sp.issparse(Xfit) else sp.csr_matrix(np.where(np.abs(Xt) > 0.8, Xt, 0.0))
+    walk = _walk(model, Xfit, y, centering="all")
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xeval)
+    for side in ("lower", "both"):
+        boundary = _quantile_boundary(S, side, q=0.2)
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        _assert_same(evaluate_blocked(walk, Xeval, boundary, theta_s, block_size=4), ref)
+    full = evaluate_blocked(walk, Xeval, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(Xeval), rtol=1e-9, atol=1e-9)
+
+
+def test_estimator_goes_through_blocked_path_with_options(problem):
+    X, y, Xt = problem
+    clf = AttentiveClassifier(SVC(gamma=0.3), delta=0.3, side="both", random_state=0).fit(X, y)
+    S = clf.walk_.partial_scores(Xt)
+    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
+    assert ref.stopped.any()
+    _assert_same(clf.evaluate(Xt), ref)
+    with evaluation_options(block_size=2, chunk_size=9):
+        _assert_same(clf.evaluate(Xt), ref)
+        np.testing.assert_array_equal(clf.predict(Xt), ref.labels)
+    _assert_same(evaluate(clf.walk_, Xt, clf.boundary_, clf.theta_s_, block_size=1000), ref)
+
+
+def test_empty_input_and_single_example(problem):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    S = walk.partial_scores(Xt[:1])
+    boundary = _quantile_boundary(walk.partial_scores(Xt), "both")
+    ev = evaluate_blocked(walk, Xt[:0], boundary, walk.theta_s(0.0))
+    assert ev.decision.shape == (0,)
+    ref = apply_boundary(S, boundary, walk.theta_s(0.0), walk.offset, walk.terms.classes)
+    _assert_same(evaluate_blocked(walk, Xt[:1], boundary, walk.theta_s(0.0)), ref)
+
+
+def test_block_schedule_covers_all_positions():
+    for n, size in [(1, None), (5, None), (1000, None), (10, 3), (10, 20)]:
+        edges = block_schedule(n, size).edges
+        assert edges[0] == 0 and edges[-1] == n
+        assert np.all(np.diff(edges) > 0)
+    sizes = block_schedule(1000).sizes
+    assert sizes[0] < sizes[-2]  # small first blocks, growing
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "16"])
+def test_bad_sizes_are_rejected(problem, bad):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    boundary = full_boundary(walk.n_terms)
+    with pytest.raises(InvalidParameterError, match="block_size"):
+        evaluate_blocked(walk, Xt, boundary, 0.0, block_size=bad)
+    with pytest.raises(InvalidParameterError, match="chunk_size"):
+        evaluation_options(chunk_size=bad).__enter__()
