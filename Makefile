@@ -29,15 +29,15 @@ app: $(VENV)/.stamp-app
 
 ## make test: install the test extra and run the whole suite (lint included)
 test: $(VENV)/.stamp-test
-	$(BIN)/ruff check attentive tests benchmarks app.py
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --timeout=600 $(PYTEST_ARGS)
 
 lint: $(VENV)/.stamp-test
-	$(BIN)/ruff check attentive tests benchmarks app.py
-	$(BIN)/ruff format --check attentive tests benchmarks app.py
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 format: $(VENV)/.stamp-test
-	$(BIN)/ruff format attentive tests benchmarks app.py
+	$(BIN)/ruff format .
 
 bench: $(VENV)/.stamp-app
 	$(BIN)/python -m attentive bench
