@@ -256,16 +256,17 @@ def trajectory_paths(
     rows = np.flatnonzero(cut < grid.size)
     x[rows, cut[rows]] = stop_t[rows]
     y[rows, cut[rows]] = S0[rows, stop_t[rows]]
-    beyond = np.arange(grid.size)[None, :] > cut[:, None]
-    x[beyond] = np.nan
-    y[beyond] = np.nan
+    # Keep each walk up to its stop, then one NaN gap: a compact single path per class.
+    keep = np.concatenate(
+        [np.arange(grid.size)[None, :] <= cut[:, None], np.ones((k, 1), dtype=bool)], axis=1
+    )
     gap = np.full((k, 1), np.nan, dtype=np.float32)
     x = np.concatenate([x, gap], axis=1)
     y = np.concatenate([y, gap], axis=1)
     cls = full_positive[idx]
     paths = {
-        "negative": (x[~cls].ravel(), y[~cls].ravel()),
-        "positive": (x[cls].ravel(), y[cls].ravel()),
+        name: (x[rows][keep[rows]], y[rows][keep[rows]])
+        for name, rows in (("negative", ~cls), ("positive", cls))
     }
     stopped = ev.stopped[idx]
     stops = pd.DataFrame(

@@ -373,7 +373,6 @@ class DashboardState(param.Parameterized):
             self.report(exc)
             self._revert(self._applied)
             return
-        self._pending_upload = None
         terms = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
         self.model_info = (
             f"{walks.models.description}: {walks.n_terms:,} terms "
@@ -476,6 +475,7 @@ class DashboardState(param.Parameterized):
             if self.dataset == name:
                 self._revert({"dataset": self._applied.get("dataset", DEFAULT_DATASET)})
             return False
+        self._pending_upload = None
         return True
 
     @param.depends("positive_class", watch=True)
