@@ -102,6 +102,33 @@ class TradeoffCurve:
         )
 
 
+def _running_records(run: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of each row's running extremum, sorted, with cumulative run lengths.
+
+    A row's running minimum is a step function of ``t`` with few steps (records); it stays at a
+    record's value until the next record. Counting positions with ``running min ≥ τ`` therefore
+    needs only the records and how long each lasts, not all ``examples × n`` values.
+    Returns ``sign × value`` ascending and ``cumlen`` with ``cumlen[k]`` = total length of the
+    first ``k`` records.
+    """
+    m, width = run.shape
+    changes = np.empty((m, width), dtype=bool)
+    changes[:, 0] = True
+    np.not_equal(run[:, 1:], run[:, :-1], out=changes[:, 1:])
+    flat = np.flatnonzero(changes)  # 1-D nonzero is several times faster than 2-D
+    rows, cols = np.divmod(flat, width)
+    # A record lasts until the next record in its row, or to the end of the row.
+    ends = np.empty_like(cols)
+    ends[:-1] = cols[1:]
+    ends[np.flatnonzero(np.diff(rows))] = width
+    ends[-1:] = width
+    values = sign * run.ravel()[flat]
+    order = np.argsort(values, kind="stable")
+    cumlen = np.zeros(values.size + 1, dtype=np.int64)
+    np.cumsum((ends - cols)[order], out=cumlen[1:])
+    return values[order], cumlen
+
+
 class AttentiveSweep:
     """Precomputed running extrema of walks, for constant-τ sweeps in ``O(log)`` per τ.
 
@@ -129,17 +156,19 @@ class AttentiveSweep:
         self._sign = sign
         self._protected = full_positive if side == "lower" else ~full_positive
         if n > 1:
-            run = np.minimum.accumulate(sign * S[:, : n - 1], axis=1)
-            self._final = run[:, -1].copy()
-            self._sorted_all = np.sort(run, axis=None)
+            # Running extremum of S_t (t < n) toward the boundary's side; max for upper avoids
+            # negating the whole matrix.
+            head = S[:, : n - 1]
+            run = (np.minimum if side == "lower" else np.maximum).accumulate(head, axis=1)
+            self._final = sign * run[:, -1]
+            self._records, self._record_cumlen = _running_records(run, sign)
         else:
             self._final = np.full(m, np.inf)
-            self._sorted_all = np.empty(0)
+            self._records = np.empty(0)
+            self._record_cumlen = np.zeros(1, dtype=np.int64)
         self._sorted_protected = np.sort(self._final[self._protected])
         self._sorted_final = np.sort(self._final)
-        self.min_score = (
-            float(sign * self._sorted_all[0]) if self._sorted_all.size else self.theta_s
-        )
+        self.min_score = float(sign * self._sorted_final[0]) if n > 1 and m else self.theta_s
 
     def default_taus(self, n_taus: int = 200) -> np.ndarray:
         """``n_taus`` values from the extreme partial score up to ``θ_S`` (the paper's range)."""
@@ -148,7 +177,9 @@ class AttentiveSweep:
     def counts(self, taus):
         """For each τ: total terms evaluated, examples stopped, protected examples stopped."""
         t = self._sign * np.asarray(taus, dtype=np.float64)
-        n_ge = self._sorted_all.size - np.searchsorted(self._sorted_all, t, side="left")
+        # #{(x, t < n): running extremum ≥ τ} = total length of the records whose value is ≥ τ.
+        below = np.searchsorted(self._records, t, side="left")
+        n_ge = self._record_cumlen[-1] - self._record_cumlen[below]
         total_evaluated = self.n_examples + n_ge
         stopped = np.searchsorted(self._sorted_final, t, side="left")
         stopped_protected = np.searchsorted(self._sorted_protected, t, side="left")
