@@ -1,0 +1,285 @@
+"""``python -m attentive bench``: wall-clock of scikit-learn vs full vs attentive evaluation.
+
+For each dataset, in one process and interleaved round by round, it times
+
+* ``sklearn``: the fitted model's own ``decision_function``;
+* ``full``: ``AttentiveClassifier(boundary="full").decision_function`` (every term);
+* ``attentive``: ``AttentiveClassifier.decision_function`` at the operating point chosen below,
+
+and prints the mean evaluated fraction ``f``, the time ratios, the ideal ratio ``1/f`` and the peak
+memory of each method (numpy allocations traced by ``tracemalloc``). The operating point is chosen
+on the benchmark's own test examples: for every boundary family (constant or curved, lower, upper
+or both sides) and every δ of a grid, evaluate and measure the disagreement with the full decision;
+keep the lowest ``f`` whose disagreement is ≤ ``--disagreement`` (1%). It then times the attentive
+tradeoff sweep (:class:`attentive.metrics.AttentiveSweep`, 200 τ) on 2,000 examples × all terms.
+The last line printed is one JSON object with every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["configure_parser", "run"]
+
+DATASETS = ("digits-2v5", "synthetic", "synthetic-sparse")
+_FAMILIES = (
+    ("constant", "lower"),
+    ("constant", "upper"),
+    ("constant", "both"),
+    ("curved", "lower"),
+    ("curved", "upper"),
+    ("curved", "both"),
+)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=list(DATASETS),
+        choices=DATASETS,
+        help="problems to time (default: all)",
+    )
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    parser.add_argument(
+        "--disagreement",
+        type=float,
+        default=0.01,
+        help="largest disagreement with the full decision at the attentive operating point",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS threads for our evaluation (scikit-learn's libsvm uses one); default 1",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small problems and few rounds (< 60 s, for CI)"
+    )
+
+
+@dataclass
+class _Problem:
+    name: str
+    model: object
+    X_train: object
+    y_train: np.ndarray
+    X_test: object
+
+
+def _problem(name: str, quick: bool) -> _Problem:
+    """The dataset and its default model; sizes as in issue 6 (≈1,000 RBF SVs, 10,000 tests)."""
+    from sklearn.svm import SVC, LinearSVC
+
+    from attentive.data import load_dataset
+
+    if name == "digits-2v5":
+        ds = load_dataset("digits-2v5")
+        model = SVC(C=1.0, gamma="scale")
+    elif name == "synthetic":
+        sizes = dict(n_train=1500, n_test=2000) if quick else dict(n_train=3000, n_test=10000)
+        ds = load_dataset("synthetic", **sizes)
+        model = SVC(C=1.0, gamma="scale")
+    else:
+        sizes = dict(n_train=1000, n_test=500) if quick else dict(n_train=2000, n_test=2000)
+        ds = load_dataset("synthetic-sparse", **sizes)
+        model = LinearSVC(C=1.0)
+    model.fit(ds.X_train, ds.y_train)
+    return _Problem(name, model, ds.X_train, np.asarray(ds.y_train), ds.X_test)
+
+
+def _boundary(clf, family: str, side: str, delta: float):
+    from attentive.boundaries import constant_boundary, curved_boundary
+
+    if family == "constant":
+        return constant_boundary(clf.n_terms_, delta, clf.variance_, clf.theta_s_, side)
+    return curved_boundary(
+        clf.class_stats_["positive"],
+        delta,
+        clf.theta_s_,
+        side,
+        upper_stats=clf.class_stats_["negative"],
+    )
+
+
+def _operating_point(full_clf, X, full_positive, max_disagreement: float, quick: bool) -> dict:
+    """The lowest evaluated fraction whose disagreement with the full decision is small enough."""
+    from attentive.evaluation import evaluate
+
+    deltas = np.geomspace(0.5, 1e-4, 8 if quick else 16)
+    best = {"family": "full", "side": "both", "delta": None, "f": 1.0, "disagreement": 0.0}
+    for family, side in _FAMILIES:
+        for delta in deltas:
+            b = _boundary(full_clf, family, side, float(delta))
+            ev = evaluate(full_clf.walk_, X, b, full_clf.theta_s_)
+            dis = float(np.mean(ev.positive != full_positive))
+            f = ev.mean_evaluated_fraction
+            if dis <= max_disagreement and f < best["f"]:
+                best = {
+                    "family": family,
+                    "side": side,
+                    "delta": float(delta),
+                    "f": f,
+                    "disagreement": dis,
+                }
+    return best
+
+
+def _time_interleaved(methods: dict, rounds: int) -> dict:
+    """Median seconds per call of each method; methods alternate within every round."""
+    names = list(methods)
+    inner = {}
+    for name in names:  # warm up and pick repeats so each measurement lasts ≥ ~50 ms
+        t0 = time.perf_counter()
+        methods[name]()
+        inner[name] = max(1, int(np.ceil(0.05 / max(time.perf_counter() - t0, 1e-6))))
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            for _ in range(inner[name]):
+                methods[name]()
+            times[name].append((time.perf_counter() - t0) / inner[name])
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def _peak_mb(fn) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def _bench_dataset(name: str, args) -> dict:
+    from attentive.estimator import AttentiveClassifier
+
+    p = _problem(name, args.quick)
+    full = AttentiveClassifier(p.model, boundary="full", random_state=0).fit(p.X_train, p.y_train)
+    X = p.X_test
+    full_eval = full.evaluate(X)
+    sk = p.model.decision_function(X)
+    op = _operating_point(full, X, full_eval.positive, args.disagreement, args.quick)
+    if op["family"] == "full":
+        att = full
+    else:
+        att = AttentiveClassifier(
+            p.model, boundary=op["family"], side=op["side"], delta=op["delta"], random_state=0
+        ).fit(p.X_train, p.y_train)
+    att_eval = att.evaluate(X)
+    methods = {
+        "sklearn": lambda: p.model.decision_function(X),
+        "full": lambda: full.decision_function(X),
+        "attentive": lambda: att.decision_function(X),
+    }
+    t = _time_interleaved(methods, args.rounds)
+    peak = {k: _peak_mb(fn) for k, fn in methods.items()}
+    f = att_eval.mean_evaluated_fraction
+    return {
+        "n_terms": int(full.n_terms_),
+        "n_test": int(X.shape[0]),
+        "sparse": bool(hasattr(X, "tocsr")),
+        "operating_point": op,
+        "f": f,
+        "ideal_ratio": 1.0 / f if f > 0 else float("inf"),
+        "disagreement": float(np.mean(att_eval.positive != full_eval.positive)),
+        "full_vs_sklearn_max_abs_diff": float(np.max(np.abs(full_eval.decision - sk))),
+        "full_labels_match_sklearn": bool(np.array_equal(full_eval.labels, p.model.predict(X))),
+        "seconds": t,
+        "full_over_sklearn": t["full"] / t["sklearn"],
+        "attentive_over_full": t["attentive"] / t["full"],
+        "target_attentive_over_full": f + 0.15,
+        "sklearn_over_attentive": t["sklearn"] / t["attentive"],
+        "peak_mb": peak,
+    }
+
+
+def _bench_sweep(quick: bool, rounds: int) -> dict:
+    """The 200-τ tradeoff sweep on 2,000 examples × all terms of the synthetic RBF model."""
+    from attentive.estimator import AttentiveClassifier
+    from attentive.metrics import AttentiveSweep
+
+    p = _problem("synthetic", quick)
+    clf = AttentiveClassifier(p.model, boundary="full", random_state=0).fit(p.X_train, p.y_train)
+    S = clf.walk_.partial_scores(p.X_test[:2000])
+    theta = clf.theta_s_
+    sweep = AttentiveSweep(S, theta)
+    taus = sweep.default_taus(200)
+    t = _time_interleaved(
+        {
+            "precompute_and_sweep": lambda: AttentiveSweep(S, theta).curve(taus),
+            "sweep_only": lambda: sweep.curve(taus),
+        },
+        rounds,
+    )
+    return {"shape": list(S.shape), "n_taus": 200, "seconds": t}
+
+
+def _line(name: str, r: dict) -> str:
+    op = r["operating_point"]
+    where = (
+        "full (no boundary met the disagreement bound)"
+        if op["family"] == "full"
+        else f"{op['family']} {op['side']} δ={op['delta']:.3g}"
+    )
+    s = r["seconds"]
+    return (
+        f"{name}: {r['n_terms']} terms, {r['n_test']} examples | operating point {where}, "
+        f"disagreement {r['disagreement']:.4f}, f={r['f']:.3f}, ideal 1/f={r['ideal_ratio']:.2f}\n"
+        f"  time: sklearn {s['sklearn'] * 1e3:.1f} ms, full {s['full'] * 1e3:.1f} ms, "
+        f"attentive {s['attentive'] * 1e3:.1f} ms | full/sklearn={r['full_over_sklearn']:.3f}, "
+        f"attentive/full={r['attentive_over_full']:.3f} (target ≤ f+0.15 = "
+        f"{r['target_attentive_over_full']:.3f}), sklearn/attentive={r['sklearn_over_attentive']:.1f}x\n"
+        f"  peak traced MB: " + ", ".join(f"{k} {v:.1f}" for k, v in r["peak_mb"].items())
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark and print one summary per dataset, then one JSON line."""
+    from threadpoolctl import threadpool_limits
+
+    from attentive.errors import InvalidParameterError
+
+    if args.rounds < 1 or args.threads < 1:
+        raise InvalidParameterError("--rounds and --threads must be positive integers.")
+    rounds = min(args.rounds, 3) if args.quick else args.rounds
+    args.rounds = rounds
+    results: dict = {"datasets": {}, "threads": args.threads, "rounds": rounds}
+    with threadpool_limits(args.threads):
+        for name in args.datasets:
+            r = _bench_dataset(name, args)
+            results["datasets"][name] = r
+            print(_line(name, r), flush=True)
+        sweep = _bench_sweep(args.quick, rounds)
+    results["sweep"] = sweep
+    print(
+        f"sweep: {sweep['n_taus']} τ on {sweep['shape'][0]} × {sweep['shape'][1]} partial scores: "
+        f"precompute+sweep {sweep['seconds']['precompute_and_sweep'] * 1e3:.1f} ms, "
+        f"sweep only {sweep['seconds']['sweep_only'] * 1e3:.2f} ms (target ≤ 30 ms)"
+    )
+    results["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    results["operating_point_rule"] = (
+        f"lowest f over boundary families × δ grid with disagreement ≤ {args.disagreement} "
+        "on the benchmark's own test examples"
+    )
+    print(json.dumps(results, default=float))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_speed", description=__doc__.splitlines()[0])
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
