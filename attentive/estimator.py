@@ -92,10 +92,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         disagreement rate to guarantee.
     threshold : float, default=0.0
         Prediction threshold θ on the ``decision_function`` scale: positive iff ``f(x) ≥ θ``.
-    side : {"lower", "upper", "both"} or None, default=None
+    side : {"lower", "upper", "both"}, default="lower"
         ``lower`` stops walks falling below the boundary and predicts negative (the paper),
-        ``upper`` the mirror, ``both`` either way. None means ``both`` for
-        ``boundary="calibrated"`` and ``lower`` (the paper's rule) otherwise.
+        ``upper`` the mirror, ``both`` either way. The best calibrated rule is
+        ``boundary="calibrated", side="both"``.
     centering : {"positive", "all", "none"}, default="positive"
         Which reference examples the per-term means ``μ_i`` (and the variance) come from.
     variance : {"terms", "independent"}, default="terms"
@@ -129,7 +129,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         upper side.
     boundary_ : Boundary
     side_ : str
-        The side in use (``side`` with None resolved).
+        The side in use.
     regression_stats_ : RegressionStats
         ``E[S_n | S_t] ≈ a_t + b_t S_t`` and its residual spread over the reference examples, for
         ``calibrate(family="regression")``.
@@ -153,7 +153,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         boundary="constant",
         delta=0.05,
         threshold=0.0,
-        side=None,
+        side="lower",
         centering="positive",
         variance="terms",
         order="random",
@@ -181,8 +181,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"boundary must be one of {BOUNDARIES}, got {self.boundary!r}."
             )
-        if self.side is not None:
-            check_side(self.side)
+        check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
                 f"centering must be one of {CENTERINGS}, got {self.centering!r}."
@@ -201,11 +200,6 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.boundary == "calibrated":
             check_alpha(self.alpha)
             _check_calibration_size(self.calibration_size)
-
-    def _resolved_side(self) -> str:
-        if self.side is not None:
-            return self.side
-        return "both" if self.boundary == "calibrated" else "lower"
 
     def _budget_terms(self, n_terms: int) -> int:
         b = self.budget
@@ -299,7 +293,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
         self.variance_ = self.reference_stats_.variance(self.variance)
-        self.side_ = self._resolved_side()
+        self.side_ = self.side
         self.calibration_ = None
         if self.boundary == "calibrated":
             self._calibrate(X_cal, self.delta, self.alpha, None, "curved")

@@ -256,9 +256,9 @@ def test_calibrate_uses_the_chosen_boundary(problem):
 
 def test_calibrated_boundary_holds_out_part_of_fit_data():
     X, y = make_classification(n_samples=1500, n_features=8, flip_y=0.03, random_state=0)
-    clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.02, random_state=0)
+    clf = AttentiveClassifier(SVC(), boundary="calibrated", side="both", delta=0.02, random_state=0)
     clf.fit(X[:1000], y[:1000])
-    assert clf.side_ == "both" and clf.side is None
+    assert clf.side_ == "both"
     assert clf.calibration_.m == 300
     assert clf.calibration_.side == "both" and clf.calibration_.family == "curved"
     n_ref = clf.class_stats_["positive"].n_reference + clf.class_stats_["negative"].n_reference
@@ -298,7 +298,9 @@ def test_calibrate_parameter_errors(problem):
     with pytest.raises(InvalidParameterError, match="calibration_size"):
         AttentiveClassifier(SVC(), boundary="calibrated", calibration_size=1).fit(X[:200], y[:200])
     params = AttentiveClassifier(SVC()).get_params()
-    assert params["alpha"] == 0.05 and params["calibration_size"] == 0.3 and params["side"] is None
+    assert (
+        params["alpha"] == 0.05 and params["calibration_size"] == 0.3 and params["side"] == "lower"
+    )
 
 
 def test_regression_statistics_match_least_squares(problem):
