@@ -186,3 +186,18 @@ def test_bad_sizes_are_rejected(problem, bad):
         evaluate_blocked(walk, Xt, boundary, 0.0, block_size=bad)
     with pytest.raises(InvalidParameterError, match="chunk_size"):
         evaluation_options(chunk_size=bad).__enter__()
+
+
+def test_bench_quick_prints_parsable_json_with_full_matching_sklearn(capsys):
+    import json
+
+    from attentive.bench import main
+
+    assert main(["--quick", "--datasets", "digits-2v5", "--rounds", "1"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    digits = result["datasets"]["digits-2v5"]
+    assert digits["full_labels_match_sklearn"]
+    assert digits["full_vs_sklearn_max_abs_diff"] < 1e-9
+    assert digits["disagreement"] <= 0.01
+    assert 0 < digits["f"] <= 1
+    assert result["sweep"]["n_taus"] == 200
