@@ -179,7 +179,7 @@ class Figures:
     stops : DataFrame
         ``t``, ``s``, ``full_class`` for the drawn walks that stopped early.
     boundary : DataFrame
-        ``t``, ``lower``, ``upper`` in S space (NaN where a side is off).
+        ``t``, ``lower``, ``upper`` in S space (NaN where a side is off), and ``theta_s``.
     theta_s : float
         ``θ_S``.
     budget : int or None
@@ -288,12 +288,14 @@ def _budget_line(budget: int | None, paths) -> pd.DataFrame:
     return pd.DataFrame({"t": [budget, budget], "s": [lo, hi]})
 
 
-def _boundary_frame(b: Boundary, n: int) -> pd.DataFrame:
+def _boundary_frame(b: Boundary, n: int, theta_s: float) -> pd.DataFrame:
     grid = _drawn_positions(n)[1:]
     at = grid - 1
     lower = np.where(np.isfinite(b.lower[at]), b.lower[at], np.nan)
     upper = np.where(np.isfinite(b.upper[at]), b.upper[at], np.nan)
-    return pd.DataFrame({"t": grid, "lower": lower, "upper": upper})
+    return pd.DataFrame(
+        {"t": grid, "lower": lower, "upper": upper, "theta_s": np.full(grid.size, theta_s)}
+    )
 
 
 def compute_figures(
@@ -395,7 +397,7 @@ def compute_figures(
     return Figures(
         trajectories=paths,
         stops=stops,
-        boundary=_boundary_frame(boundary, n),
+        boundary=_boundary_frame(boundary, n, theta_s),
         theta_s=theta_s,
         n_terms=n,
         budget=boundary.budget,

@@ -38,7 +38,12 @@ INTRO = (
 
 
 def _extension() -> None:
-    pn.extension(notifications=True, design="material", sizing_mode="stretch_width")
+    # The Fast design links a Google web font; the dashboard must work offline without console
+    # errors, so the design uses the system font stack instead (a process-wide, read-only choice).
+    fast = pn.theme.Fast
+    if "font" in fast._resources:
+        fast._resources = {k: v for k, v in fast._resources.items() if k != "font"}
+    pn.extension(notifications=True, sizing_mode="stretch_width")
     import holoviews as hv
 
     hv.extension("bokeh", logo=False)
@@ -154,7 +159,7 @@ class Dashboard(pn.viewable.Viewer):
 
     def template(self) -> pn.template.FastListTemplate:
         """The served page: a template with the sidebar, light/dark theme toggle."""
-        return pn.template.FastListTemplate(
+        template = pn.template.FastListTemplate(
             title=TITLE,
             sidebar=self.sidebar(),
             main=self.main(),
@@ -163,7 +168,9 @@ class Dashboard(pn.viewable.Viewer):
             header_background="#3b3b58",
             theme_toggle=True,
             main_layout=None,
+            font="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
         )
+        return template
 
     def __panel__(self):
         # In a notebook: the same content without the page template.

@@ -40,6 +40,13 @@ COLORS = {
     "theta": "#8c8c8c",
 }
 PLOT_OPTS = {"responsive": True, "min_height": 300, "show_grid": True, "toolbar": "above"}
+LEGEND = {
+    "background_fill_alpha": 0.7,
+    "label_text_font_size": "8pt",
+    "glyph_height": 14,
+    "spacing": 0,
+    "padding": 4,
+}
 
 
 def _class_label(state: DashboardState, positive: bool) -> str:
@@ -93,10 +100,14 @@ class TrajectoryView(_FigureView):
             for c in ("negative", "positive")
         ]
         stops = [
-            hv.Scatter(
-                f.stops[f.stops.full_class == c], "t", "s", label="stopped here"
-            ).opts(color=COLORS[c], marker="x", size=9, line_width=2)
-            for c in ("negative", "positive")
+            hv.Scatter(f.stops, "t", ["s", "full_class"], label="stopped here").opts(
+                color=hv.dim("full_class").categorize(
+                    {"negative": COLORS["negative"], "positive": COLORS["positive"]}
+                ),
+                marker="x",
+                size=9,
+                line_width=2,
+            )
         ]
         b = f.boundary
         tau = [
@@ -105,19 +116,20 @@ class TrajectoryView(_FigureView):
             )
             for col in ("lower", "upper")
         ]
-        budget_line = hv.Curve(f.budget_line, "t", "s", label="budget B").opts(
+        budget_line = hv.Curve(f.budget_line, "t", "s", label="budget B (budget rule)").opts(
             color=COLORS["budgeted"], line_width=3, line_dash="dashed"
         )
-        theta = hv.HLine(f.theta_s, label="θ_S").opts(
+        theta = hv.Curve(b, "t", "theta_s", label="θ_S = θ − c (decision threshold)").opts(
             color=COLORS["theta"], line_dash="dotted", line_width=2
         )
         return hv.Overlay([*walks, *tau, budget_line, theta, *stops]).opts(
             hv.opts.Overlay(
-                title="Partial-score walks S_t (coloured by the full evaluation's class)",
+                title="Walks of the partial score S_t",
                 xlabel="t — terms evaluated",
                 ylabel="partial score S_t",
-                legend_position="bottom_left",
-                legend_opts={"background_fill_alpha": 0.6},
+                legend_position="top",
+                legend_cols=3,
+                legend_opts=LEGEND,
                 **PLOT_OPTS,
             )
         )
@@ -129,7 +141,7 @@ class TradeoffView(_FigureView):
     def _element(self, f):
         t = f.tradeoff
         curves = []
-        names = {"attentive": "attentive (all constant τ)", "budgeted": "budgeted (B = 1..n)"}
+        names = {"attentive": "attentive (constant τ)", "budgeted": "budgeted (B = 1..n)"}
         for method in ("attentive", "budgeted"):
             d = t[t.method == method]
             if d.empty:
@@ -153,7 +165,7 @@ class TradeoffView(_FigureView):
             dc,
             "mean_evaluated",
             ["stop_error", "delta", "disagreement"],
-            label=f"{'constant' if kind == 'budget' else kind} boundary at δ = 1e-4 … 0.5 (click)",
+            label=f"{'constant' if kind == 'budget' else kind}, δ grid (click)",
         ).opts(color=COLORS["attentive"], size=6, alpha=0.7, tools=["hover"])
         op = f.operating_point
         point = hv.Points(
@@ -167,9 +179,10 @@ class TradeoffView(_FigureView):
             hv.opts.Overlay(
                 title="Tradeoff: stop-error against terms evaluated",
                 xlabel=f"mean terms evaluated (of {f.n_terms:,})",
-                ylabel="stop-error (solid) · disagreement (dashed)",
-                legend_position="top_right",
-                legend_opts={"background_fill_alpha": 0.6},
+                ylabel="error rate",
+                legend_position="top",
+                legend_cols=2,
+                legend_opts=LEGEND,
                 **PLOT_OPTS,
             )
         )
@@ -211,7 +224,7 @@ class PrecisionRecallView(_FigureView):
                 xlabel="recall",
                 ylabel="precision",
                 legend_position="bottom_left",
-                legend_opts={"background_fill_alpha": 0.6},
+                legend_opts=LEGEND,
                 **PLOT_OPTS,
             )
         )
@@ -242,12 +255,12 @@ class TheoryView(_FigureView):
         )
         return hv.Overlay(elements).opts(
             hv.opts.Overlay(
-                title="Theory check: is the boundary as safe as promised?",
+                title="Theory check: actual against required δ",
                 xlabel="required δ (log scale)",
                 ylabel="actual stop-error",
                 logx=True,
                 legend_position="top_left",
-                legend_opts={"background_fill_alpha": 0.6},
+                legend_opts=LEGEND,
                 **PLOT_OPTS,
             )
         )
@@ -288,7 +301,8 @@ class HeadlineNumbers(pn.viewable.Viewer):
             return "<div class='att-numbers'>No model yet.</div>"
         values = self._values(figures)
         cards = "".join(
-            f"<div class='att-card' title='{doc}'><div class='att-label'>{label} ⓘ</div>"
+            f"<div class='att-card' title='{doc}'><div class='att-label'>{label}"
+            "<span class='att-help'>?</span></div>"
             f"<div class='att-value' data-key='{key}'>{values[key]}</div></div>"
             for key, label, doc in NUMBERS
         )
@@ -307,11 +321,15 @@ def _pct(v: float) -> str:
 
 
 NUMBER_CSS = """
-.att-numbers { display: grid; grid-template-columns: repeat(6, minmax(120px, 1fr)); gap: 8px; }
+.att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+                gap: 8px; }
+.att-help { display: inline-block; width: 13px; height: 13px; line-height: 13px; margin-left: 4px;
+            border-radius: 50%; border: 1px solid currentColor; font-size: 9px; text-align: center;
+            vertical-align: 1px; }
 .att-card { border: 1px solid var(--panel-border-color, #8884); border-radius: 6px;
             padding: 6px 10px; cursor: help; }
 .att-label { font-size: 12px; opacity: 0.75; }
-.att-value { font-size: 19px; font-weight: 600; white-space: nowrap; }
+.att-value { font-size: 18px; font-weight: 600; white-space: nowrap; }
 """
 
 
@@ -338,14 +356,16 @@ class Controls(pn.viewable.Viewer):
         )
         self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
         s.param.watch(self._delta_to_slider, "delta")
-        self.theta_slider = pn.widgets.EditableFloatSlider.from_param(
-            p.theta, step=0.01, sizing_mode="stretch_width"
+        self.theta_slider = pn.widgets.FloatSlider.from_param(
+            p.theta, step=0.01, format="0.00", sizing_mode="stretch_width"
         )
         self.seed_input = pn.widgets.IntInput.from_param(p.seed, sizing_mode="stretch_width")
         self.budget_slider = pn.widgets.FloatSlider.from_param(
-            p.budget, step=0.01, sizing_mode="stretch_width", visible=s.boundary == "budget"
+            p.budget, step=0.01, sizing_mode="stretch_width"
         )
-        s.param.watch(lambda e: setattr(self.budget_slider, "visible", e.new == "budget"), "boundary")
+        self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
+        self.budget_row.visible = s.boundary == "budget"
+        s.param.watch(lambda e: setattr(self.budget_row, "visible", e.new == "budget"), "boundary")
         self.data_upload = pn.widgets.FileInput(
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
             sizing_mode="stretch_width",
@@ -388,26 +408,30 @@ class Controls(pn.viewable.Viewer):
         def help_row(widget, name):
             return with_tooltip(widget, p[name].doc)
 
+        radio = {"button_type": "primary", "button_style": "outline"}
+
         return pn.Column(
             pn.pane.Markdown("### Data", margin=(0, 10)),
             w(pn.widgets.Select, "dataset"),
+            pn.pane.Markdown("Or upload a LIBSVM / CSV file:", margin=(0, 10)),
             self.data_upload,
             w(pn.widgets.TextInput, "positive_class"),
             pn.pane.Markdown("### Model", margin=(0, 10)),
-            help_row(w(pn.widgets.RadioButtonGroup, "model_source", button_type="default"), "model_source"),
+            help_row(w(pn.widgets.RadioButtonGroup, "model_source", **radio), "model_source"),
             w(pn.widgets.Select, "kernel"),
             pn.Row(
                 w(pn.widgets.FloatInput, "C", step=0.1), w(pn.widgets.TextInput, "gamma"),
             ),
+            pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
             self.model_upload,
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
-            help_row(w(pn.widgets.RadioButtonGroup, "boundary"), "boundary"),
-            help_row(w(pn.widgets.RadioButtonGroup, "side"), "side"),
+            help_row(w(pn.widgets.RadioButtonGroup, "boundary", **radio), "boundary"),
+            help_row(w(pn.widgets.RadioButtonGroup, "side", **radio), "side"),
             w(pn.widgets.Select, "centering"),
             help_row(self.delta_slider, "delta"),
             help_row(self.theta_slider, "theta"),
             self.seed_input,
-            help_row(self.budget_slider, "budget"),
+            self.budget_row,
             help_row(w(pn.widgets.IntSlider, "n_trajectories"), "n_trajectories"),
             sizing_mode="stretch_width",
         )
