@@ -77,7 +77,15 @@ def make_order(n_terms: int, order: str, weights=None, random_state=None) -> np.
     ``given``: as stored; ``weight``: by ``|w_i|`` descending (stable).
     """
     if order == "random":
-        return np.random.default_rng(random_state).permutation(n_terms)
+        try:
+            rng = np.random.default_rng(random_state)
+        except (TypeError, ValueError):
+            # numpy's own message ("SeedSequence expects int ...") does not say which parameter.
+            raise InvalidParameterError(
+                "random_state (the permutation seed) must be None, a whole number ≥ 0 or a "
+                f"numpy Generator, got {random_state!r}."
+            ) from None
+        return rng.permutation(n_terms)
     if order == "given":
         return np.arange(n_terms)
     if order == "weight":

@@ -1,0 +1,105 @@
+"""Bad inputs not covered elsewhere: the permutation seed, θ of the wrong type, the upload limit's
+setting, and the dashboard state's range checks for the seed, δ and θ.
+
+Each case checks the error type (one of ours, a ``ValueError``/``TypeError`` subclass) and that
+the message names what was wrong and what is expected. The table in ``docs/robustness.md`` points
+at these tests and at the ones in the module tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from attentive import AttentiveClassifier
+from attentive.data import max_upload_bytes
+from attentive.errors import AttentiveError, InvalidParameterError
+from attentive.walk import make_order
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.mark.parametrize("seed", [float("nan"), float("inf"), -1, 2.5, "x"])
+def test_bad_seed_is_refused_by_the_estimator(binary_problem, seed):
+    Xtr, ytr, _, _ = binary_problem
+    with pytest.raises(InvalidParameterError) as info:
+        AttentiveClassifier(SVC(), random_state=seed).fit(Xtr, ytr)
+    msg = str(info.value)
+    assert "random_state" in msg and "whole number ≥ 0" in msg and repr(seed) in msg
+
+
+@pytest.mark.parametrize("seed", [None, 0, 7, np.random.default_rng(3)])
+def test_valid_seeds_give_a_permutation(seed):
+    order = make_order(50, "random", random_state=seed)
+    assert np.array_equal(np.sort(order), np.arange(50))
+
+
+def test_same_seed_same_order_and_bad_seed_named():
+    assert np.array_equal(
+        make_order(30, "random", random_state=4), make_order(30, "random", random_state=4)
+    )
+    with pytest.raises(InvalidParameterError, match=r"random_state .*got -3"):
+        make_order(30, "random", random_state=-3)
+
+
+@pytest.mark.parametrize("theta", ["abc", None, float("-inf")])
+def test_theta_not_a_finite_number_is_refused(binary_problem, theta):
+    Xtr, ytr, _, _ = binary_problem
+    with pytest.raises(InvalidParameterError, match=r"threshold must be a finite number, got"):
+        AttentiveClassifier(SVC(), threshold=theta).fit(Xtr, ytr)
+
+
+def test_upload_limit_setting_must_be_a_number(monkeypatch):
+    monkeypatch.setenv("ATTENTIVE_MAX_UPLOAD_MB", "lots")
+    with pytest.raises(
+        InvalidParameterError, match=r"ATTENTIVE_MAX_UPLOAD_MB must be a number.*'lots'"
+    ):
+        max_upload_bytes()
+    monkeypatch.setenv("ATTENTIVE_MAX_UPLOAD_MB", "2")
+    assert max_upload_bytes() == 2 * 2**20
+    with pytest.raises(InvalidParameterError, match="max_bytes must be positive"):
+        max_upload_bytes(0)
+
+
+# ----------------------------------------------------------------------------- dashboard state
+
+
+@pytest.fixture
+def state(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("ATTENTIVE_DATA", str(tmp_path_factory.getbasetemp() / "data-home"))
+    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")
+    from attentive.app.state import DashboardState
+
+    return DashboardState()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("seed", 2**40, ["Permutation seed", "at most 2147483647"]),
+        ("seed", float("inf"), ["Permutation seed", "whole number"]),
+        ("seed", "abc", ["Permutation seed"]),
+        ("delta", "abc", ["δ"]),
+        ("delta", -0.2, ["δ", "at least 0.0001"]),
+        ("theta", float("nan"), ["θ", "finite number"]),
+        ("theta", -1e12, ["θ", "at least"]),
+    ],
+)
+def test_state_refuses_out_of_range_values_and_keeps_the_previous_ones(state, name, value, words):
+    before = (getattr(state, name), state.figures, state.n_errors)
+    assert not state.set_controls(**{name: value})
+    assert state.n_errors == before[2] + 1
+    for word in words:
+        assert word in state.last_error
+    assert getattr(state, name) == before[0] and state.figures is before[1]
+
+
+def test_every_user_error_type_is_a_value_or_type_error():
+    import attentive.errors as errors
+
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert issubclass(cls, AttentiveError)
+        if cls is not AttentiveError:
+            assert issubclass(cls, ValueError | TypeError), name
