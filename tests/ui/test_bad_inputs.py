@@ -145,6 +145,7 @@ def _expect_refused(page, before: list[str], *phrases: str, shot: Path | None = 
     for phrase in phrases:
         assert phrase in text, f"{phrase!r} not in the notification {text!r}"
     if shot is not None:
+        page.wait_for_timeout(800)  # let the toast's slide-in animation finish
         page.screenshot(path=str(shot))
     assert _numbers(page) == before
     assert page.locator("select").first.input_value() == "digits-2v5"
