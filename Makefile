@@ -24,8 +24,10 @@ $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.stamp-app
 
 ## make app: serve the dashboard on http://127.0.0.1:5006/app (offline default dataset)
+# Uploads travel over the websocket, whose message limit must exceed the 50 MB upload limit
+# (base64 adds a third): 80 MiB.
 app: $(VENV)/.stamp-app
-	$(BIN)/panel serve app.py --address $(HOST) --port $(PORT) --allow-websocket-origin=$(HOST):$(PORT) --allow-websocket-origin=localhost:$(PORT)
+	$(BIN)/panel serve app.py --address $(HOST) --port $(PORT) --allow-websocket-origin=$(HOST):$(PORT) --allow-websocket-origin=localhost:$(PORT) --websocket-max-message-size 83886080
 
 ## make test: install the test extra and run the whole suite (lint included)
 test: $(VENV)/.stamp-test
