@@ -64,7 +64,7 @@ class Dashboard(pn.viewable.Viewer):
         if params.get("state") is None:
             params["state"] = DashboardState()
         super().__init__(**params)
-        self._started = 0.0
+        self._notifications = pn.state.notifications
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
             pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
@@ -78,7 +78,8 @@ class Dashboard(pn.viewable.Viewer):
 
     # -- live-session wiring -----------------------------------------------------------------
     def _notify_error(self, event) -> None:
-        notifications = pn.state.notifications
+        # Captured in the session's own context: errors may arrive from a background task.
+        notifications = self._notifications or pn.state.notifications
         if notifications is not None:
             notifications.error(self.state.last_error, duration=8000)
 
@@ -114,6 +115,7 @@ class Dashboard(pn.viewable.Viewer):
     def serve_mode(self) -> None:
         """Switch to served behaviour: background training and the URL holding the view."""
         self.state.executor = self.run_in_background
+        self._notifications = pn.state.notifications
         if pn.state.location is not None:
             pn.state.location.sync(
                 self.state, {p: p for p in URL_PARAMETERS}, on_error=self._url_error

@@ -342,19 +342,31 @@ class DashboardState(param.Parameterized):
             )
             self._revert({"model_source": "train"})
             return
-        inputs = self._snapshot(MODEL_INPUTS)
+        self._submit(self._snapshot(MODEL_INPUTS))
+
+    def _submit(
+        self,
+        inputs: dict[str, Any],
+        accepted: Callable[[], None] | None = None,
+        refused: Callable[[], None] | None = None,
+    ) -> None:
+        """Build the walk for ``inputs`` through the executor; apply it unless superseded."""
         self._generation += 1
         generation = self._generation
 
         def done(walks: WalkBundle) -> None:
             if generation != self._generation:
                 return  # a newer request superseded this one
+            if accepted is not None:
+                accepted()
             self._apply_walks(walks, inputs)
 
         def fail(exc: BaseException) -> None:
             if generation != self._generation:
                 return
             self.report(exc)
+            if refused is not None:
+                refused()
             self._revert(self._applied)
 
         self.executor(self._model_job(inputs), done, fail)
@@ -458,25 +470,26 @@ class DashboardState(param.Parameterized):
             self.report(exc)
             return False
         name = UPLOAD_PREFIX + (filename or "upload")
-        previous_objects = list(self.param.dataset.objects)
+        previous = self._uploads.get(name)
         self._uploads[name] = (bytes(data), filename)
-        if name not in previous_objects:
-            self.param.dataset.objects = [*previous_objects, name]
-        errors = self.n_errors
-        if self.dataset == name:
-            self._model_inputs_changed()
-        else:
-            self.dataset = name
-        if self.n_errors != errors or self._applied.get("dataset") != name:
-            # Failed: forget the file (but keep it for a retry with a positive class).
+
+        def accepted() -> None:
+            self._pending_upload = None
+            if name not in self.param.dataset.objects:
+                self.param.dataset.objects = [*self.param.dataset.objects, name]
+            self._revert({"dataset": name})  # select it without starting another build
+
+        def refused() -> None:
+            # Forget the file, but keep it for a retry with a positive class.
             self._pending_upload = (bytes(data), filename)
-            del self._uploads[name]
-            self.param.dataset.objects = previous_objects
-            if self.dataset == name:
-                self._revert({"dataset": self._applied.get("dataset", DEFAULT_DATASET)})
-            return False
-        self._pending_upload = None
-        return True
+            if previous is None:
+                self._uploads.pop(name, None)
+            else:
+                self._uploads[name] = previous
+
+        self._submit({**self._snapshot(MODEL_INPUTS), "dataset": name}, accepted, refused)
+        # Final when the executor runs inline; a background build reports later.
+        return self._applied.get("dataset") == name or self.busy
 
     @param.depends("positive_class", watch=True)
     def _retry_pending_upload(self) -> None:
@@ -497,15 +510,15 @@ class DashboardState(param.Parameterized):
             return False
         previous = self._model_upload
         self._model_upload = (bytes(data), filename)
-        errors = self.n_errors
-        if self.model_source == "upload":
-            self._model_inputs_changed()
-        else:
-            self.model_source = "upload"
-        if self.n_errors != errors:
+
+        def accepted() -> None:
+            self._revert({"model_source": "upload"})
+
+        def refused() -> None:
             self._model_upload = previous
-            return False
-        return True
+
+        self._submit({**self._snapshot(MODEL_INPUTS), "model_source": "upload"}, accepted, refused)
+        return self._applied.get("model_source") == "upload" or self.busy
 
     # -- operating point, exports -----------------------------------------------------------
     def select_point(self, mean_evaluated: float, error: float) -> None:

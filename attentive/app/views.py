@@ -351,15 +351,18 @@ class Controls(pn.viewable.Viewer):
             end=math.log10(DELTA_RANGE[1]),
             step=0.01,
             value=math.log10(s.delta),
+            css_classes=["att-delta"],
             format=CustomJSTickFormatter(code="return Number((10 ** tick).toPrecision(2)).toString()"),
             sizing_mode="stretch_width",
         )
         self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
         s.param.watch(self._delta_to_slider, "delta")
         self.theta_slider = pn.widgets.FloatSlider.from_param(
-            p.theta, step=0.01, format="0.00", sizing_mode="stretch_width"
+            p.theta, step=0.01, format="0.00", sizing_mode="stretch_width", css_classes=["att-theta"]
         )
-        self.seed_input = pn.widgets.IntInput.from_param(p.seed, sizing_mode="stretch_width")
+        self.seed_input = pn.widgets.IntInput.from_param(
+            p.seed, sizing_mode="stretch_width", css_classes=["att-seed"]
+        )
         self.budget_slider = pn.widgets.FloatSlider.from_param(
             p.budget, step=0.01, sizing_mode="stretch_width"
         )
@@ -368,6 +371,7 @@ class Controls(pn.viewable.Viewer):
         s.param.watch(lambda e: setattr(self.budget_row, "visible", e.new == "budget"), "boundary")
         self.data_upload = pn.widgets.FileInput(
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
+            css_classes=["att-data-upload"],
             sizing_mode="stretch_width",
             description="Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y').",
         )
@@ -412,7 +416,7 @@ class Controls(pn.viewable.Viewer):
 
         return pn.Column(
             pn.pane.Markdown("### Data", margin=(0, 10)),
-            w(pn.widgets.Select, "dataset"),
+            w(pn.widgets.Select, "dataset", css_classes=["att-dataset"]),
             pn.pane.Markdown("Or upload a LIBSVM / CSV file:", margin=(0, 10)),
             self.data_upload,
             w(pn.widgets.TextInput, "positive_class"),

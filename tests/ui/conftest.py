@@ -1,0 +1,118 @@
+"""Browser tests: serve the real ``app.py`` and drive it in headless Debian Chromium.
+
+The server runs ``panel serve app.py`` on a free loopback port in a subprocess (offline: the data
+home is a temporary folder and downloads point at a closed port). Tests skip when
+``/usr/bin/chromium`` is missing, unless ``ATTENTIVE_REQUIRE_BROWSER=1`` (CI), then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REPO = Path(__file__).resolve().parents[2]
+VIEWPORT = {"width": 1366, "height": 800}
+# Messages a healthy page may log: GPU driver chatter from headless Chromium.
+BENIGN = ("GL Driver Message", "GPU stall")
+
+
+def _require_browser() -> None:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("ATTENTIVE_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing and ATTENTIVE_REQUIRE_BROWSER=1")
+        pytest.skip(f"{CHROMIUM} is missing")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if os.environ.get("ATTENTIVE_REQUIRE_BROWSER") == "1":
+            raise
+        pytest.skip("playwright is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    _require_browser()
+    port = _free_port()
+    home = tmp_path_factory.mktemp("data-home")
+    log = (tmp_path_factory.mktemp("server") / "panel.log").open("w")
+    env = {
+        **os.environ,
+        "ATTENTIVE_DATA": str(home),
+        "ATTENTIVE_MIRROR": "http://127.0.0.1:9/",
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "panel", "serve", "app.py", "--address", "127.0.0.1",
+         "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/app"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"panel serve did not start (exit {proc.poll()}); see {log.name}")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(server_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page; fails the test if the page logged an error or raised."""
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    problems: list[str] = []
+    pg.on(
+        "console",
+        lambda m: problems.append(f"console {m.type}: {m.text}")
+        if m.type == "error" and not any(b in m.text for b in BENIGN)
+        else None,
+    )
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    pg.set_default_timeout(60_000)
+    yield pg
+    context.close()
+    assert not problems, "\n".join(problems)
