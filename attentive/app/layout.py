@@ -65,6 +65,7 @@ class Dashboard(pn.viewable.Viewer):
             params["state"] = DashboardState()
         super().__init__(**params)
         self._notifications = pn.state.notifications
+        self._served = False
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
             pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
@@ -115,6 +116,7 @@ class Dashboard(pn.viewable.Viewer):
     def serve_mode(self) -> None:
         """Switch to served behaviour: background training and the URL holding the view."""
         self.state.executor = self.run_in_background
+        self._served = True
         self._notifications = pn.state.notifications
         if pn.state.location is not None:
             pn.state.location.sync(
@@ -149,15 +151,21 @@ class Dashboard(pn.viewable.Viewer):
                 sizing_mode="stretch_width",
             ),
             pn.GridBox(
-                pn.Column(TrajectoryView(state=s), **card),
-                pn.Column(TradeoffView(state=s), **card),
-                pn.Column(PrecisionRecallView(state=s), **card),
-                pn.Column(TheoryView(state=s), **card),
+                *(
+                    pn.Column(self._deferred(view(state=s)), **card)
+                    for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+                ),
                 ncols=2,
                 sizing_mode="stretch_both",
                 min_height=700,
             ),
         ]
+
+    def _deferred(self, view: pn.viewable.Viewer):
+        """Render ``view`` after the page has loaded (served), so the numbers show first."""
+        if not self._served:
+            return view
+        return pn.panel(view.__panel__, defer_load=True, sizing_mode="stretch_both")
 
     def template(self) -> pn.template.FastListTemplate:
         """The served page: a template with the sidebar, light/dark theme toggle."""

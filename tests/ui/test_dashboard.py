@@ -33,6 +33,20 @@ def wait_for_change(page, key: str, before: str, timeout: float = 30_000) -> str
     return number(page, key)
 
 
+def wait_for_plots(page, n: int = 4) -> None:
+    page.wait_for_function(
+        """(n) => {
+            const count = (root) => {
+                let k = root.querySelectorAll('canvas').length;
+                for (const el of root.querySelectorAll('*')) if (el.shadowRoot) k += count(el.shadowRoot);
+                return k;
+            };
+            return count(document) >= n;
+        }""",
+        arg=n,
+    )
+
+
 def load(page, server_url: str, query: str = "") -> None:
     page.goto(server_url + query)
     page.locator(".att-value[data-key='evaluated']").wait_for()
@@ -44,7 +58,7 @@ def slider_handle(page, name: str):
 
 def test_controls_move_numbers_and_plots(page, server_url, tmp_path):
     load(page, server_url)
-    assert page.locator("canvas").count() >= 4  # the four Bokeh plots rendered
+    wait_for_plots(page)  # the four Bokeh plots render after the numbers
     before = number(page, "evaluated")
     # The permutation seed changes the order, so the walks and where they stop.
     seed_input = page.locator(".att-seed input")
@@ -100,4 +114,5 @@ def test_url_state_and_dark_theme(page, server_url, tmp_path):
     load(page, server_url, "?boundary=budget&delta=0.01&seed=3&theme=dark")
     evaluated = number(page, "evaluated")
     assert "(50%)" in evaluated or "(51%)" in evaluated  # budget B = half the terms
+    wait_for_plots(page)
     page.screenshot(path=str(tmp_path / "dark-budget.png"))

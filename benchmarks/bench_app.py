@@ -1,0 +1,184 @@
+"""Dashboard speed: server-side recompute per slider move, trajectory drawing, first page render.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_app.py            # everything
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_app.py --no-browser
+
+1. On an RBF SVM with about 1,000 support vectors and 2,000 test examples (the offline
+   ``synthetic`` dataset), the figure data for one control move (what ``DashboardState`` recomputes)
+   is timed per control: δ (the target: median ≤ 50 ms), the trajectory count, boundary kinds, and
+   θ / seed (which rebuild a cached sweep / walk once, then hit the cache).
+2. The trajectory view as one NaN-separated path per class against one curve per walk, rendered
+   to Bokeh models side by side (the ratio is what matters).
+3. ``panel serve app.py`` started cold, then the time until headless Chromium shows the headline
+   numbers (first render), and a second page on the warm server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def ms(xs) -> str:
+    return f"median {1e3 * statistics.median(xs):7.1f} ms  (min {1e3 * min(xs):6.1f}, n={len(xs)})"
+
+
+def bench_recompute(n_train: int, n_test: int) -> None:
+    from attentive.app.cache import model_bundle, walk_bundle
+    from attentive.app.compute import compute_figures
+    from attentive.data import load_dataset
+    from attentive.models import train_model
+
+    t = time.perf_counter()
+    ds = load_dataset("synthetic", n_train=n_train, n_test=n_test)
+    model = train_model(ds, kind="rbf", C=1.0, gamma="scale")
+    models = model_bundle(("bench", n_train, n_test), ds, ("rbf",), lambda: model)
+    walks = walk_bundle(models, "positive", 0)
+    print(f"model: {walks.n_terms:,} support vectors, {walks.S.shape[0]:,} test examples "
+          f"(train + S matrix {time.perf_counter() - t:.1f} s, once per dataset/model/seed)")
+    base = dict(kind="constant", side="lower", delta=0.05, theta=0.0, budget=0.5,
+                n_trajectories=60)
+    compute_figures(walks, **base)  # builds the cached sweep for (side, θ)
+    deltas = iter(np.geomspace(1e-4, 0.5, 1000))
+    d = timed(lambda: compute_figures(walks, **{**base, "delta": next(deltas)}), 40)
+    print(f"δ move (constant, lower)          {ms(d)}   target ≤ 50 ms")
+    counts = iter(np.arange(10, 500, 7))
+    k = timed(lambda: compute_figures(walks, **{**base, "n_trajectories": int(next(counts))}), 30)
+    print(f"trajectory count move             {ms(k)}")
+    compute_figures(walks, **{**base, "kind": "curved", "side": "both"})  # its δ-curve, once
+    deltas = iter(np.geomspace(1e-4, 0.5, 1000))
+    c = timed(lambda: compute_figures(
+        walks, **{**base, "kind": "curved", "side": "both", "delta": next(deltas)}), 20)
+    print(f"δ move (curved, both sides)        {ms(c)}")
+    b = timed(lambda: compute_figures(walks, **{**base, "kind": "budget"}), 20)
+    print(f"budget boundary                    {ms(b)}")
+    thetas = iter(np.linspace(-0.5, 0.5, 50))
+    th = timed(lambda: compute_figures(walks, **{**base, "theta": float(next(thetas))}), 8)
+    print(f"θ move, uncached (new sweep)       {ms(th)}")
+    th2 = timed(lambda: compute_figures(walks, **{**base, "theta": 0.0}), 10)
+    print(f"θ move back to a cached θ          {ms(th2)}")
+
+
+def bench_paths(n_walks: int = 200, n: int = 1000) -> None:
+    import holoviews as hv
+
+    hv.extension("bokeh", logo=False)
+    rng = np.random.default_rng(0)
+    walks = np.cumsum(rng.normal(size=(n_walks, n + 1)), axis=1).astype(np.float32)
+    t = np.arange(n + 1, dtype=np.float32)
+    gap = np.full((n_walks, 1), np.nan, np.float32)
+    x = np.concatenate([np.broadcast_to(t, walks.shape), gap], axis=1).ravel()
+    y = np.concatenate([walks, gap], axis=1).ravel()
+    renderer = hv.renderer("bokeh")
+
+    def one_path():
+        renderer.get_plot(hv.Curve((x, y)))
+
+    def many_curves():
+        renderer.get_plot(hv.Overlay([hv.Curve((t, w)) for w in walks]))
+
+    a = timed(one_path, 5)
+    b = timed(many_curves, 2)
+    print(f"{n_walks} walks × {n} terms: one NaN-separated path {ms(a)}")
+    print(f"{n_walks} walks × {n} terms: one curve per walk      {ms(b)}  "
+          f"ratio {statistics.median(b) / statistics.median(a):.0f}×")
+
+
+def wait_for_plots(page, n: int = 4) -> None:
+    """Wait until ``n`` Bokeh plot canvases exist (they live in shadow roots)."""
+    page.wait_for_function(
+        """(n) => {
+            const count = (root) => {
+                let k = root.querySelectorAll('canvas').length;
+                for (const el of root.querySelectorAll('*')) if (el.shadowRoot) k += count(el.shadowRoot);
+                return k;
+            };
+            return count(document) >= n;
+        }""",
+        arg=n,
+        timeout=120_000,
+    )
+
+
+def bench_first_render() -> None:
+    from playwright.sync_api import sync_playwright
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.setdefault("ATTENTIVE_DATA", tempfile.mkdtemp(prefix="attentive-bench-"))
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        page = browser.new_page(viewport={"width": 1366, "height": 800})
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "panel", "serve", "app.py", "--address", "127.0.0.1",
+             "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.05)
+            listening = time.perf_counter() - start
+            page.goto(f"http://127.0.0.1:{port}/app", timeout=120_000)
+            page.locator(".att-value").first.wait_for(timeout=120_000)
+            cold = time.perf_counter() - start
+            wait_for_plots(page)
+            plots = time.perf_counter() - start
+            warm = []
+            for _ in range(3):
+                t = time.perf_counter()
+                page.goto(f"http://127.0.0.1:{port}/app")
+                page.locator(".att-value").first.wait_for(timeout=120_000)
+                warm.append(time.perf_counter() - t)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            browser.close()
+    print(f"first render after starting panel serve (offline default, empty model cache): "
+          f"{cold:.1f} s (server listening after {listening:.1f} s)   target ≤ 10 s")
+    print(f"all four plots drawn: {plots:.1f} s after starting panel serve")
+    print(f"page render on the warm server: median {statistics.median(warm):.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-train", type=int, default=3000)
+    parser.add_argument("--n-test", type=int, default=2000)
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    bench_recompute(args.n_train, args.n_test)
+    bench_paths()
+    if not args.no_browser and Path("/usr/bin/chromium").exists():
+        bench_first_render()
+
+
+if __name__ == "__main__":
+    main()
