@@ -89,7 +89,7 @@ class Dashboard(pn.viewable.Viewer):
 
     @staticmethod
     def _status_text(busy: bool, elapsed: float) -> str:
-        return f"⏳ Training / computing walks… {elapsed:.1f} s" if busy else ""
+        return f"**Training / computing walks… {elapsed:.1f} s**" if busy else ""
 
     def run_in_background(self, job, done, fail) -> None:
         """Executor for the state: run ``job`` in a thread, show progress, apply on the loop."""

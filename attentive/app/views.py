@@ -67,13 +67,27 @@ class _FigureView(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=DashboardState)
 
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._drawn_key = None
+
     def _element(self, figures):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _plot(self, figures):
         if figures is None:
             return self._empty()
-        return self._element(figures)
+        # Keep the user's zoom while a slider moves; refit the axes when the data is new (another
+        # dataset, model, centering, seed, boundary kind or side).
+        s = self.state
+        key = (s.walks.key if s.walks is not None else None, s.boundary, s.side)
+        refit = key != self._drawn_key
+        self._drawn_key = key
+        return self._element(figures).opts(
+            hv.opts.Curve(framewise=refit),
+            hv.opts.Scatter(framewise=refit),
+            hv.opts.Points(framewise=refit),
+        )
 
     def _empty(self):
         return hv.Curve([]).opts(**PLOT_OPTS)
@@ -180,6 +194,7 @@ class TradeoffView(_FigureView):
                 title="Tradeoff: stop-error against terms evaluated",
                 xlabel=f"mean terms evaluated (of {f.n_terms:,})",
                 ylabel="error rate",
+                padding=(0.03, 0.05),
                 legend_position="top",
                 legend_cols=2,
                 legend_opts=LEGEND,
@@ -321,7 +336,7 @@ def _pct(v: float) -> str:
 
 
 NUMBER_CSS = """
-.att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+.att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(135px, 1fr));
                 gap: 8px; }
 .att-help { display: inline-block; width: 13px; height: 13px; line-height: 13px; margin-left: 4px;
             border-radius: 50%; border: 1px solid currentColor; font-size: 9px; text-align: center;
@@ -329,7 +344,7 @@ NUMBER_CSS = """
 .att-card { border: 1px solid var(--panel-border-color, #8884); border-radius: 6px;
             padding: 6px 10px; cursor: help; }
 .att-label { font-size: 12px; opacity: 0.75; }
-.att-value { font-size: 18px; font-weight: 600; white-space: nowrap; }
+.att-value { font-size: 15px; font-weight: 600; }
 """
 
 
