@@ -5,31 +5,52 @@ it costs as much as a full evaluation. :func:`evaluate_blocked` gives the same a
 computing, block of walk positions after block, the terms of the examples that have not stopped
 yet; an example that crosses the boundary is dropped before the next block.
 
-How one block ``[s, e)`` of positions is evaluated for the ``m`` examples still active:
+Centring never touches the terms: ``S_t = U_t − C_t`` with the uncentred running sum
+``U_t = Σ_{k≤t} w_{π(k)} h_{π(k)}(x)`` and the fixed curve ``C_t = Σ_{k≤t} w_{π(k)} μ_{π(k)}``, so
+``S_t < lower_t`` is tested as ``U_t < lower_t + C_t`` with the right-hand side computed once per
+boundary.
 
-1. ``H`` (e − s, m): the raw term values ``h_{π(k)}(x)``, terms along rows. For an RBF kernel on
-   dense data this is one matrix product and one ``exp``: with ``x̃ = [2γx, 1, −γ|x|²]`` and
-   ``ỹ = [y, −γ|y|², 1]``, ``x̃·ỹ = −γ|x − y|²``. The support vectors are augmented and put in walk
-   order once per walk.
-2. The uncentred running sums ``U_t = Σ_{k≤t} w_{π(k)} h_{π(k)}(x)`` for ``t`` in the block are
-   one more small matrix product, ``T @ [H; U_s]``, where ``T`` holds the block's weights below
-   the diagonal and a column of ones that carries ``U_s`` in. (``np.cumsum`` along either axis
-   costs several times as much per element here.)
-3. Centring never touches the block: ``S_t = U_t − C_t`` with ``C_t = Σ_{k≤t} w_{π(k)} μ_{π(k)}``,
-   so ``S_t < lower_t`` is tested as ``U_t < lower_t + C_t`` with the right-hand side computed once
-   per boundary.
+**Kernel models and dense data** walk tiles of (block of positions) × (chunk of examples) sized to
+stay in the core's cache. One tile for the ``m`` examples still active:
+
+1. ``H`` (block, m): the weighted term values. For an RBF kernel on dense data one matrix product
+   of augmented vectors and one in-place ``exp`` (``x̃ = [2γx, 1, −γ|x|²]``,
+   ``ỹ = [y, −γ|y|² + log|w|, 1]``, so ``exp(x̃·ỹ) = |w| exp(−γ|x − y|²)``); the support vectors
+   are augmented and put in walk order once per walk.
+2. Screening: one more small product gives each example's sums of the block's positive and
+   negative contributions. ``U`` inside the block stays within ``[U_s + neg, U_s + pos]``, so an
+   example whose interval cannot reach the block's thresholds cannot stop in the block and only
+   needs its block total. (Far from the boundary, which is where most walks are, this skips the
+   running sums.)
+3. The remaining candidates get their running sums (a triangular matrix product for a few
+   examples, one vector addition per position for many) and the crossing test.
+
+**Sparse linear models** (a term is a feature, CSR input) never loop over positions: a row's
+``U_t`` changes only at its non-zeros, so between two consecutive non-zeros (walk positions
+``[p, q)``) the first lower crossing is the first ``t`` in ``[p, q)`` where
+``g_t = lower_t + C_t`` exceeds the constant ``U``. Whether an interval holds one is a range-maximum
+query on a sparse table of ``g`` (two look-ups), and where exactly is a binary descent over the
+table's levels, run only for each row's first hitting interval: ``O(nnz + m log n)`` numpy work.
+
+Full evaluation and the budgeted rule never test a boundary: one product per chunk of examples
+(for a linear model one sparse product with the weights of the first ``B`` positions).
+
+Chunks of examples are independent, so they run on a thread pool (numpy's ufuncs and BLAS release
+the GIL), with BLAS held to one thread inside it so that the two do not oversubscribe the cores.
 
 ``S_t`` agrees with the reference's sequential sum to rounding (about ``1e-15 · Σ|w h|``), so stop
 positions are identical except for a walk that lands within that distance of a threshold.
-
-Full evaluation and the budgeted rule never test a boundary: ``U_B`` is one matrix–vector product
-per chunk of examples.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 import weakref
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,16 +59,24 @@ from attentive.boundaries import Boundary
 from attentive.errors import InvalidParameterError
 from attentive.walk import Walk
 
-__all__ = ["BlockSchedule", "block_schedule", "evaluate_blocked"]
+__all__ = ["BlockSchedule", "block_schedule", "default_n_jobs", "evaluate_blocked"]
 
-# Auto-sizing. A block's buffers hold about (block + 1) × chunk float64 values; these bounds keep
-# them within a few MB (cache-friendly, and far from any memory limit) while making each numpy
-# call long enough that Python overhead stays small.
+# Auto-sizing, by measurement on a 2-core machine (CPU time, interleaved). Walking: the cost
+# beyond the terms themselves is mostly per-call overhead of the per-position vector operations,
+# so chunks are wide (8,192 examples at 64 positions); smaller, cache-sized tiles measured
+# slower. Blocks start small (a walk that stops early wastes the rest of its block) and double
+# up to a cap. The one-pass full evaluation works on cache-sized (chunk × terms) tiles.
 _FIRST_BLOCK = 16
 _MAX_BLOCK = 64
-_CHUNK_ELEMENTS = 2**19  # (block + 1) × chunk for the walking buffers
-_FULL_CHUNK_ELEMENTS = 2**20  # chunk × terms for the one-pass (full / budget) evaluation
+_TILE_ELEMENTS = 2**19  # block × chunk of the walking buffers
 _MAX_CHUNK = 8192
+_FULL_TILE_ELEMENTS = 2**16  # chunk × terms of the one-pass (full / budget) evaluation
+_MIN_CHUNK = 64
+_SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
+_TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
+_PARALLEL_MIN_ELEMENTS = 2**18  # examples × terms below which threads cost more than they save
+_MAX_JOBS = 8
+_ENV_JOBS = "ATTENTIVE_N_JOBS"
 
 
 @dataclass(frozen=True)
@@ -86,6 +115,83 @@ def block_schedule(n_terms: int, block_size: int | None = None) -> BlockSchedule
     return BlockSchedule(edges=edges)
 
 
+# ----------------------------------------------------------------------------- threads
+
+
+def _check_size(value, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
+    return int(value)
+
+
+def default_n_jobs() -> int:
+    """Threads used when ``n_jobs`` is not given: ``$ATTENTIVE_N_JOBS``, else the usable cores (≤ 8)."""
+    env = os.environ.get(_ENV_JOBS, "").strip()
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise InvalidParameterError(
+                f"environment variable {_ENV_JOBS} must be a positive integer, got {env!r}."
+            )
+        return value
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _MAX_JOBS))
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+_BLAS = None
+
+
+def _pool(n_jobs: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        pool = _POOLS.get(n_jobs)
+        if pool is None:
+            pool = _POOLS[n_jobs] = ThreadPoolExecutor(n_jobs, thread_name_prefix="attentive")
+        return pool
+
+
+def _one_blas_thread():
+    """A context that holds BLAS to one thread (our threads are the parallelism)."""
+    global _BLAS
+    try:
+        if _BLAS is None:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = ThreadpoolController()
+        return _BLAS.limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl missing or unable to inspect BLAS
+        return nullcontext()
+
+
+def _run(tasks: list, n_jobs: int) -> list:
+    """Call every task (a no-argument function) and return the results in order."""
+    if n_jobs <= 1 or len(tasks) <= 1:
+        return [task() for task in tasks]
+    with _one_blas_thread():
+        return list(_pool(n_jobs).map(lambda task: task(), tasks))
+
+
+def _split(m: int, step: int, n_jobs: int) -> list[tuple[int, int]]:
+    """Row ranges of at most ``step`` rows; with threads, a multiple of ``n_jobs`` equal ranges
+    (when there are rows enough) so that no thread is left with one range more than another."""
+    if m == 0:
+        return []
+    count = -(-m // max(1, step))
+    if n_jobs > 1:
+        count = min(m, -(-count // n_jobs) * n_jobs)
+    step = -(-m // count)
+    return [(lo, min(m, lo + step)) for lo in range(0, m, step)]
+
+
 # ----------------------------------------------------------------------------- per-walk plan
 
 
@@ -96,8 +202,11 @@ class _Plan:
     ordered_weights: np.ndarray
     centring_sums: np.ndarray  # C_t for t = 1..n
     weight_signs: np.ndarray  # sign of w_{π(k)}: whether a weighted term is added or subtracted
+    order: np.ndarray
     rbf_gamma: float | None = None
     sv_augmented: np.ndarray | None = None  # (n, d + 2), walk order, log|w| folded in
+    inverse_order: np.ndarray | None = None  # walk position of each feature (linear models)
+    boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
 
 
 _PLANS: dict[int, tuple[weakref.ref, _Plan]] = {}
@@ -114,6 +223,7 @@ def _plan(walk: Walk) -> _Plan:
         ordered_weights=w,
         centring_sums=np.cumsum(w * np.asarray(walk.ordered_mu, dtype=np.float64)),
         weight_signs=np.where(w < 0, -1.0, 1.0),
+        order=np.asarray(walk.order),
     )
     terms = walk.terms
     sv = terms.support_vectors
@@ -127,8 +237,45 @@ def _plan(walk: Walk) -> _Plan:
         plan.sv_augmented = np.ascontiguousarray(
             np.column_stack([Y, -gamma * np.einsum("ij,ij->i", Y, Y) + log_w, np.ones(len(Y))])
         )
+    if terms.kind == "linear":
+        inverse = np.empty(w.size, dtype=np.int64)
+        inverse[plan.order] = np.arange(w.size)
+        plan.inverse_order = inverse
     _PLANS[key] = (weakref.ref(walk, lambda _ref, _key=key: _PLANS.pop(_key, None)), plan)
     return plan
+
+
+@dataclass
+class _Thresholds:
+    """A boundary's thresholds on the uncentred sums ``U_t`` for positions ``t < n``."""
+
+    lower: np.ndarray | None  # None: side unused
+    upper: np.ndarray | None
+    tables: dict = field(default_factory=dict)  # sparse tables of g (sparse linear walk)
+
+
+def _thresholds(plan: _Plan, boundary: Boundary) -> _Thresholds:
+    """Cached per (walk, boundary): ``lower_t + C_t`` and ``upper_t + C_t`` for ``t < n``."""
+    key = id(boundary)
+    entry = plan.boundaries.get(key)
+    if entry is not None and entry[0]() is boundary:
+        return entry[1]
+    n = plan.ordered_weights.size
+    C = plan.centring_sums[: n - 1]
+    lower = np.asarray(boundary.lower[: n - 1], dtype=np.float64) + C
+    upper = np.asarray(boundary.upper[: n - 1], dtype=np.float64) + C
+    use_lower = n > 1 and bool(np.any(lower > -np.inf))
+    use_upper = n > 1 and bool(np.any(upper < np.inf))
+    out = _Thresholds(
+        lower=lower if use_lower else None,
+        upper=upper if use_upper else None,
+    )
+    try:
+        ref = weakref.ref(boundary, lambda _ref, _key=key: plan.boundaries.pop(_key, None))
+    except TypeError:  # pragma: no cover - a boundary type without weak references
+        return out
+    plan.boundaries[key] = (ref, out)
+    return out
 
 
 # ----------------------------------------------------------------------------- term sources
@@ -137,8 +284,8 @@ def _plan(walk: Walk) -> _Plan:
 class _Terms:
     """Weighted term values for a chunk of prepared examples, terms along rows.
 
-    ``block`` writes ``|w_{π(k)}| h_{π(k)}(x)`` when ``magnitudes`` is True (the sign is applied
-    while summing), else ``w_{π(k)} h_{π(k)}(x)``.
+    ``block`` returns ``|w_{π(k)}| h_{π(k)}(x)`` (non-negative) when ``magnitudes`` is True, the
+    sign being applied while summing, else ``w_{π(k)} h_{π(k)}(x)``.
     """
 
     magnitudes = False
@@ -153,7 +300,8 @@ class _Terms:
         self.rows = rows
 
     def block(self, start: int, stop: int, out: np.ndarray) -> None:
-        out[:] = self.walk.terms.term_values(self.X[self.rows], self.walk.order[start:stop]).T
+        """Write the (stop − start, m) block of the selected rows into ``out``."""
+        out[:] = self.walk.terms.term_values(self.X[self.rows], self.plan.order[start:stop]).T
         out *= self.plan.ordered_weights[start:stop, None]
 
 
@@ -180,32 +328,27 @@ class _RBFTerms(_Terms):
 
 
 class _ColumnTerms(_Terms):
-    """Linear models: term ``k`` is feature ``π(k)``; columns are put in walk order per chunk."""
+    """Dense linear models: term ``k`` is feature ``π(k)``; columns put in walk order once."""
 
     def __init__(self, walk, plan, Xp):
         super().__init__(walk, plan, Xp)
-        if sp.issparse(Xp):
-            self.columns = sp.csc_matrix(Xp)[:, walk.order]
-        else:
-            self.columns = np.asarray(Xp, dtype=np.float64)[:, walk.order]
+        self.columns = np.asarray(Xp, dtype=np.float64)[:, plan.order]
 
     def block(self, start, stop, out):
-        cols = self.columns[:, start:stop]
-        if sp.issparse(cols):
-            cols = cols.toarray()
-        out[:] = cols[self.rows].T
-        out *= self.plan.ordered_weights[start:stop, None]
+        np.multiply(
+            self.columns[self.rows, start:stop].T, self.plan.ordered_weights[start:stop, None], out
+        )
 
 
 def _term_source(walk: Walk, plan: _Plan, Xp) -> type[_Terms]:
     if plan.sv_augmented is not None and not sp.issparse(Xp):
         return _RBFTerms
-    if walk.terms.kind == "linear":
+    if walk.terms.kind == "linear" and not sp.issparse(Xp):
         return _ColumnTerms
     return _Terms
 
 
-# ----------------------------------------------------------------------------- evaluation
+# ----------------------------------------------------------------------------- full / budget
 
 
 def _as_rows(Xp):
@@ -215,73 +358,115 @@ def _as_rows(Xp):
     return Xp if isinstance(Xp, np.ndarray) else np.asarray(Xp)
 
 
-def _prefix_sums(walk: Walk, plan: _Plan, Xp, budget: int, chunk_size: int | None) -> np.ndarray:
+def _prefix_sums(walk: Walk, plan: _Plan, Xp, budget: int, chunk_size, n_jobs) -> np.ndarray:
     """``U_B(x) = Σ_{k≤B} w_{π(k)} h_{π(k)}(x)`` for every example, in row chunks."""
     m, n = Xp.shape[0], walk.n_terms
-    if walk.terms.kind == "linear" and budget == n:
-        # A linear model's full sum does not depend on the order: one (sparse) product.
-        return np.asarray(Xp @ walk.terms.weights, dtype=np.float64).ravel()
-    step = chunk_size or max(1, min(m, _FULL_CHUNK_ELEMENTS // max(1, budget)))
+    if walk.terms.kind == "linear":
+        # A linear model's sum over the first B positions is one (sparse) product with the
+        # weights of those features.
+        weights = walk.terms.weights
+        if budget < n:
+            weights = np.zeros_like(weights)
+            idx = plan.order[:budget]
+            weights[idx] = walk.terms.weights[idx]
+        return np.asarray(Xp @ weights, dtype=np.float64).ravel()
     out = np.empty(m)
-    idx = walk.order[:budget]
-    for lo in range(0, m, step):
-        X = Xp[lo : lo + step]
-        if plan.sv_augmented is not None and not sp.issparse(X):
-            H = _RBFTerms(walk, plan, X).X_augmented @ plan.sv_augmented[:budget].T
-            np.exp(H, out=H)
-            out[lo : lo + step] = H @ plan.weight_signs[:budget]
-            continue
-        if walk.terms.kind == "linear":
-            H = X[:, idx]
-            H = H.toarray() if sp.issparse(H) else np.asarray(H, dtype=np.float64)
-        else:
-            H = walk.terms.term_values(X, idx)
-        out[lo : lo + step] = H @ plan.ordered_weights[:budget]
+    idx = plan.order[:budget]
+    rbf = plan.sv_augmented is not None and not sp.issparse(Xp)
+    if rbf:
+        sv = plan.sv_augmented[:budget].T
+        signs = plan.weight_signs[:budget]
+    step = chunk_size or max(_MIN_CHUNK, _FULL_TILE_ELEMENTS // max(1, budget))
+    jobs = n_jobs if m * budget >= _PARALLEL_MIN_ELEMENTS else 1
+
+    def task(lo, hi):
+        def run():
+            X = Xp[lo:hi]
+            if rbf:
+                H = _RBFTerms(walk, plan, X).X_augmented @ sv
+                np.exp(H, out=H)
+                np.matmul(H, signs, out=out[lo:hi])
+            else:
+                out[lo:hi] = walk.terms.term_values(X, idx) @ plan.ordered_weights[:budget]
+
+        return run
+
+    _run([task(lo, hi) for lo, hi in _split(m, step, jobs)], jobs)
     return out
 
 
-def _walk_chunk(chunk: _Terms, plan: _Plan, schedule, lower, upper, buffers):
-    """Walk one chunk block by block, dropping walks as they cross.
+# ----------------------------------------------------------------------------- walking tiles
 
-    ``lower`` / ``upper`` are thresholds on ``U_t`` for positions ``t < n`` (None: side unused).
-    Returns the rows that never stopped with their ``U_n``, the stops as ``(row, t)`` pairs and
-    their sides.
+
+@dataclass
+class _Stops:
+    """A chunk's outcome: rows that never stopped with their ``U_n``, and the stops."""
+
+    rows: np.ndarray
+    U: np.ndarray
+    at: np.ndarray  # (k, 2): chunk row, stop position t (1-based)
+    side: np.ndarray  # (k,): −1 lower, +1 upper
+
+
+def _running_sums(H, U, signs, magnitudes, out):
+    """``U + cumsum(±H)`` down the rows of ``H`` (block, m) into ``out``, summed in walk order."""
+    size, m = H.shape
+    if m <= _TRIANGULAR_MAX and size <= _TRIANGULAR_MAX:
+        # Few examples: per-position vector operations would be all call overhead.
+        T = np.tril(np.ones((size, size)))
+        if magnitudes:
+            T *= signs
+        np.matmul(T, H, out=out)
+        out += U
+        return out
+    # One vector operation per position over all active walks: numpy's cumsum along either axis
+    # of H costs several times more per element, and per-sub-block screening or triangular
+    # products cost more than they save (measured).
+    prev = U
+    for i in range(size):
+        (np.subtract if magnitudes and signs[i] < 0 else np.add)(prev, H[i], out=out[i])
+        prev = out[i]
+    return out
+
+
+def _walk_chunk(source, walk, plan, Xc, schedule: BlockSchedule, thr: _Thresholds) -> _Stops:
+    """Walk one chunk of examples block by block, dropping walks as they cross.
+
+    ``thr.lower`` / ``thr.upper`` are thresholds on ``U_t`` for positions ``t < n``.
     """
-    n = schedule.edges[-1]
-    terms_buf, sums_buf, low_buf, high_buf = buffers
-    active = np.arange(chunk.X.shape[0])
+    n = int(schedule.edges[-1])
+    lower, upper = thr.lower, thr.upper
+    chunk = source(walk, plan, Xc)
+    active = np.arange(Xc.shape[0])
     chunk.select(active)
     U = np.zeros(active.size)
-    signs = plan.weight_signs if chunk.magnitudes else np.ones_like(plan.weight_signs)
+    size_max = int(schedule.sizes.max()) * active.size
+    terms_buf, sums_buf = np.empty(size_max), np.empty(size_max)
+    low_buf, high_buf = np.empty(size_max, dtype=bool), np.empty(size_max, dtype=bool)
     stops, sides = [], []
-    for start, stop in zip(schedule.edges[:-1], schedule.edges[1:], strict=True):
+    for start, stop in itertools.pairwise(schedule.edges.tolist()):
         size, m = stop - start, active.size
         H = terms_buf[: size * m].reshape(size, m)
         chunk.block(start, stop, H)
         P = sums_buf[: size * m].reshape(size, m)
-        # Running sums one position at a time, each a vector operation over all active walks:
-        # numpy's cumsum along either axis of H costs ~15x more per element, and this order
-        # reproduces the reference's sequential sum.
-        prev = U
-        for i in range(size):
-            (np.add if signs[start + i] > 0 else np.subtract)(prev, H[i], out=P[i])
-            prev = P[i]
+        _running_sums(H, U, plan.weight_signs[start:stop], chunk.magnitudes, P)
         U = P[size - 1].copy()
         checked = min(stop, n - 1) - start
         if checked <= 0:
             break
+        P = P[:checked]
         crossed = low = None
         if lower is not None:
             low = np.less(
-                P[:checked],
-                lower[start:stop, None][:checked],
+                P,
+                lower[start : start + checked, None],
                 out=low_buf[: checked * m].reshape(checked, m),
             )
             crossed = low
         if upper is not None:
             high = np.greater(
-                P[:checked],
-                upper[start:stop, None][:checked],
+                P,
+                upper[start : start + checked, None],
                 out=high_buf[: checked * m].reshape(checked, m),
             )
             crossed = high if crossed is None else np.logical_or(low, high, out=high)
@@ -290,10 +475,10 @@ def _walk_chunk(chunk: _Terms, plan: _Plan, schedule, lower, upper, buffers):
         if hit_cols.size == 0:
             continue
         first = np.argmax(crossed[:, hit_cols], axis=0)
+        side = np.ones(hit_cols.size, dtype=np.int8)
         if low is not None:
-            sides.append(np.where(low[first, hit_cols], -1, 1).astype(np.int8))
-        else:
-            sides.append(np.ones(hit_cols.size, dtype=np.int8))
+            side[low[first, hit_cols]] = -1
+        sides.append(side)
         stops.append(np.column_stack([active[hit_cols], start + first + 1]))
         keep = ~hit
         active, U = active[keep], U[keep]
@@ -302,15 +487,125 @@ def _walk_chunk(chunk: _Terms, plan: _Plan, schedule, lower, upper, buffers):
         chunk.select(active)
     at = np.concatenate(stops) if stops else np.zeros((0, 2), dtype=np.int64)
     side = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int8)
-    return active, U, at, side
+    return _Stops(rows=active, U=U, at=at, side=side)
 
 
-def _check_size(value, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
-    return int(value)
+# ----------------------------------------------------------------------------- sparse linear
+
+
+def _sparse_table(g: np.ndarray) -> np.ndarray:
+    """``T[k, i] = max(g[i : i + 2^k])`` for windows inside ``g`` (other entries: −inf)."""
+    L = g.size
+    levels = max(1, int(L).bit_length())
+    T = np.full((levels, L), -np.inf)
+    T[0] = g
+    for k in range(1, levels):
+        half = 1 << (k - 1)
+        width = L - (1 << k) + 1
+        if width <= 0:
+            break
+        np.maximum(T[k - 1, :width], T[k - 1, half : half + width], out=T[k, :width])
+    return T
+
+
+def _first_above(T: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """For each query: the first ``i`` in ``[a, b)`` with ``g_i > v``, or ``b`` if there is none.
+
+    Binary descent over the table's levels: jump a whole window when its maximum is ``≤ v``.
+    """
+    pos = a.copy()
+    last = T.shape[1] - 1
+    for k in range(T.shape[0] - 1, -1, -1):
+        step = 1 << k
+        jump = (pos + step <= b) & (T[k, np.minimum(pos, last)] <= v)
+        pos[jump] += step
+    return pos
+
+
+def _walk_order_rows(X, plan: _Plan):
+    """CSR rows with column indices replaced by walk positions, sorted within each row."""
+    positions = plan.inverse_order[X.indices].astype(X.indices.dtype, copy=False)
+    Y = sp.csr_matrix((X.data, positions, X.indptr), shape=X.shape)
+    # Two counting sorts in scipy's C code (to columns and back) leave each row's positions
+    # sorted: O(nnz + n), no comparison sort.
+    return Y.tocsc().tocsr()
+
+
+def _sparse_linear_chunk(X, plan: _Plan, thr: _Thresholds, n: int):
+    """Stop positions and sides of a chunk of CSR rows under a linear model; and ``U_n``."""
+    Y = _walk_order_rows(X, plan)
+    m = Y.shape[0]
+    indptr = Y.indptr.astype(np.int64)
+    positions = Y.indices.astype(np.int64)
+    counts = np.diff(indptr)
+    nnz = positions.size
+    row_of = np.repeat(np.arange(m), counts)
+    cs = np.cumsum(Y.data * plan.ordered_weights[positions])
+    base = np.zeros(m)
+    nonempty = counts > 0
+    starts_nz = indptr[:-1][nonempty]
+    base[nonempty] = np.where(starts_nz > 0, cs[np.maximum(starts_nz - 1, 0)], 0.0)
+    U_n = np.zeros(m)
+    U_n[nonempty] = cs[indptr[1:][nonempty] - 1] - base[nonempty]
+
+    # Intervals of constant U: one before each row's first non-zero, then one per non-zero.
+    lead = indptr[:-1] + np.arange(m)
+    slot = np.arange(nnz) + row_of + 1
+    a = np.zeros(nnz + m, dtype=np.int64)
+    a[slot] = positions
+    v = np.zeros(nnz + m)
+    v[slot] = cs - base[row_of]
+    b = np.empty_like(a)
+    b[:-1] = a[1:]
+    b[lead[1:] - 1] = n - 1
+    b[-1:] = n - 1
+    np.minimum(b, n - 1, out=b)
+    valid = a < b
+    np.minimum(a, n - 2, out=a)  # empty intervals at the last position: keep look-ups in range
+    length = np.where(valid, b - a, 1)
+    level = (np.frexp(length.astype(np.float64))[1] - 1).astype(np.int64)  # floor(log2), exact
+    far = b - (np.int64(1) << level)
+
+    sides = []
+    for g_key, values in (("lower", v), ("upper", -v)):
+        g = getattr(thr, g_key)
+        if g is None:
+            sides.append(None)
+            continue
+        T = thr.tables.get(g_key)
+        if T is None:
+            T = thr.tables[g_key] = _sparse_table(g if g_key == "lower" else -g)
+        cols = T.shape[1]
+        flat = T.ravel()
+        window = np.maximum(flat[level * cols + a], flat[level * cols + np.maximum(far, 0)])
+        sides.append((T, values, valid & (window > values)))
+    hits = [s[2] for s in sides if s is not None]
+    any_hit = hits[0] if len(hits) == 1 else hits[0] | hits[1]
+    idx = np.flatnonzero(any_hit)
+    stop_at = np.full(m, n, dtype=np.int64)
+    stop_side = np.zeros(m, dtype=np.int8)
+    if idx.size:
+        rows = np.repeat(np.arange(m), counts + 1)[idx]
+        first = np.ones(idx.size, dtype=bool)
+        first[1:] = rows[1:] != rows[:-1]
+        idx, rows = idx[first], rows[first]
+        best = np.full(idx.size, np.iinfo(np.int64).max)
+        best_side = np.zeros(idx.size, dtype=np.int8)
+        for side_value, entry in ((-1, sides[0]), (1, sides[1])):
+            if entry is None:
+                continue
+            T, values, _hit = entry
+            found = _first_above(T, a[idx], b[idx], values[idx])
+            # Lower first: at equal positions the lower side wins, as in the reference.
+            better = (found < b[idx]) & (found < best)
+            best[better] = found[better]
+            best_side[better] = side_value
+        stop_at[rows] = best + 1
+        stop_side[rows] = best_side
+    return stop_at, stop_side, U_n
+
+
+# ----------------------------------------------------------------------------- evaluation
 
 
 def evaluate_blocked(
@@ -321,6 +616,7 @@ def evaluate_blocked(
     *,
     chunk_size: int | None = None,
     block_size: int | None = None,
+    n_jobs: int | None = None,
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
@@ -337,9 +633,11 @@ def evaluate_blocked(
     theta_s : float
         Decision threshold in S space.
     chunk_size : int, optional
-        Examples walked together; default: sized so a block's buffers stay within a few MB.
+        Examples walked together; default: sized so a tile stays in cache.
     block_size : int, optional
-        Walk positions per block; default: 16, doubling up to 64.
+        Walk positions per block; default: 16, doubling up to 64 (one block for tiny problems).
+    n_jobs : int, optional
+        Threads; default :func:`default_n_jobs` (small problems always use one).
 
     Returns
     -------
@@ -349,6 +647,7 @@ def evaluate_blocked(
 
     chunk_size = _check_size(chunk_size, "chunk_size")
     block_size = _check_size(block_size, "block_size")
+    n_jobs = _check_size(n_jobs, "n_jobs") or default_n_jobs()
     n = walk.n_terms
     classes = np.asarray(walk.terms.classes)
     Xp = _as_rows(walk.prepare(X))
@@ -359,7 +658,7 @@ def evaluate_blocked(
     if boundary.kind == "budget":
         B = int(boundary.budget)
         estimate = (n / B) * (
-            _prefix_sums(walk, plan, Xp, B, chunk_size) - plan.centring_sums[B - 1]
+            _prefix_sums(walk, plan, Xp, B, chunk_size, n_jobs) - plan.centring_sums[B - 1]
         )
         positive = estimate >= theta_s
         stopped = np.full(m, B < n)
@@ -376,27 +675,44 @@ def evaluate_blocked(
     n_evaluated = np.full(m, n, dtype=np.int64)
     stop_side = np.zeros(m, dtype=np.int8)
     s_n = np.full(m, np.nan)
-    # Thresholds on the uncentred sums U_t (see the module docstring); positions t = n never stop.
-    lower = np.asarray(boundary.lower[: n - 1], dtype=np.float64) + plan.centring_sums[: n - 1]
-    upper = np.asarray(boundary.upper[: n - 1], dtype=np.float64) + plan.centring_sums[: n - 1]
-    lower = lower if n > 1 and np.any(lower > -np.inf) else None
-    upper = upper if n > 1 and np.any(upper < np.inf) else None
+    thr = _thresholds(plan, boundary) if n > 1 else _Thresholds(None, None)
+    jobs = n_jobs if m * n >= _PARALLEL_MIN_ELEMENTS else 1
 
-    if (lower is None and upper is None) or m == 0:
-        s_n = _prefix_sums(walk, plan, Xp, n, chunk_size) - plan.centring_sums[n - 1] if n else s_n
+    if (thr.lower is None and thr.upper is None) or m == 0:
+        if n:
+            s_n = _prefix_sums(walk, plan, Xp, n, chunk_size, n_jobs) - plan.centring_sums[n - 1]
+    elif walk.terms.kind == "linear" and sp.issparse(Xp):
+        step = chunk_size or max(1, -(-m // jobs))
+
+        def sparse_task(lo, hi):
+            return lambda: _sparse_linear_chunk(Xp[lo:hi], plan, thr, n)
+
+        ranges = _split(m, step, jobs)
+        for (lo, hi), (at, side, U) in zip(
+            ranges, _run([sparse_task(lo, hi) for lo, hi in ranges], jobs), strict=True
+        ):
+            n_evaluated[lo:hi] = at
+            stop_side[lo:hi] = side
+            s_n[lo:hi] = U - plan.centring_sums[n - 1]
     else:
-        schedule = block_schedule(n, block_size)
+        tiny = block_size is None and m * n <= _SMALL_PROBLEM and n <= _TRIANGULAR_MAX
+        schedule = block_schedule(n, n if tiny else block_size)
         max_block = int(schedule.sizes.max())
-        step = chunk_size or max(1, min(m, _MAX_CHUNK, _CHUNK_ELEMENTS // (max_block + 1)))
+        step = chunk_size or (
+            m if tiny else max(_MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // max_block))
+        )
         source = _term_source(walk, plan, Xp)
-        size = max_block * min(m, step)
-        buffers = (np.empty(size), np.empty(size), np.empty(size, bool), np.empty(size, bool))
-        for lo in range(0, m, step):
-            chunk = source(walk, plan, Xp[lo : lo + step])
-            rows, U, at, side = _walk_chunk(chunk, plan, schedule, lower, upper, buffers)
-            n_evaluated[lo + at[:, 0]] = at[:, 1]
-            stop_side[lo + at[:, 0]] = side
-            s_n[lo + rows] = U - plan.centring_sums[n - 1]
+
+        def walk_task(lo, hi):
+            return lambda: _walk_chunk(source, walk, plan, Xp[lo:hi], schedule, thr)
+
+        ranges = _split(m, step, jobs)
+        for (lo, _hi), res in zip(
+            ranges, _run([walk_task(lo, hi) for lo, hi in ranges], jobs), strict=True
+        ):
+            n_evaluated[lo + res.at[:, 0]] = res.at[:, 1]
+            stop_side[lo + res.at[:, 0]] = res.side
+            s_n[lo + res.rows] = res.U - plan.centring_sums[n - 1]
 
     stopped = stop_side != 0
     decision = offset + s_n

@@ -155,6 +155,7 @@ def evaluate(
     *,
     chunk_size: int | None = None,
     block_size: int | None = None,
+    n_jobs: int | None = None,
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -172,10 +173,14 @@ def evaluate(
     chunk_size, block_size : int, optional
         Examples walked together and walk positions per block; default: chosen automatically,
         or as set by :func:`evaluation_options`.
+    n_jobs : int, optional
+        Threads that evaluate chunks of examples in parallel; default: as set by
+        :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
+        Small problems always use one.
     """
     from attentive.batch import evaluate_blocked
 
-    default_chunk, default_block = _OPTIONS.get()
+    default_chunk, default_block, default_jobs = _OPTIONS.get()
     return evaluate_blocked(
         walk,
         X,
@@ -183,27 +188,36 @@ def evaluate(
         theta_s,
         chunk_size=chunk_size if chunk_size is not None else default_chunk,
         block_size=block_size if block_size is not None else default_block,
+        n_jobs=n_jobs if n_jobs is not None else default_jobs,
     )
 
 
-# (chunk_size, block_size) set by evaluation_options; None means automatic.
-_OPTIONS: ContextVar[tuple] = ContextVar("attentive_evaluation_options", default=(None, None))
+# (chunk_size, block_size, n_jobs) set by evaluation_options; None means automatic.
+_OPTIONS: ContextVar[tuple] = ContextVar(
+    "attentive_evaluation_options", default=(None, None, None)
+)
 
 
 @contextmanager
-def evaluation_options(*, chunk_size: int | None = None, block_size: int | None = None):
-    """Override the automatic chunk and block sizes of :func:`evaluate` inside a ``with`` block.
+def evaluation_options(
+    *, chunk_size: int | None = None, block_size: int | None = None, n_jobs: int | None = None
+):
+    """Override the automatic sizes and thread count of :func:`evaluate` inside a ``with`` block.
 
     Applies to everything that evaluates through :func:`evaluate`, e.g.
     ``AttentiveClassifier.predict``::
 
-        with evaluation_options(block_size=32):
+        with evaluation_options(block_size=32, n_jobs=1):
             clf.predict(X)
     """
     from attentive.batch import _check_size
 
     token = _OPTIONS.set(
-        (_check_size(chunk_size, "chunk_size"), _check_size(block_size, "block_size"))
+        (
+            _check_size(chunk_size, "chunk_size"),
+            _check_size(block_size, "block_size"),
+            _check_size(n_jobs, "n_jobs"),
+        )
     )
     try:
         yield
