@@ -130,10 +130,10 @@ class TrajectoryView(_FigureView):
             )
             for col in ("lower", "upper")
         ]
-        budget_line = hv.Curve(f.budget_line, "t", "s", label="budget B (budget rule)").opts(
+        budget_line = hv.Curve(f.budget_line, "t", "s", label="budget B").opts(
             color=COLORS["budgeted"], line_width=3, line_dash="dashed"
         )
-        theta = hv.Curve(b, "t", "theta_s", label="θ_S = θ − c (decision threshold)").opts(
+        theta = hv.Curve(b, "t", "theta_s", label="θ_S (decision threshold)").opts(
             color=COLORS["theta"], line_dash="dotted", line_width=2
         )
         return hv.Overlay([*walks, *tau, budget_line, theta, *stops]).opts(
@@ -155,7 +155,7 @@ class TradeoffView(_FigureView):
     def _element(self, f):
         t = f.tradeoff
         curves = []
-        names = {"attentive": "attentive (constant τ)", "budgeted": "budgeted (B = 1..n)"}
+        names = {"attentive": "attentive (all τ)", "budgeted": "budgeted"}
         for method in ("attentive", "budgeted"):
             d = t[t.method == method]
             if d.empty:
