@@ -54,10 +54,11 @@ def bench_recompute(n_train: int, n_test: int) -> None:
     model = train_model(ds, kind="rbf", C=1.0, gamma="scale")
     models = model_bundle(("bench", n_train, n_test), ds, ("rbf",), lambda: model)
     walks = walk_bundle(models, "positive", 0)
-    print(f"model: {walks.n_terms:,} support vectors, {walks.S.shape[0]:,} test examples "
-          f"(train + S matrix {time.perf_counter() - t:.1f} s, once per dataset/model/seed)")
-    base = dict(kind="constant", side="lower", delta=0.05, theta=0.0, budget=0.5,
-                n_trajectories=60)
+    print(
+        f"model: {walks.n_terms:,} support vectors, {walks.S.shape[0]:,} test examples "
+        f"(train + S matrix {time.perf_counter() - t:.1f} s, once per dataset/model/seed)"
+    )
+    base = dict(kind="constant", side="lower", delta=0.05, theta=0.0, budget=0.5, n_trajectories=60)
     compute_figures(walks, **base)  # builds the cached sweep for (side, θ)
     deltas = iter(np.geomspace(1e-4, 0.5, 1000))
     d = timed(lambda: compute_figures(walks, **{**base, "delta": next(deltas)}), 40)
@@ -67,8 +68,12 @@ def bench_recompute(n_train: int, n_test: int) -> None:
     print(f"trajectory count move             {ms(k)}")
     compute_figures(walks, **{**base, "kind": "curved", "side": "both"})  # its δ-curve, once
     deltas = iter(np.geomspace(1e-4, 0.5, 1000))
-    c = timed(lambda: compute_figures(
-        walks, **{**base, "kind": "curved", "side": "both", "delta": next(deltas)}), 20)
+    c = timed(
+        lambda: compute_figures(
+            walks, **{**base, "kind": "curved", "side": "both", "delta": next(deltas)}
+        ),
+        20,
+    )
     print(f"δ move (curved, both sides)        {ms(c)}")
     b = timed(lambda: compute_figures(walks, **{**base, "kind": "budget"}), 20)
     print(f"budget boundary                    {ms(b)}")
@@ -100,8 +105,10 @@ def bench_paths(n_walks: int = 200, n: int = 1000) -> None:
     a = timed(one_path, 5)
     b = timed(many_curves, 2)
     print(f"{n_walks} walks × {n} terms: one NaN-separated path {ms(a)}")
-    print(f"{n_walks} walks × {n} terms: one curve per walk      {ms(b)}  "
-          f"ratio {statistics.median(b) / statistics.median(a):.0f}×")
+    print(
+        f"{n_walks} walks × {n} terms: one curve per walk      {ms(b)}  "
+        f"ratio {statistics.median(b) / statistics.median(a):.0f}×"
+    )
 
 
 def wait_for_plots(page, n: int = 4) -> None:
@@ -128,16 +135,37 @@ def bench_first_render() -> None:
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.setdefault("ATTENTIVE_DATA", tempfile.mkdtemp(prefix="attentive-bench-"))
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         page = browser.new_page(viewport={"width": 1366, "height": 800})
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "panel", "serve", "app.py", "--address", "127.0.0.1",
-             "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "panel",
+                "serve",
+                "app.py",
+                "--address",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--allow-websocket-origin",
+                f"127.0.0.1:{port}",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             while True:
@@ -162,8 +190,10 @@ def bench_first_render() -> None:
             proc.terminate()
             proc.wait(timeout=20)
             browser.close()
-    print(f"first render after starting panel serve (offline default, empty model cache): "
-          f"{cold:.1f} s (server listening after {listening:.1f} s)   target ≤ 10 s")
+    print(
+        f"first render after starting panel serve (offline default, empty model cache): "
+        f"{cold:.1f} s (server listening after {listening:.1f} s)   target ≤ 10 s"
+    )
     print(f"all four plots drawn: {plots:.1f} s after starting panel serve")
     print(f"page render on the warm server: median {statistics.median(warm):.1f} s")
 

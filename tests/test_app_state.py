@@ -199,7 +199,7 @@ def test_click_on_the_tradeoff_curve_picks_the_nearest_grid_delta(state):
 def test_curves_csv_holds_every_curve(state):
     df = pd.read_csv(state.curves_csv())
     assert set(df.method) == {"attentive", "budgeted", "constant (δ grid)"}
-    assert (df[df.method == "constant (δ grid)"].parameter.to_numpy() == pytest.approx(DELTA_GRID))
+    assert df[df.method == "constant (δ grid)"].parameter.to_numpy() == pytest.approx(DELTA_GRID)
 
 
 def test_theory_view_data_is_the_delta_curve_and_the_simulation(state):

@@ -332,9 +332,7 @@ def compute_figures(
         if kind == "budget"
         else apply_boundary(walks.S, budget_boundary(n, b_cmp), theta_s, walks.offset)
     )
-    prs = precision_recall(
-        walks.y_test, {"attentive": ev.decision, "budgeted": ev_budget.decision}
-    )
+    prs = precision_recall(walks.y_test, {"attentive": ev.decision, "budgeted": ev_budget.decision})
     prs = {"full": walks.full_pr, **prs}
     pr = pd.concat(
         [

@@ -531,7 +531,9 @@ class DashboardState(param.Parameterized):
         if f is None or not (math.isfinite(mean_evaluated) and math.isfinite(error)):
             return
         if self.boundary == "budget":
-            self.budget = max(self.param.budget.bounds[0], nearest_budget(mean_evaluated, f.n_terms))
+            self.budget = max(
+                self.param.budget.bounds[0], nearest_budget(mean_evaluated, f.n_terms)
+            )
         else:
             self.delta = nearest_delta(f.delta_curve, mean_evaluated, error, f.n_terms)
 

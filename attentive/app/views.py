@@ -170,7 +170,10 @@ class TradeoffView(_FigureView):
             )
             curves.append(
                 hv.Curve(
-                    d, "mean_evaluated", ["disagreement", "stop_error"], label=f"{method}: disagreement"
+                    d,
+                    "mean_evaluated",
+                    ["disagreement", "stop_error"],
+                    label=f"{method}: disagreement",
                 ).opts(color=COLORS[method], line_width=1.5, line_dash="dashed")
             )
         kind = self.state.boundary
@@ -186,9 +189,7 @@ class TradeoffView(_FigureView):
             [(op["mean_evaluated"], op["stop_error"])],
             ["mean_evaluated", "stop_error"],
             label="operating point",
-        ).opts(
-            color="#ffd700", marker="star", size=22, line_color="black", line_width=1.5
-        )
+        ).opts(color="#ffd700", marker="star", size=22, line_color="black", line_width=1.5)
         return hv.Overlay([*curves, grid, point]).opts(
             hv.opts.Overlay(
                 title="Tradeoff: stop-error against terms evaluated",
@@ -252,7 +253,10 @@ class TheoryView(_FigureView):
         th = f.theory
         elements = [
             hv.Curve(
-                (list(DELTA_RANGE), list(DELTA_RANGE)), "required", "actual", label="actual = required"
+                (list(DELTA_RANGE), list(DELTA_RANGE)),
+                "required",
+                "actual",
+                label="actual = required",
             ).opts(color=COLORS["theta"], line_dash="dotted", line_width=2)
         ]
         for source, color in zip(
@@ -285,12 +289,36 @@ class TheoryView(_FigureView):
 
 NUMBERS = (
     # key, label, explanation, format
-    ("accuracy", "Accuracy: full → attentive", "Fraction of test labels predicted right by the full evaluation and by attentive prediction."),
-    ("stop_error", "Stop-error", "Of the examples the full evaluation calls positive (lower side), the fraction stopped and called negative."),
-    ("disagreement", "Disagreement", "Fraction of test examples whose early decision differs from the full evaluation's."),
-    ("evaluated", "Mean terms evaluated", "Average number of terms (support vectors or features) computed per example before stopping."),
-    ("speedup", "Evaluation speed-up", "n / mean terms evaluated: how many times fewer kernel or feature evaluations."),
-    ("stopped", "Examples stopped", "Test examples whose walk crossed the boundary before the last term."),
+    (
+        "accuracy",
+        "Accuracy: full → attentive",
+        "Fraction of test labels predicted right by the full evaluation and by attentive prediction.",
+    ),
+    (
+        "stop_error",
+        "Stop-error",
+        "Of the examples the full evaluation calls positive (lower side), the fraction stopped and called negative.",
+    ),
+    (
+        "disagreement",
+        "Disagreement",
+        "Fraction of test examples whose early decision differs from the full evaluation's.",
+    ),
+    (
+        "evaluated",
+        "Mean terms evaluated",
+        "Average number of terms (support vectors or features) computed per example before stopping.",
+    ),
+    (
+        "speedup",
+        "Evaluation speed-up",
+        "n / mean terms evaluated: how many times fewer kernel or feature evaluations.",
+    ),
+    (
+        "stopped",
+        "Examples stopped",
+        "Test examples whose walk crossed the boundary before the last term.",
+    ),
 )
 
 
@@ -367,13 +395,19 @@ class Controls(pn.viewable.Viewer):
             step=0.01,
             value=math.log10(s.delta),
             css_classes=["att-delta"],
-            format=CustomJSTickFormatter(code="return Number((10 ** tick).toPrecision(2)).toString()"),
+            format=CustomJSTickFormatter(
+                code="return Number((10 ** tick).toPrecision(2)).toString()"
+            ),
             sizing_mode="stretch_width",
         )
         self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
         s.param.watch(self._delta_to_slider, "delta")
         self.theta_slider = pn.widgets.FloatSlider.from_param(
-            p.theta, step=0.01, format="0.00", sizing_mode="stretch_width", css_classes=["att-theta"]
+            p.theta,
+            step=0.01,
+            format="0.00",
+            sizing_mode="stretch_width",
+            css_classes=["att-theta"],
         )
         self.seed_input = pn.widgets.IntInput.from_param(
             p.seed, sizing_mode="stretch_width", css_classes=["att-seed"]
@@ -392,7 +426,8 @@ class Controls(pn.viewable.Viewer):
         )
         self.data_upload.param.watch(self._on_data_upload, "value")
         self.model_upload = pn.widgets.FileInput(
-            accept=".skops", sizing_mode="stretch_width",
+            accept=".skops",
+            sizing_mode="stretch_width",
             description="Upload a fitted binary model saved with skops.io.dump (pickles are refused).",
         )
         self.model_upload.param.watch(self._on_model_upload, "value")
@@ -439,7 +474,8 @@ class Controls(pn.viewable.Viewer):
             help_row(w(pn.widgets.RadioButtonGroup, "model_source", **radio), "model_source"),
             w(pn.widgets.Select, "kernel"),
             pn.Row(
-                w(pn.widgets.FloatInput, "C", step=0.1), w(pn.widgets.TextInput, "gamma"),
+                w(pn.widgets.FloatInput, "C", step=0.1),
+                w(pn.widgets.TextInput, "gamma"),
             ),
             pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
             self.model_upload,
@@ -485,18 +521,22 @@ class ExportPanel(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown("### Export the operating point", margin=(0, 10)),
             pn.widgets.FileDownload(
-                callback=self._guarded(json_file), filename="operating_point.json",
+                callback=self._guarded(json_file),
+                filename="operating_point.json",
                 label="Operating point (JSON)",
-                description="Dataset, model fingerprint, boundary, δ, θ, τ and the metrics.", **kw,
+                description="Dataset, model fingerprint, boundary, δ, θ, τ and the metrics.",
+                **kw,
             ),
             pn.widgets.FileDownload(
-                callback=self._guarded(skops_file), filename="attentive_classifier.skops",
+                callback=self._guarded(skops_file),
+                filename="attentive_classifier.skops",
                 label="AttentiveClassifier (skops)",
                 description="A fitted AttentiveClassifier at this operating point, ready to load with skops.",
                 **kw,
             ),
             pn.widgets.FileDownload(
-                callback=self._guarded(s.curves_csv), filename="tradeoff_curves.csv",
+                callback=self._guarded(s.curves_csv),
+                filename="tradeoff_curves.csv",
                 label="Tradeoff curves (CSV)",
                 description="Stop-error, disagreement and mean terms evaluated along every curve.",
                 **kw,

@@ -65,9 +65,23 @@ def server_url(tmp_path_factory):
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "panel", "serve", "app.py", "--address", "127.0.0.1",
-         "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "panel",
+            "serve",
+            "app.py",
+            "--address",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--allow-websocket-origin",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/app"
     deadline = time.monotonic() + 120
@@ -107,9 +121,11 @@ def page(browser):
     problems: list[str] = []
     pg.on(
         "console",
-        lambda m: problems.append(f"console {m.type}: {m.text}")
-        if m.type == "error" and not any(b in m.text for b in BENIGN)
-        else None,
+        lambda m: (
+            problems.append(f"console {m.type}: {m.text}")
+            if m.type == "error" and not any(b in m.text for b in BENIGN)
+            else None
+        ),
     )
     pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     pg.set_default_timeout(60_000)
