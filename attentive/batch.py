@@ -188,8 +188,8 @@ def _split(m: int, step: int, n_jobs: int) -> list[tuple[int, int]]:
     count = -(-m // max(1, step))
     if n_jobs > 1:
         count = min(m, -(-count // n_jobs) * n_jobs)
-    step = -(-m // count)
-    return [(lo, min(m, lo + step)) for lo in range(0, m, step)]
+    edges = (np.arange(count + 1) * m) // count  # sizes differ by at most one row
+    return list(itertools.pairwise(edges.tolist()))
 
 
 # ----------------------------------------------------------------------------- per-walk plan
@@ -490,6 +490,33 @@ def _walk_chunk(source, walk, plan, Xc, schedule: BlockSchedule, thr: _Threshold
     return _Stops(rows=active, U=U, at=at, side=side)
 
 
+def _walk_small(walk: Walk, plan: _Plan, Xp, thr: _Thresholds):
+    """A tiny problem in one go: every term of every example, then the first crossings."""
+    n = plan.ordered_weights.size
+    if plan.sv_augmented is not None and not sp.issparse(Xp):
+        H = _RBFTerms(walk, plan, Xp).X_augmented @ plan.sv_augmented.T
+        np.exp(H, out=H)
+        H *= plan.weight_signs
+    else:
+        H = walk.terms.term_values(Xp, plan.order)
+        H *= plan.ordered_weights
+    U = np.cumsum(H, axis=1)
+    P = U[:, : n - 1]
+    crossed = low = None
+    if thr.lower is not None:
+        low = crossed = P < thr.lower
+    if thr.upper is not None:
+        high = P > thr.upper
+        crossed = high if crossed is None else np.logical_or(low, high, out=high)
+    hit = crossed.any(axis=1)
+    first = np.argmax(crossed, axis=1)
+    at = np.where(hit, first + 1, n)
+    side = hit.astype(np.int8)
+    if low is not None:
+        side[low[np.arange(P.shape[0]), first] & hit] = -1
+    return at, side, U[:, n - 1]
+
+
 # ----------------------------------------------------------------------------- sparse linear
 
 
@@ -515,7 +542,9 @@ def _first_above(T: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> 
     """
     pos = a.copy()
     last = T.shape[1] - 1
-    for k in range(T.shape[0] - 1, -1, -1):
+    # No jump can be longer than the longest query interval.
+    top = min(T.shape[0], int((b - a).max(initial=0)).bit_length())
+    for k in range(top - 1, -1, -1):
         step = 1 << k
         jump = (pos + step <= b) & (T[k, np.minimum(pos, last)] <= v)
         pos[jump] += step
@@ -694,13 +723,13 @@ def evaluate_blocked(
             n_evaluated[lo:hi] = at
             stop_side[lo:hi] = side
             s_n[lo:hi] = U - plan.centring_sums[n - 1]
+    elif block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM:
+        n_evaluated, stop_side, U = _walk_small(walk, plan, Xp, thr)
+        s_n = U - plan.centring_sums[n - 1]
     else:
-        tiny = block_size is None and m * n <= _SMALL_PROBLEM and n <= _TRIANGULAR_MAX
-        schedule = block_schedule(n, n if tiny else block_size)
+        schedule = block_schedule(n, block_size)
         max_block = int(schedule.sizes.max())
-        step = chunk_size or (
-            m if tiny else max(_MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // max_block))
-        )
+        step = chunk_size or max(_MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // max_block))
         source = _term_source(walk, plan, Xp)
 
         def walk_task(lo, hi):

@@ -2,12 +2,14 @@
 
 For each dataset, in one process and interleaved round by round, it times
 
-* ``sklearn``: the fitted model's own ``decision_function``;
+* ``sklearn``: the fitted model's own ``decision_function`` (libsvm / liblinear: one thread);
 * ``full``: ``AttentiveClassifier(boundary="full").decision_function`` (every term);
 * ``attentive``: ``AttentiveClassifier.decision_function`` at the operating point chosen below,
 
-and prints the mean evaluated fraction ``f``, the time ratios, the ideal ratio ``1/f`` and the peak
-memory of each method (numpy allocations traced by ``tracemalloc``). The operating point is chosen
+our two each twice: on one thread (``n_jobs=1``, like scikit-learn) and on all cores (the default,
+``--jobs``), and prints the mean evaluated fraction ``f``, the time ratios at both thread counts,
+the ideal ratio ``1/f`` and the peak memory of each method (numpy allocations traced by
+``tracemalloc``). The operating point is chosen
 on the benchmark's own test examples: for every boundary family (constant or curved, lower, upper
 or both sides) and every δ of a grid, evaluate and measure the disagreement with the full decision;
 keep the lowest ``f`` whose disagreement is ≤ ``--disagreement`` (1%). It then times the attentive
@@ -59,7 +61,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=1,
-        help="BLAS threads for our evaluation (scikit-learn's libsvm uses one); default 1",
+        help="BLAS threads outside our thread pool (scikit-learn's libsvm uses one); default 1",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="threads of the 'all cores' runs (default: what evaluate() uses by default)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="small problems and few rounds (< 60 s, for CI)"
@@ -85,7 +93,7 @@ def _problem(name: str, quick: bool) -> _Problem:
         ds = load_dataset("digits-2v5")
         model = SVC(C=1.0, gamma="scale")
     elif name == "synthetic":
-        sizes = dict(n_train=1500, n_test=2000) if quick else dict(n_train=3000, n_test=10000)
+        sizes = dict(n_train=1500, n_test=2000) if quick else dict(n_train=3500, n_test=10000)
         ds = load_dataset("synthetic", **sizes)
         model = SVC(C=1.0, gamma="scale")
     else:
@@ -162,6 +170,7 @@ def _peak_mb(fn) -> float:
 
 def _bench_dataset(name: str, args) -> dict:
     from attentive.estimator import AttentiveClassifier
+    from attentive.evaluation import evaluation_options
 
     p = _problem(name, args.quick)
     full = AttentiveClassifier(p.model, boundary="full", random_state=0).fit(p.X_train, p.y_train)
@@ -176,10 +185,20 @@ def _bench_dataset(name: str, args) -> dict:
             p.model, boundary=op["family"], side=op["side"], delta=op["delta"], random_state=0
         ).fit(p.X_train, p.y_train)
     att_eval = att.evaluate(X)
+
+    def threaded(clf, jobs):
+        def call():
+            with evaluation_options(n_jobs=jobs):
+                return clf.decision_function(X)
+
+        return call
+
     methods = {
         "sklearn": lambda: p.model.decision_function(X),
-        "full": lambda: full.decision_function(X),
-        "attentive": lambda: att.decision_function(X),
+        "full_1": threaded(full, 1),
+        "attentive_1": threaded(att, 1),
+        "full": threaded(full, args.jobs),
+        "attentive": threaded(att, args.jobs),
     }
     t = _time_interleaved(methods, args.rounds)
     peak = {k: _peak_mb(fn) for k, fn in methods.items()}
@@ -195,10 +214,16 @@ def _bench_dataset(name: str, args) -> dict:
         "full_vs_sklearn_max_abs_diff": float(np.max(np.abs(full_eval.decision - sk))),
         "full_labels_match_sklearn": bool(np.array_equal(full_eval.labels, p.model.predict(X))),
         "seconds": t,
+        "n_jobs": args.jobs,
         "full_over_sklearn": t["full"] / t["sklearn"],
         "attentive_over_full": t["attentive"] / t["full"],
         "target_attentive_over_full": f + 0.15,
         "sklearn_over_attentive": t["sklearn"] / t["attentive"],
+        "one_thread": {
+            "full_over_sklearn": t["full_1"] / t["sklearn"],
+            "attentive_over_full": t["attentive_1"] / t["full_1"],
+            "sklearn_over_attentive": t["sklearn"] / t["attentive_1"],
+        },
         "peak_mb": peak,
     }
 
@@ -231,12 +256,17 @@ def _line(name: str, r: dict) -> str:
         if op["family"] == "full"
         else f"{op['family']} {op['side']} δ={op['delta']:.3g}"
     )
-    s = r["seconds"]
+    s, one = r["seconds"], r["one_thread"]
     return (
         f"{name}: {r['n_terms']} terms, {r['n_test']} examples | operating point {where}, "
         f"disagreement {r['disagreement']:.4f}, f={r['f']:.3f}, ideal 1/f={r['ideal_ratio']:.2f}\n"
-        f"  time: sklearn {s['sklearn'] * 1e3:.1f} ms, full {s['full'] * 1e3:.1f} ms, "
-        f"attentive {s['attentive'] * 1e3:.1f} ms | full/sklearn={r['full_over_sklearn']:.3f}, "
+        f"  time: sklearn (1 thread) {s['sklearn'] * 1e3:.1f} ms\n"
+        f"  1 thread:  full {s['full_1'] * 1e3:.1f} ms, attentive {s['attentive_1'] * 1e3:.1f} ms"
+        f" | full/sklearn={one['full_over_sklearn']:.3f}, "
+        f"attentive/full={one['attentive_over_full']:.3f}, "
+        f"sklearn/attentive={one['sklearn_over_attentive']:.1f}x\n"
+        f"  {r['n_jobs']} threads: full {s['full'] * 1e3:.1f} ms, attentive {s['attentive'] * 1e3:.1f} ms"
+        f" | full/sklearn={r['full_over_sklearn']:.3f}, "
         f"attentive/full={r['attentive_over_full']:.3f} (target ≤ f+0.15 = "
         f"{r['target_attentive_over_full']:.3f}), sklearn/attentive={r['sklearn_over_attentive']:.1f}x\n"
         f"  peak traced MB: " + ", ".join(f"{k} {v:.1f}" for k, v in r["peak_mb"].items())
@@ -245,15 +275,25 @@ def _line(name: str, r: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print one summary per dataset, then one JSON line."""
+    import os
+
     from threadpoolctl import threadpool_limits
 
+    from attentive.batch import default_n_jobs
     from attentive.errors import InvalidParameterError
 
-    if args.rounds < 1 or args.threads < 1:
-        raise InvalidParameterError("--rounds and --threads must be positive integers.")
+    if args.rounds < 1 or args.threads < 1 or (args.jobs is not None and args.jobs < 1):
+        raise InvalidParameterError("--rounds, --threads and --jobs must be positive integers.")
     rounds = min(args.rounds, 3) if args.quick else args.rounds
     args.rounds = rounds
-    results: dict = {"datasets": {}, "threads": args.threads, "rounds": rounds}
+    args.jobs = args.jobs or default_n_jobs()
+    results: dict = {
+        "datasets": {},
+        "threads": args.threads,
+        "n_jobs": args.jobs,
+        "rounds": rounds,
+        "load_average_before": list(os.getloadavg()),
+    }
     with threadpool_limits(args.threads):
         for name in args.datasets:
             r = _bench_dataset(name, args)
@@ -267,6 +307,12 @@ def run(args: argparse.Namespace) -> int:
         f"sweep only {sweep['seconds']['sweep_only'] * 1e3:.2f} ms (target ≤ 30 ms)"
     )
     results["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    results["load_average_after"] = list(os.getloadavg())
+    print(
+        f"threads: {args.jobs} for the 'all cores' runs, BLAS {args.threads}; load average "
+        f"{results['load_average_before'][0]:.2f} before, {results['load_average_after'][0]:.2f} "
+        f"after ({os.cpu_count()} CPUs)"
+    )
     results["operating_point_rule"] = (
         f"lowest f over boundary families × δ grid with disagreement ≤ {args.disagreement} "
         "on the benchmark's own test examples"

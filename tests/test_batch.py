@@ -201,3 +201,147 @@ def test_bench_quick_prints_parsable_json_with_full_matching_sklearn(capsys):
     assert digits["disagreement"] <= 0.01
     assert 0 < digits["f"] <= 1
     assert result["sweep"]["n_taus"] == 200
+
+
+# ----------------------------------------------------------------------------- speed paths
+
+
+@pytest.fixture(scope="module")
+def sparse_problem():
+    """Sparse rows over many features (text-like), with empty rows and a last-feature non-zero."""
+    rng = np.random.default_rng(5)
+    n_rows, n_features = 900, 400
+    X = sp.random(n_rows, n_features, density=0.04, random_state=rng, format="csr")
+    X.data = rng.exponential(size=X.data.size)
+    w_true = rng.normal(size=n_features)
+    y = (X @ w_true + 0.3 * rng.normal(size=n_rows) > 0).astype(int)
+    X = X.tolil()
+    X[600, :] = 0.0  # an evaluated row with no non-zero at all
+    X[601, n_features - 1] = 2.5  # ... and one whose only non-zero is a late feature
+    X = X.tocsr()
+    X.eliminate_zeros()
+    return X[:500], y[:500], X[500:]
+
+
+def _sparse_boundaries(walk, S, theta_s, X_ref, y_ref):
+    out = {
+        f"quantile-{side}": _quantile_boundary(S, side, q=0.2)
+        for side in ("lower", "upper", "both")
+    }
+    pos = reference_statistics(walk, X_ref[y_ref == 1])
+    neg = reference_statistics(walk, X_ref[y_ref == 0])
+    for side in ("lower", "upper", "both"):
+        out[f"curved-{side}"] = curved_boundary(pos, 0.1, theta_s, side, upper_stats=neg)
+    return out
+
+
+@pytest.mark.parametrize("model", ["linearsvc", "logistic"])
+def test_sparse_linear_walk_matches_reference(sparse_problem, model):
+    X, y, Xt = sparse_problem
+    est = LinearSVC(C=0.5) if model == "linearsvc" else LogisticRegression(C=2.0)
+    walk = _walk(est.fit(X, y), X, y, centering="all")
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    for name, boundary in _sparse_boundaries(walk, S, theta_s, X, y).items():
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        assert ref.stopped.any(), name
+        for kwargs in ({}, {"chunk_size": 37, "n_jobs": 2}, {"n_jobs": 3}):
+            _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, **kwargs), ref)
+
+
+def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
+    X, y, Xt = sparse_problem
+    model = LinearSVC(C=0.5).fit(X, y)
+    walk = _walk(model, X, y, centering="all")
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    for budget in (1, 57, walk.n_terms):
+        boundary = budget_boundary(walk.n_terms, budget)
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s), ref)
+    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+
+
+def test_sparse_table_queries_against_brute_force():
+    from attentive.batch import _first_above, _sparse_table
+
+    rng = np.random.default_rng(11)
+    g = rng.normal(size=97)
+    g[rng.integers(0, 97, 10)] = -np.inf
+    T = _sparse_table(g)
+    a = rng.integers(0, 97, 500)
+    b = np.minimum(97, a + rng.integers(0, 60, 500))
+    v = rng.normal(size=500)
+    got = _first_above(T, a, b, v)
+    for i in range(500):
+        above = np.flatnonzero(g[a[i] : b[i]] > v[i])
+        assert got[i] == (a[i] + above[0] if above.size else b[i])
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_threads_give_identical_results(problem, n_jobs):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    for boundary in (
+        _quantile_boundary(S, "both"),
+        full_boundary(walk.n_terms),
+        budget_boundary(walk.n_terms, 23),
+    ):
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        _assert_same(
+            evaluate_blocked(walk, Xt, boundary, theta_s, chunk_size=41, n_jobs=n_jobs), ref
+        )
+    with evaluation_options(n_jobs=n_jobs, chunk_size=50):
+        boundary = _quantile_boundary(S, "lower")
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        _assert_same(evaluate(walk, Xt, boundary, theta_s), ref)
+
+
+def test_tiny_problem_path_matches_reference(problem):
+    X, y, Xt = problem
+    for model, centering in ((SVC(gamma=0.3), "positive"), (LinearSVC(C=0.5), "all")):
+        walk = _walk(model.fit(X, y), X, y, centering=centering)
+        S = walk.partial_scores(Xt[:20])  # 20 × n terms: the one-tile path
+        theta_s = walk.theta_s(0.0)
+        for side in ("lower", "upper", "both"):
+            boundary = _quantile_boundary(S, side, q=0.3)
+            ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+            _assert_same(evaluate_blocked(walk, Xt[:20], boundary, theta_s), ref)
+
+
+def test_default_threads_from_environment(monkeypatch):
+    from attentive.batch import default_n_jobs
+
+    monkeypatch.setenv("ATTENTIVE_N_JOBS", "3")
+    assert default_n_jobs() == 3
+    monkeypatch.delenv("ATTENTIVE_N_JOBS")
+    assert 1 <= default_n_jobs() <= 8
+    for bad in ("0", "-2", "many"):
+        monkeypatch.setenv("ATTENTIVE_N_JOBS", bad)
+        with pytest.raises(InvalidParameterError, match="ATTENTIVE_N_JOBS"):
+            default_n_jobs()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_thread_counts_are_rejected(problem, bad):
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), 0.0, n_jobs=bad)
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        evaluation_options(n_jobs=bad).__enter__()
+
+
+def test_split_covers_rows_in_a_multiple_of_the_thread_count():
+    from attentive.batch import _split
+
+    for m, step, jobs in [(10, 3, 1), (10, 3, 2), (10000, 8192, 2), (5, 100, 4), (1, 1, 3)]:
+        ranges = _split(m, step, jobs)
+        covered = np.concatenate([np.arange(lo, hi) for lo, hi in ranges])
+        np.testing.assert_array_equal(covered, np.arange(m))
+        assert all(hi - lo <= max(step, 1) for lo, hi in ranges)
+        if jobs > 1 and m >= jobs:
+            assert len(ranges) % jobs == 0
