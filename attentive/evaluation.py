@@ -193,9 +193,7 @@ def evaluate(
 
 
 # (chunk_size, block_size, n_jobs) set by evaluation_options; None means automatic.
-_OPTIONS: ContextVar[tuple] = ContextVar(
-    "attentive_evaluation_options", default=(None, None, None)
-)
+_OPTIONS: ContextVar[tuple] = ContextVar("attentive_evaluation_options", default=(None, None, None))
 
 
 @contextmanager
