@@ -123,7 +123,9 @@ def _running_records(run: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarr
     ends[np.flatnonzero(np.diff(rows))] = width
     ends[-1:] = width
     values = sign * run.ravel()[flat]
-    order = np.argsort(values, kind="stable")
+    # Equal values are either all ≥ τ or all < τ, so their order is irrelevant: the unstable
+    # sort is about twice as fast.
+    order = np.argsort(values)
     cumlen = np.zeros(values.size + 1, dtype=np.int64)
     np.cumsum((ends - cols)[order], out=cumlen[1:])
     return values[order], cumlen
