@@ -392,7 +392,7 @@ class DashboardState(param.Parameterized):
             f"bridge variance V = {walks.variance:.4g}"
         )
         self.dataset_info = (
-            f"**{inputs['dataset'].removeprefix(UPLOAD_PREFIX)}**: positive class = "
+            f"**{inputs['dataset'].removeprefix(UPLOAD_PREFIX)}**: positive class: "
             f"{ds.positive_meaning}; {walks.S.shape[0]:,} test examples "
             f"({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features."
         )
@@ -463,8 +463,8 @@ class DashboardState(param.Parameterized):
                 raise DataError(f"{filename or 'the upload'} is empty.")
             if len(data) > limit:
                 raise DataError(
-                    f"{filename} is {len(data) / 2**20:.1f} MB, over the upload limit of "
-                    f"{limit / 2**20:.0f} MB (set ATTENTIVE_MAX_UPLOAD_MB to change it)."
+                    f"{filename} is {len(data) / 2**20:.3g} MB, over the upload limit of "
+                    f"{limit / 2**20:.3g} MB (set ATTENTIVE_MAX_UPLOAD_MB to change it)."
                 )
         except AttentiveError as exc:
             self.report(exc)
