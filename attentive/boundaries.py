@@ -131,6 +131,11 @@ class ReferenceStats:
         ``M_t`` and ``D_t``: mean and standard deviation over the set of ``R_t = S_n − S_t`` for
         ``t = 1..n`` (so the last entries are 0).
     n_reference : int
+    score_mean, score_var : float
+        Mean and variance of ``S_n`` over the set.
+    remainder_score_cov : ndarray of shape (n_terms,)
+        ``Cov(R_t, S_n)`` over the set; with the above it gives every moment of ``(S_t, S_n)``
+        (``S_t = S_n − R_t``), e.g. for the regression of ``S_n`` on ``S_t``.
     """
 
     variance_terms: float
@@ -140,6 +145,9 @@ class ReferenceStats:
     remainder_mean: np.ndarray
     remainder_std: np.ndarray
     n_reference: int
+    score_mean: float
+    score_var: float
+    remainder_score_cov: np.ndarray
 
     @property
     def variance_independent(self) -> float:
@@ -168,6 +176,12 @@ class ReferenceStats:
 
         tm, tv = pooled(a.term_mean, a.term_var, b.term_mean, b.term_var)
         rm, rv = pooled(a.remainder_mean, a.remainder_std**2, b.remainder_mean, b.remainder_std**2)
+        sm, sv = pooled(a.score_mean, a.score_var, b.score_mean, b.score_var)
+        cov = (
+            fa * a.remainder_score_cov
+            + fb * b.remainder_score_cov
+            + fa * fb * (a.remainder_mean - b.remainder_mean) * (a.score_mean - b.score_mean)
+        )
         return ReferenceStats(
             variance_terms=fa * a.variance_terms + fb * b.variance_terms,
             term_mean=_frozen(tm),
@@ -176,6 +190,9 @@ class ReferenceStats:
             remainder_mean=_frozen(rm),
             remainder_std=_frozen(np.sqrt(rv)),
             n_reference=n,
+            score_mean=float(sm),
+            score_var=float(sv),
+            remainder_score_cov=_frozen(cov),
         )
 
 
@@ -191,29 +208,36 @@ def reference_statistics(walk: Walk, X_ref) -> ReferenceStats:
     if m == 0:
         raise InvalidParameterError("the reference set is empty.")
     v_terms = 0.0
-    sums = np.zeros((4, n))  # Σ X, Σ X², Σ R, Σ R² (shifted)
-    shift_x = shift_r = None
+    sums = np.zeros((5, n))  # Σ X, Σ X², Σ R, Σ R², Σ R·S_n (all shifted)
+    sn_sum = sn_sq = 0.0
+    shift_x = shift_r = shift_n = None
     for rows in _row_chunks(m, n):
-        contrib = walk.contributions(Xp[rows])
+        values = walk.terms.term_values(Xp[rows], walk.order)  # h_{π(k)}(x), computed once
+        contrib = (values - walk.ordered_mu) * walk.ordered_weights
         s_n = contrib.sum(axis=1)
         v_terms += float(((contrib - (s_n / n)[:, None]) ** 2).sum())
-        values = walk.terms.term_values(Xp[rows], walk.order)
         R = s_n[:, None] - np.cumsum(contrib, axis=1)
         if shift_x is None:
-            shift_x, shift_r = values.mean(axis=0), R.mean(axis=0)
+            shift_x, shift_r, shift_n = values.mean(axis=0), R.mean(axis=0), float(s_n.mean())
         values -= shift_x
         R -= shift_r
+        s_n -= shift_n
         sums[0] += values.sum(axis=0)
         sums[1] += (values * values).sum(axis=0)
         sums[2] += R.sum(axis=0)
         sums[3] += (R * R).sum(axis=0)
-    mean_x, mean_r = sums[0] / m, sums[2] / m
+        sums[4] += s_n @ R
+        sn_sum += float(s_n.sum())
+        sn_sq += float(s_n @ s_n)
+    mean_x, mean_r, mean_n = sums[0] / m, sums[2] / m, sn_sum / m
     var_x = np.maximum(sums[1] / m - mean_x**2, 0.0)
     var_r = np.maximum(sums[3] / m - mean_r**2, 0.0)
+    cov_rn = sums[4] / m - mean_r * mean_n
     remainder_mean = mean_r + shift_r
     remainder_std = np.sqrt(var_r)
     remainder_mean[-1] = 0.0
     remainder_std[-1] = 0.0
+    cov_rn[-1] = 0.0
     return ReferenceStats(
         variance_terms=v_terms / m,
         term_mean=_frozen(mean_x + shift_x - walk.ordered_mu),
@@ -222,6 +246,9 @@ def reference_statistics(walk: Walk, X_ref) -> ReferenceStats:
         remainder_mean=_frozen(remainder_mean),
         remainder_std=_frozen(remainder_std),
         n_reference=m,
+        score_mean=mean_n + shift_n,
+        score_var=max(sn_sq / m - mean_n**2, 0.0),
+        remainder_score_cov=_frozen(cov_rn),
     )
 
 

@@ -43,7 +43,6 @@ from attentive.boundaries import (
     curved_boundary,
 )
 from attentive.errors import InvalidParameterError
-from attentive.walk import Walk, _row_chunks
 
 __all__ = [
     "FAMILIES",
@@ -168,41 +167,28 @@ class RegressionStats:
     n_reference: int
 
 
-def regression_statistics(walk: Walk, X_ref) -> RegressionStats:
-    """Fit ``S_n ≈ a_t + b_t S_t`` for every t on the reference examples ``X_ref`` (in chunks)."""
-    Xp = walk.prepare(X_ref)
-    m, n = Xp.shape[0], walk.n_terms
-    if m == 0:
-        raise InvalidParameterError("the reference set is empty.")
-    sums = np.zeros((3, n))  # Σ S_t, Σ S_t², Σ S_t S_n (shifted)
-    sn_sum = sn_sq = 0.0
-    shift = shift_n = None
-    for rows in _row_chunks(m, n):
-        S = walk.partial_scores(Xp[rows], prepared=True)
-        if shift is None:
-            # Moments around a first-chunk estimate, so that variances survive cancellation.
-            shift, shift_n = S.mean(axis=0), float(S[:, -1].mean())
-        S -= shift
-        s_n = S[:, -1] + (shift[-1] - shift_n)
-        sums[0] += S.sum(axis=0)
-        sums[1] += (S * S).sum(axis=0)
-        sums[2] += (S * s_n[:, None]).sum(axis=0)
-        sn_sum += float(s_n.sum())
-        sn_sq += float(s_n @ s_n)
-    mean_t, mean_n = sums[0] / m, sn_sum / m
-    var_t = np.maximum(sums[1] / m - mean_t**2, 0.0)
-    cov = sums[2] / m - mean_t * mean_n
-    var_n = max(sn_sq / m - mean_n**2, 0.0)
+def regression_statistics(stats: ReferenceStats) -> RegressionStats:
+    """Least-squares lines ``S_n ≈ a_t + b_t S_t`` for every t, from a set's moments.
+
+    With ``S_t = S_n − R_t``: ``Var S_t = Var S_n − 2 Cov(R_t, S_n) + D_t²`` and
+    ``Cov(S_t, S_n) = Var S_n − Cov(R_t, S_n)``, so :func:`reference_statistics` already holds
+    everything the regression needs — no extra pass over the reference examples.
+    """
+    var_n = stats.score_var
+    cov_rn = np.asarray(stats.remainder_score_cov)
+    mean_t = stats.score_mean - np.asarray(stats.remainder_mean)
+    var_t = np.maximum(var_n - 2.0 * cov_rn + np.asarray(stats.remainder_std) ** 2, 0.0)
+    cov = var_n - cov_rn
     ok = var_t > 1e-12 * max(var_n, 1e-300)
     slope = np.where(ok, cov / np.where(ok, var_t, 1.0), 0.0)
-    intercept = (mean_n + shift_n) - slope * (mean_t + shift)
+    intercept = stats.score_mean - slope * mean_t
     residual_var = np.maximum(var_n - slope * cov, 0.0)
     slope[-1], intercept[-1], residual_var[-1] = 1.0, 0.0, 0.0
     return RegressionStats(
         intercept=_frozen(intercept),
         slope=_frozen(slope),
         residual_std=_frozen(np.sqrt(residual_var)),
-        n_reference=m,
+        n_reference=stats.n_reference,
     )
 
 

@@ -281,14 +281,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             "positive": reference_statistics(self.walk_, X[np.flatnonzero(is_pos)]),
             "negative": reference_statistics(self.walk_, X[np.flatnonzero(~is_pos)]),
         }
-        if ref_mask.all():
-            self.reference_stats_ = ReferenceStats.pool(
-                self.class_stats_["positive"], self.class_stats_["negative"]
-            )
-        else:
-            self.reference_stats_ = self.class_stats_["positive"]
+        pooled = ReferenceStats.pool(self.class_stats_["positive"], self.class_stats_["negative"])
+        self.reference_stats_ = pooled if ref_mask.all() else self.class_stats_["positive"]
         # For the regression family of calibrate(): E[S_n | S_t] over every reference example.
-        self.regression_stats_ = regression_statistics(self.walk_, X)
+        self.regression_stats_ = regression_statistics(pooled)
         self.n_terms_ = self.terms_.n_terms
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)

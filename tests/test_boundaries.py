@@ -116,6 +116,10 @@ def test_reference_statistics_match_brute_force(walk_and_reference, monkeypatch)
     np.testing.assert_allclose(stats.remainder_mean, R.mean(axis=0), atol=1e-10)
     np.testing.assert_allclose(stats.remainder_std, R.std(axis=0), atol=1e-8)
     assert stats.remainder_std[-1] == 0.0 and stats.remainder_mean[-1] == 0.0
+    assert stats.score_mean == pytest.approx(s_n.mean(), rel=1e-9, abs=1e-12)
+    assert stats.score_var == pytest.approx(s_n.var(), rel=1e-9)
+    cov = ((R - R.mean(axis=0)) * (s_n - s_n.mean())[:, None]).mean(axis=0)
+    np.testing.assert_allclose(stats.remainder_score_cov, cov, atol=1e-9)
 
 
 def test_pooled_statistics_equal_statistics_of_union(walk_and_reference):
@@ -127,6 +131,9 @@ def test_pooled_statistics_equal_statistics_of_union(walk_and_reference):
     assert pooled.variance_independent == pytest.approx(union.variance_independent, rel=1e-9)
     np.testing.assert_allclose(pooled.remainder_mean, union.remainder_mean, atol=1e-10)
     np.testing.assert_allclose(pooled.remainder_std, union.remainder_std, atol=1e-8)
+    assert pooled.score_mean == pytest.approx(union.score_mean, rel=1e-9)
+    assert pooled.score_var == pytest.approx(union.score_var, rel=1e-9)
+    np.testing.assert_allclose(pooled.remainder_score_cov, union.remainder_score_cov, atol=1e-9)
 
 
 def test_constant_boundary_arrays():
