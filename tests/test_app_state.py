@@ -359,3 +359,187 @@ def test_trajectory_sample_is_bounded(state):
     x2, _ = state.figures.trajectories["positive"]
     n_walks = int((x == 0).sum() + (x2 == 0).sum())  # every walk starts at t = 0
     assert n_walks == min(state.walks.y_test.size, MAX_TRAJECTORIES)
+
+
+# ----------------------------------------------------------------------------- calibrated boundary
+
+
+@pytest.fixture
+def synthetic_state():
+    """The synthetic problem: 1,500 training examples, so 450 calibrate (enough for δ = 1%)."""
+    s = DashboardState(dataset="synthetic")
+    assert s.last_error == ""
+    return s
+
+
+def _calibration_split(ds, seed):
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(
+        ds.X_train, ds.y_train, test_size=0.3, stratify=ds.y_train, random_state=seed
+    )
+
+
+def test_calibrated_boundary_is_offered_and_refits_without_the_calibration_part(state):
+    from sklearn.base import clone
+
+    assert "calibrated" in state.param.boundary.objects
+    full_model = state.walks.estimator.estimator_
+    state.boundary = "calibrated"
+    assert state.last_error == "" and state.side == "both"  # the app's choice for calibrated
+    w, ds = state.walks, load_dataset("digits-2v5")
+    X_fit, X_cal, y_fit, _ = _calibration_split(ds, 0)
+    assert w.n_fit == len(y_fit) and w.calibration_S.shape == (X_cal.shape[0], w.n_terms)
+    assert not w.calibration_S.flags.writeable
+    # The model was trained again on the fit part only: same as fitting it here from scratch.
+    model = w.estimator.estimator_
+    expected = clone(full_model).fit(X_fit, y_fit)
+    np.testing.assert_allclose(
+        model.decision_function(ds.X_test), expected.decision_function(ds.X_test), rtol=1e-9
+    )
+    assert model.n_support_.sum() != full_model.n_support_.sum() or not np.allclose(
+        model.decision_function(ds.X_test), full_model.decision_function(ds.X_test)
+    )
+    # The held-out scores are that model's partial scores of the calibration examples.
+    np.testing.assert_allclose(w.calibration_S, w.walk.partial_scores(X_cal), rtol=1e-12)
+    state.boundary = "constant"  # back to the walk of the whole training part
+    assert state.walks.estimator.estimator_ is full_model and state.walks.calibration_S is None
+
+
+def test_calibration_table_matches_calibrate_scale_on_the_same_split(synthetic_state):
+    from sklearn.base import clone
+
+    from attentive.calibration import calibrate_scale, grid_outcomes
+    from attentive.evaluation import apply_boundary
+
+    s = synthetic_state
+    s.param.update(boundary="calibrated", delta=0.02, alpha=0.1, theta=0.1, seed=3)
+    assert s.last_error == ""
+    f, w = s.figures, s.walks
+    ds = load_dataset("synthetic")
+    X_fit, X_cal, y_fit, _ = _calibration_split(ds, 3)
+    # From scratch: the estimator on the fit part, then the core's scan on the held-out part.
+    template = clone(w.estimator.estimator_)
+    est = AttentiveClassifier(
+        template, boundary="curved", side="both", threshold=0.1, random_state=3
+    ).fit(X_fit, y_fit)
+    S_cal = est.walk_.partial_scores(X_cal)
+    report = calibrate_scale(
+        grid_outcomes(S_cal, est.boundary_family()), delta=0.02, alpha=0.1, side="both"
+    )
+    table = f.calibration_table
+    np.testing.assert_array_equal(table["z"], report.grid)
+    np.testing.assert_array_equal(table["k (disagree)"], report.counts)
+    np.testing.assert_allclose(table["U (bound)"], report.upper_bounds, rtol=1e-12)
+    np.testing.assert_allclose(table["evaluated"], report.evaluated_fraction, rtol=1e-12)
+    assert list(table["status"]) == list(report.status())
+    assert f.calibration.chosen_scale == report.chosen_scale is not None
+    assert table.loc[table["chosen"], "z"].tolist() == [report.chosen_scale]
+    # k at the chosen scale, counted by applying that boundary to every calibration walk.
+    ev = apply_boundary(S_cal, est.boundary_family().boundary(report.chosen_scale), est.theta_s_)
+    k = int(np.sum(ev.positive != (S_cal[:, -1] >= est.theta_s_)))
+    assert k == report.counts[report.chosen_index]
+    # The operating point uses that boundary on the test walks.
+    ev_test = apply_boundary(
+        np.asarray(w.S), est.boundary_family().boundary(report.chosen_scale), est.theta_s_
+    )
+    assert f.operating_point["mean_evaluated"] == pytest.approx(ev_test.n_evaluated.mean())
+    assert f.metrics["n_stopped"] == int(ev_test.stopped.sum())
+
+
+def test_guarantee_is_stated_in_words_with_delta_and_alpha(synthetic_state):
+    s = synthetic_state
+    s.param.update(boundary="calibrated", delta=0.01, alpha=0.05)
+    r = s.figures.calibration
+    assert not r.fallback and r.m == 450
+    assert r.guarantee.startswith("Disagreement ≤ δ with probability ≥ 1 − α")
+    assert "at least 95%" in r.guarantee and "at most 1%" in r.guarantee
+    assert "m = 450 of the 1,500 training examples" in s.figures.calibration_note
+    point = json.loads(s.operating_point_json())
+    assert point["alpha"] == 0.05 and point["calibration"]["guarantee"] == r.guarantee
+    assert point["calibration"]["z"] == r.chosen_scale and point["calibration"]["n_fit"] == 1050
+
+
+def test_small_calibration_set_falls_back_to_full_evaluation(state):
+    state.param.update(boundary="calibrated", delta=0.01)
+    f = state.figures
+    r = f.calibration
+    assert r.m == 76 < r.minimum_size == 299 and r.fallback
+    assert "76 calibration examples; at least 299 are needed" in r.guarantee
+    assert f.metrics["n_stopped"] == 0 and f.metrics["mean_evaluated"] == state.walks.n_terms
+    assert f.metrics["disagreement"] == 0
+    assert f.calibration_table["status"].iloc[0] == "failed"
+    assert not f.calibration_table["chosen"].any()
+    # The exported classifier falls back too.
+    clf = state.classifier()
+    assert clf.calibration_.fallback and clf.boundary_.kind == "full"
+
+
+@pytest.mark.parametrize(("delta", "theta"), [(0.02, 0.1), (0.001, 0.0)])
+def test_exported_calibrated_classifier_reproduces_the_dashboard(synthetic_state, delta, theta):
+    s = synthetic_state
+    s.param.update(boundary="calibrated", delta=delta, theta=theta, seed=5, alpha=0.1)
+    f = s.figures
+    blob = s.classifier_bytes()
+    clf = sio.loads(blob, trusted=sio.get_untrusted_types(data=blob))
+    assert clf.boundary == "calibrated" and clf.side_ == "both"
+    assert clf.calibration_.chosen_scale == f.calibration.chosen_scale
+    np.testing.assert_array_equal(clf.calibration_.counts, f.calibration.counts)
+    ev = clf.evaluate(load_dataset("synthetic").X_test)
+    assert ev.n_evaluated.mean() == pytest.approx(f.operating_point["mean_evaluated"])
+    assert int(ev.stopped.sum()) == f.metrics["n_stopped"]
+    full = s.walks.S[:, -1] >= f.theta_s
+    assert np.mean(ev.positive != full) == pytest.approx(f.metrics["disagreement"])
+    y = s.walks.y_test.astype(bool)
+    assert np.mean(ev.positive == y) == pytest.approx(f.metrics["accuracy_attentive"])
+
+
+def test_calibrated_walk_builds_in_the_background_without_stale_figures():
+    jobs = []
+    s = DashboardState()
+    s.executor = lambda job, done, fail: jobs.append((job, done, fail))
+    figures = s.figures
+    s.boundary = "calibrated"
+    assert len(jobs) == 1 and s.figures is figures  # waits for the refit walk
+    s.delta = 0.2  # a move while it builds: no error, applied when the walk arrives
+    assert len(jobs) == 1 and s.last_error == ""
+    job, done, _ = jobs[0]
+    done(job())
+    assert s.figures.calibration is not None and s.figures.calibration.delta == 0.2
+    s.boundary = "budget"
+    assert len(jobs) == 2  # the walk of the whole training part again
+    s.boundary = "calibrated"  # the pending build is not wanted any more
+    job, done, _ = jobs[1]
+    done(job())
+    assert s.walks.calibration_S is not None and s.figures.calibration is not None
+
+
+def test_library_messages_are_worded_for_the_dashboard(state):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.svm import SVC
+
+    from attentive.data import load_user_file
+    from attentive.errors import DataError, UntrustedModelError
+    from attentive.models import load_model
+
+    data = _csv(list(range(3)) * 40, np.random.default_rng(0))
+    with pytest.raises(DataError) as info:
+        load_user_file(data, filename="three.csv")
+    assert "(positive_class=...)" in str(info.value)  # the library's words stay
+    assert not state.upload_dataset(data, "three.csv")
+    assert "choose a positive class in the 'Positive class (uploads)' field" in state.last_error
+    assert "positive_class=" not in state.last_error
+
+    ds = load_dataset("digits-2v5")
+    model = make_pipeline(FunctionTransformer(abs), SVC()).fit(ds.X_train, ds.y_train)
+    blob = sio.dumps(model)
+    with pytest.raises(UntrustedModelError) as info:
+        load_model(blob)
+    assert "Trusted beyond" in str(info.value)
+    assert not state.upload_model(blob, "abs.skops")
+    for name in sio.get_untrusted_types(data=blob):
+        if "abs" in name:
+            assert name in state.last_error
+    assert "Trusted beyond" not in state.last_error and "sklearn.svm" not in state.last_error
+    assert state.last_error.endswith("See docs/robustness.md for the types attentive trusts.")

@@ -13,6 +13,7 @@ side and θ. Nothing here imports Panel.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import train_test_split
 
 from attentive.boundaries import ReferenceStats, constant_threshold
 from attentive.estimator import AttentiveClassifier
@@ -33,6 +36,8 @@ __all__ = [
     "SweepBundle",
     "WalkBundle",
     "cached",
+    "calibration_split",
+    "calibration_walk_bundle",
     "clear_caches",
     "content_hash",
     "frozen",
@@ -51,6 +56,8 @@ MAX_TRAJECTORIES = 500
 # The Brownian-bridge simulation behind the theory check: modest, so it runs in well under a second.
 SIMULATION_N = 200
 SIMULATION_PATHS = 20_000
+# The part of the training split held out for the calibrated boundary: the estimator's default.
+CALIBRATION_SIZE = 0.3
 
 
 class _LRU:
@@ -186,7 +193,8 @@ class WalkBundle:
     models : ModelBundle
         The dataset and model it was built from.
     estimator : AttentiveClassifier
-        Fitted with ``boundary="full"`` on the training part (the reference set): its walk, its
+        Fitted with ``boundary="full"`` on the training part (the reference set; for the
+        calibrated boundary's walk, the training part without the calibration examples): its walk, its
         reference and per-class statistics are exactly what an exported classifier uses.
     walk : Walk
     S : ndarray (n_test, n_terms), read-only
@@ -203,6 +211,11 @@ class WalkBundle:
         ``{"positive", "negative", "reference"}`` → :class:`ReferenceStats`.
     full_pr : PRCurve
         Precision–recall of the full score.
+    calibration_S : ndarray (m, n_terms) or None, read-only
+        For the calibrated boundary's walk only: partial scores of the calibration examples held
+        out of the training part (:func:`calibration_walk_bundle`).
+    n_fit : int
+        Training examples the model (if trained here), μ and the reference statistics came from.
     """
 
     key: tuple
@@ -216,6 +229,8 @@ class WalkBundle:
     variance: float
     stats: dict[str, ReferenceStats]
     full_pr: Any
+    calibration_S: np.ndarray | None = None
+    n_fit: int = 0
 
     @property
     def n_terms(self) -> int:
@@ -229,38 +244,88 @@ class WalkBundle:
 def walk_bundle(models: ModelBundle, centering: str, seed: int) -> WalkBundle:
     """Fix centering and order on the training part and compute the test partial scores once."""
     key = (models.key, centering, int(seed))
+    ds = models.dataset
+    return cached(
+        "walk",
+        key,
+        lambda: _build_walk(key, models, models.model, ds.X_train, ds.y_train, centering, seed),
+    )
+
+
+def calibration_split(X, y, seed: int):
+    """``(X_fit, X_cal, y_fit, y_cal)``: the stratified calibration hold-out of a training part.
+
+    The very split ``AttentiveClassifier(boundary="calibrated", random_state=seed,
+    calibration_size=CALIBRATION_SIZE).fit(X, y)`` makes, so that an exported classifier holds out
+    the same examples.
+    """
+    from attentive.errors import InvalidParameterError
+
+    try:
+        return train_test_split(
+            X, y, test_size=CALIBRATION_SIZE, stratify=y, random_state=int(seed)
+        )
+    except ValueError as exc:
+        raise InvalidParameterError(
+            f"cannot hold out {CALIBRATION_SIZE:.0%} of the {len(y)} training examples for "
+            f"calibration with both classes on each side: {exc}"
+        ) from None
+
+
+def calibration_walk_bundle(models: ModelBundle, centering: str, seed: int) -> WalkBundle:
+    """The walk for the calibrated boundary: everything refit without the calibration examples.
+
+    The guarantee of SPEC §3 needs calibration examples independent of the model, μ and the
+    reference statistics, so a stratified :data:`CALIBRATION_SIZE` of the training part is held out
+    (seeded by ``seed``), a trained model is trained again on the rest (an uploaded model is used as
+    it is), and the held-out part's partial scores are kept in ``calibration_S``.
+    """
+    key = (models.key, centering, int(seed), "calibration", CALIBRATION_SIZE)
 
     def compute() -> WalkBundle:
         ds = models.dataset
-        est = AttentiveClassifier(
-            models.model, boundary="full", centering=centering, random_state=int(seed)
-        ).fit(ds.X_train, ds.y_train)
-        S = frozen(est.walk_.partial_scores(ds.X_test), dtype=np.float64)
-        full_score = frozen(est.offset_ + S[:, -1])
-        y_test = frozen(ds.y_test)
-        # A fixed random order of the test examples (seed-independent, so moving the permutation
-        # seed changes the walks, not which examples are drawn); any prefix is a uniform sample.
-        sample = frozen(np.random.default_rng(0).permutation(S.shape[0])[:MAX_TRAJECTORIES])
-        full_pr = precision_recall(y_test, {"full": full_score})["full"]
-        return WalkBundle(
-            key=key,
-            models=models,
-            estimator=est,
-            walk=est.walk_,
-            S=S,
-            full_score=full_score,
-            y_test=y_test,
-            sample=sample,
-            variance=est.reference_stats_.variance("terms"),
-            stats={
-                "positive": est.class_stats_["positive"],
-                "negative": est.class_stats_["negative"],
-                "reference": est.reference_stats_,
-            },
-            full_pr=full_pr,
-        )
+        X_fit, X_cal, y_fit, _ = calibration_split(ds.X_train, ds.y_train, seed)
+        # An uploaded model was fitted elsewhere (the guarantee assumes it never saw these
+        # examples); a model trained here is trained again without them.
+        uploaded = models.key[1][0] == "file"
+        model = models.model if uploaded else clone(models.model).fit(X_fit, y_fit)
+        bundle = _build_walk(key, models, model, X_fit, y_fit, centering, seed)
+        S_cal = frozen(bundle.walk.partial_scores(X_cal), dtype=np.float64)
+        return dataclasses.replace(bundle, calibration_S=S_cal)
 
     return cached("walk", key, compute)
+
+
+def _build_walk(key, models: ModelBundle, model, X_fit, y_fit, centering, seed) -> WalkBundle:
+    ds = models.dataset
+    est = AttentiveClassifier(
+        model, boundary="full", centering=centering, random_state=int(seed)
+    ).fit(X_fit, y_fit)
+    S = frozen(est.walk_.partial_scores(ds.X_test), dtype=np.float64)
+    full_score = frozen(est.offset_ + S[:, -1])
+    y_test = frozen(ds.y_test)
+    # A fixed random order of the test examples (seed-independent, so moving the permutation
+    # seed changes the walks, not which examples are drawn); any prefix is a uniform sample.
+    sample = frozen(np.random.default_rng(0).permutation(S.shape[0])[:MAX_TRAJECTORIES])
+    full_pr = precision_recall(y_test, {"full": full_score})["full"]
+    return WalkBundle(
+        key=key,
+        models=models,
+        estimator=est,
+        walk=est.walk_,
+        S=S,
+        full_score=full_score,
+        y_test=y_test,
+        sample=sample,
+        variance=est.reference_stats_.variance("terms"),
+        stats={
+            "positive": est.class_stats_["positive"],
+            "negative": est.class_stats_["negative"],
+            "reference": est.reference_stats_,
+        },
+        full_pr=full_pr,
+        n_fit=len(y_fit),
+    )
 
 
 # ----------------------------------------------------------------------------- sweep level

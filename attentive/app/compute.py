@@ -8,6 +8,7 @@ pipeline runs (and is tested and benchmarked) without a browser.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from attentive.app.cache import (
+    CALIBRATION_SIZE,
     SweepBundle,
     WalkBundle,
     cached,
@@ -27,17 +29,32 @@ from attentive.boundaries import (
     budget_boundary,
     constant_boundary,
     curved_boundary,
+    full_boundary,
 )
+from attentive.calibration import (
+    BoundaryFamily,
+    CalibrationReport,
+    GridOutcomes,
+    calibrate_scale,
+    grid_outcomes,
+)
+from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, apply_boundary
 from attentive.metrics import disagreement_rate, precision_recall, stop_error
 from attentive.simulation import default_deltas
 
 __all__ = [
     "BOUNDARY_BUILDERS",
+    "DEFAULT_ALPHA",
     "DELTA_GRID",
     "DELTA_RANGE",
     "Figures",
     "budget_terms",
+    "calibrated_boundary",
+    "calibration_family",
+    "calibration_outcomes",
+    "calibration_report",
+    "calibration_table",
     "compute_figures",
     "delta_curve",
     "make_boundary",
@@ -50,6 +67,8 @@ DELTA_RANGE = (1e-4, 0.5)
 DELTA_GRID = np.geomspace(*DELTA_RANGE, 40)
 # Longest walk drawn point by point; longer walks are drawn every ⌈n / this⌉ terms (stops exact).
 MAX_DRAWN_POSITIONS = 1000
+# The calibrated boundary's failure probability α unless the user moves it.
+DEFAULT_ALPHA = 0.05
 
 
 def budget_terms(fraction: float, n_terms: int) -> int:
@@ -57,35 +76,145 @@ def budget_terms(fraction: float, n_terms: int) -> int:
     return max(1, min(n_terms, math.ceil(float(fraction) * n_terms)))
 
 
-def _constant(w: WalkBundle, delta: float, theta_s: float, side: str, budget: float) -> Boundary:
+def _constant(
+    w: WalkBundle, delta: float, theta_s: float, side: str, budget: float, alpha: float
+) -> Boundary:
     return constant_boundary(w.n_terms, delta, w.variance, theta_s, side)
 
 
-def _curved(w: WalkBundle, delta: float, theta_s: float, side: str, budget: float) -> Boundary:
+def _curved(
+    w: WalkBundle, delta: float, theta_s: float, side: str, budget: float, alpha: float
+) -> Boundary:
     # As AttentiveClassifier: positives' M_t, D_t for the lower side, negatives' for the upper.
     return curved_boundary(
         w.stats["positive"], delta, theta_s, side, upper_stats=w.stats["negative"]
     )
 
 
-def _budget(w: WalkBundle, delta: float, theta_s: float, side: str, budget: float) -> Boundary:
+def _budget(
+    w: WalkBundle, delta: float, theta_s: float, side: str, budget: float, alpha: float
+) -> Boundary:
     return budget_boundary(w.n_terms, budget_terms(budget, w.n_terms))
 
 
-# boundary kind -> builder(walks, δ, θ_S, side, budget fraction). One line per kind: a new boundary
-# (e.g. a calibrated one) is added here and appears in the dashboard's selector.
+def _calibrated(
+    w: WalkBundle, delta: float, theta_s: float, side: str, budget: float, alpha: float
+) -> Boundary:
+    report = calibration_report(w, delta, alpha, theta_s, side)
+    return calibrated_boundary(w, report, theta_s, side)
+
+
+# boundary kind -> builder(walks, δ, θ_S, side, budget fraction, α). One line per kind: a new
+# boundary is added here and appears in the dashboard's selector.
 BOUNDARY_BUILDERS: dict[str, Callable[..., Boundary]] = {
     "constant": _constant,
     "curved": _curved,
     "budget": _budget,
+    "calibrated": _calibrated,
 }
 
 
 def make_boundary(
-    kind: str, walks: WalkBundle, delta: float, theta_s: float, side: str, budget: float
+    kind: str,
+    walks: WalkBundle,
+    delta: float,
+    theta_s: float,
+    side: str,
+    budget: float,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Boundary:
     """The boundary of ``kind`` for the current controls."""
-    return BOUNDARY_BUILDERS[kind](walks, delta, theta_s, side, budget)
+    return BOUNDARY_BUILDERS[kind](walks, delta, theta_s, side, budget, alpha)
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def calibration_family(walks: WalkBundle, theta_s: float, side: str) -> BoundaryFamily:
+    """The curved family (scale z) of ``walks`` at this θ_S and side, as the estimator builds it."""
+    family = walks.estimator.boundary_family("curved")
+    return dataclasses.replace(family, side=side, theta_s=float(theta_s))
+
+
+def calibration_outcomes(walks: WalkBundle, theta_s: float, side: str) -> GridOutcomes:
+    """Early decisions of the calibration examples under every scale of the default grid.
+
+    Independent of δ and α, so it is cached per (walk, side, θ_S): a δ or α move only reruns the
+    Clopper–Pearson scan.
+    """
+    if walks.calibration_S is None:
+        raise InvalidParameterError(
+            "the calibrated boundary needs the walk refit without its calibration examples "
+            "(attentive.app.cache.calibration_walk_bundle)."
+        )
+    return cached(
+        "curve",
+        (walks.key, "calibration", side, float(theta_s)),
+        lambda: grid_outcomes(walks.calibration_S, calibration_family(walks, theta_s, side)),
+    )
+
+
+def calibration_report(
+    walks: WalkBundle, delta: float, alpha: float, theta_s: float, side: str
+) -> CalibrationReport:
+    """The fixed-sequence Clopper–Pearson calibration of SPEC §3 on the held-out examples."""
+    outcomes = calibration_outcomes(walks, theta_s, side)
+    return calibrate_scale(outcomes, delta=delta, alpha=alpha, family="curved", side=side)
+
+
+def calibrated_boundary(
+    walks: WalkBundle, report: CalibrationReport, theta_s: float, side: str
+) -> Boundary:
+    """The chosen scale's boundary, or full evaluation when no scale passed (as the estimator)."""
+    if report.fallback:
+        return dataclasses.replace(
+            full_boundary(walks.n_terms),
+            params={"delta": report.delta, "alpha": report.alpha, "n_calibration": report.m},
+        )
+    chosen = calibration_family(walks, theta_s, side).boundary(report.chosen_scale)
+    return dataclasses.replace(
+        chosen,
+        kind="calibrated",
+        params={
+            **(chosen.params or {}),
+            "family": report.family,
+            "z": report.chosen_scale,
+            "delta": report.delta,
+            "alpha": report.alpha,
+            "n_calibration": report.m,
+        },
+    )
+
+
+CALIBRATION_COLUMNS = {
+    "z": "z",
+    "k": "k (disagree)",
+    "disagreement": "k / m",
+    "upper_bound": "U (bound)",
+    "evaluated_fraction": "evaluated",
+    "status": "status",
+    "chosen": "chosen",
+}
+
+
+def calibration_table(report: CalibrationReport) -> pd.DataFrame:
+    """The calibration table for display: one row per scale in scan order (``step`` 1..K)."""
+    frame = report.to_frame()[list(CALIBRATION_COLUMNS)].rename(columns=CALIBRATION_COLUMNS)
+    frame.insert(0, "step", np.arange(1, len(frame) + 1))
+    return frame
+
+
+def calibration_note(walks: WalkBundle, report: CalibrationReport) -> str:
+    """Where the calibration examples came from, in one sentence."""
+    total = walks.n_fit + report.m
+    return (
+        f"Calibration set: m = {report.m:,} of the {total:,} training examples, held out "
+        f"(stratified, {CALIBRATION_SIZE:.0%}, seeded by the permutation seed) before anything "
+        f"was fitted; the model, μ, M_t and D_t come from the other {walks.n_fit:,}. Any scale "
+        f"needs m ≥ {report.minimum_size:,} at δ = {report.delta:.3g}, α = {report.alpha:.3g}. "
+        f"Scan: z from {report.grid[0]:g} down, {report.n_tested} of {report.grid.size} scales "
+        "tested."
+    )
 
 
 # ----------------------------------------------------------------------------- δ curves
@@ -113,12 +242,18 @@ class DeltaCurve:
 
 
 def delta_curve(
-    kind: str, walks: WalkBundle, sweeps: SweepBundle, side: str, theta: float
+    kind: str,
+    walks: WalkBundle,
+    sweeps: SweepBundle,
+    side: str,
+    theta: float,
+    alpha: float = DEFAULT_ALPHA,
 ) -> DeltaCurve:
     """Stop-error, disagreement and mean terms evaluated of ``kind`` at every δ of the grid.
 
     A one-sided constant boundary reads them off the cached τ sweep (a few ``searchsorted``);
-    other kinds apply the boundary to ``S`` once per δ. Cached per (walk, kind, side, θ).
+    other kinds apply the boundary to ``S`` once per δ. Cached per (walk, kind, side, θ) and,
+    for the calibrated boundary, α.
     """
     if kind == "budget":
         kind = "constant"  # δ has no meaning for a budget; the theory check shows Constant-STST
@@ -136,7 +271,7 @@ def delta_curve(
             )
         rows = []
         for d in DELTA_GRID:  # a small fixed grid; each step is one vectorised pass over S
-            b = make_boundary(kind, walks, d, sweeps.theta_s, side, 1.0)
+            b = make_boundary(kind, walks, d, sweeps.theta_s, side, 1.0, alpha)
             ev = apply_boundary(walks.S, b, sweeps.theta_s, walks.offset)
             rows.append(
                 (
@@ -148,7 +283,10 @@ def delta_curve(
         a = np.array(rows, dtype=np.float64).reshape(-1, 3)
         return DeltaCurve(kind, DELTA_GRID, a[:, 0], a[:, 1], a[:, 2])
 
-    return cached("curve", (walks.key, kind, side, float(theta)), compute)
+    key = (walks.key, kind, side, float(theta))
+    if kind == "calibrated":
+        key += (float(alpha),)
+    return cached("curve", key, compute)
 
 
 def nearest_delta(curve: pd.DataFrame, mean_evaluated: float, error: float, n_terms: int) -> float:
@@ -201,6 +339,14 @@ class Figures:
         ``source`` (this dataset / Brownian-bridge simulation), ``required``, ``actual``.
     metrics : dict
         The headline numbers.
+    boundary_params : dict
+        The boundary's parameters (τ, z, ...).
+    calibration : CalibrationReport or None
+        For the calibrated boundary: the report (``guarantee`` in words, ``fallback``, ...).
+    calibration_table : DataFrame or None
+        :func:`calibration_table` of the report.
+    calibration_note : str
+        :func:`calibration_note`: where the calibration examples came from.
     """
 
     trajectories: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -218,6 +364,9 @@ class Figures:
     theory: pd.DataFrame
     metrics: dict
     boundary_params: dict = field(default_factory=dict)
+    calibration: CalibrationReport | None = None
+    calibration_table: pd.DataFrame | None = None
+    calibration_note: str = ""
 
 
 def _tradeoff_frame(walks: WalkBundle, sweeps: SweepBundle, side: str, theta: float):
@@ -307,6 +456,7 @@ def compute_figures(
     theta: float,
     budget: float,
     n_trajectories: int,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Figures:
     """All figure data for one setting of the controls.
 
@@ -318,7 +468,12 @@ def compute_figures(
     sweeps = sweep_bundle(walks, side, theta)
     theta_s = sweeps.theta_s
     n = walks.n_terms
-    boundary = make_boundary(kind, walks, delta, theta_s, side, budget)
+    report = None
+    if kind == "calibrated":
+        report = calibration_report(walks, delta, alpha, theta_s, side)
+        boundary = calibrated_boundary(walks, report, theta_s, side)
+    else:
+        boundary = make_boundary(kind, walks, delta, theta_s, side, budget, alpha)
     ev = apply_boundary(walks.S, boundary, theta_s, walks.offset)
     full_pos = sweeps.full_positive
     mean_eval = float(ev.n_evaluated.mean())
@@ -343,15 +498,18 @@ def compute_figures(
     )
 
     paths, stops = trajectory_paths(walks, ev, full_pos, n_trajectories)
-    dcurve = delta_curve(kind, walks, sweeps, side, theta)
+    dcurve = delta_curve(kind, walks, sweeps, side, theta, alpha)
+    # δ is a disagreement rate for the calibrated boundary, a stop-error for the others.
+    measured = "disagreement" if kind == "calibrated" else "stop_error"
     sim = simulation(tuple(default_deltas()))
     theory = pd.concat(
         [
             pd.DataFrame(
                 {
-                    "source": f"this dataset ({dcurve.kind})",
+                    "source": f"this dataset ({dcurve.kind}"
+                    + (", disagreement)" if kind == "calibrated" else ")"),
                     "required": dcurve.delta,
-                    "actual": dcurve.stop_error,
+                    "actual": getattr(dcurve, measured),
                 }
             ),
             pd.DataFrame(
@@ -408,4 +566,7 @@ def compute_figures(
         theory=theory,
         metrics=metrics,
         boundary_params=params,
+        calibration=report,
+        calibration_table=None if report is None else calibration_table(report),
+        calibration_note="" if report is None else calibration_note(walks, report),
     )

@@ -24,6 +24,7 @@ import io
 import json
 import logging
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -31,9 +32,18 @@ import numpy as np
 import pandas as pd
 import param
 
-from attentive.app.cache import WalkBundle, cached, content_hash, model_bundle, walk_bundle
+from attentive.app.cache import (
+    CALIBRATION_SIZE,
+    WalkBundle,
+    cached,
+    calibration_walk_bundle,
+    content_hash,
+    model_bundle,
+    walk_bundle,
+)
 from attentive.app.compute import (
     BOUNDARY_BUILDERS,
+    DEFAULT_ALPHA,
     DELTA_RANGE,
     Figures,
     budget_terms,
@@ -41,9 +51,9 @@ from attentive.app.compute import (
     nearest_budget,
     nearest_delta,
 )
-from attentive.errors import AttentiveError, DataError, InvalidParameterError
+from attentive.errors import AttentiveError, DataError, InvalidParameterError, UntrustedModelError
 
-__all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline"]
+__all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +69,8 @@ MODEL_INPUTS = (
     "centering",
     "seed",
 )
-FAST_CONTROLS = ("boundary", "side", "delta", "theta", "budget", "n_trajectories")
-URL_PARAMETERS = ("dataset", "delta", "theta", "seed", "boundary")
+FAST_CONTROLS = ("boundary", "side", "delta", "alpha", "theta", "budget", "n_trajectories")
+URL_PARAMETERS = ("dataset", "delta", "theta", "seed", "boundary", "alpha")
 MAX_SEED = 2**31 - 1
 
 
@@ -72,6 +82,24 @@ def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callab
         fail(exc)
     else:
         done(result)
+
+
+def user_message(exc: BaseException) -> str:
+    """The library's message, worded for the dashboard where the dashboard names things otherwise.
+
+    The library's own message stays as it is (it speaks of ``positive_class=...`` and lists every
+    trusted type, which suits a script); the dashboard names its field instead, and shows only the
+    refused types so that the notification stays short.
+    """
+    msg = str(exc)
+    if isinstance(exc, DataError):
+        label = DashboardState.param.positive_class.label
+        msg = msg.replace("(positive_class=...)", f"in the '{label}' field")
+    if isinstance(exc, UntrustedModelError):
+        head, sep, _ = msg.partition(". Trusted beyond")
+        if sep:
+            msg = f"{head}. See docs/robustness.md for the types attentive trusts."
+    return msg
 
 
 def _registry_names() -> list[str]:
@@ -177,7 +205,7 @@ class DashboardState(param.Parameterized):
         default="constant",
         objects=list(BOUNDARY_BUILDERS),
         label="Boundary",
-        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; budget: evaluate exactly B terms.",
+        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; budget: evaluate exactly B terms; calibrated: the curved boundary whose scale is chosen on 30% of the training part held out (the model is refit on the rest) so that disagreement ≤ δ with probability ≥ 1 − α. Choosing calibrated sets Side to both (the best calibrated rule; the library's default side stays lower).",
     )
     side = param.Selector(
         default="lower",
@@ -190,6 +218,12 @@ class DashboardState(param.Parameterized):
         bounds=DELTA_RANGE,
         label="δ (required stop-error)",
         doc="The stop-error rate the boundary is built for: smaller δ stops later and errs less.",
+    )
+    alpha = param.Number(
+        default=DEFAULT_ALPHA,
+        bounds=(1e-3, 0.5),
+        label="α (calibration failure probability)",
+        doc="Calibrated boundary only: the guarantee 'disagreement ≤ δ' may fail with probability at most α (over the draw of the calibration examples).",
     )
     theta = param.Number(
         default=0.0,
@@ -228,6 +262,7 @@ class DashboardState(param.Parameterized):
         self._walks: WalkBundle | None = None
         self._applied: dict[str, Any] = {}
         self._fast_applied: dict[str, Any] = {}
+        self._requested: dict[str, Any] = {}
         self._reverting = False
         self._generation = 0
         self.executor = executor or run_inline
@@ -246,7 +281,7 @@ class DashboardState(param.Parameterized):
 
     def report(self, exc: BaseException | str) -> None:
         """Record a user-facing error (the dashboard shows it as a notification)."""
-        msg = str(exc)
+        msg = user_message(exc) if isinstance(exc, BaseException) else str(exc)
         if isinstance(exc, BaseException) and not isinstance(exc, AttentiveError | ValueError):
             log.exception("unexpected error in the dashboard", exc_info=exc)
             msg = f"Unexpected error ({type(exc).__name__}): {exc}"
@@ -289,7 +324,7 @@ class DashboardState(param.Parameterized):
         return {n: getattr(self, n) for n in names}
 
     def _revert(self, snapshot: dict[str, Any]) -> None:
-        changed = {k: v for k, v in snapshot.items() if getattr(self, k) != v}
+        changed = {k: v for k, v in snapshot.items() if k in self.param and getattr(self, k) != v}
         if not changed:
             return
         self._reverting = True
@@ -299,6 +334,10 @@ class DashboardState(param.Parameterized):
             self._reverting = False
 
     # -- data and model: rebuild the walk ---------------------------------------------------
+    def _model_inputs(self) -> dict[str, Any]:
+        """The model inputs, and whether the walk must be refit without calibration examples."""
+        return {**self._snapshot(MODEL_INPUTS), "calibrated": self.boundary == "calibrated"}
+
     def _model_job(self, inputs: dict[str, Any]) -> Callable[[], WalkBundle]:
         """A self-contained job (safe to run in a thread) that builds the walk for ``inputs``.
 
@@ -328,7 +367,8 @@ class DashboardState(param.Parameterized):
                 models = model_bundle(
                     ds_key, ds, m_key, lambda: train_model(ds, kind=kind, C=C, gamma=gamma)
                 )
-            return walk_bundle(models, inputs["centering"], inputs["seed"])
+            build = calibration_walk_bundle if inputs.get("calibrated") else walk_bundle
+            return build(models, inputs["centering"], inputs["seed"])
 
         return job
 
@@ -342,7 +382,7 @@ class DashboardState(param.Parameterized):
             )
             self._revert({"model_source": "train"})
             return
-        self._submit(self._snapshot(MODEL_INPUTS))
+        self._submit(self._model_inputs())
 
     def _submit(
         self,
@@ -353,10 +393,12 @@ class DashboardState(param.Parameterized):
         """Build the walk for ``inputs`` through the executor; apply it unless superseded."""
         self._generation += 1
         generation = self._generation
+        self._requested = inputs
 
         def done(walks: WalkBundle) -> None:
             if generation != self._generation:
                 return  # a newer request superseded this one
+            self._requested = {}
             if accepted is not None:
                 accepted()
             self._apply_walks(walks, inputs)
@@ -364,10 +406,14 @@ class DashboardState(param.Parameterized):
         def fail(exc: BaseException) -> None:
             if generation != self._generation:
                 return
+            self._requested = {}
             self.report(exc)
             if refused is not None:
                 refused()
-            self._revert(self._applied)
+            back = dict(self._applied)
+            if inputs.get("calibrated") != self._applied.get("calibrated", False):
+                back["boundary"] = self._fast_applied.get("boundary", "constant")
+            self._revert(back)
 
         self.executor(self._model_job(inputs), done, fail)
 
@@ -418,11 +464,29 @@ class DashboardState(param.Parameterized):
     def _fast_controls_changed(self) -> None:
         if self._reverting:
             return
+        calibrated = self.boundary == "calibrated"
+        if calibrated and self._fast_applied.get("boundary") != "calibrated":
+            # A UI choice: the two-sided rule is the best calibrated one (SPEC §3 report).
+            self._reverting = True
+            try:
+                self.side = "both"
+            finally:
+                self._reverting = False
+        if calibrated != self._applied.get("calibrated", False):
+            # The calibrated boundary needs its own walk (refit without the calibration part).
+            if self._requested.get("calibrated") != calibrated:
+                self._submit(self._model_inputs())
+            return
+        if self._requested and self._requested.get("calibrated") != calibrated:
+            self._generation += 1  # drop the pending build of the walk no longer wanted
+            self._requested = {}
         self._update_figures()
 
     def _update_figures(self, raise_errors: bool = False) -> None:
         if self._walks is None:
             return
+        if (self.boundary == "calibrated") != self._applied.get("calibrated", False):
+            return  # the walk this boundary needs is being built; it updates the figures
         try:
             figures = self.compute_figures()
         except (AttentiveError, ValueError) as exc:
@@ -446,6 +510,7 @@ class DashboardState(param.Parameterized):
             theta=self.theta,
             budget=self.budget,
             n_trajectories=self.n_trajectories,
+            alpha=self.alpha,
         )
 
     # -- uploads ------------------------------------------------------------------------------
@@ -487,7 +552,7 @@ class DashboardState(param.Parameterized):
             else:
                 self._uploads[name] = previous
 
-        self._submit({**self._snapshot(MODEL_INPUTS), "dataset": name}, accepted, refused)
+        self._submit({**self._model_inputs(), "dataset": name}, accepted, refused)
         # Final when the executor runs inline; a background build reports later.
         return self._applied.get("dataset") == name or self.busy
 
@@ -517,7 +582,7 @@ class DashboardState(param.Parameterized):
         def refused() -> None:
             self._model_upload = previous
 
-        self._submit({**self._snapshot(MODEL_INPUTS), "model_source": "upload"}, accepted, refused)
+        self._submit({**self._model_inputs(), "model_source": "upload"}, accepted, refused)
         return self._applied.get("model_source") == "upload" or self.busy
 
     # -- operating point, exports -----------------------------------------------------------
@@ -563,6 +628,21 @@ class DashboardState(param.Parameterized):
         }
         if self.boundary == "budget":
             point["delta"] = None
+        r = f.calibration
+        if self.boundary == "calibrated" and r is not None:
+            point["alpha"] = self.alpha
+            point["calibration"] = {
+                "family": r.family,
+                "side": r.side,
+                "z": r.chosen_scale,
+                "fallback": r.fallback,
+                "guarantee": r.guarantee,
+                "n_calibration": r.m,
+                "n_fit": w.n_fit,
+                "calibration_size": CALIBRATION_SIZE,
+                "minimum_size": r.minimum_size,
+                "n_tested": r.n_tested,
+            }
         return point
 
     def operating_point_json(self) -> str:
@@ -580,7 +660,13 @@ class DashboardState(param.Parameterized):
         return json.dumps(clean(self.operating_point()), indent=2, ensure_ascii=False)
 
     def classifier(self):
-        """A fitted :class:`~attentive.AttentiveClassifier` at the current operating point."""
+        """A fitted :class:`~attentive.AttentiveClassifier` at the current operating point.
+
+        For the calibrated boundary it is fitted on the whole training part with the same seed and
+        ``calibration_size``, so it holds out the same calibration examples; the model is the one
+        the dashboard already fitted without them, so it makes the dashboard's decisions.
+        """
+        from attentive.calibration import CalibrationWarning
         from attentive.estimator import AttentiveClassifier
 
         w = self._walks
@@ -588,8 +674,12 @@ class DashboardState(param.Parameterized):
             raise InvalidParameterError("no model is loaded yet.")
         model = w.estimator.estimator_
         ds = w.models.dataset
-        kw = {"budget": budget_terms(self.budget, w.n_terms)} if self.boundary == "budget" else {}
-        return AttentiveClassifier(
+        kw: dict[str, Any] = {}
+        if self.boundary == "budget":
+            kw = {"budget": budget_terms(self.budget, w.n_terms)}
+        elif self.boundary == "calibrated":
+            kw = {"alpha": self.alpha, "calibration_size": CALIBRATION_SIZE}
+        clf = AttentiveClassifier(
             model,
             boundary=self.boundary,
             delta=self.delta,
@@ -598,7 +688,11 @@ class DashboardState(param.Parameterized):
             centering=self.centering,
             random_state=self.seed,
             **kw,
-        ).fit(ds.X_train, ds.y_train)
+        )
+        with warnings.catch_warnings():
+            # A fallback to full evaluation is already shown on the page and in calibration_.
+            warnings.simplefilter("ignore", CalibrationWarning)
+            return clf.fit(ds.X_train, ds.y_train)
 
     def classifier_bytes(self) -> bytes:
         """The :meth:`classifier` as a skops file's bytes."""
