@@ -14,6 +14,7 @@ import time
 import panel as pn
 import param
 
+from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.state import URL_PARAMETERS, DashboardState
 from attentive.app.views import (
     COLORS,
@@ -132,6 +133,7 @@ class Dashboard(pn.viewable.Viewer):
         return [
             pn.Row(self.indicator, self.status),
             Controls(state=self.state),
+            CalibrationControls(state=self.state),
             ExportPanel(state=self.state),
         ]
 
@@ -148,6 +150,7 @@ class Dashboard(pn.viewable.Viewer):
                 pn.pane.Markdown(INTRO, margin=(0, 10)),
                 info,
                 HeadlineNumbers(state=s),
+                CalibrationView(state=s),
                 sizing_mode="stretch_width",
             ),
             pn.GridBox(
