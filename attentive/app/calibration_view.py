@@ -8,33 +8,33 @@ unless the calibrated boundary is selected. Widgets are created per view instanc
 
 from __future__ import annotations
 
-import pandas as pd
 import panel as pn
 import param
-from bokeh.models.widgets.tables import BooleanFormatter, NumberFormatter
 
-from attentive.app.compute import CALIBRATION_COLUMNS
+from attentive.app.compute import calibration_window
 from attentive.app.state import DashboardState
 
 __all__ = ["CalibrationControls", "CalibrationView"]
 
-PAGE_SIZE = 8
-COLUMNS = ["step", *CALIBRATION_COLUMNS.values()]
 CHOSEN_STYLE = "background-color: #CC79A733; font-weight: 600"
-FAILED_STYLE = "color: #D55E00"
-FORMATTERS = {
-    "z": NumberFormatter(format="0.00"),
-    "k / m": NumberFormatter(format="0.0%"),
-    "U (bound)": NumberFormatter(format="0.00%"),
-    "evaluated": NumberFormatter(format="0.0%"),
-    "chosen": BooleanFormatter(),
+FAILED_STYLE = "color: #D55E00; font-weight: 600"
+FORMATS = {
+    "z": "{:.2f}",
+    "k / m": "{:.1%}",
+    "U (bound)": "{:.2%}",
+    "evaluated": "{:.1%}",
+    "chosen": lambda v: "✓" if v else "",
 }
 TABLE_HELP = (
-    "Fixed-sequence test (SPEC §3): scales z from most conservative (6) down; k = calibration "
-    "examples whose early decision differs from the full one, U = Clopper–Pearson upper bound "
-    "on the disagreement rate at confidence 1 − α. The scan stops at the first U > δ and keeps "
-    "the last scale that passed."
+    "The scan tests scales z from the most conservative (6) downwards. k counts the calibration "
+    "examples whose early decision differs from the full evaluation's; U is the Clopper–Pearson "
+    "upper bound on the disagreement rate at confidence 1 − α. The scan stops at the first "
+    "U > δ and keeps the last scale that passed."
 )
+TABLE_CSS = """
+table { font-size: 12px; border-collapse: collapse; width: 100%; }
+th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #8883; }
+"""
 
 
 def _is_calibrated(state: DashboardState) -> bool:
@@ -82,27 +82,19 @@ class CalibrationView(pn.viewable.Viewer):
             "", alert_type="success", sizing_mode="stretch_width", css_classes=["att-guarantee"]
         )
         self.note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
-        self.table = pn.widgets.Tabulator(
-            pd.DataFrame(columns=COLUMNS),
-            disabled=True,
-            show_index=False,
-            pagination="local",
-            page_size=PAGE_SIZE,
-            formatters=FORMATTERS,
-            selectable=False,
-            layout="fit_data_stretch",
-            sizing_mode="stretch_width",
-            css_classes=["att-calibration-table"],
+        self.caption = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self.table = pn.pane.DataFrame(
+            None, sizing_mode="stretch_width", stylesheets=[TABLE_CSS], css_classes=["att-table"]
         )
-        self.table.style.apply(self._row_style, axis=1)
-        details = pn.Card(
-            pn.pane.Markdown(TABLE_HELP, margin=(0, 10)),
-            self.table,
-            title="Calibration table",
-            collapsed=False,
+        # Side by side: the guarantee and where it comes from, then the scan that chose the scale.
+        words = pn.Column(
+            self.alert,
+            self.note,
+            pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
             sizing_mode="stretch_width",
         )
-        self._layout = pn.Column(self.alert, self.note, details, sizing_mode="stretch_width")
+        scan = pn.Column(self.caption, self.table, sizing_mode="stretch_width")
+        self._layout = pn.Row(words, scan, sizing_mode="stretch_width")
         self.state.param.watch(self._update, "figures")
         self._draw(self.state.figures)
 
@@ -124,15 +116,22 @@ class CalibrationView(pn.viewable.Viewer):
             return
         if report.fallback:
             self.alert.alert_type = "warning"
-            self.alert.object = f"**No guarantee below full evaluation.** {report.guarantee}"
+            self.alert.object = f"**No guarantee short of full evaluation.** {report.guarantee}"
         else:
             self.alert.alert_type = "success"
             self.alert.object = f"**Guarantee.** {report.guarantee}"
+        rows = calibration_window(report)
+        table = figures.calibration_table
+        shown = table.iloc[rows]
+        passed_above = f" (steps 1–{rows.start} all passed)" if rows.start else ""
+        self.caption.object = (
+            f"**Calibration table**: steps {rows.start + 1}–{rows.stop} of the scan's "
+            f"{len(table)} scales{passed_above}."
+        )
+        self.table.object = (
+            shown.style.hide(axis="index").format(FORMATS).apply(self._row_style, axis=1)
+        )
         self.note.object = figures.calibration_note
-        self.table.value = figures.calibration_table
-        # Open the page where the scan ended: the chosen scale, or the first failure.
-        focus = report.chosen_index if report.chosen_index is not None else report.n_tested - 1
-        self.table.page = max(0, focus) // PAGE_SIZE + 1
 
     def __panel__(self):
         return self._layout

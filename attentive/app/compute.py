@@ -55,6 +55,7 @@ __all__ = [
     "calibration_outcomes",
     "calibration_report",
     "calibration_table",
+    "calibration_window",
     "compute_figures",
     "delta_curve",
     "make_boundary",
@@ -202,6 +203,16 @@ def calibration_table(report: CalibrationReport) -> pd.DataFrame:
     frame = report.to_frame()[list(CALIBRATION_COLUMNS)].rename(columns=CALIBRATION_COLUMNS)
     frame.insert(0, "step", np.arange(1, len(frame) + 1))
     return frame
+
+
+def calibration_window(report: CalibrationReport, before: int = 5, after: int = 2) -> slice:
+    """The table rows around where the scan ended: the last scales tested and a few after.
+
+    Every row before the window passed (the scan only stops at a failure), so the window with the
+    number of rows above it tells the whole story of the scan.
+    """
+    end = max(report.n_tested - 1, 0)
+    return slice(max(0, end - before), min(report.grid.size, end + after + 1))
 
 
 def calibration_note(walks: WalkBundle, report: CalibrationReport) -> str:

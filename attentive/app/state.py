@@ -217,7 +217,7 @@ class DashboardState(param.Parameterized):
         default=0.05,
         bounds=DELTA_RANGE,
         label="δ (required stop-error)",
-        doc="The stop-error rate the boundary is built for: smaller δ stops later and errs less.",
+        doc="The stop-error rate the boundary is built for: smaller δ stops later and errs less. For the calibrated boundary: the disagreement rate with the full evaluation that is guaranteed (with probability ≥ 1 − α).",
     )
     alpha = param.Number(
         default=DEFAULT_ALPHA,
