@@ -116,3 +116,16 @@ def test_url_state_and_dark_theme(page, server_url, tmp_path):
     assert "(50%)" in evaluated or "(51%)" in evaluated  # budget B = half the terms
     wait_for_plots(page)
     page.screenshot(path=str(tmp_path / "dark-budget.png"))
+
+
+def test_calibrated_boundary_states_its_guarantee(page, server_url, tmp_path):
+    load(page, server_url)
+    before = number(page, "evaluated")
+    page.get_by_text("calibrated", exact=True).first.click()
+    guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥ 1 − α")
+    guarantee.first.wait_for(timeout=60_000)  # the walk is refit without the calibration part
+    page.wait_for_url(re.compile(r"boundary=calibrated"))
+    assert "76 calibration examples" in guarantee.first.inner_text()
+    assert page.get_by_text("Calibration table").first.is_visible()
+    wait_for_change(page, "evaluated", before)
+    page.screenshot(path=str(tmp_path / "calibrated.png"))
