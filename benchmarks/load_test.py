@@ -3,11 +3,15 @@
 It starts ``panel serve app.py --address 127.0.0.1 --port <free port>`` itself, opens
 ``--sessions`` headless websocket sessions at once (:func:`bokeh.client.pull_session`: the same
 protocol a browser speaks, without rendering, so what is timed is the server's work plus the
-transfer) and lets each act like a person for ``--seconds``: it moves the δ slider (``value`` and
-``value_throttled``, as a released drag sends them) or switches the dataset, then waits for the
-server's resulting document change. One update's latency is the time from the change being sent
-to the headline numbers (and, after a dataset switch, the dataset line) arriving with the values
-this session asked for.
+transfer). Each session first announces ``document_ready`` as a browser does once the page is
+idle, which makes the server render the four plots (they load after the page); it then acts like
+a person for ``--seconds``: it moves the δ slider (``value`` and ``value_throttled``, as a
+released drag sends them) or switches the dataset, then waits for the server's resulting document
+changes. One update's latency is the time from the change being sent to the last document patch
+of that update: the headline numbers (and, after a dataset switch, the dataset line) must show the
+values this session asked for, and the update counts as complete when no further patch (plot
+data) arrives for ``--quiet`` seconds; the quiet window itself is not counted. The time until the
+numbers alone arrive is reported too.
 
 Isolation: session ``k`` has its own permutation seed ``k``, its own dataset order and its own δ
 sequence. Every patch a session receives is checked: its headline numbers must be those of its own
@@ -156,14 +160,16 @@ def scan_log(text: str) -> list[str]:
 @dataclass
 class Update:
     kind: str  # "seed", "delta" or "dataset"
-    latency: float | None  # seconds, None on timeout
+    latency: float | None  # seconds until the update's last patch, None on timeout
     ok: bool  # the numbers (and widgets) ended as this session's own
+    numbers: float | None = None  # seconds until the headline numbers were right
 
 
 @dataclass
 class SessionResult:
     index: int
     connect_s: float = math.nan
+    plots_s: float = math.nan  # from document_ready to the four plots in the document
     updates: list[Update] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     cross_session: int = 0
@@ -174,10 +180,13 @@ class SessionResult:
 class Session:
     """One simulated user on its own thread and IO loop."""
 
-    def __init__(self, k, url, expected, seconds, think, update_timeout, showing, stop):
+    def __init__(self, k, url, expected, seconds, think, update_timeout, showing, stop, quiet):
         self.k, self.url, self.expected = k, url, expected
         self.seconds, self.think, self.update_timeout = seconds, think, update_timeout
         self.showing, self.stop = showing, stop  # shared: what every session should show now
+        self.quiet = quiet
+        self.done, self.done_at = None, None
+        self.last_patch = 0.0
         self.rng = np.random.default_rng(1000 + k)
         self.seed = k
         datasets = list(OFFLINE_DATASETS)
@@ -200,7 +209,7 @@ class Session:
             elif "text" in props and isinstance(props["text"], str):
                 if "att-numbers" in props["text"]:
                     models["numbers"] = m
-                elif "positive class =" in props["text"]:
+                elif "positive class:" in props["text"]:
                     models["info"] = m
             elif name.startswith("NotificationArea"):
                 models["notifications"] = m
@@ -249,7 +258,10 @@ class Session:
                 self.changed.set()
                 return
             if msg.msgtype == "PATCH-DOC":
+                self.last_patch = time.perf_counter()
                 self.session._handle_patch(msg)
+                if self.done_at is None and self.done is not None and self.done():
+                    self.done_at = self.last_patch  # when the patch arrived, not when seen
                 self._check_patch()
                 self.changed.set()
 
@@ -279,6 +291,39 @@ class Session:
                 return None
         return time.perf_counter() - start
 
+    async def _settled(self, start: float) -> float:
+        """Wait until no patch has arrived for ``quiet`` s; the time of the last one from ``start``."""
+        while not self.closed:
+            wait = self.last_patch + self.quiet - time.perf_counter()
+            if wait <= 0:
+                break
+            await asyncio.sleep(wait)
+        return max(self.last_patch, start) - start
+
+    def _n_plots(self) -> int:
+        from bokeh.models import Plot
+
+        return sum(isinstance(m, Plot) for m in self.session.document.models)
+
+    async def _load_plots(self) -> None:
+        """Send ``document_ready`` (as a browser does) and wait for the four deferred plots."""
+        from bokeh.document.events import MessageSentEvent
+        from bokeh.events import DocumentReady
+
+        start = time.perf_counter()
+        event = MessageSentEvent(self.session.document, "bokeh_event", DocumentReady())
+        self.session._connection._send_patch_document(self.session.id, event)
+        deadline = start + 4 * self.update_timeout
+        while self._n_plots() < 4:
+            if time.perf_counter() > deadline or self.closed:
+                raise RuntimeError(f"the plots did not load ({self._n_plots()} of 4)")
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), 1.0)
+            except TimeoutError:
+                pass
+        self.result.plots_s = await self._settled(start)
+
     def _send_throttled(self, slider, value: float) -> None:
         # value_throttled is read-only in Python; a browser sends it when a drag is released.
         from bokeh.document.events import ModelChangedEvent
@@ -291,6 +336,7 @@ class Session:
         want = self.expected[target]
         self.allowed = [self.expected[self.current], want]
         self.showing[self.k] = target
+        start = time.perf_counter()
         m = self.models
         if kind == "delta":
             value = math.log10(delta)
@@ -304,8 +350,11 @@ class Session:
         def done():
             return self._numbers() == want and self._info_names(dataset)
 
-        latency = await self._wait(done)
-        ok = latency is not None
+        self.done, self.done_at = done, None
+        ok = await self._wait(done) is not None
+        numbers = max(self.done_at or start, start) - start if ok else None
+        latency = await self._settled(start) if ok else None
+        self.done = None
         if not ok:
             self.result.violations.append(
                 f"{kind} → {target}: after {self.update_timeout:.0f} s the page shows "
@@ -315,7 +364,7 @@ class Session:
         if widgets[0] != dataset or widgets[2] != seed or not math.isclose(widgets[1], delta):
             self.result.violations.append(f"widgets show {widgets}, expected {target}")
             ok = False
-        self.result.updates.append(Update(kind, latency, ok))
+        self.result.updates.append(Update(kind, latency, ok, numbers))
         self.current = target
 
     async def _drive(self):
@@ -325,6 +374,7 @@ class Session:
         self.allowed = [self.expected[self.current]]
         self.showing[self.k] = self.current
         reader = asyncio.ensure_future(self._reader())
+        await self._load_plots()
         if self._numbers() != self.expected[self.current]:
             self.result.violations.append("a new session does not show the default numbers")
         if self.seed != 0:
@@ -352,6 +402,7 @@ class Session:
 
 def summarize(results: list[SessionResult], log_lines: list[str], args) -> dict:
     lat = {"all": []}
+    numbers = {"all": []}
     timeouts = 0
     for r in results:
         for u in r.updates:
@@ -360,6 +411,8 @@ def summarize(results: list[SessionResult], log_lines: list[str], args) -> dict:
                 continue
             lat["all"].append(u.latency)
             lat.setdefault(u.kind, []).append(u.latency)
+            numbers["all"].append(u.numbers)
+            numbers.setdefault(u.kind, []).append(u.numbers)
 
     def stats(v):
         if not v:
@@ -378,7 +431,9 @@ def summarize(results: list[SessionResult], log_lines: list[str], args) -> dict:
         "think_s": list(args.think),
         "updates": sum(len(r.updates) for r in results),
         "latency": {k: stats(v) for k, v in lat.items()},
+        "numbers_latency": {k: stats(v) for k, v in numbers.items()},
         "connect_s_median": round(statistics.median(r.connect_s for r in results), 2),
+        "plots_s_median": round(statistics.median(r.plots_s for r in results), 2),
         "timeouts": timeouts,
         "server_errors": len(log_lines),
         "error_notifications": sum(r.notifications for r in results),
@@ -413,6 +468,12 @@ def main(argv=None) -> int:
         help="pause between a session's actions, uniform in [MIN, MAX] seconds",
     )
     parser.add_argument("--update-timeout", type=float, default=15.0)
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=0.15,
+        help="an update is complete when no patch arrives for this long (seconds)",
+    )
     parser.add_argument("--hard-timeout", type=float, default=None)
     parser.add_argument("--keep-log", type=Path, default=None, help="copy the server log here")
     args = parser.parse_args(argv)
@@ -460,6 +521,7 @@ def main(argv=None) -> int:
                 args.update_timeout,
                 showing,
                 run_stop,
+                args.quiet,
             )
             for k in range(args.sessions)
         ]
@@ -482,13 +544,21 @@ def main(argv=None) -> int:
 
     a = summary["latency"]["all"]
     print(f"updates: {summary['updates']}  timeouts: {summary['timeouts']}")
-    for kind, st in summary["latency"].items():
-        if st.get("n"):
-            print(
-                f"  {kind:8s} n={st['n']:4d}  median {st['median_ms']:7.1f} ms  "
-                f"p95 {st['p95_ms']:7.1f} ms  max {st['max_ms']:7.1f} ms"
-            )
-    print(f"median connect (first page document): {summary['connect_s_median']:.2f} s")
+    for title, key in (
+        ("whole update (numbers and plots)", "latency"),
+        ("numbers only", "numbers_latency"),
+    ):
+        print(f"latency until {title}:")
+        for kind, st in summary[key].items():
+            if st.get("n"):
+                print(
+                    f"  {kind:8s} n={st['n']:4d}  median {st['median_ms']:7.1f} ms  "
+                    f"p95 {st['p95_ms']:7.1f} ms  max {st['max_ms']:7.1f} ms"
+                )
+    print(
+        f"median connect (first page document): {summary['connect_s_median']:.2f} s; "
+        f"then the four plots: {summary['plots_s_median']:.2f} s"
+    )
     print(f"server errors in the log: {summary['server_errors']}")
     for line in log_lines[:10]:
         print("   ", line)

@@ -45,9 +45,6 @@ def _extension() -> None:
     if "font" in fast._resources:
         fast._resources = {k: v for k, v in fast._resources.items() if k != "font"}
     pn.extension(notifications=True, sizing_mode="stretch_width")
-    import holoviews as hv
-
-    hv.extension("bokeh", logo=False)
 
 
 class Dashboard(pn.viewable.Viewer):

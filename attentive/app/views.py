@@ -1,19 +1,31 @@
 """The dashboard's views: :class:`pn.viewable.Viewer` subclasses that draw the state's figure data.
 
 Views compute nothing: each one reads :attr:`DashboardState.figures` (arrays and DataFrames built by
-:mod:`attentive.app.compute`) and turns it into HoloViews elements. Plots are ``hv.DynamicMap`` over
-the ``figures`` parameter, so a moved control updates their data in place and keeps the zoom.
+:mod:`attentive.app.compute`) and draws it. Each plot is one Bokeh figure built once per session; a
+moved control replaces only the columns of its data sources that changed (and legend labels), so an
+update is small, the figure is never rebuilt and the zoom stays.
 Widgets are created per view instance (never as class attributes, which every session would share).
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
-import holoviews as hv
+import numpy as np
 import panel as pn
 import param
-from bokeh.models import CustomJSTickFormatter
+from bokeh.core.properties import value
+from bokeh.events import Tap
+from bokeh.models import (
+    ColumnDataSource,
+    CustomJSTickFormatter,
+    HoverTool,
+    Legend,
+    LegendItem,
+    Range1d,
+)
+from bokeh.plotting import figure
 
 from attentive.app.compute import DELTA_RANGE
 from attentive.app.state import DashboardState
@@ -39,19 +51,6 @@ COLORS = {
     "simulation": "#E69F00",
     "theta": "#8c8c8c",
 }
-PLOT_OPTS = {"responsive": True, "min_height": 300, "show_grid": True, "toolbar": "above"}
-LEGEND = {
-    "background_fill_alpha": 0.7,
-    "label_text_font_size": "8pt",
-    "glyph_height": 14,
-    "spacing": 0,
-    "padding": 4,
-}
-
-
-def _class_label(state: DashboardState, positive: bool) -> str:
-    names = state.class_names
-    return f"full evaluation: {names[1] if positive else names[0]}"
 
 
 def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
@@ -62,226 +61,526 @@ def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
     return pn.Row(widget, pn.widgets.TooltipIcon(value=doc, margin=(28, 0, 0, -10)))
 
 
-class _FigureView(pn.viewable.Viewer):
-    """Base of the plots: a DynamicMap over the state's figure data."""
+# ----------------------------------------------------------------------------- plots
+#
+# The plots are Bokeh figures built once per view. A control move assigns new columns to their
+# ColumnDataSources and new strings to their legend labels, and only where the data changed: a δ
+# move re-sends the walks, stops, τ, the operating point, the precision–recall curves and the
+# δ marker, never the tradeoff curves or the simulation. Nothing else in the document changes, so
+# Bokeh neither rebuilds its model graph nor re-renders a figure, and the browser keeps the zoom.
+# The axes are refit only when the data is new (dataset, model, centering, seed, boundary, side).
+
+# Points per drawn curve in the browser; longer curves keep evenly spaced points, ends included.
+MAX_CURVE_POINTS = 600
+LEGEND_STYLE = {
+    "background_fill_alpha": 0.7,
+    "label_text_font_size": "8pt",
+    "glyph_height": 14,
+    "glyph_width": 22,
+    "spacing": 0,
+    "padding": 2,
+    "margin": 2,
+    "label_height": 12,
+    "click_policy": "hide",
+}
+
+
+def _class_label(state: DashboardState, positive: bool) -> str:
+    names = state.class_names
+    return f"full evaluation: {names[1] if positive else names[0]}"
+
+
+def _thin(n: int, limit: int = MAX_CURVE_POINTS) -> slice | np.ndarray:
+    """Indices of at most ``limit`` evenly spaced points of ``n`` (first and last kept)."""
+    if n <= limit:
+        return slice(None)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def _col(values, rows=slice(None)) -> np.ndarray:
+    """A column to draw: float32 (the screen cannot show more), thinned to ``rows``."""
+    return np.asarray(values, dtype=np.float64)[rows].astype(np.float32)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        )
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return False
+    return a == b
+
+
+def _extent(arrays, pad: float = 0.05, log: bool = False) -> tuple[float, float]:
+    """A padded axis range around the finite values of ``arrays`` (positive ones on a log axis)."""
+    parts = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
+    v = np.concatenate(parts) if parts else np.empty(0)
+    v = v[np.isfinite(v) & (v > 0)] if log else v[np.isfinite(v)]
+    if v.size == 0:
+        return (1e-4, 1.0) if log else (0.0, 1.0)
+    lo, hi = float(v.min()), float(v.max())
+    if log:
+        lo, hi = math.log10(lo), math.log10(hi)
+    span = hi - lo or max(abs(hi), 1.0)
+    lo, hi = lo - pad * span, hi + pad * span
+    return (10**lo, 10**hi) if log else (lo, hi)
+
+
+class _PlotView(pn.viewable.Viewer):
+    """Base of the plots: one Bokeh figure whose sources follow the state's figure data."""
 
     state = param.ClassSelector(class_=DashboardState)
 
+    title = ""
+    xlabel = ""
+    ylabel = ""
+    x_axis_type = "linear"
+    legend_place: str | None = None  # "above" / "below" the data area, or None: inside
+    legend_location = "top_left"
+    legend_cols = 1
+
     def __init__(self, **params):
         super().__init__(**params)
-        self._drawn_key = None
+        self._pane = None
+        self._drawn_key = object()
+        self._sources: dict[str, ColumnDataSource] = {}
+        self._items: dict[str, LegendItem] = {}
 
-    def _element(self, figures):  # pragma: no cover - abstract
+    # -- building ------------------------------------------------------------------------------
+    def _figure(self):
+        fig = figure(
+            title=self.title,
+            x_axis_label=self.xlabel,
+            y_axis_label=self.ylabel,
+            x_axis_type=self.x_axis_type,
+            x_range=Range1d(0, 1),
+            y_range=Range1d(0, 1),
+            tools="pan,wheel_zoom,box_zoom,reset,save",
+            active_drag="pan",
+            active_scroll="wheel_zoom",
+            toolbar_location="above",
+            sizing_mode="stretch_both",
+            min_height=300,
+        )
+        fig.toolbar.logo = None
+        fig.title.align = "center"
+        return fig
+
+    def _source(self, name: str, *columns: str, strings: tuple[str, ...] = ()) -> ColumnDataSource:
+        data = {c: np.empty(0, dtype=np.float32) for c in columns}
+        data.update({c: np.empty(0, dtype=object) for c in strings})
+        src = self._sources[name] = ColumnDataSource(data)
+        return src
+
+    def _legend(self, fig, items: dict[str, list]) -> None:
+        self._items = {
+            key: LegendItem(label=value(key), renderers=renderers)
+            for key, renderers in items.items()
+        }
+        legend = Legend(items=list(self._items.values()), **LEGEND_STYLE)
+        if self.legend_place is None:
+            legend.location = self.legend_location
+            fig.add_layout(legend)
+        else:
+            legend.orientation = "horizontal"
+            legend.ncols = self.legend_cols
+            legend.location = "center"
+            legend.background_fill_alpha = 0
+            legend.border_line_alpha = 0
+            legend.spacing = 10
+            fig.add_layout(legend, self.legend_place)
+
+    def _build(self, fig) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _plot(self, figures):
-        if figures is None:
-            return self._empty()
-        # Keep the user's zoom while a slider moves; refit the axes when the data is new (another
-        # dataset, model, centering, seed, boundary kind or side).
+    # -- updating ------------------------------------------------------------------------------
+    def _data(self, f) -> dict[str, dict[str, np.ndarray]]:  # pragma: no cover - abstract
+        """Source name → columns to draw for figure data ``f``."""
+        raise NotImplementedError
+
+    def _labels(self, f) -> dict[str, str]:
+        """Legend item key → label text for ``f`` (items not named keep their label)."""
+        return {}
+
+    def _hidden(self, f) -> set[str]:
+        """Legend items (and their renderers) to hide for ``f``."""
+        return set()
+
+    def _ranges(self, f) -> tuple[tuple[float, float], tuple[float, float]]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _axis_labels(self, f) -> tuple[str, str]:
+        return self.xlabel, self.ylabel
+
+    def _set_data(self, src: ColumnDataSource, data: dict[str, np.ndarray]) -> None:
+        old = src.data
+        if old.keys() == data.keys() and all(_same(old[k], v) for k, v in data.items()):
+            return  # nothing new: send nothing
+        src.data = data
+
+    def _refresh(self, f) -> None:
+        if f is None:
+            return
+        for name, data in self._data(f).items():
+            self._set_data(self._sources[name], data)
+        for key, text in self._labels(f).items():
+            item = self._items[key]
+            if item.label != value(text):
+                item.label = value(text)
+        hidden = self._hidden(f)
+        for key, item in self._items.items():
+            visible = key not in hidden
+            if item.visible != visible:
+                item.visible = visible
+                for r in item.renderers:
+                    r.visible = visible
         s = self.state
         key = (s.walks.key if s.walks is not None else None, s.boundary, s.side)
-        refit = key != self._drawn_key
-        self._drawn_key = key
-        return self._element(figures).opts(
-            hv.opts.Curve(framewise=refit),
-            hv.opts.Scatter(framewise=refit),
-            hv.opts.Points(framewise=refit),
-        )
+        if key != self._drawn_key:
+            # New data: fit the axes to it (a slider move keeps the user's zoom).
+            self._drawn_key = key
+            fig = self._fig
+            xlabel, ylabel = self._axis_labels(f)
+            if fig.xaxis[0].axis_label != xlabel:
+                fig.xaxis[0].axis_label = xlabel
+            if fig.yaxis[0].axis_label != ylabel:
+                fig.yaxis[0].axis_label = ylabel
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), self._ranges(f), strict=True):
+                rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
 
-    def _empty(self):
-        return hv.Curve([]).opts(**PLOT_OPTS)
-
-    def dmap(self) -> hv.DynamicMap:
-        return hv.DynamicMap(pn.bind(self._plot, self.state.param.figures))
+    def _on_figures(self, event) -> None:
+        doc = self._fig.document
+        if doc is not None and doc.session_context is not None and pn.state.curdoc is not doc:
+            # A result applied from outside this session's callback: change the models on its
+            # own event loop turn, as Panel does for its widgets.
+            doc.add_next_tick_callback(lambda: self._refresh(self.state.figures))
+            return
+        self._refresh(event.new)
+        if doc is not None and doc.session_context is None and self._pane is not None:
+            pn.io.push_notebook(self._pane)  # a notebook: send the in-place changes
 
     def __panel__(self):
-        return pn.pane.HoloViews(self.dmap(), sizing_mode="stretch_both", min_height=300)
+        if self._pane is None:
+            self._fig = self._figure()
+            self._build(self._fig)
+            self._refresh(self.state.figures)
+            self.state.param.watch(self._on_figures, "figures")
+            self._pane = pn.pane.Bokeh(self._fig, sizing_mode="stretch_both", min_height=300)
+        return self._pane
 
 
-class TrajectoryView(_FigureView):
+class TrajectoryView(_PlotView):
     """Partial scores ``S_t`` against t, stopped walks ending at their stop, with τ and θ_S."""
 
-    def _element(self, f):
-        s = self.state
-        walks = [
-            hv.Curve(
-                f.trajectories[c],
-                "t",
-                "S",
-                label=_class_label(s, c == "positive"),
-            ).opts(color=COLORS[c], line_width=1, alpha=0.55)
-            for c in ("negative", "positive")
-        ]
-        stops = [
-            hv.Scatter(f.stops, "t", ["s", "full_class"], label="stopped here").opts(
-                color=hv.dim("full_class").categorize(
-                    {"negative": COLORS["negative"], "positive": COLORS["positive"]}
-                ),
-                marker="x",
-                size=9,
-                line_width=2,
-            )
-        ]
+    title = "Walks of the partial score S_t"
+    xlabel = "t — terms evaluated"
+    ylabel = "partial score S_t"
+    legend_place = "above"
+    legend_cols = 3
+
+    def _build(self, fig) -> None:
+        neg = self._source("negative", "x", "y")
+        pos = self._source("positive", "x", "y")
+        b = self._source("boundary", "t", "lower", "upper", "theta_s")
+        budget = self._source("budget", "t", "s")
+        stops = self._source("stops", "t", "s", strings=("color",))
+        walk = {"line_width": 1, "line_alpha": 0.55}
+        r_neg = fig.line("x", "y", source=neg, color=COLORS["negative"], **walk)
+        r_pos = fig.line("x", "y", source=pos, color=COLORS["positive"], **walk)
+        tau = {"color": COLORS["attentive"], "line_width": 3, "line_dash": "dashed"}
+        r_lo = fig.line("t", "lower", source=b, **tau)
+        r_hi = fig.line("t", "upper", source=b, **tau)
+        r_budget = fig.line(
+            "t", "s", source=budget, color=COLORS["budgeted"], line_width=3, line_dash="dashed"
+        )
+        r_theta = fig.line(
+            "t", "theta_s", source=b, color=COLORS["theta"], line_dash="dotted", line_width=2
+        )
+        r_stops = fig.scatter(
+            "t", "s", source=stops, marker="x", size=9, line_width=2, color="color"
+        )
+        self._legend(
+            fig,
+            {
+                "negative": [r_neg],
+                "positive": [r_pos],
+                "boundary τ": [r_lo, r_hi],
+                "budget B": [r_budget],
+                "θ_S (decision threshold)": [r_theta],
+                "stopped here": [r_stops],
+            },
+        )
+
+    def _data(self, f):
+        (xn, yn), (xp, yp) = f.trajectories["negative"], f.trajectories["positive"]
         b = f.boundary
-        tau = [
-            hv.Curve(b, "t", col, label="boundary τ").opts(
-                color=COLORS["attentive"], line_width=3, line_dash="dashed"
-            )
-            for col in ("lower", "upper")
-        ]
-        budget_line = hv.Curve(f.budget_line, "t", "s", label="budget B").opts(
-            color=COLORS["budgeted"], line_width=3, line_dash="dashed"
-        )
-        theta = hv.Curve(b, "t", "theta_s", label="θ_S (decision threshold)").opts(
-            color=COLORS["theta"], line_dash="dotted", line_width=2
-        )
-        return hv.Overlay([*walks, *tau, budget_line, theta, *stops]).opts(
-            hv.opts.Overlay(
-                title="Walks of the partial score S_t",
-                xlabel="t — terms evaluated",
-                ylabel="partial score S_t",
-                legend_position="top",
-                legend_cols=3,
-                legend_opts=LEGEND,
-                **PLOT_OPTS,
-            )
-        )
+        rows = _thin(len(b))
+        stops = f.stops
+        return {
+            "negative": {"x": _col(xn), "y": _col(yn)},
+            "positive": {"x": _col(xp), "y": _col(yp)},
+            "boundary": {
+                c: _col(b[c].to_numpy(), rows) for c in ("t", "lower", "upper", "theta_s")
+            },
+            "budget": {c: _col(f.budget_line[c].to_numpy()) for c in ("t", "s")},
+            "stops": {
+                "t": _col(stops["t"].to_numpy()),
+                "s": _col(stops["s"].to_numpy()),
+                "color": np.where(
+                    stops["full_class"].to_numpy() == "positive",
+                    COLORS["positive"],
+                    COLORS["negative"],
+                ).astype(object),
+            },
+        }
+
+    def _labels(self, f):
+        s = self.state
+        return {"negative": _class_label(s, False), "positive": _class_label(s, True)}
+
+    def _hidden(self, f):
+        return set() if f.budget is not None else {"budget B"}
+
+    def _ranges(self, f):
+        yn, yp = f.trajectories["negative"][1], f.trajectories["positive"][1]
+        b = f.boundary
+        ys = [yn, yp, b["lower"].to_numpy(), b["upper"].to_numpy(), b["theta_s"].to_numpy()]
+        return (0.0, float(f.n_terms)), _extent(ys)
 
 
-class TradeoffView(_FigureView):
+class TradeoffView(_PlotView):
     """Stop-error and disagreement against mean terms evaluated; click to pick the operating point."""
 
-    def _element(self, f):
+    title = "Tradeoff: stop-error against terms evaluated"
+    ylabel = "error rate"
+    legend_place = "above"
+    legend_cols = 2
+    NAMES: ClassVar[dict[str, str]] = {"attentive": "attentive (all τ)", "budgeted": "budgeted"}
+
+    def _build(self, fig) -> None:
+        items = {}
+        hover_renderers = []
+        for method in ("attentive", "budgeted"):
+            src = self._source(method, "mean_evaluated", "stop_error", "disagreement", "parameter")
+            color = COLORS[method]
+            r_err = fig.line(
+                "mean_evaluated", "stop_error", source=src, color=color, line_width=2.5
+            )
+            r_dis = fig.line(
+                "mean_evaluated",
+                "disagreement",
+                source=src,
+                color=color,
+                line_width=1.5,
+                line_dash="dashed",
+            )
+            items[f"{method}: stop-error"] = [r_err]
+            items[f"{method}: disagreement"] = [r_dis]
+            hover_renderers.append(r_err)
+        grid = self._source("grid", "mean_evaluated", "stop_error", "delta", "disagreement")
+        r_grid = fig.scatter(
+            "mean_evaluated",
+            "stop_error",
+            source=grid,
+            color=COLORS["attentive"],
+            size=6,
+            alpha=0.7,
+        )
+        items["grid"] = [r_grid]
+        point = self._source("point", "mean_evaluated", "stop_error")
+        items["operating point"] = [
+            fig.scatter(
+                "mean_evaluated",
+                "stop_error",
+                source=point,
+                marker="star",
+                size=22,
+                fill_color="#ffd700",
+                line_color="black",
+                line_width=1.5,
+            )
+        ]
+        fig.add_tools(
+            HoverTool(
+                renderers=hover_renderers,
+                tooltips=[
+                    ("mean evaluated", "@mean_evaluated{0,0.0}"),
+                    ("stop-error", "@stop_error{0.000}"),
+                    ("disagreement", "@disagreement{0.000}"),
+                    ("τ or B", "@parameter{0.000}"),
+                ],
+            ),
+            HoverTool(
+                renderers=[r_grid],
+                tooltips=[
+                    ("δ", "@delta{0.0000}"),
+                    ("mean evaluated", "@mean_evaluated{0,0.0}"),
+                    ("stop-error", "@stop_error{0.000}"),
+                    ("disagreement", "@disagreement{0.000}"),
+                ],
+            ),
+        )
+        self._legend(fig, items)
+        fig.on_event(Tap, self._on_tap)
+
+    def _data(self, f):
         t = f.tradeoff
-        curves = []
-        names = {"attentive": "attentive (all τ)", "budgeted": "budgeted"}
+        out = {}
         for method in ("attentive", "budgeted"):
             d = t[t.method == method]
-            if d.empty:
-                continue
-            curves.append(
-                hv.Curve(
-                    d,
-                    "mean_evaluated",
-                    ["stop_error", "disagreement", "parameter"],
-                    label=f"{names[method]}: stop-error",
-                ).opts(color=COLORS[method], line_width=2.5, tools=["hover"])
-            )
-            curves.append(
-                hv.Curve(
-                    d,
-                    "mean_evaluated",
-                    ["disagreement", "stop_error"],
-                    label=f"{method}: disagreement",
-                ).opts(color=COLORS[method], line_width=1.5, line_dash="dashed")
-            )
-        kind = self.state.boundary
+            out[method] = {
+                c: _col(d[c].to_numpy())
+                for c in ("mean_evaluated", "stop_error", "disagreement", "parameter")
+            }
         dc = f.delta_curve
-        grid = hv.Scatter(
-            dc,
-            "mean_evaluated",
-            ["stop_error", "delta", "disagreement"],
-            label=f"{'constant' if kind == 'budget' else kind}, δ grid (click)",
-        ).opts(color=COLORS["attentive"], size=6, alpha=0.7, tools=["hover"])
+        out["grid"] = {
+            c: _col(dc[c].to_numpy())
+            for c in ("mean_evaluated", "stop_error", "delta", "disagreement")
+        }
         op = f.operating_point
-        point = hv.Points(
-            [(op["mean_evaluated"], op["stop_error"])],
-            ["mean_evaluated", "stop_error"],
-            label="operating point",
-        ).opts(color="#ffd700", marker="star", size=22, line_color="black", line_width=1.5)
-        return hv.Overlay([*curves, grid, point]).opts(
-            hv.opts.Overlay(
-                title="Tradeoff: stop-error against terms evaluated",
-                xlabel=f"mean terms evaluated (of {f.n_terms:,})",
-                ylabel="error rate",
-                padding=(0.03, 0.05),
-                legend_position="top",
-                legend_cols=2,
-                legend_opts=LEGEND,
-                **PLOT_OPTS,
-            )
-        )
+        out["point"] = {
+            "mean_evaluated": _col([op["mean_evaluated"]]),
+            "stop_error": _col([op["stop_error"]]),
+        }
+        return out
 
-    def __panel__(self):
-        dmap = self.dmap()
-        tap = hv.streams.Tap(source=dmap, x=None, y=None)
-        tap.add_subscriber(self._on_tap)
-        return pn.pane.HoloViews(dmap, sizing_mode="stretch_both", min_height=300)
+    def _labels(self, f):
+        kind = self.state.boundary
+        labels = {f"{m}: disagreement": f"{m}: disagreement" for m in self.NAMES}
+        labels.update({f"{m}: stop-error": f"{n}: stop-error" for m, n in self.NAMES.items()})
+        labels["grid"] = f"{'constant' if kind == 'budget' else kind}, δ grid (click)"
+        return labels
 
-    def _on_tap(self, x=None, y=None):
-        if x is not None and y is not None:
-            self.state.select_point(float(x), float(y))
+    def _hidden(self, f):
+        t = f.tradeoff
+        return {
+            f"{m}: {what}"
+            for m in self.NAMES
+            if not (t.method == m).any()
+            for what in ("stop-error", "disagreement")
+        }
+
+    def _axis_labels(self, f):
+        return f"mean terms evaluated (of {f.n_terms:,})", self.ylabel
+
+    def _ranges(self, f):
+        t, dc, op = f.tradeoff, f.delta_curve, f.operating_point
+        xs = [t.mean_evaluated.to_numpy(), dc.mean_evaluated.to_numpy(), [op["mean_evaluated"]]]
+        ys = [
+            t.stop_error.to_numpy(),
+            t.disagreement.to_numpy(),
+            dc.stop_error.to_numpy(),
+            [op["stop_error"]],
+        ]
+        return _extent(xs, 0.03), _extent(ys, 0.05)
+
+    def _on_tap(self, event) -> None:
+        if event.x is not None and event.y is not None:
+            self.state.select_point(float(event.x), float(event.y))
 
 
-class PrecisionRecallView(_FigureView):
+class PrecisionRecallView(_PlotView):
     """Precision–recall of the full, attentive and budgeted scores against the true labels."""
 
-    def _element(self, f):
-        curves = []
-        for method, label in (
-            ("full", "full"),
-            ("attentive", "attentive"),
-            ("budgeted", f"budgeted (B = {f.metrics['budget_compared']})"),
-        ):
-            d = f.pr[f.pr.method == method]
-            ap = f.average_precision[method]
-            curves.append(
-                hv.Curve(d, "recall", "precision", label=f"{label}: AP {ap:.3f}").opts(
+    title = "Precision–recall against the true labels"
+    xlabel = "recall"
+    ylabel = "precision"
+    legend_location = "bottom_left"
+    METHODS = ("full", "attentive", "budgeted")
+
+    def _build(self, fig) -> None:
+        items = {}
+        for method in self.METHODS:
+            src = self._source(method, "recall", "precision")
+            items[method] = [
+                fig.step(
+                    "recall",
+                    "precision",
+                    source=src,
+                    mode="before",
                     color=COLORS[method],
                     line_width=3 if method == "full" else 2,
-                    line_dash="solid" if method != "budgeted" else "dashdot",
-                    interpolation="steps-pre",
+                    line_dash="dashdot" if method == "budgeted" else "solid",
                 )
-            )
-        return hv.Overlay(curves).opts(
-            hv.opts.Overlay(
-                title="Precision–recall against the true labels",
-                xlabel="recall",
-                ylabel="precision",
-                legend_position="bottom_left",
-                legend_opts=LEGEND,
-                **PLOT_OPTS,
-            )
-        )
+            ]
+        self._legend(fig, items)
+
+    def _data(self, f):
+        out = {}
+        for method in self.METHODS:
+            d = f.pr[f.pr.method == method]
+            rows = _thin(len(d))
+            out[method] = {c: _col(d[c].to_numpy(), rows) for c in ("recall", "precision")}
+        return out
+
+    def _labels(self, f):
+        names = {"budgeted": f"budgeted (B = {f.metrics['budget_compared']})"}
+        return {m: f"{names.get(m, m)}: AP {f.average_precision[m]:.3f}" for m in self.METHODS}
+
+    def _ranges(self, f):
+        return _extent([f.pr.recall.to_numpy()]), _extent([f.pr.precision.to_numpy()])
 
 
-class TheoryView(_FigureView):
+class TheoryView(_PlotView):
     """Required δ against actual stop-error: this dataset and the Brownian-bridge simulation."""
 
-    def _element(self, f):
-        th = f.theory
-        elements = [
-            hv.Curve(
-                (list(DELTA_RANGE), list(DELTA_RANGE)),
-                "required",
-                "actual",
-                label="actual = required",
-            ).opts(color=COLORS["theta"], line_dash="dotted", line_width=2)
-        ]
-        for source, color in zip(
-            th.source.unique(), (COLORS["attentive"], COLORS["simulation"]), strict=True
+    title = "Theory check: actual against required δ"
+    xlabel = "required δ (log scale)"
+    ylabel = "actual stop-error"
+    x_axis_type = "log"
+    legend_location = "top_left"
+    SOURCES = ("dataset", "simulation")
+
+    def _build(self, fig) -> None:
+        diag = ColumnDataSource({"x": list(DELTA_RANGE), "y": list(DELTA_RANGE)})
+        items = {
+            "actual = required": [
+                fig.line(
+                    "x", "y", source=diag, color=COLORS["theta"], line_dash="dotted", line_width=2
+                )
+            ]
+        }
+        for key, color in zip(
+            self.SOURCES, (COLORS["attentive"], COLORS["simulation"]), strict=True
         ):
-            d = th[th.source == source]
-            elements.append(
-                hv.Curve(d, "required", "actual", label=source).opts(color=color, line_width=2.5)
+            src = self._source(key, "required", "actual")
+            items[key] = [
+                fig.line("required", "actual", source=src, color=color, line_width=2.5),
+                fig.scatter("required", "actual", source=src, color=color, size=5),
+            ]
+        now = self._source("delta", "x")
+        items["current δ"] = [
+            fig.vspan(
+                "x", source=now, line_color=COLORS["attentive"], line_dash="dashed", line_width=1.5
             )
-            elements.append(hv.Scatter(d, "required", "actual").opts(color=color, size=5))
-        elements.append(
-            hv.VLine(self.state.delta, label="current δ").opts(
-                color=COLORS["attentive"], line_dash="dashed", line_width=1.5
-            )
-        )
-        return hv.Overlay(elements).opts(
-            hv.opts.Overlay(
-                title="Theory check: actual against required δ",
-                xlabel="required δ (log scale)",
-                ylabel="actual stop-error",
-                logx=True,
-                legend_position="top_left",
-                legend_opts=LEGEND,
-                **PLOT_OPTS,
-            )
+        ]
+        self._legend(fig, items)
+
+    def _frames(self, f):
+        th = f.theory
+        return [th[th.source == source] for source in th.source.unique()]
+
+    def _data(self, f):
+        out = {
+            key: {"required": _col(d.required.to_numpy()), "actual": _col(d.actual.to_numpy())}
+            for key, d in zip(self.SOURCES, self._frames(f), strict=True)
+        }
+        out["delta"] = {"x": _col([self.state.delta])}
+        return out
+
+    def _labels(self, f):
+        return {
+            key: str(d.source.iloc[0]) for key, d in zip(self.SOURCES, self._frames(f), strict=True)
+        }
+
+    def _ranges(self, f):
+        th = f.theory
+        return (
+            _extent([th.required.to_numpy(), DELTA_RANGE], log=True),
+            _extent([th.actual.to_numpy(), DELTA_RANGE]),
         )
 
 
