@@ -253,14 +253,17 @@ class _PlotView(pn.viewable.Viewer):
 
     def _on_figures(self, event) -> None:
         doc = self._fig.document
-        if doc is not None and doc.session_context is not None and pn.state.curdoc is not doc:
-            # A result applied from outside this session's callback: change the models on its
-            # own event loop turn, as Panel does for its widgets.
+        if doc is None or doc.session_context is None:
+            self._refresh(event.new)
+            if doc is not None:
+                pn.io.push_notebook(self._pane)  # a notebook: send the in-place changes
+        elif pn.state.curdoc is doc:
+            # In this session's context, perhaps without its lock (a background result applied
+            # on the loop): Panel's unlocked() sends the changes straight to the browser.
+            with pn.io.unlocked():
+                self._refresh(event.new)
+        else:
             doc.add_next_tick_callback(lambda: self._refresh(self.state.figures))
-            return
-        self._refresh(event.new)
-        if doc is not None and doc.session_context is None and self._pane is not None:
-            pn.io.push_notebook(self._pane)  # a notebook: send the in-place changes
 
     def __panel__(self):
         if self._pane is None:
