@@ -102,9 +102,11 @@ class Dashboard(pn.viewable.Viewer):
             try:
                 result = await asyncio.to_thread(job)
             except Exception as exc:
-                fail(exc)
+                with pn.io.unlocked():
+                    fail(exc)
             else:
-                done(result)
+                with pn.io.unlocked():  # the new figures, numbers and widgets in one message
+                    done(result)
             finally:
                 ticker.stop()
                 state.param.update(busy=False, elapsed=time.monotonic() - started)

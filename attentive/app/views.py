@@ -430,14 +430,17 @@ class TradeoffView(_PlotView):
         fig.on_event(Tap, self._on_tap)
 
     def _data(self, f):
-        t = f.tradeoff
         out = {}
-        for method in ("attentive", "budgeted"):
-            d = t[t.method == method]
-            out[method] = {
-                c: _col(d[c].to_numpy())
-                for c in ("mean_evaluated", "stop_error", "disagreement", "parameter")
-            }
+        t = f.tradeoff
+        if t is not getattr(self, "_tradeoff_drawn", None):  # cached per walk, side and θ
+            self._tradeoff_drawn = t
+            method = t["method"].to_numpy()
+            for m in ("attentive", "budgeted"):
+                rows = method == m
+                out[m] = {
+                    c: _col(t[c].to_numpy(), rows)
+                    for c in ("mean_evaluated", "stop_error", "disagreement", "parameter")
+                }
         dc = f.delta_curve
         out["grid"] = {
             c: _col(dc[c].to_numpy())
@@ -513,10 +516,12 @@ class PrecisionRecallView(_PlotView):
 
     def _data(self, f):
         out = {}
-        for method in self.METHODS:
-            d = f.pr[f.pr.method == method]
-            rows = _thin(len(d))
-            out[method] = {c: _col(d[c].to_numpy(), rows) for c in ("recall", "precision")}
+        method = f.pr["method"].to_numpy()
+        recall, precision = f.pr["recall"].to_numpy(), f.pr["precision"].to_numpy()
+        for m in self.METHODS:
+            rows = np.flatnonzero(method == m)
+            rows = rows[_thin(rows.size)]
+            out[m] = {"recall": _col(recall, rows), "precision": _col(precision, rows)}
         return out
 
     def _labels(self, f):
@@ -562,22 +567,24 @@ class TheoryView(_PlotView):
         ]
         self._legend(fig, items)
 
-    def _frames(self, f):
-        th = f.theory
-        return [th[th.source == source] for source in th.source.unique()]
+    def _split(self, f) -> dict[str, tuple[str, np.ndarray]]:
+        """Source key → (its name in the data, rows) in the order the data lists them."""
+        source = f.theory["source"].to_numpy()
+        names = list(dict.fromkeys(source))
+        return {key: (name, source == name) for key, name in zip(self.SOURCES, names, strict=True)}
 
     def _data(self, f):
+        th = f.theory
+        required, actual = th["required"].to_numpy(), th["actual"].to_numpy()
         out = {
-            key: {"required": _col(d.required.to_numpy()), "actual": _col(d.actual.to_numpy())}
-            for key, d in zip(self.SOURCES, self._frames(f), strict=True)
+            key: {"required": _col(required, rows), "actual": _col(actual, rows)}
+            for key, (_, rows) in self._split(f).items()
         }
         out["delta"] = {"x": _col([self.state.delta])}
         return out
 
     def _labels(self, f):
-        return {
-            key: str(d.source.iloc[0]) for key, d in zip(self.SOURCES, self._frames(f), strict=True)
-        }
+        return {key: str(name) for key, (name, _) in self._split(f).items()}
 
     def _ranges(self, f):
         th = f.theory
@@ -681,6 +688,48 @@ NUMBER_CSS = """
 # ----------------------------------------------------------------------------- controls
 
 
+def _no_debounce(widget: pn.widgets.Widget) -> None:
+    # Panel waits 50 ms after a browser change to batch rapid ones; a released drag is one change.
+    widget._debounce = 0
+
+
+def released_slider(
+    state: DashboardState, name: str, widget_type=pn.widgets.FloatSlider, **kw
+) -> pn.widgets.Widget:
+    """A slider for ``state.<name>`` that sets it when a drag is released, not at every step.
+
+    The state follows ``value_throttled`` (one recompute per drag); the slider follows the state
+    (value and bounds), e.g. when the URL or a click on the tradeoff plot sets it.
+    """
+    p = state.param[name]
+    lo, hi = p.bounds
+    slider = widget_type(
+        name=p.label,
+        start=lo,
+        end=hi,
+        value=getattr(state, name),
+        sizing_mode="stretch_width",
+        **kw,
+    )
+
+    def to_state(event) -> None:
+        if event.new is not None and event.new != getattr(state, name):
+            with pn.io.unlocked():  # every change this move causes goes out in one message
+                state.set_controls(**{name: event.new})
+
+    def to_slider(event) -> None:
+        if event.what == "bounds":
+            slider.param.update(start=event.new[0], end=event.new[1])
+        elif slider.value != event.new:
+            slider.value = event.new
+
+    slider.param.watch(to_state, "value_throttled")
+    _no_debounce(slider)
+    state.param.watch(to_slider, name, what="value")
+    state.param.watch(to_slider, name, what="bounds")
+    return slider
+
+
 class Controls(pn.viewable.Viewer):
     """The sidebar: widgets generated from the state's parameters (one set per session)."""
 
@@ -703,19 +752,17 @@ class Controls(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
+        _no_debounce(self.delta_slider)
         s.param.watch(self._delta_to_slider, "delta")
-        self.theta_slider = pn.widgets.FloatSlider.from_param(
-            p.theta,
-            step=0.01,
-            format="0.00",
-            sizing_mode="stretch_width",
-            css_classes=["att-theta"],
+        self.theta_slider = released_slider(
+            s, "theta", step=0.01, format="0.00", css_classes=["att-theta"]
         )
         self.seed_input = pn.widgets.IntInput.from_param(
             p.seed, sizing_mode="stretch_width", css_classes=["att-seed"]
         )
-        self.budget_slider = pn.widgets.FloatSlider.from_param(
-            p.budget, step=0.01, sizing_mode="stretch_width"
+        self.budget_slider = released_slider(s, "budget", step=0.01)
+        self.trajectory_slider = released_slider(
+            s, "n_trajectories", pn.widgets.IntSlider, css_classes=["att-trajectories"]
         )
         self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
         self.budget_row.visible = s.boundary == "budget"
@@ -739,7 +786,8 @@ class Controls(pn.viewable.Viewer):
             return
         value = float(10**event.new)
         lo, hi = DELTA_RANGE
-        self.state.set_controls(delta=min(hi, max(lo, float(f"{value:.3g}"))))
+        with pn.io.unlocked():  # every change this move causes goes out in one message
+            self.state.set_controls(delta=min(hi, max(lo, float(f"{value:.3g}"))))
 
     def _delta_to_slider(self, event):
         target = math.log10(event.new)
@@ -789,7 +837,7 @@ class Controls(pn.viewable.Viewer):
             help_row(self.theta_slider, "theta"),
             self.seed_input,
             self.budget_row,
-            help_row(w(pn.widgets.IntSlider, "n_trajectories"), "n_trajectories"),
+            help_row(self.trajectory_slider, "n_trajectories"),
             sizing_mode="stretch_width",
         )
 
