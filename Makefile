@@ -29,10 +29,13 @@ $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 app: $(VENV)/.stamp-app
 	$(BIN)/panel serve app.py --address $(HOST) --port $(PORT) --allow-websocket-origin=$(HOST):$(PORT) --allow-websocket-origin=localhost:$(PORT) --websocket-max-message-size 83886080
 
-## make test: install the test extra and run the whole suite (lint included)
+## make test: install the test extra and run the whole suite (lint included). The browser tests
+## (each serves the app and drives Chromium) run after the rest, one at a time: on two cores,
+## running them beside other tests makes page loads time out.
 test: $(VENV)/.stamp-test
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 --timeout=600 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 -m "not browser" --timeout=600 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m browser --timeout=600 $(PYTEST_ARGS) || test $$? -eq 5
 
 lint: $(VENV)/.stamp-test
 	$(BIN)/ruff check .
