@@ -7,8 +7,8 @@
    ``synthetic`` dataset), the figure data for one control move (what ``DashboardState`` recomputes)
    is timed per control: δ (the target: median ≤ 50 ms), the trajectory count, boundary kinds, and
    θ / seed (which rebuild a cached sweep / walk once, then hit the cache).
-2. The trajectory view as one NaN-separated path per class against one curve per walk, rendered
-   to Bokeh models side by side (the ratio is what matters).
+2. The same δ move through the state, the four plot views and the numbers attached to a Bokeh
+   document: the time and the size of the patch a browser would receive (only changed columns).
 3. ``panel serve app.py`` started cold, then the time until headless Chromium shows the headline
    numbers (first render), and a second page on the warm server.
 """
@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import socket
 import statistics
@@ -84,30 +85,47 @@ def bench_recompute(n_train: int, n_test: int) -> None:
     print(f"θ move back to a cached θ          {ms(th2)}")
 
 
-def bench_paths(n_walks: int = 200, n: int = 1000) -> None:
-    import holoviews as hv
+def bench_views() -> None:
+    """A δ move through the state and the four plot views, with the Bokeh patch it produces."""
+    import panel as pn
+    from bokeh.document import Document
+    from bokeh.protocol import Protocol
 
-    hv.extension("bokeh", logo=False)
-    rng = np.random.default_rng(0)
-    walks = np.cumsum(rng.normal(size=(n_walks, n + 1)), axis=1).astype(np.float32)
-    t = np.arange(n + 1, dtype=np.float32)
-    gap = np.full((n_walks, 1), np.nan, np.float32)
-    x = np.concatenate([np.broadcast_to(t, walks.shape), gap], axis=1).ravel()
-    y = np.concatenate([walks, gap], axis=1).ravel()
-    renderer = hv.renderer("bokeh")
+    from attentive.app.state import DashboardState
+    from attentive.app.views import (
+        HeadlineNumbers,
+        PrecisionRecallView,
+        TheoryView,
+        TradeoffView,
+        TrajectoryView,
+    )
 
-    def one_path():
-        renderer.get_plot(hv.Curve((x, y)))
+    pn.extension()
+    state = DashboardState(dataset="synthetic")  # the offline default size: 1,500 test examples
+    doc = Document()
+    views = [
+        V(state=state) for V in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+    ]
+    for v in [*views, HeadlineNumbers(state=state)]:
+        doc.add_root(pn.panel(v).get_root(doc))
+    events = []
+    doc.on_change(events.append)
+    protocol = Protocol()
+    deltas = itertools.cycle((0.001, 0.01, 0.1, 0.3, 0.003, 0.03, 0.2, 0.005, 0.05, 0.5))
+    sizes = []
 
-    def many_curves():
-        renderer.get_plot(hv.Overlay([hv.Curve((t, w)) for w in walks]))
+    def move():
+        events.clear()
+        state.delta = next(deltas)
+        msg = protocol.create("PATCH-DOC", events)
+        sizes.append(len(msg.content_json) + sum(len(b.to_bytes()) for b in msg._buffers))
 
-    a = timed(one_path, 5)
-    b = timed(many_curves, 2)
-    print(f"{n_walks} walks × {n} terms: one NaN-separated path {ms(a)}")
+    move()
+    t = timed(move, 30)
     print(
-        f"{n_walks} walks × {n} terms: one curve per walk      {ms(b)}  "
-        f"ratio {statistics.median(b) / statistics.median(a):.0f}×"
+        f"δ move through state, plots, numbers ({state.walks.n_terms} terms, "
+        f"{state.walks.S.shape[0]} test examples): {ms(t)}; "
+        f"patch median {statistics.median(sizes) / 1e3:.0f} kB, {len(events)} document events"
     )
 
 
@@ -205,7 +223,7 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     bench_recompute(args.n_train, args.n_test)
-    bench_paths()
+    bench_views()
     if not args.no_browser and Path("/usr/bin/chromium").exists():
         bench_first_render()
 

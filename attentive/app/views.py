@@ -282,7 +282,7 @@ class TrajectoryView(_PlotView):
     xlabel = "t — terms evaluated"
     ylabel = "partial score S_t"
     legend_place = "above"
-    legend_cols = 3
+    legend_cols = 2
 
     def _build(self, fig) -> None:
         neg = self._source("negative", "x", "y")

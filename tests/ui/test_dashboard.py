@@ -129,3 +129,75 @@ def test_calibrated_boundary_states_its_guarantee(page, server_url, tmp_path):
     assert page.get_by_text("Calibration table").first.is_visible()
     wait_for_change(page, "evaluated", before)
     page.screenshot(path=str(tmp_path / "calibrated.png"))
+
+
+RANGES = """(title) => {
+    for (const m of Bokeh.documents[0].all_models) {
+        if (m.title && m.title.text === title) {
+            return [m.x_range.start, m.x_range.end, m.y_range.start, m.y_range.end];
+        }
+    }
+    return null;
+}"""
+ZOOM = """([title, r]) => {
+    for (const m of Bokeh.documents[0].all_models) {
+        if (m.title && m.title.text === title) {
+            m.x_range.setv({start: r[0], end: r[1]});
+            m.y_range.setv({start: r[2], end: r[3]});
+        }
+    }
+}"""
+TAP_POINT = """([title, x, y]) => {
+    const find = (v) => {
+        if (v.model && v.model.title && v.model.title.text === title) return v;
+        for (const c of (v.child_views ?? [])) { const r = find(c); if (r) return r; }
+        return null;
+    };
+    for (const root of Bokeh.index.roots ?? Object.values(Bokeh.index)) {
+        const v = find(root);
+        if (v) {
+            const box = v.canvas_view.el.getBoundingClientRect();
+            return [box.left + v.frame.x_scale.compute(x), box.top + v.frame.y_scale.compute(y)];
+        }
+    }
+    return null;
+}"""
+WALKS = "Walks of the partial score S_t"
+TRADEOFF = "Tradeoff: stop-error against terms evaluated"
+
+
+def test_zoom_stays_on_delta_moves_and_refits_on_new_data(page, server_url, tmp_path):
+    load(page, server_url)
+    wait_for_plots(page)
+    fitted = page.evaluate(RANGES, WALKS)
+    zoom = [5.0, 20.0, -1.0, 0.0]
+    assert fitted != zoom
+    page.evaluate(ZOOM, [WALKS, zoom])  # what a box zoom does to the ranges
+    before = number(page, "evaluated")
+    handle = slider_handle(page, "delta")
+    handle.focus()
+    handle.press("PageDown")
+    handle.press("PageDown")
+    wait_for_change(page, "evaluated", before)
+    page.wait_for_timeout(500)  # the plot data follows the numbers
+    assert page.evaluate(RANGES, WALKS) == zoom
+    before = number(page, "stopped")
+    page.locator(".att-dataset select").select_option("breast-cancer")
+    wait_for_change(page, "stopped", before, timeout=60_000)
+    page.wait_for_function(
+        f"(z) => JSON.stringify(({RANGES})({WALKS!r})) !== JSON.stringify(z)", arg=zoom
+    )
+    x0, x1 = page.evaluate(RANGES, WALKS)[:2]
+    assert (x0, x1) == (0, 91)  # refit to breast-cancer's 91 terms
+    page.screenshot(path=str(tmp_path / "zoom.png"))
+
+
+def test_click_on_the_tradeoff_plot_picks_delta(page, server_url):
+    load(page, server_url, "?delta=0.01")
+    wait_for_plots(page)
+    before = number(page, "evaluated")
+    # The δ grid's largest δ evaluates the fewest terms: click at the far left, error 0.
+    x, y = page.evaluate(TAP_POINT, [TRADEOFF, 0.0, 0.0])
+    page.mouse.click(x, y)
+    page.wait_for_url(re.compile(r"delta=0\.[1-5]"))
+    wait_for_change(page, "evaluated", before)
