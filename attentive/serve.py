@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["command", "configure_parser", "run"]
+__all__ = ["command", "configure_parser", "free_port", "run", "serving", "start", "stop"]
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -60,3 +65,66 @@ def run(args: argparse.Namespace) -> int:
         return subprocess.call(command(args), cwd=APP.parent, env=env)
     except KeyboardInterrupt:
         return 0
+
+
+# -- a server in the background, for the browser tests and the benchmarks ------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(port: int, *, env: dict | None = None, log=subprocess.DEVNULL) -> subprocess.Popen:
+    """Start ``panel serve app.py`` on 127.0.0.1:``port`` (the ``serve`` command's line)."""
+    args = argparse.Namespace(address="127.0.0.1", port=port, show=False, max_upload_mb=None)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(APP.parent), env.get("PYTHONPATH")]))
+    return subprocess.Popen(
+        command(args), cwd=APP.parent, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def wait_until_serving(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> str:
+    """Wait until the app answers on ``port``; return its URL. RuntimeError if it never does."""
+    url = f"http://127.0.0.1:{port}/app"
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"panel serve exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=30):
+                return url
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the dashboard did not answer within {timeout:.0f} s") from None
+            time.sleep(0.3)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server started by :func:`start`."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def serving(
+    *, env: dict | None = None, log_path: Path | None = None, timeout: float = 120.0
+) -> Iterator[str]:
+    """Serve the dashboard on a free loopback port for the duration of the block; yield its URL.
+
+    Server output goes to ``log_path`` (if given); the server is stopped when the block exits.
+    """
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context(open(log_path, "wb")) if log_path else subprocess.DEVNULL
+        port = free_port()
+        proc = start(port, env=env, log=log)
+        stack.callback(stop, proc)
+        yield wait_until_serving(port, proc, timeout)

@@ -20,8 +20,6 @@ import itertools
 import os
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -148,10 +146,10 @@ def wait_for_plots(page, n: int = 4) -> None:
 def bench_first_render() -> None:
     from playwright.sync_api import sync_playwright
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    from attentive import serve
+
+    port = serve.free_port()
+    env = dict(os.environ)
     env.setdefault("ATTENTIVE_DATA", tempfile.mkdtemp(prefix="attentive-bench-"))
     args = [
         "--headless",
@@ -166,25 +164,7 @@ def bench_first_render() -> None:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         page = browser.new_page(viewport={"width": 1366, "height": 800})
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "panel",
-                "serve",
-                "app.py",
-                "--address",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--allow-websocket-origin",
-                f"127.0.0.1:{port}",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = serve.start(port, env=env)
         try:
             while True:
                 try:
@@ -205,8 +185,7 @@ def bench_first_render() -> None:
                 page.locator(".att-value").first.wait_for(timeout=120_000)
                 warm.append(time.perf_counter() - t)
         finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+            serve.stop(proc)
             browser.close()
     print(
         f"first render after starting panel serve (offline default, empty model cache): "

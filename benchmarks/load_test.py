@@ -38,18 +38,17 @@ import json
 import math
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from attentive import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_DATASETS = ("digits-2v5", "breast-cancer", "synthetic", "synthetic-sparse")
@@ -95,59 +94,6 @@ def parse_numbers(text: str | None) -> dict[str, str] | None:
 
 
 # ----------------------------------------------------------------------------- server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, log_path: Path, env: dict) -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-m",
-        "panel",
-        "serve",
-        "app.py",
-        "--address",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--allow-websocket-origin",
-        f"127.0.0.1:{port}",
-    ]
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    proc._log_file = log  # type: ignore[attr-defined]
-    return proc
-
-
-def wait_for_server(port: int, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"panel serve exited with code {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                pass
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/app", timeout=30) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"the server did not answer on port {port} within {timeout:.0f} s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    proc._log_file.close()  # type: ignore[attr-defined]
 
 
 def scan_log(text: str) -> list[str]:
@@ -486,16 +432,17 @@ def main(argv=None) -> int:
     # Shared by this process and the server: the models trained for the expectations are the
     # ones the server loads from the on-disk model cache.
     os.environ["ATTENTIVE_DATA"] = env["ATTENTIVE_DATA"]
-    port = free_port()
+    port = serve.free_port()
     log_path = workdir / "server.log"
-    proc = start_server(port, log_path, env)
+    log = open(log_path, "wb")
+    proc = serve.start(port, env=env, log=log)
 
     stop = threading.Event()
 
     def watchdog():
         if not stop.wait(hard):
             print(f"hard timeout of {hard:.0f} s reached; stopping", file=sys.stderr, flush=True)
-            stop_server(proc)
+            serve.stop(proc)
             os._exit(3)
 
     threading.Thread(target=watchdog, daemon=True).start()
@@ -507,8 +454,7 @@ def main(argv=None) -> int:
             f"{time.perf_counter() - t0:.1f} s",
             flush=True,
         )
-        wait_for_server(port, proc, timeout=120)
-        url = f"http://127.0.0.1:{port}/app"
+        url = serve.wait_until_serving(port, proc, timeout=120)
         showing: dict[int, tuple] = {}
         run_stop = threading.Event()
         sessions = [
@@ -534,7 +480,8 @@ def main(argv=None) -> int:
         run_stop.set()
     finally:
         stop.set()
-        stop_server(proc)
+        serve.stop(proc)
+        log.close()
     log_text = log_path.read_text(errors="replace")
     if args.keep_log:
         args.keep_log.write_text(log_text)

@@ -34,7 +34,8 @@ INTRO = (
     "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms (support vectors or "
     "features). Attentive prediction adds them in a random order and **stops as soon as the "
     "partial score S_t crosses a boundary τ**, predicting negative early. δ is the stop-error the "
-    "boundary is built for. Click the tradeoff plot to pick an operating point."
+    "boundary is built for (for the calibrated boundary: the disagreement with full evaluation it "
+    "guarantees). Click the tradeoff plot to pick an operating point."
 )
 
 

@@ -8,11 +8,6 @@ home is a temporary folder and downloads point at a closed port). Tests skip whe
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -46,61 +41,19 @@ def _require_browser() -> None:
         pytest.skip("playwright is not installed")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory):
+    from attentive.serve import serving
+
     _require_browser()
-    port = _free_port()
     home = tmp_path_factory.mktemp("data-home")
-    log = (tmp_path_factory.mktemp("server") / "panel.log").open("w")
-    env = {
-        **os.environ,
-        "ATTENTIVE_DATA": str(home),
-        "ATTENTIVE_MIRROR": "http://127.0.0.1:9/",
-        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "panel",
-            "serve",
-            "app.py",
-            "--address",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--allow-websocket-origin",
-            f"127.0.0.1:{port}",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/app"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"panel serve did not start (exit {proc.poll()}); see {log.name}")
-            time.sleep(0.5)
-    yield url
-    proc.terminate()
+    log = tmp_path_factory.mktemp("server") / "panel.log"
+    env = {**os.environ, "ATTENTIVE_DATA": str(home), "ATTENTIVE_MIRROR": "http://127.0.0.1:9/"}
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        with serving(env=env, log_path=log) as url:
+            yield url
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}; see {log}")
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -46,51 +41,23 @@ def _skip_or_fail(reason: str):
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """URL of the dashboard served with a 10 KiB upload limit (stopped after the module)."""
-    port = _free_port()
+    from attentive.serve import serving
+
     home = tmp_path_factory.mktemp("ui-bad-inputs")
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
         "ATTENTIVE_DATA": str(home / "data"),
         "ATTENTIVE_MIRROR": "http://127.0.0.1:9/",
         "ATTENTIVE_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
     }
-    log = open(home / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "panel", "serve", "app.py", "--address", "127.0.0.1",
-         "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/app"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"panel serve exited: {(home / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=30):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the dashboard did not start within 90 s")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        with serving(env=env, log_path=home / "server.log", timeout=90) as url:
+            yield url
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}: {(home / 'server.log').read_text()[-2000:]}")
 
 
 @pytest.fixture(scope="module")
