@@ -537,7 +537,7 @@ class TheoryView(_PlotView):
 
     title = "Theory check: actual against required δ"
     xlabel = "required δ (log scale)"
-    ylabel = "actual error (calibrated: disagreement)"
+    ylabel = "actual error rate"
     x_axis_type = "log"
     legend_location = "top_left"
     SOURCES = ("dataset", "simulation")
