@@ -1,4 +1,4 @@
-"""The dashboard (the only part of attentive that imports Panel, HoloViews and Bokeh).
+"""The dashboard (the only part of attentive that imports Panel and Bokeh).
 
 >>> from attentive.app import build_dashboard
 >>> build_dashboard()            # doctest: +SKIP  (in a notebook: the dashboard inline)
