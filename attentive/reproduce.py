@@ -843,42 +843,32 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(_clean(data), indent=2, default=_json_default) + "\n")
 
 
-def write_dataset_result(result: DatasetResult, out_dir) -> dict[str, Path]:
-    """Write ``tradeoff.csv``, ``pr.csv``, ``summary.json`` and ``figure4.png`` into ``out_dir``."""
+def _write_outputs(out_dir, frames: dict, summary: dict, figure, figure_name: str) -> dict:
+    """Write each frame as ``NAME.csv``, ``summary.json`` and the figure as ``figure_name``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "tradeoff": out / "tradeoff.csv",
-        "pr": out / "pr.csv",
-        "summary": out / "summary.json",
-        "figure": out / "figure4.png",
-    }
-    result.tradeoff_frame().to_csv(paths["tradeoff"], index=False)
-    result.pr_frame().to_csv(paths["pr"], index=False)
-    _write_json(paths["summary"], result.summary())
-    fig = plot_figure4(result)
-    fig.savefig(paths["figure"], dpi=110)
-    _pyplot().close(fig)
+    paths = {}
+    for name, frame in frames.items():
+        paths[name] = out / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    paths["summary"] = out / "summary.json"
+    _write_json(paths["summary"], summary)
+    paths["figure"] = out / figure_name
+    figure.savefig(paths["figure"], dpi=110)
+    _pyplot().close(figure)
     return paths
+
+
+def write_dataset_result(result: DatasetResult, out_dir) -> dict[str, Path]:
+    """Write ``tradeoff.csv``, ``pr.csv``, ``summary.json`` and ``figure4.png`` into ``out_dir``."""
+    frames = {"tradeoff": result.tradeoff_frame(), "pr": result.pr_frame()}
+    return _write_outputs(out_dir, frames, result.summary(), plot_figure4(result), "figure4.png")
 
 
 def write_simulation_result(result: SimulationResult, out_dir) -> dict[str, Path]:
     """Write ``decision_error.csv``, ``stopping_time.csv``, ``summary.json``, ``figure3.png``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "decision_error": out / "decision_error.csv",
-        "stopping_time": out / "stopping_time.csv",
-        "summary": out / "summary.json",
-        "figure": out / "figure3.png",
-    }
-    result.error_frame().to_csv(paths["decision_error"], index=False)
-    result.time_frame().to_csv(paths["stopping_time"], index=False)
-    _write_json(paths["summary"], result.summary())
-    fig = plot_figure3(result)
-    fig.savefig(paths["figure"], dpi=110)
-    _pyplot().close(fig)
-    return paths
+    frames = {"decision_error": result.error_frame(), "stopping_time": result.time_frame()}
+    return _write_outputs(out_dir, frames, result.summary(), plot_figure3(result), "figure3.png")
 
 
 # ----------------------------------------------------------------------------- command line
