@@ -13,7 +13,31 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["command", "configure_parser", "free_port", "run", "serving", "start", "stop"]
+__all__ = [
+    "CHROMIUM",
+    "CHROMIUM_ARGS",
+    "command",
+    "configure_parser",
+    "free_port",
+    "run",
+    "serving",
+    "start",
+    "stop",
+    "wait_for_plots",
+]
+
+# Debian's Chromium, as the browser tests and the benchmarks drive it (headless, as root, on a
+# machine whose only network is loopback: no background connections).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -128,3 +152,19 @@ def serving(
         proc = start(port, env=env, log=log)
         stack.callback(stop, proc)
         yield wait_until_serving(port, proc, timeout)
+
+
+def wait_for_plots(page, n: int = 4, timeout: float = 120_000) -> None:
+    """Wait until a Playwright ``page`` shows ``n`` Bokeh plot canvases (inside shadow roots)."""
+    page.wait_for_function(
+        """(n) => {
+            const count = (root) => {
+                let k = root.querySelectorAll('canvas').length;
+                for (const el of root.querySelectorAll('*')) if (el.shadowRoot) k += count(el.shadowRoot);
+                return k;
+            };
+            return count(document) >= n;
+        }""",
+        arg=n,
+        timeout=timeout,
+    )

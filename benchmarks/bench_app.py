@@ -127,22 +127,6 @@ def bench_views() -> None:
     )
 
 
-def wait_for_plots(page, n: int = 4) -> None:
-    """Wait until ``n`` Bokeh plot canvases exist (they live in shadow roots)."""
-    page.wait_for_function(
-        """(n) => {
-            const count = (root) => {
-                let k = root.querySelectorAll('canvas').length;
-                for (const el of root.querySelectorAll('*')) if (el.shadowRoot) k += count(el.shadowRoot);
-                return k;
-            };
-            return count(document) >= n;
-        }""",
-        arg=n,
-        timeout=120_000,
-    )
-
-
 def bench_first_render() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -151,17 +135,8 @@ def bench_first_render() -> None:
     port = serve.free_port()
     env = dict(os.environ)
     env.setdefault("ATTENTIVE_DATA", tempfile.mkdtemp(prefix="attentive-bench-"))
-    args = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-    ]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        browser = p.chromium.launch(executable_path=serve.CHROMIUM, args=serve.CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1366, "height": 800})
         start = time.perf_counter()
         proc = serve.start(port, env=env)
@@ -176,7 +151,7 @@ def bench_first_render() -> None:
             page.goto(f"http://127.0.0.1:{port}/app", timeout=120_000)
             page.locator(".att-value").first.wait_for(timeout=120_000)
             cold = time.perf_counter() - start
-            wait_for_plots(page)
+            serve.wait_for_plots(page)
             plots = time.perf_counter() - start
             warm = []
             for _ in range(3):

@@ -12,16 +12,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from attentive.serve import CHROMIUM, CHROMIUM_ARGS
+
 REPO = Path(__file__).resolve().parents[2]
 VIEWPORT = {"width": 1366, "height": 800}
 # Messages a healthy page may log: GPU driver chatter from headless Chromium.

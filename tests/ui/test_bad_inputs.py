@@ -16,20 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attentive.serve import CHROMIUM, CHROMIUM_ARGS
+
 pytestmark = [pytest.mark.browser, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(os.environ.get("ATTENTIVE_UI_SHOTS", "/tmp"))
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 UPLOAD_LIMIT_MB = 0.01  # 10 KiB: a small file is over it
 NUMBERS = ".att-value"
 TOAST = ".notyf__toast"

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from attentive.serve import wait_for_plots
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -31,20 +33,6 @@ def wait_for_change(page, key: str, before: str, timeout: float = 30_000) -> str
         timeout=timeout,
     )
     return number(page, key)
-
-
-def wait_for_plots(page, n: int = 4) -> None:
-    page.wait_for_function(
-        """(n) => {
-            const count = (root) => {
-                let k = root.querySelectorAll('canvas').length;
-                for (const el of root.querySelectorAll('*')) if (el.shadowRoot) k += count(el.shadowRoot);
-                return k;
-            };
-            return count(document) >= n;
-        }""",
-        arg=n,
-    )
 
 
 def load(page, server_url: str, query: str = "") -> None:
