@@ -5,6 +5,8 @@ For each dataset, in one process and interleaved round by round, it times
 * ``sklearn``: the fitted model's own ``decision_function`` (libsvm / liblinear: one thread);
 * ``full``: ``AttentiveClassifier(boundary="full").decision_function`` (every term);
 * ``attentive``: ``AttentiveClassifier.decision_function`` at the operating point chosen below,
+  with the default ``precision="auto"`` (mixed precision where it pays; see
+  :func:`attentive.batch.evaluate_blocked`), and once more on one thread in double precision only,
 
 our two each twice: on one thread (``n_jobs=1``, like scikit-learn) and on all cores (the default,
 ``--jobs``), and prints the mean evaluated fraction ``f``, the time ratios at both thread counts,
@@ -186,9 +188,9 @@ def _bench_dataset(name: str, args) -> dict:
         ).fit(p.X_train, p.y_train)
     att_eval = att.evaluate(X)
 
-    def threaded(clf, jobs):
+    def threaded(clf, jobs, precision=None):
         def call():
-            with evaluation_options(n_jobs=jobs):
+            with evaluation_options(n_jobs=jobs, precision=precision):
                 return clf.decision_function(X)
 
         return call
@@ -197,6 +199,7 @@ def _bench_dataset(name: str, args) -> dict:
         "sklearn": lambda: p.model.decision_function(X),
         "full_1": threaded(full, 1),
         "attentive_1": threaded(att, 1),
+        "attentive_double_1": threaded(att, 1, "double"),
         "full": threaded(full, args.jobs),
         "attentive": threaded(att, args.jobs),
     }
@@ -223,6 +226,7 @@ def _bench_dataset(name: str, args) -> dict:
             "full_over_sklearn": t["full_1"] / t["sklearn"],
             "attentive_over_full": t["attentive_1"] / t["full_1"],
             "sklearn_over_attentive": t["sklearn"] / t["attentive_1"],
+            "attentive_double_over_full": t["attentive_double_1"] / t["full_1"],
         },
         "peak_mb": peak,
     }
@@ -264,7 +268,9 @@ def _line(name: str, r: dict) -> str:
         f"  1 thread:  full {s['full_1'] * 1e3:.1f} ms, attentive {s['attentive_1'] * 1e3:.1f} ms"
         f" | full/sklearn={one['full_over_sklearn']:.3f}, "
         f"attentive/full={one['attentive_over_full']:.3f}, "
-        f"sklearn/attentive={one['sklearn_over_attentive']:.1f}x\n"
+        f"sklearn/attentive={one['sklearn_over_attentive']:.1f}x; attentive in double precision "
+        f"only {s['attentive_double_1'] * 1e3:.1f} ms "
+        f"(attentive/full={one['attentive_double_over_full']:.3f})\n"
         f"  {r['n_jobs']} threads: full {s['full'] * 1e3:.1f} ms, attentive {s['attentive'] * 1e3:.1f} ms"
         f" | full/sklearn={r['full_over_sklearn']:.3f}, "
         f"attentive/full={r['attentive_over_full']:.3f} (target ≤ f+0.15 = "

@@ -8,6 +8,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
@@ -417,8 +418,35 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``stop_side`` per example (see :class:`attentive.evaluation.Evaluation`).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        if not self._is_plain_valid_input(X):
+            X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
         return evaluate(self.walk_, X, self.boundary_, self.theta_s_)
+
+    def _is_plain_valid_input(self, X) -> bool:
+        """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.
+
+        A float64 numpy array or CSR/CSC matrix of the fitted width with finite values, for an
+        estimator fitted without feature names. ``validate_data`` checks the same and more (and
+        writes the error messages), but its data-frame detection alone costs more than
+        evaluating a small batch; anything else goes through it.
+        """
+        if hasattr(self, "feature_names_in_"):
+            return False
+        if isinstance(X, np.ndarray):
+            values = X
+        elif sp.issparse(X) and X.format in ("csr", "csc"):
+            values = X.data
+            if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
+                return False  # large-index matrices: let validate_data decide
+        else:
+            return False
+        return (
+            X.dtype == np.float64
+            and X.ndim == 2
+            and X.shape[0] >= 1
+            and X.shape[1] == self.n_features_in_
+            and bool(np.isfinite(values).all())
+        )
 
     def decision_function(self, X) -> np.ndarray:
         """Algorithm 1's score: ``f(x)`` if evaluated to the end, else ``c + τ`` where it stopped."""

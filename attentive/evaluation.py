@@ -156,6 +156,7 @@ def evaluate(
     chunk_size: int | None = None,
     block_size: int | None = None,
     n_jobs: int | None = None,
+    precision: str | None = None,
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -177,10 +178,15 @@ def evaluate(
         Threads that evaluate chunks of examples in parallel; default: as set by
         :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
         Small problems always use one.
+    precision : {"auto", "mixed", "double"}, optional
+        RBF walks on dense data: ``"mixed"`` computes kernel values in single precision with a
+        certified error bound and falls back to double precision wherever the bound leaves a
+        stop unsure, so the result is that of ``"double"``; ``"auto"`` (default) uses it where it
+        is expected to be faster (see :func:`attentive.batch.evaluate_blocked`).
     """
     from attentive.batch import evaluate_blocked
 
-    default_chunk, default_block, default_jobs = _OPTIONS.get()
+    default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()
     return evaluate_blocked(
         walk,
         X,
@@ -189,16 +195,23 @@ def evaluate(
         chunk_size=chunk_size if chunk_size is not None else default_chunk,
         block_size=block_size if block_size is not None else default_block,
         n_jobs=n_jobs if n_jobs is not None else default_jobs,
+        precision=precision if precision is not None else default_precision,
     )
 
 
-# (chunk_size, block_size, n_jobs) set by evaluation_options; None means automatic.
-_OPTIONS: ContextVar[tuple] = ContextVar("attentive_evaluation_options", default=(None, None, None))
+# (chunk_size, block_size, n_jobs, precision) set by evaluation_options; None means automatic.
+_OPTIONS: ContextVar[tuple] = ContextVar(
+    "attentive_evaluation_options", default=(None, None, None, None)
+)
 
 
 @contextmanager
 def evaluation_options(
-    *, chunk_size: int | None = None, block_size: int | None = None, n_jobs: int | None = None
+    *,
+    chunk_size: int | None = None,
+    block_size: int | None = None,
+    n_jobs: int | None = None,
+    precision: str | None = None,
 ):
     """Override the automatic sizes and thread count of :func:`evaluate` inside a ``with`` block.
 
@@ -208,13 +221,14 @@ def evaluation_options(
         with evaluation_options(block_size=32, n_jobs=1):
             clf.predict(X)
     """
-    from attentive.batch import _check_size
+    from attentive.batch import _check_size, check_precision
 
     token = _OPTIONS.set(
         (
             _check_size(chunk_size, "chunk_size"),
             _check_size(block_size, "block_size"),
             _check_size(n_jobs, "n_jobs"),
+            check_precision(precision),
         )
     )
     try:

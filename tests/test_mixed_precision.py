@@ -1,0 +1,183 @@
+"""The mixed-precision RBF walk (single-precision ``exp``, certified error band) against the
+double-precision walk and the reference (full partial scores + apply_boundary)."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.svm import SVC
+
+import attentive.batch as batch
+from attentive.boundaries import Boundary, curved_boundary, reference_statistics
+from attentive.errors import InvalidParameterError
+from attentive.evaluation import apply_boundary, evaluate, evaluation_options
+from attentive.terms import decompose
+from attentive.walk import make_walk
+
+
+@pytest.fixture(scope="module")
+def rbf():
+    X, y = make_classification(
+        n_samples=1500, n_features=12, n_informative=6, flip_y=0.05, random_state=5
+    )
+    # Far from the origin: uncentred augmented products would cancel badly here.
+    X = 3.0 * X + 40.0
+    X_train, y_train = X[:600], y[:600]
+    model = SVC(C=2.0, gamma="scale").fit(X_train, y_train)
+    walk = make_walk(decompose(model), X_train, y_train, random_state=0)[0]
+    return walk, X_train, y_train, X[600:]
+
+
+@pytest.fixture
+def mixed_calls(monkeypatch):
+    """Counts the chunks walked in mixed precision (so a test cannot pass without using it)."""
+    calls = []
+    original = batch._walk_chunk_mixed
+
+    def counted(*args, **kwargs):
+        res = original(*args, **kwargs)
+        calls.append(res)
+        return res
+
+    monkeypatch.setattr(batch, "_walk_chunk_mixed", counted)
+    return calls
+
+
+def _curved(walk, X_train, y_train, delta, side="both"):
+    pos = reference_statistics(walk, X_train[y_train == 1])
+    neg = reference_statistics(walk, X_train[y_train == 0])
+    return curved_boundary(pos, delta, walk.theta_s(0.0), side, upper_stats=neg)
+
+
+def _assert_same(ev, ref):
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    scale = 1.0 + np.abs(ref.decision).max()
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_mixed_walk_matches_double_and_reference(rbf, mixed_calls, side, n_jobs):
+    walk, X_train, y_train, Xt = rbf
+    boundary = _curved(walk, X_train, y_train, 0.05, side)
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert 0.3 < ref.stopped.mean() < 1.0
+    mixed = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="mixed")
+    double = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="double")
+    assert mixed_calls, "the mixed-precision walk was not used"
+    _assert_same(mixed, ref)
+    _assert_same(mixed, double)
+    assert (~mixed.stopped).any()  # some walks never stopped: their totals were recomputed
+
+
+def _knife_edge_boundary(S, rng, eps):
+    """Lower thresholds a hair (``eps``) above or below the lowest walk at every position."""
+    n = S.shape[1]
+    lowest = S.min(axis=0)
+    lower = lowest + np.where(rng.random(n) < 0.5, eps, -eps)
+    return Boundary(
+        kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf), shift=np.zeros(n)
+    )
+
+
+def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, monkeypatch):
+    walk, _, _, Xt = rbf
+    S = walk.partial_scores(Xt)
+    eps = 1e-9 * np.abs(S).max()  # far below float32's resolution, far above float64's
+    boundary = _knife_edge_boundary(S, np.random.default_rng(0), eps)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert ref.stopped.sum() > 20
+    ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
+    assert mixed_calls and sum(r.unsure.size for r in mixed_calls) > 0
+    _assert_same(ev, ref)
+    # Without the band, single precision alone decides some of these knife edges wrongly.
+    monkeypatch.setattr(
+        batch, "rbf_error_band", lambda plan, thr, max_norm: np.zeros(S.shape[1] - 1)
+    )
+    unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
+    assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
+
+
+def test_error_band_bounds_the_single_precision_sums(rbf):
+    """|Û_t − U_t| ≤ band_t, with U_t computed independently in extended precision."""
+    walk, _, _, Xt = rbf
+    plan = batch._plan(walk)
+    Xc = Xt[:300]
+    source = batch._RBFTerms32(walk, plan, Xc)
+    source.select(np.arange(len(Xc)))
+    n = walk.n_terms
+    H = np.empty((n, len(Xc)))
+    source.block(0, n, H)
+    U_hat = np.cumsum(H * plan.weight_signs[:, None], axis=0)
+
+    # Extended precision, straight from the definition |w| exp(−γ |x − y|²).
+    gamma = np.longdouble(walk.terms.kernel_params["gamma"])
+    Y = np.asarray(walk.terms.support_vectors, dtype=np.longdouble)[walk.order]
+    Xl = np.asarray(Xc, dtype=np.longdouble)
+    d2 = ((Xl[None, :, :] - Y[:, None, :]) ** 2).sum(axis=2)
+    w = np.asarray(plan.ordered_weights, dtype=np.longdouble)
+    U = np.cumsum(w[:, None] * np.exp(-gamma * d2), axis=0)
+
+    thr = batch._Thresholds(lower=np.zeros(n - 1), upper=None)
+    band = batch.rbf_error_band(plan, thr, source.max_norm)
+    err = np.abs(U_hat[: n - 1] - U[: n - 1]).astype(np.float64)
+    assert np.all(err <= band[:, None])
+    total = float(np.abs(plan.ordered_weights).sum())
+    assert err.max() > 1e-10 * total  # single precision is visible: the check can fail
+    assert band[-1] < 1e-5 * total  # and the band is tight enough to decide most stops
+
+
+def test_float32_exp_is_within_the_assumed_error():
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.uniform(-87.0, 0.0, 2_000_000), rng.uniform(-1.0, 5.0, 200_000)])
+    a32 = a.astype(np.float32)
+    approx = np.exp(a32).astype(np.float64)
+    exact = np.exp(a32.astype(np.float64))
+    assert np.max(np.abs(approx - exact) / exact) <= batch.EXP32_RELATIVE_ERROR / 2
+
+
+def test_pilot_picks_double_precision_when_few_walks_stop(rbf, mixed_calls, monkeypatch):
+    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    walk, X_train, y_train, Xt = rbf
+    theta_s = walk.theta_s(0.0)
+    strict = _curved(walk, X_train, y_train, 1e-9, "lower")
+    ref = apply_boundary(walk.partial_scores(Xt), strict, theta_s, walk.offset, walk.terms.classes)
+    assert ref.stopped.mean() < 0.5
+    _assert_same(evaluate(walk, Xt, strict, theta_s), ref)
+    assert not mixed_calls
+    loose = _curved(walk, X_train, y_train, 0.2, "both")
+    evaluate(walk, Xt, loose, theta_s)
+    assert mixed_calls
+
+
+def test_auto_precision_walks_small_calls_and_slow_single_exp_in_double(
+    rbf, mixed_calls, monkeypatch
+):
+    walk, X_train, y_train, Xt = rbf
+    boundary = _curved(walk, X_train, y_train, 0.2, "both")
+    theta_s = walk.theta_s(0.0)
+    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    evaluate(walk, Xt[: batch._PILOT_MIN - 1], boundary, theta_s, block_size=16)
+    assert not mixed_calls
+    monkeypatch.setattr(batch, "single_exp_pays", lambda: False)
+    evaluate(walk, Xt, boundary, theta_s)
+    assert not mixed_calls
+    evaluate(walk, Xt, boundary, theta_s, precision="mixed")  # asked for: used regardless
+    assert mixed_calls
+
+
+@pytest.mark.parametrize("bad", ["single", "float32", 32, True])
+def test_bad_precision_is_rejected(rbf, bad):
+    walk, X_train, y_train, Xt = rbf
+    boundary = _curved(walk, X_train, y_train, 0.2)
+    with pytest.raises(
+        InvalidParameterError, match="precision must be one of 'auto', 'mixed', 'double'"
+    ):
+        evaluate(walk, Xt, boundary, walk.theta_s(0.0), precision=bad)
+    with pytest.raises(InvalidParameterError, match="precision"):
+        with evaluation_options(precision=bad):
+            pass
