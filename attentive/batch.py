@@ -578,8 +578,12 @@ class _RBFTerms32(_RBFTerms):
         np.copyto(out, single)
 
 
-def rbf_error_band(plan: _Plan, thr: _Thresholds, max_norm: float) -> np.ndarray:
-    """Bound on ``|Û_t − U_t|`` for ``t = 1 .. n−1`` of the single-precision RBF walk.
+def rbf_error_band(
+    plan: _Plan, thr: _Thresholds, max_norm: float, final: float | None = None
+) -> np.ndarray:
+    """Bound on ``|Û_t − U_t|`` for ``t = 1 .. n`` of the single-precision RBF walk.
+
+    ``final`` is the threshold ``U_n`` is compared with (``θ_S + C_n``), if any.
 
     ``max_norm`` bounds ``|x − c|`` over the examples. Term ``k`` is ``|w| e^a`` with
     ``a = −γ|x − y|² ≤ 0``; the walk computes ``exp32(fl32(a + log|w| + e1))`` where ``e1`` is the
@@ -612,8 +616,10 @@ def rbf_error_band(plan: _Plan, thr: _Thresholds, max_norm: float) -> np.ndarray
     for t in (thr.lower, thr.upper):
         if t is not None:
             scale[: n - 1] += np.where(np.isfinite(t), np.abs(t), 0.0)
+    if final is not None and np.isfinite(final):
+        scale[n - 1] += abs(final)
     band += 8 * (np.arange(1, n + 1) + d + 8) * _U64 * scale
-    return band[: n - 1]
+    return band
 
 
 def _rbf_totals(plan: _Plan, X_augmented: np.ndarray) -> np.ndarray:
@@ -676,13 +682,30 @@ def _mixed_pays(pilot: _Stops, n: int) -> bool:
     return survivor_terms <= _MIXED_MAX_SURVIVOR_SHARE * walked
 
 
-def _walk_chunk_mixed(walk, plan: _Plan, Xc, schedule: BlockSchedule, thr: _Thresholds) -> _Stops:
-    """The RBF walk in mixed precision, with the same result as the double-precision walk."""
+def _walk_chunk_mixed(
+    walk, plan: _Plan, Xc, schedule: BlockSchedule, thr: _Thresholds, final: float | None = None
+) -> _Stops:
+    """The RBF walk in mixed precision, with the same result as the double-precision walk.
+
+    Walks that never stop get ``U_n`` in double precision, unless ``final`` (a threshold on
+    ``U_n``) is given: then only those whose single-precision ``Û_n`` is within the error band of
+    it do, and the others keep ``Û_n`` — their side of ``final`` is certain, their value is not
+    exact (labels only).
+    """
     chunk = _RBFTerms32(walk, plan, Xc)
-    m = Xc.shape[0]
-    band = rbf_error_band(plan, thr, chunk.max_norm)
-    res = _walk_chunk(chunk, m, schedule, thr, band)
-    U = _rbf_totals(plan, chunk.X_augmented[res.rows]) if res.rows.size else res.U
+    m, n = Xc.shape[0], int(schedule.edges[-1])
+    band = rbf_error_band(plan, thr, chunk.max_norm, final)
+    res = _walk_chunk(chunk, m, schedule, thr, band[: n - 1])
+    U = res.U
+    if res.rows.size:
+        exact = (
+            np.ones(res.rows.size, dtype=bool)
+            if final is None
+            else np.abs(res.U - final) <= band[n - 1]
+        )
+        if exact.any():
+            U = U.copy()
+            U[exact] = _rbf_totals(plan, chunk.X_augmented[res.rows[exact]])
     rows, at, side = [res.rows], [res.at], [res.side]
     if res.unsure.size:
         redo = _walk_chunk(_RBFTerms(walk, plan, Xc[res.unsure]), res.unsure.size, schedule, thr)
@@ -856,6 +879,7 @@ def evaluate_blocked(
     block_size: int | None = None,
     n_jobs: int | None = None,
     precision: str | None = None,
+    values: bool = True,
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
@@ -885,6 +909,11 @@ def evaluate_blocked(
         ``"double"``: double precision throughout. ``"auto"`` (default): mixed where it is
         expected to be faster — this CPU's float32 ``exp`` is at least twice as fast as its float64
         one (measured once per process) and a pilot of the first rows shows that most walks stop.
+    values : bool, default True
+        False when only the decisions are needed (``predict``): a mixed-precision walk that never
+        stops then keeps its single-precision ``f(x)`` when the error band leaves its side of θ
+        certain (its decision value is then accurate to the band, about 1e-6 of ``Σ|w|``,
+        instead of 1e-9); stops, sides, ``positive`` and ``labels`` are exact either way.
 
     Returns
     -------
@@ -959,8 +988,14 @@ def evaluate_blocked(
             stop_side[lo + res.at[:, 0]] = res.side
             s_n[lo + res.rows] = res.U - plan.centring_sums[n - 1]
 
+        final = None if values else float(theta_s + plan.centring_sums[n - 1])
         first = 0
-        if mixed and precision == "auto":
+        if mixed and precision == "auto" and not values:
+            # Labels only: a walk that never stops needs its exact total only when its
+            # single-precision total is within the error band of θ, so mixed precision pays
+            # whenever most walks are large enough to walk.
+            mixed = m >= _PILOT_MIN
+        elif mixed and precision == "auto":
             # Mixed precision pays a double-precision product for every walk that never stops,
             # so it only wins when most walks stop. A pilot of the first rows, walked in double
             # precision (their result is kept), measures that.
@@ -974,7 +1009,7 @@ def evaluate_blocked(
 
         def walk_task(lo, hi):
             if mixed:
-                return lambda: _walk_chunk_mixed(walk, plan, Xp[lo:hi], schedule, thr)
+                return lambda: _walk_chunk_mixed(walk, plan, Xp[lo:hi], schedule, thr, final)
             return lambda: _walk_chunk(source(walk, plan, Xp[lo:hi]), hi - lo, schedule, thr)
 
         ranges = [(first + lo, first + hi) for lo, hi in _split(m - first, step, jobs)]

@@ -6,7 +6,9 @@ For each dataset, in one process and interleaved round by round, it times
 * ``full``: ``AttentiveClassifier(boundary="full").decision_function`` (every term);
 * ``attentive``: ``AttentiveClassifier.decision_function`` at the operating point chosen below,
   with the default ``precision="auto"`` (mixed precision where it pays; see
-  :func:`attentive.batch.evaluate_blocked`), and once more on one thread in double precision only,
+  :func:`attentive.batch.evaluate_blocked`), and once more on one thread in double precision only;
+* ``predict`` of scikit-learn and of ours at the same operating point, one thread (labels only:
+  walks that never stop need no exact total unless it is close to θ),
 
 our two each twice: on one thread (``n_jobs=1``, like scikit-learn) and on all cores (the default,
 ``--jobs``), and prints the mean evaluated fraction ``f``, the time ratios at both thread counts,
@@ -188,10 +190,10 @@ def _bench_dataset(name: str, args) -> dict:
         ).fit(p.X_train, p.y_train)
     att_eval = att.evaluate(X)
 
-    def threaded(clf, jobs, precision=None):
+    def threaded(clf, jobs, precision=None, method="decision_function"):
         def call():
             with evaluation_options(n_jobs=jobs, precision=precision):
-                return clf.decision_function(X)
+                return getattr(clf, method)(X)
 
         return call
 
@@ -202,6 +204,8 @@ def _bench_dataset(name: str, args) -> dict:
         "attentive_double_1": threaded(att, 1, "double"),
         "full": threaded(full, args.jobs),
         "attentive": threaded(att, args.jobs),
+        "sklearn_predict": lambda: p.model.predict(X),
+        "attentive_predict_1": threaded(att, 1, method="predict"),
     }
     t = _time_interleaved(methods, args.rounds)
     peak = {k: _peak_mb(fn) for k, fn in methods.items()}
@@ -227,6 +231,8 @@ def _bench_dataset(name: str, args) -> dict:
             "attentive_over_full": t["attentive_1"] / t["full_1"],
             "sklearn_over_attentive": t["sklearn"] / t["attentive_1"],
             "attentive_double_over_full": t["attentive_double_1"] / t["full_1"],
+            "sklearn_predict_over_attentive_predict": t["sklearn_predict"]
+            / t["attentive_predict_1"],
         },
         "peak_mb": peak,
     }
@@ -275,6 +281,9 @@ def _line(name: str, r: dict) -> str:
         f" | full/sklearn={r['full_over_sklearn']:.3f}, "
         f"attentive/full={r['attentive_over_full']:.3f} (target ≤ f+0.15 = "
         f"{r['target_attentive_over_full']:.3f}), sklearn/attentive={r['sklearn_over_attentive']:.1f}x\n"
+        f"  predict (labels only), 1 thread: sklearn {s['sklearn_predict'] * 1e3:.1f} ms, "
+        f"attentive {s['attentive_predict_1'] * 1e3:.1f} ms "
+        f"(sklearn/attentive={one['sklearn_predict_over_attentive_predict']:.1f}x)\n"
         f"  peak traced MB: " + ", ".join(f"{k} {v:.1f}" for k, v in r["peak_mb"].items())
     )
 

@@ -417,10 +417,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``decision``, ``labels``, ``positive``, ``n_evaluated``, ``stopped`` and
             ``stop_side`` per example (see :class:`attentive.evaluation.Evaluation`).
         """
+        return self._evaluate(X)
+
+    def _evaluate(self, X, values: bool = True) -> Evaluation:
         check_is_fitted(self)
         if not self._is_plain_valid_input(X):
             X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
-        return evaluate(self.walk_, X, self.boundary_, self.theta_s_)
+        return evaluate(self.walk_, X, self.boundary_, self.theta_s_, values=values)
 
     def _is_plain_valid_input(self, X) -> bool:
         """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.
@@ -454,7 +457,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Labels from ``classes_``: the side crossed if stopped, else ``f(x) ≥ θ``."""
-        return self.evaluate(X).labels
+        return self._evaluate(X, values=False).labels
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

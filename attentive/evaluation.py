@@ -157,6 +157,7 @@ def evaluate(
     block_size: int | None = None,
     n_jobs: int | None = None,
     precision: str | None = None,
+    values: bool = True,
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -183,6 +184,10 @@ def evaluate(
         certified error bound and falls back to double precision wherever the bound leaves a
         stop unsure, so the result is that of ``"double"``; ``"auto"`` (default) uses it where it
         is expected to be faster (see :func:`attentive.batch.evaluate_blocked`).
+    values : bool, default True
+        False when only decisions are needed (``predict``): decision values of walks that never
+        stop may then be single-precision estimates (accurate to ~1e-6 of ``Σ|w|``) where that
+        leaves their side of θ certain. Stops, sides, ``positive`` and ``labels`` are exact.
     """
     from attentive.batch import evaluate_blocked
 
@@ -196,6 +201,7 @@ def evaluate(
         block_size=block_size if block_size is not None else default_block,
         n_jobs=n_jobs if n_jobs is not None else default_jobs,
         precision=precision if precision is not None else default_precision,
+        values=values,
     )
 
 

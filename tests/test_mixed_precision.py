@@ -96,7 +96,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
     _assert_same(ev, ref)
     # Without the band, single precision alone decides some of these knife edges wrongly.
     monkeypatch.setattr(
-        batch, "rbf_error_band", lambda plan, thr, max_norm: np.zeros(S.shape[1] - 1)
+        batch, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
@@ -123,8 +123,9 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     U = np.cumsum(w[:, None] * np.exp(-gamma * d2), axis=0)
 
     thr = batch._Thresholds(lower=np.zeros(n - 1), upper=None)
-    band = batch.rbf_error_band(plan, thr, source.max_norm)
-    err = np.abs(U_hat[: n - 1] - U[: n - 1]).astype(np.float64)
+    band = batch.rbf_error_band(plan, thr, source.max_norm, final=0.0)
+    assert band.shape == (n,)
+    err = np.abs(U_hat - U).astype(np.float64)
     assert np.all(err <= band[:, None])
     total = float(np.abs(plan.ordered_weights).sum())
     assert err.max() > 1e-10 * total  # single precision is visible: the check can fail
@@ -181,3 +182,67 @@ def test_bad_precision_is_rejected(rbf, bad):
     with pytest.raises(InvalidParameterError, match="precision"):
         with evaluation_options(precision=bad):
             pass
+
+
+def _single_precision_totals(walk, X):
+    """``Û_n − C_n``: the single-precision walk's final sums, recomputed outside the walk."""
+    plan = batch._plan(walk)
+    source = batch._RBFTerms32(walk, plan, X)
+    source.select(np.arange(len(X)))
+    H = np.empty((walk.n_terms, len(X)))
+    source.block(0, walk.n_terms, H)
+    return (H * plan.weight_signs[:, None]).sum(axis=0) - plan.centring_sums[-1]
+
+
+def test_predict_labels_in_mixed_precision_are_exact(rbf, mixed_calls, monkeypatch):
+    """Labels only: walks that never stop keep single-precision totals unless θ is too close."""
+    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    walk, X_train, y_train, Xt = rbf
+    S = walk.partial_scores(Xt)
+    # One-sided: about half the walks never stop, so decision values would walk in double.
+    boundary = _curved(walk, X_train, y_train, 0.05, "lower")
+    ref = apply_boundary(S, boundary, walk.theta_s(0.0), walk.offset, walk.terms.classes)
+    survivors = np.flatnonzero(~ref.stopped)
+    assert survivors.size > 100
+    # θ half-way between one survivor's exact and single-precision totals: only the fallback
+    # to double precision near θ can give that survivor the reference's label.
+    j = survivors[0]
+    approx = _single_precision_totals(walk, Xt[j : j + 1])[0]
+    assert approx != S[j, -1]
+    theta_s = 0.5 * (approx + S[j, -1])
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+
+    labels_only = evaluate(walk, Xt, boundary, theta_s, values=False)
+    assert mixed_calls
+    np.testing.assert_array_equal(labels_only.labels, ref.labels)
+    np.testing.assert_array_equal(labels_only.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(labels_only.stop_side, ref.stop_side)
+    # Survivors' values are within the band of the exact ones (not to 1e-9).
+    total = float(np.abs(walk.ordered_weights).sum())
+    np.testing.assert_allclose(labels_only.decision, ref.decision, rtol=0, atol=1e-5 * total)
+
+    mixed_calls.clear()
+    evaluate(walk, Xt, boundary, theta_s)  # with values, the pilot picks double precision here
+    assert not mixed_calls
+
+    monkeypatch.setattr(
+        batch, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
+    )
+    unsafe = evaluate(walk, Xt, boundary, theta_s, values=False)
+    assert unsafe.labels[j] != ref.labels[j]
+
+
+def test_estimator_predict_matches_double_precision(rbf, mixed_calls, monkeypatch):
+    from attentive.estimator import AttentiveClassifier
+
+    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    _, X_train, y_train, Xt = rbf
+    clf = AttentiveClassifier(SVC(C=2.0, gamma="scale"), boundary="curved", delta=0.05)
+    clf.fit(X_train, y_train)
+    with evaluation_options(precision="double"):
+        expected = clf.predict(Xt)
+        expected_decision = clf.decision_function(Xt)
+    assert not mixed_calls
+    np.testing.assert_array_equal(clf.predict(Xt), expected)
+    assert mixed_calls
+    np.testing.assert_allclose(clf.decision_function(Xt), expected_decision, rtol=1e-9, atol=1e-9)
