@@ -10,20 +10,21 @@ Centring never touches the terms: ``S_t = U_t − C_t`` with the uncentred runni
 ``S_t < lower_t`` is tested as ``U_t < lower_t + C_t`` with the right-hand side computed once per
 boundary.
 
-**Kernel models and dense data** walk tiles of (block of positions) × (chunk of examples) sized to
-stay in the core's cache. One tile for the ``m`` examples still active:
+**Kernel models and dense data** walk chunks of examples over blocks of positions. For the ``m``
+examples still active in a block:
 
 1. ``H`` (block, m): the weighted term values. For an RBF kernel on dense data one matrix product
    of augmented vectors and one in-place ``exp`` (``x̃ = [2γx, 1, −γ|x|²]``,
-   ``ỹ = [y, −γ|y|² + log|w|, 1]``, so ``exp(x̃·ỹ) = |w| exp(−γ|x − y|²)``); the support vectors
-   are augmented and put in walk order once per walk.
-2. Screening: one more small product gives each example's sums of the block's positive and
-   negative contributions. ``U`` inside the block stays within ``[U_s + neg, U_s + pos]``, so an
-   example whose interval cannot reach the block's thresholds cannot stop in the block and only
-   needs its block total. (Far from the boundary, which is where most walks are, this skips the
-   running sums.)
-3. The remaining candidates get their running sums (a triangular matrix product for a few
-   examples, one vector addition per position for many) and the crossing test.
+   ``ỹ = [y, −γ|y|² + log|w|, 1]``, so ``exp(x̃·ỹ) = |w| exp(−γ|x − y|²)``, with ``x`` and ``y``
+   centred on the support vectors' mean); the support vectors are augmented and put in walk
+   order once per walk.
+2. Running sums (one vector operation per position over all active walks), one comparison per
+   side, first crossings; crossed walks are dropped before the next block.
+
+**Mixed precision** (RBF, dense): the same walk with ``exp`` in single precision and a proven
+bound on the error of every running sum; a walk stops only where the bound makes the crossing
+certain, and anything the bound leaves unsure is done again in double precision, so the result is
+that of the double-precision walk (see the section "mixed precision" below).
 
 **Sparse linear models** (a term is a feature, CSR input) never loop over positions: a row's
 ``U_t`` changes only at its non-zeros, so between two consecutive non-zeros (walk positions
@@ -39,7 +40,8 @@ Chunks of examples are independent, so they run on a thread pool (numpy's ufuncs
 the GIL), with BLAS held to one thread inside it so that the two do not oversubscribe the cores.
 
 ``S_t`` agrees with the reference's sequential sum to rounding (about ``1e-15 · Σ|w h|``), so stop
-positions are identical except for a walk that lands within that distance of a threshold.
+positions are identical except for a walk that lands within that distance of a threshold
+(the mixed-precision walk counts that distance in its error band).
 """
 
 from __future__ import annotations
@@ -551,14 +553,16 @@ def _walk_chunk(
 # error of every U_t. A walk stops where the bound makes its crossing certain; walks that come
 # within the bound of a threshold first are walked again in double precision, and walks that never
 # stop get their U_n from a double-precision product. So stops, sides and every returned value
-# are those of the double-precision walk.
+# are those of the double-precision walk (when only labels are asked for, a walk that never stops
+# keeps its single-precision U_n unless it is within the bound of θ).
 
 _U32 = 2.0**-24  # float32 unit roundoff
 _U64 = 2.0**-53
 # Allowance for the relative error of float32 exp: numpy's is at most 2.52 ulp (its documented
-# bound, checked by tests/test_batch.py); 8 ulp leaves room for other implementations.
+# bound, checked by tests/test_mixed_precision.py); 8 ulp leaves room for other implementations.
 EXP32_RELATIVE_ERROR = 8 * 2.0**-23
 _FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+_MAX_BAND = 1e-3  # widest useful band at the last position, relative to Σ|w|
 
 
 class _RBFTerms32(_RBFTerms):
@@ -695,6 +699,9 @@ def _walk_chunk_mixed(
     chunk = _RBFTerms32(walk, plan, Xc)
     m, n = Xc.shape[0], int(schedule.edges[-1])
     band = rbf_error_band(plan, thr, chunk.max_norm, final)
+    if not band[n - 1] <= _MAX_BAND * float(np.abs(plan.ordered_weights).sum()):
+        # A band this wide (exponents of enormous magnitude) would leave most stops unsure.
+        return _walk_chunk(_RBFTerms(walk, plan, Xc), m, schedule, thr)
     res = _walk_chunk(chunk, m, schedule, thr, band[: n - 1])
     U = res.U
     if res.rows.size:
@@ -993,7 +1000,7 @@ def evaluate_blocked(
         if mixed and precision == "auto" and not values:
             # Labels only: a walk that never stops needs its exact total only when its
             # single-precision total is within the error band of θ, so mixed precision pays
-            # whenever most walks are large enough to walk.
+            # whatever the share of such walks (calls below _PILOT_MIN rows: double).
             mixed = m >= _PILOT_MIN
         elif mixed and precision == "auto":
             # Mixed precision pays a double-precision product for every walk that never stops,

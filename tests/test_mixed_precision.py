@@ -132,6 +132,23 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     assert band[-1] < 1e-5 * total  # and the band is tight enough to decide most stops
 
 
+def test_a_useless_band_falls_back_to_the_double_walk(rbf, mixed_calls, monkeypatch):
+    walk, X_train, y_train, Xt = rbf
+    boundary = _curved(walk, X_train, y_train, 0.05, "both")
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(
+        walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
+    )
+    monkeypatch.setattr(
+        batch,
+        "rbf_error_band",
+        lambda plan, thr, max_norm, final=None: np.full(walk.n_terms, 1e300),
+    )
+    ev = evaluate(walk, Xt, boundary, theta_s, precision="mixed")
+    assert mixed_calls and all(r.unsure.size == 0 for r in mixed_calls)
+    _assert_same(ev, ref)
+
+
 def test_float32_exp_is_within_the_assumed_error():
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.uniform(-87.0, 0.0, 2_000_000), rng.uniform(-1.0, 5.0, 200_000)])
