@@ -219,7 +219,8 @@ def evaluation_options(
     n_jobs: int | None = None,
     precision: str | None = None,
 ):
-    """Override the automatic sizes and thread count of :func:`evaluate` inside a ``with`` block.
+    """Override the automatic sizes, thread count and precision of :func:`evaluate` in a ``with``
+    block (``precision``: ``"auto"``, ``"mixed"`` or ``"double"``, see :func:`evaluate`).
 
     Applies to everything that evaluates through :func:`evaluate`, e.g.
     ``AttentiveClassifier.predict``::
