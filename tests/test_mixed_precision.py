@@ -102,16 +102,23 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
 
 
+def _single_precision_terms(walk, X):
+    """The mixed walk's term magnitudes ``|w| exp32(·)`` of every position for ``X`` (positions
+    along rows), and the largest centred norm of ``X`` (what the band needs)."""
+    source = batch._RBFTerms32(walk, batch._plan(walk), X)
+    source.select(np.arange(len(X)))
+    H = np.empty((walk.n_terms, len(X)))
+    source.block(0, walk.n_terms, H)
+    return H, source.max_norm
+
+
 def test_error_band_bounds_the_single_precision_sums(rbf):
     """|Û_t − U_t| ≤ band_t, with U_t computed independently in extended precision."""
     walk, _, _, Xt = rbf
     plan = batch._plan(walk)
     Xc = Xt[:300]
-    source = batch._RBFTerms32(walk, plan, Xc)
-    source.select(np.arange(len(Xc)))
     n = walk.n_terms
-    H = np.empty((n, len(Xc)))
-    source.block(0, n, H)
+    H, max_norm = _single_precision_terms(walk, Xc)
     U_hat = np.cumsum(H * plan.weight_signs[:, None], axis=0)
 
     # Extended precision, straight from the definition |w| exp(−γ |x − y|²).
@@ -123,7 +130,7 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     U = np.cumsum(w[:, None] * np.exp(-gamma * d2), axis=0)
 
     thr = batch._Thresholds(lower=np.zeros(n - 1), upper=None)
-    band = batch.rbf_error_band(plan, thr, source.max_norm, final=0.0)
+    band = batch.rbf_error_band(plan, thr, max_norm, final=0.0)
     assert band.shape == (n,)
     err = np.abs(U_hat - U).astype(np.float64)
     assert np.all(err <= band[:, None])
@@ -204,10 +211,7 @@ def test_bad_precision_is_rejected(rbf, bad):
 def _single_precision_totals(walk, X):
     """``Û_n − C_n``: the single-precision walk's final sums, recomputed outside the walk."""
     plan = batch._plan(walk)
-    source = batch._RBFTerms32(walk, plan, X)
-    source.select(np.arange(len(X)))
-    H = np.empty((walk.n_terms, len(X)))
-    source.block(0, walk.n_terms, H)
+    H, _ = _single_precision_terms(walk, X)
     return (H * plan.weight_signs[:, None]).sum(axis=0) - plan.centring_sums[-1]
 
 
