@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-MNIST_T10K = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist-t10k"
+# The real MNIST t10k files tracked in the repository (data/README.md).
+MNIST_T10K = Path(__file__).resolve().parents[1] / "data" / "mnist-t10k"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

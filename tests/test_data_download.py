@@ -147,17 +147,15 @@ def _serve_mnist(monkeypatch, rng, with_t10k):
 
 def test_mnist_download_and_parse(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
-    with_t10k = MNIST_T10K.is_dir()
-    files, images, labels = _serve_mnist(monkeypatch, rng, with_t10k)
+    files, images, labels = _serve_mnist(monkeypatch, rng, with_t10k=True)
     assert not next(i for i in list_datasets(tmp_path) if i.name == "mnist-2v5").cached
     with loopback_server(files) as url:
         ds = load_dataset("mnist-2v5", data_home=tmp_path, base_url=url)
     keep = np.isin(labels, (2, 5))
     np.testing.assert_array_equal(ds.X_train, images[keep].reshape(-1, 784) / 255.0)
     np.testing.assert_array_equal(ds.y_train, (labels[keep] == 5).astype(int))
-    if with_t10k:
-        assert ds.X_test.shape == (1924, 784)
-        assert int(ds.y_test.sum()) == 892  # the 5s among t10k's 2s and 5s
+    assert ds.X_test.shape == (1924, 784)
+    assert int(ds.y_test.sum()) == 892  # the 5s among t10k's 2s and 5s
     assert ds.class_names == ("2", "5") and ds.positive_meaning == "digit 5"
     assert next(i for i in list_datasets(tmp_path) if i.name == "mnist-2v5").cached
 

@@ -1,4 +1,4 @@
-"""The IDX reader, on the real MNIST t10k files when present and on files the tests write."""
+"""The IDX reader, on the real MNIST t10k files in the repository and on files the tests write."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from data_fixtures import MNIST_T10K, idx_bytes
 from attentive.data.idx import read_idx
 from attentive.errors import DataError
 
-needs_t10k = pytest.mark.skipif(
-    not (MNIST_T10K / "t10k-images-idx3-ubyte.gz").is_file(),
-    reason=f"the real MNIST t10k files are not in {MNIST_T10K}",
-)
 
-
-@needs_t10k
 def test_real_t10k_files():
     images = read_idx(MNIST_T10K / "t10k-images-idx3-ubyte.gz")
     labels = read_idx(MNIST_T10K / "t10k-labels-idx1-ubyte.gz")

@@ -11,7 +11,16 @@ from sklearn.svm import SVC
 from attentive.data import Dataset, clear_cache, data_home, list_datasets, load_dataset
 from attentive.errors import DataError, InvalidParameterError
 
-OFFLINE = ("digits-2v5", "breast-cancer", "synthetic", "synthetic-sparse")
+OFFLINE = (
+    "digits-2v5",
+    "breast-cancer",
+    "synthetic",
+    "synthetic-sparse",
+    "mnist-t10k-2v5",
+    "mnist-t10k-4v9",
+    "mnist-t10k-3v8",
+    "mnist-t10k-7v9",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,8 @@
 """The dataset registry: the paper's three datasets and the offline defaults.
 
-Offline, always available: ``synthetic``, ``synthetic-sparse``, ``digits-2v5`` (the app's default)
-and ``breast-cancer``. Downloaded once into ``<data_home>/mnist`` or ``<data_home>/libsvm``:
+Offline, always available: ``synthetic``, ``synthetic-sparse``, ``digits-2v5`` (the app's default),
+``breast-cancer`` and ``mnist-t10k-{a}v{b}`` for any two digits (real MNIST test images kept in the
+repository; a few pairs are listed, any pair loads by name). Downloaded once into ``<data_home>/mnist`` or ``<data_home>/libsvm``:
 ``mnist-2v5``, ``gisette`` and ``real-sim`` (see ``docs/data.md`` for sources and checksums).
 
 Loaded datasets are kept in a small in-process cache; their arrays are read-only so one caller
@@ -10,6 +11,7 @@ cannot change what the next one sees (copy them to modify).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections import OrderedDict
@@ -33,6 +35,7 @@ from attentive.data.dataset import Dataset, check_features, freeze
 from attentive.data.dataset import data_home as resolve_data_home
 from attentive.data.download import RemoteFile, discard, fetch, manual_instructions
 from attentive.data.idx import read_idx
+from attentive.data.mnist import MNIST_MD5, digit_pair, mnist_t10k_pair, parse_t10k_name
 from attentive.errors import DataError, DownloadError, InvalidParameterError
 
 __all__ = ["DatasetInfo", "clear_cache", "list_datasets", "load_dataset"]
@@ -45,18 +48,13 @@ MNIST_MIRRORS = (
 LIBSVM_BINARY = ("https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/",)
 
 MNIST_FILES = {
-    "train-images": RemoteFile(
-        "train-images-idx3-ubyte.gz", "mnist", MNIST_MIRRORS, "f68b3c2dcbeaaa9fbdd348bbdeb94873"
-    ),
-    "train-labels": RemoteFile(
-        "train-labels-idx1-ubyte.gz", "mnist", MNIST_MIRRORS, "d53e105ee54ea40749a09fcbcd1e9432"
-    ),
-    "test-images": RemoteFile(
-        "t10k-images-idx3-ubyte.gz", "mnist", MNIST_MIRRORS, "9fb629c4189551a2d022fa330f9573f3"
-    ),
-    "test-labels": RemoteFile(
-        "t10k-labels-idx1-ubyte.gz", "mnist", MNIST_MIRRORS, "ec29112dd5afa0611ce80d1b7f02629c"
-    ),
+    key: RemoteFile(filename, "mnist", MNIST_MIRRORS, MNIST_MD5[filename])
+    for key, filename in (
+        ("train-images", "train-images-idx3-ubyte.gz"),
+        ("train-labels", "train-labels-idx1-ubyte.gz"),
+        ("test-images", "t10k-images-idx3-ubyte.gz"),
+        ("test-labels", "t10k-labels-idx1-ubyte.gz"),
+    )
 }
 # LIBSVM publishes no checksums: these files are verified by their parsed shape instead.
 GISETTE_FILES = {
@@ -67,6 +65,8 @@ REAL_SIM_FILE = RemoteFile("real-sim.bz2", "libsvm", LIBSVM_BINARY)
 
 GISETTE_SHAPE = {"train": (6000, 5000), "test": (1000, 5000)}
 REAL_SIM_SHAPE = (72309, 20958)
+# The t10k digit pairs list_datasets shows; load_dataset accepts any pair by name.
+LISTED_T10K_PAIRS = ((2, 5), (4, 9), (3, 8), (7, 9))
 _MEMORY_CACHE_SIZE = 8
 
 
@@ -248,16 +248,7 @@ def _mnist_2v5(home: Path, download: bool, base_url: str | None, progress: bool)
     for part in ("train", "test"):
         images = read_idx(paths[f"{part}-images"])
         labels = read_idx(paths[f"{part}-labels"])
-        if images.shape[0] != labels.shape[0] or images.shape[1:] != (28, 28):
-            raise DataError(
-                f"MNIST {part}: {images.shape} images but {labels.shape[0]} labels; expected "
-                "(n, 28, 28) images and n labels"
-            )
-        keep = np.isin(labels, (2, 5))
-        parts[part] = (
-            images[keep].reshape(-1, 784).astype(np.float64) / 255.0,
-            (labels[keep] == 5).astype(np.int64),
-        )
+        parts[part] = digit_pair(images, labels, 2, 5)
     return Dataset(
         name="mnist-2v5",
         description=(
@@ -416,6 +407,13 @@ REGISTRY: dict[str, _Entry] = {
     "synthetic-sparse": _Entry(
         _synthetic_sparse, "generated sparse problem with Real-sim's 20,958 features (offline)"
     ),
+    **{
+        f"mnist-t10k-{a}v{b}": _Entry(
+            functools.partial(mnist_t10k_pair, a, b),
+            f"real MNIST t10k images, {a} vs {b}, stratified 65 / 35 split (offline, in data/)",
+        )
+        for a, b in LISTED_T10K_PAIRS
+    },
     "mnist-2v5": _Entry(
         _mnist_2v5,
         "MNIST 2 vs 5, standard splits 11,379 / 1,924 (paper; downloads 11 MB)",
@@ -440,8 +438,16 @@ def _entry(name: str) -> _Entry:
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
-        known = ", ".join(REGISTRY)
-        raise DataError(f"unknown dataset {name!r}; known datasets: {known}") from None
+        pass
+    pair = parse_t10k_name(name)
+    if pair is not None:  # any two digits, not only the listed pairs
+        a, b = pair
+        return _Entry(functools.partial(mnist_t10k_pair, a, b), f"real MNIST t10k, {a} vs {b}")
+    known = ", ".join(REGISTRY)
+    raise DataError(
+        f"unknown dataset {name!r}; known datasets: {known} (and mnist-t10k-<a>v<b> for any two "
+        "digits)"
+    )
 
 
 def _is_cached(entry: _Entry, home: Path) -> bool:
@@ -489,7 +495,7 @@ def load_dataset(
     Parameters
     ----------
     name : str
-        One of :func:`list_datasets`' names.
+        One of :func:`list_datasets`' names, or ``mnist-t10k-<a>v<b>`` for any two digits.
     data_home : path-like, optional
         Download cache; default ``ATTENTIVE_DATA`` or ``./data``.
     download : bool
@@ -500,7 +506,8 @@ def load_dataset(
         Show a progress bar while downloading (the CLI turns it on).
     **params
         Dataset parameters, e.g. for ``synthetic``: ``n_train``, ``n_test``, ``n_features``,
-        ``seed``, ``class_sep``, ``flip_y``; for ``real-sim``: ``n_test``, ``seed``.
+        ``seed``, ``class_sep``, ``flip_y``; for ``real-sim``: ``n_test``, ``seed``; for
+        ``mnist-t10k-*``: ``test_size``, ``seed``, ``folder`` (where the t10k files are).
 
     Returns
     -------
