@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("attentive.reproduce", "regenerate the paper's figures and tables"),
     "bench": ("attentive.bench", "time sklearn vs full vs attentive evaluation"),
     "serve": ("attentive.serve", "serve the dashboard (panel serve app.py)"),
+    "score": ("attentive.score_cli", "score a large LIBSVM/CSV/Parquet file on Dask to Parquet"),
 }
 
 

@@ -1,0 +1,43 @@
+"""Score data larger than one machine with Dask (``pip install attentive[scale]``).
+
+- :func:`score_dask`: a Dask array (dense or sparse blocks) or DataFrame in, a lazy Dask DataFrame
+  of each row's decision, label, positive, terms evaluated, stopped flag and stop side out.
+- :func:`score_file` (``python -m attentive score``): a LIBSVM, CSV or Parquet file in, a Parquet
+  directory and a :class:`ScoreSummary` out, on a local or existing Dask cluster.
+- :func:`parallel_post_fit`: the classifier inside dask-ml's ``ParallelPostFit``
+  (``pip install attentive[dask-ml]``).
+
+See docs/scale.md.
+"""
+
+from attentive.scale.evaluate import (
+    COLUMNS,
+    evaluation_frame,
+    parallel_post_fit,
+    score_dask,
+    scores_meta,
+)
+from attentive.scale.files import (
+    FORMATS,
+    ScoreSummary,
+    load_classifier,
+    local_cluster,
+    read_input,
+    score_file,
+    write_scores,
+)
+
+__all__ = [
+    "COLUMNS",
+    "FORMATS",
+    "ScoreSummary",
+    "evaluation_frame",
+    "load_classifier",
+    "local_cluster",
+    "parallel_post_fit",
+    "read_input",
+    "score_dask",
+    "score_file",
+    "scores_meta",
+    "write_scores",
+]

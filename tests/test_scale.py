@@ -1,0 +1,271 @@
+"""attentive.scale and ``python -m attentive score``: Dask results equal in-memory evaluation.
+
+Every test compares with ``clf.evaluate(X)`` on the whole matrix in memory, row for row: labels,
+positive, terms evaluated, stops and sides exactly; decisions to 1e-12 (the core's sums run over
+a whole batch, so their last bits depend on which rows share it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file, make_classification
+from sklearn.svm import SVC, LinearSVC
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import skops.io as sio
+from distributed import Client
+
+from attentive import AttentiveClassifier
+from attentive.cli import main
+from attentive.errors import DataError, UntrustedModelError
+from attentive.models import save_model
+from attentive.scale import (
+    COLUMNS,
+    load_classifier,
+    local_cluster,
+    score_dask,
+    score_file,
+    scores_meta,
+    write_scores,
+)
+
+pytestmark = pytest.mark.slow
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def client():
+    with local_cluster(2) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def dense_problem():
+    X, y = make_classification(1600, 12, n_informative=6, random_state=0)
+    clf = AttentiveClassifier(SVC(kernel="rbf", C=0.5), random_state=0).fit(X[:600], y[:600])
+    return clf, X[600:]
+
+
+@pytest.fixture(scope="module")
+def sparse_problem():
+    rng = np.random.default_rng(1)
+    X = sp.random(2400, 300, density=0.03, format="csr", random_state=rng)
+    w = rng.normal(size=300)
+    y = (X @ w > np.median(X @ w)).astype(int)
+    clf = AttentiveClassifier(LinearSVC(C=1.0), random_state=0).fit(X[:800], y[:800])
+    return clf, X[800:].tocsr()
+
+
+def assert_same_as_in_memory(scores: pd.DataFrame, clf, X) -> None:
+    expected = clf.evaluate(X)
+    assert list(scores.columns) == list(COLUMNS)
+    assert len(scores) == X.shape[0]
+    for column, attribute in COLUMNS.items():
+        got, want = scores[column].to_numpy(), np.asarray(getattr(expected, attribute))
+        if column == "decision":
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=column)
+    # the check must be able to fail: the model does stop walks on these rows
+    assert expected.stopped.any()
+
+
+def blocks(X, row_chunks, col_chunks=None):
+    """A dask array of X with exactly these row chunks (zeros allowed) and column chunks."""
+    cols = col_chunks or (X.shape[1],)
+    return da.from_array(X, chunks=(tuple(row_chunks), tuple(cols)), asarray=False)
+
+
+# -- score_dask -----------------------------------------------------------------------------------
+CHUNKINGS = {
+    "one block": lambda m: [m],
+    "uneven with an empty block": lambda m: [1, 0, 333, m - 1 - 333 - 250, 250, 0],
+    "many small": lambda m: [97] * (m // 97) + [m % 97],
+}
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=list(CHUNKINGS))
+def test_dense_blocks_equal_in_memory_evaluation(client, dense_problem, chunking):
+    clf, X = dense_problem
+    chunks = CHUNKINGS[chunking](X.shape[0])
+    scores = score_dask(clf, blocks(X, chunks)).compute()
+    assert_same_as_in_memory(scores, clf, X)
+    np.testing.assert_array_equal(scores.index, np.arange(X.shape[0]))
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=list(CHUNKINGS))
+def test_sparse_blocks_chunked_along_columns_equal_in_memory_evaluation(
+    client, sparse_problem, chunking
+):
+    clf, X = sparse_problem
+    chunks = CHUNKINGS[chunking](X.shape[0])
+    darr = blocks(X, chunks, col_chunks=(100, 150, 50))
+    assert isinstance(darr._meta, sp.spmatrix | sp.sparray)
+    scores = score_dask(clf, darr).compute()
+    assert_same_as_in_memory(scores, clf, X)
+
+
+def test_dataframe_partitions_with_feature_names_and_an_empty_one(client):
+    X, y = make_classification(900, 6, random_state=3)
+    names = [f"x{i}" for i in range(6)]
+    frame = pd.DataFrame(X, columns=names)
+    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=1).fit(frame[:300], y[:300])
+    test = frame[300:]
+    # an empty partition in the middle (the index is kept from the input)
+    parts = [test.iloc[:200], test.iloc[:0], test.iloc[200:]]
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=test.iloc[:0])
+    scores = score_dask(clf, ddf).compute()
+    assert_same_as_in_memory(scores, clf, test)
+    np.testing.assert_array_equal(scores.index, test.index)
+
+
+def test_meta_is_explicit_and_matches_computed_blocks_for_string_classes(client, dense_problem):
+    clf_int, X = dense_problem
+    y = np.where(clf_int.predict(X) == 1, "spam", "ham")
+    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=0).fit(X[:500], y[:500])
+    lazy = score_dask(clf, blocks(X, [500, 0, X.shape[0] - 500]))
+    computed = lazy.compute()
+    assert computed.dtypes.to_dict() == scores_meta(clf).dtypes.to_dict()
+    assert lazy._meta.dtypes.to_dict() == scores_meta(clf).dtypes.to_dict()
+    assert_same_as_in_memory(computed, clf, X)
+    assert set(computed["label"]) <= {"spam", "ham"}
+
+
+def test_parallel_post_fit_predicts_like_the_classifier(client, sparse_problem):
+    pytest.importorskip("dask_ml")
+    from dask_ml.wrappers import ParallelPostFit
+
+    from attentive.scale import parallel_post_fit
+
+    clf, X = sparse_problem
+    darr = blocks(X, [400, 600, 600])
+    expected = clf.predict(X)
+    np.testing.assert_array_equal(parallel_post_fit(clf).predict(darr).compute(), expected)
+    # unchanged inside the plain wrapper too (meta inferred by dask-ml)
+    np.testing.assert_array_equal(ParallelPostFit(clf).predict(darr).compute(), expected)
+
+
+# -- files and the command ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, sparse_problem):
+    """The sparse problem's classifier saved as the dashboard exports it, and its test rows."""
+    clf, X = sparse_problem
+    folder = tmp_path_factory.mktemp("exported")
+    path = folder / "attentive_classifier.skops"
+    sio.dump(clf, path)
+    return path, clf, X
+
+
+def test_load_classifier_reads_an_export_and_refuses_pickles_and_plain_models(tmp_path, exported):
+    path, clf, X = exported
+    loaded = load_classifier(path)
+    np.testing.assert_array_equal(loaded.evaluate(X).n_evaluated, clf.evaluate(X).n_evaluated)
+    pickled = tmp_path / "model.skops"
+    pickled.write_bytes(b"\x80\x04" + b"x" * 20)
+    with pytest.raises(UntrustedModelError, match="pickle"):
+        load_classifier(pickled)
+    plain = save_model(clf.estimator_, tmp_path / "plain.skops")
+    with pytest.raises(Exception, match="not an AttentiveClassifier"):
+        load_classifier(plain)
+
+
+def _read_scores(output) -> pd.DataFrame:
+    return pd.read_parquet(output).reset_index(drop=True)
+
+
+def test_score_command_on_libsvm_equals_in_memory(client, tmp_path, exported, capsys):
+    path, clf, X = exported
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X, np.zeros(X.shape[0]), str(data), zero_based=False)
+    out = tmp_path / "scores.parquet"
+    argv = ["score", "--model", str(path), "--input", str(data), "--output", str(out)]
+    argv += ["--chunk-rows", "333", "--scheduler", client.scheduler.address, "--no-progress"]
+    assert main(argv) == 0
+    assert_same_as_in_memory(_read_scores(out), clf, X)
+    text = capsys.readouterr().out
+    assert f"{X.shape[0]:,} rows in 5 chunks" in text
+    summary = pd.read_json(out / "_summary.json", typ="series")
+    expected = clf.evaluate(X)
+    assert summary["rows"] == X.shape[0]
+    assert summary["stopped_lower"] + summary["stopped_upper"] == expected.stopped.sum()
+    assert summary["mean_evaluated_fraction"] == pytest.approx(expected.mean_evaluated_fraction)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.libsvm", "scores.parquet"]
+
+
+def test_score_file_on_csv_and_parquet_equals_in_memory(client, tmp_path, dense_problem):
+    clf, X = dense_problem
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame.insert(0, "label", 0)
+    frame.to_csv(tmp_path / "rows.csv", index=False)
+    frame.to_parquet(tmp_path / "rows.parquet", row_group_size=128)
+    for name in ("rows.csv", "rows.parquet"):
+        out = tmp_path / f"{name}.scores"
+        summary = score_file(
+            clf,
+            tmp_path / name,
+            out,
+            scheduler=client.scheduler.address,
+            chunk_rows=300,
+            exclude=("label",),
+            progress=False,
+        )
+        assert summary.chunks == 4 if name == "rows.csv" else summary.chunks == 3
+        assert_same_as_in_memory(_read_scores(out), clf, X)
+
+
+def test_a_failed_run_leaves_no_output(client, tmp_path, exported):
+    path, _, X = exported
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X, np.zeros(X.shape[0]), str(data), zero_based=False)
+    with open(data, "a") as f:
+        f.write("0 5:1.0 not-a-pair\n")  # the last chunk cannot be parsed
+    out = tmp_path / "scores.parquet"
+    with pytest.raises(DataError, match=r"rows\.libsvm"):
+        score_file(path, data, out, scheduler=client.scheduler.address, chunk_rows=500)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.libsvm"]
+
+
+def test_killing_a_worker_mid_run_still_gives_the_full_correct_output(tmp_path, dense_problem):
+    clf, X = dense_problem
+    X = np.tile(X, (6, 1))  # 6,000 rows in 60 chunks: long enough to kill a worker mid-run
+    out = tmp_path / "scores.parquet"
+    with local_cluster(2) as cluster, Client(cluster) as c:
+        pids = list(c.run(os.getpid).values())
+        scores = score_dask(clf, blocks(X, [100] * 60))
+        result, errors = {}, []
+
+        def write():
+            try:
+                result["summary"] = write_scores(scores, out, n_terms=clf.n_terms_, client=c)
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        deadline = time.monotonic() + 60
+        parts_at_kill = 0
+        while time.monotonic() < deadline and not parts_at_kill:
+            tmp = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp") and p.is_dir()]
+            parts_at_kill = len(list(tmp[0].glob("part-*.parquet"))) if tmp else 0
+            time.sleep(0.01)
+        os.kill(pids[0], signal.SIGKILL)
+        writer.join(120)
+        assert not errors, errors
+        assert 0 < parts_at_kill < 60, "the worker was not killed mid-run"
+        assert pids[0] not in c.run(os.getpid).values()
+    assert result["summary"].rows == X.shape[0]
+    assert len(list(out.glob("part-*.parquet"))) == 60
+    assert_same_as_in_memory(_read_scores(out), clf, X)
