@@ -59,6 +59,7 @@ import scipy.sparse as sp
 
 from attentive.boundaries import Boundary
 from attentive.errors import InvalidParameterError
+from attentive.outcome import budget_evaluation, check_boundary_length, finish_evaluation
 from attentive.walk import Walk
 
 __all__ = ["BlockSchedule", "block_schedule", "default_n_jobs", "evaluate_blocked"]
@@ -120,7 +121,7 @@ def block_schedule(n_terms: int, block_size: int | None = None) -> BlockSchedule
 # ----------------------------------------------------------------------------- threads
 
 
-def _check_size(value, name: str) -> int | None:
+def check_size(value, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -431,6 +432,7 @@ class _Stops:
     U: np.ndarray
     at: np.ndarray  # (k, 2): chunk row, stop position t (1-based)
     side: np.ndarray  # (k,): −1 lower, +1 upper
+    value: np.ndarray  # (k,): U_t at the stop
     unsure: np.ndarray  # chunk rows whose crossing the error band left unsure (walked again)
 
 
@@ -479,7 +481,7 @@ def _walk_chunk(
     size_max = int(schedule.sizes.max()) * active.size
     terms_buf, sums_buf = np.empty(size_max), np.empty(size_max)
     low_buf, high_buf = np.empty(size_max, dtype=bool), np.empty(size_max, dtype=bool)
-    stops, sides, unsure = [], [], []
+    stops, sides, values, unsure = [], [], [], []
     for start, stop in itertools.pairwise(schedule.edges.tolist()):
         size, m = stop - start, active.size
         H = terms_buf[: size * m].reshape(size, m)
@@ -511,6 +513,7 @@ def _walk_chunk(
         if hit_cols.size == 0:
             continue
         first = np.argmax(crossed[:, hit_cols], axis=0)
+        value = P[first, hit_cols]
         side = np.ones(hit_cols.size, dtype=np.int8)
         low_first = low[first, hit_cols] if low is not None else None
         if band is None:
@@ -521,7 +524,6 @@ def _walk_chunk(
             # Certain: beyond a threshold by more than the band; the lower side wins ties, so a
             # lower crossing that is only possible leaves the side unsure.
             t = start + first
-            value = P[first, hit_cols]
             sure = np.zeros(hit_cols.size, dtype=bool)
             if lower is not None:
                 np.less(value, lower[t] - band[t], out=sure)
@@ -533,6 +535,7 @@ def _walk_chunk(
                 sure |= up
             unsure.append(active[hit_cols[~sure]])
         sides.append(side[sure])
+        values.append(value[sure])
         stops.append(np.column_stack([active[hit_cols[sure]], start + first[sure] + 1]))
         keep = ~hit
         active, U = active[keep], U[keep]
@@ -541,8 +544,9 @@ def _walk_chunk(
         chunk.select(active)
     at = np.concatenate(stops) if stops else np.zeros((0, 2), dtype=np.int64)
     side = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int8)
+    value = np.concatenate(values) if values else np.zeros(0)
     rest = np.concatenate(unsure) if unsure else np.zeros(0, dtype=np.int64)
-    return _Stops(rows=active, U=U, at=at, side=side, unsure=rest)
+    return _Stops(rows=active, U=U, at=at, side=side, value=value, unsure=rest)
 
 
 # ----------------------------------------------------------------------------- mixed precision
@@ -713,18 +717,20 @@ def _walk_chunk_mixed(
         if exact.any():
             U = U.copy()
             U[exact] = _rbf_totals(plan, chunk.X_augmented[res.rows[exact]])
-    rows, at, side = [res.rows], [res.at], [res.side]
+    rows, at, side, value = [res.rows], [res.at], [res.side], [res.value]
     if res.unsure.size:
         redo = _walk_chunk(_RBFTerms(walk, plan, Xc[res.unsure]), res.unsure.size, schedule, thr)
         rows.append(res.unsure[redo.rows])
         U = np.concatenate([U, redo.U])
         at.append(np.column_stack([res.unsure[redo.at[:, 0]], redo.at[:, 1]]))
         side.append(redo.side)
+        value.append(redo.value)
     return _Stops(
         rows=np.concatenate(rows),
         U=U,
         at=np.concatenate(at),
         side=np.concatenate(side),
+        value=np.concatenate(value),
         unsure=res.unsure,
     )
 
@@ -751,9 +757,10 @@ def _walk_small(walk: Walk, plan: _Plan, Xp, thr: _Thresholds):
     first = np.argmax(crossed, axis=1)
     at = np.where(hit, first + 1, n)
     side = hit.astype(np.int8)
+    rows = np.arange(P.shape[0])
     if low is not None:
-        side[low[np.arange(P.shape[0]), first] & hit] = -1
-    return at, side, U[:, n - 1]
+        side[low[rows, first] & hit] = -1
+    return at, side, U[:, n - 1], U[rows, at - 1]
 
 
 # ----------------------------------------------------------------------------- sparse linear
@@ -800,7 +807,8 @@ def _walk_order_rows(X, plan: _Plan):
 
 
 def _sparse_linear_chunk(X, plan: _Plan, thr: _Thresholds, n: int):
-    """Stop positions and sides of a chunk of CSR rows under a linear model; and ``U_n``."""
+    """Stop positions, sides and ``U_t`` there of a chunk of CSR rows under a linear model; and
+    ``U_n``."""
     Y = _walk_order_rows(X, plan)
     m = Y.shape[0]
     indptr = Y.indptr.astype(np.int64)
@@ -852,6 +860,7 @@ def _sparse_linear_chunk(X, plan: _Plan, thr: _Thresholds, n: int):
     idx = np.flatnonzero(any_hit)
     stop_at = np.full(m, n, dtype=np.int64)
     stop_side = np.zeros(m, dtype=np.int8)
+    stop_u = np.full(m, np.nan)
     if idx.size:
         rows = np.repeat(np.arange(m), counts + 1)[idx]
         first = np.ones(idx.size, dtype=bool)
@@ -870,7 +879,8 @@ def _sparse_linear_chunk(X, plan: _Plan, thr: _Thresholds, n: int):
             best_side[better] = side_value
         stop_at[rows] = best + 1
         stop_side[rows] = best_side
-    return stop_at, stop_side, U_n
+        stop_u[rows] = v[idx]  # U is constant over the interval that holds the stop
+    return stop_at, stop_side, stop_u, U_n
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -887,6 +897,8 @@ def evaluate_blocked(
     n_jobs: int | None = None,
     precision: str | None = None,
     values: bool = True,
+    threshold: float | None = None,
+    stopped_score: str = "estimate",
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
@@ -921,21 +933,26 @@ def evaluate_blocked(
         stops then keeps its single-precision ``f(x)`` when the error band leaves its side of θ
         certain (its decision value is then accurate to the band, about 1e-6 of ``Σ|w|``,
         instead of 1e-9); stops, sides, ``positive`` and ``labels`` are exact either way.
+    threshold : float, optional
+        θ on the decision scale (default ``offset + theta_s``); decisions lie on their predicted
+        side of it.
+    stopped_score : {"estimate", "boundary"}, default "estimate"
+        What a stopped walk scores (SPEC §2; see :func:`attentive.evaluation.finish_evaluation`).
 
     Returns
     -------
     Evaluation
     """
-    from attentive.evaluation import Evaluation, stop_estimate
 
-    chunk_size = _check_size(chunk_size, "chunk_size")
-    block_size = _check_size(block_size, "block_size")
-    n_jobs = _check_size(n_jobs, "n_jobs") or default_n_jobs()
+    chunk_size = check_size(chunk_size, "chunk_size")
+    block_size = check_size(block_size, "block_size")
+    n_jobs = check_size(n_jobs, "n_jobs") or default_n_jobs()
     precision = check_precision(precision) or "auto"
     n = walk.n_terms
     classes = np.asarray(walk.terms.classes)
     Xp = _as_rows(walk.prepare(X))
     m = Xp.shape[0]
+    check_boundary_length(boundary, n)
     plan = _plan(walk)
     offset = plan.offset
 
@@ -944,21 +961,12 @@ def evaluate_blocked(
         estimate = (n / B) * (
             _prefix_sums(walk, plan, Xp, B, chunk_size, n_jobs) - plan.centring_sums[B - 1]
         )
-        positive = estimate >= theta_s
-        stopped = np.full(m, B < n)
-        return Evaluation(
-            decision=offset + estimate,
-            positive=positive,
-            labels=classes[positive.astype(int)],
-            n_evaluated=np.full(m, B, dtype=np.int64),
-            stopped=stopped,
-            stop_side=np.where(stopped, np.where(positive, 1, -1), 0).astype(np.int8),
-            n_terms=n,
-        )
+        return budget_evaluation(estimate, B, n, theta_s, offset, threshold, classes)
 
     n_evaluated = np.full(m, n, dtype=np.int64)
     stop_side = np.zeros(m, dtype=np.int8)
     s_n = np.full(m, np.nan)
+    stop_u = np.full(m, np.nan)  # U_t at the stop of walks that stopped
     thr = _thresholds(plan, boundary) if n > 1 else _Thresholds(None, None)
     jobs = n_jobs if m * n >= _PARALLEL_MIN_ELEMENTS else 1
 
@@ -972,14 +980,15 @@ def evaluate_blocked(
             return lambda: _sparse_linear_chunk(Xp[lo:hi], plan, thr, n)
 
         ranges = _split(m, step, jobs)
-        for (lo, hi), (at, side, U) in zip(
+        for (lo, hi), (at, side, u_stop, U) in zip(
             ranges, _run([sparse_task(lo, hi) for lo, hi in ranges], jobs), strict=True
         ):
             n_evaluated[lo:hi] = at
             stop_side[lo:hi] = side
+            stop_u[lo:hi] = u_stop
             s_n[lo:hi] = U - plan.centring_sums[n - 1]
     elif block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM:
-        n_evaluated, stop_side, U = _walk_small(walk, plan, Xp, thr)
+        n_evaluated, stop_side, U, stop_u = _walk_small(walk, plan, Xp, thr)
         s_n = U - plan.centring_sums[n - 1]
     else:
         schedule = block_schedule(n, block_size)
@@ -993,6 +1002,7 @@ def evaluate_blocked(
         def record(lo, res):
             n_evaluated[lo + res.at[:, 0]] = res.at[:, 1]
             stop_side[lo + res.at[:, 0]] = res.side
+            stop_u[lo + res.at[:, 0]] = res.value
             s_n[lo + res.rows] = res.U - plan.centring_sums[n - 1]
 
         final = None if values else float(theta_s + plan.centring_sums[n - 1])
@@ -1025,19 +1035,17 @@ def evaluate_blocked(
         ):
             record(lo, res)
 
-    stopped = stop_side != 0
-    decision = offset + s_n
-    positive = s_n >= theta_s
-    if stopped.any():
-        at = n_evaluated[stopped] - 1
-        decision[stopped] = offset + stop_estimate(boundary, at, stop_side[stopped])
-        positive[stopped] = stop_side[stopped] > 0
-    return Evaluation(
-        decision=decision,
-        positive=positive,
-        labels=classes[positive.astype(int)],
+    # S_t = U_t − C_t at each stop (other entries are not used).
+    stop_scores = stop_u - plan.centring_sums[np.maximum(n_evaluated, 1) - 1] if n else stop_u
+    return finish_evaluation(
+        boundary,
+        s_n=s_n,
         n_evaluated=n_evaluated,
-        stopped=stopped,
         stop_side=stop_side,
-        n_terms=n,
+        stop_scores=stop_scores,
+        theta_s=theta_s,
+        offset=offset,
+        threshold=threshold,
+        classes=classes,
+        stopped_score=stopped_score,
     )

@@ -32,6 +32,7 @@ import tracemalloc
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.frozen import FrozenEstimator
 
 __all__ = ["configure_parser", "run"]
 
@@ -109,17 +110,12 @@ def _problem(name: str, quick: bool) -> _Problem:
 
 
 def _boundary(clf, family: str, side: str, delta: float):
-    from attentive.boundaries import constant_boundary, curved_boundary
+    from scipy.special import ndtri
 
-    if family == "constant":
-        return constant_boundary(clf.n_terms_, delta, clf.variance_, clf.theta_s_, side)
-    return curved_boundary(
-        clf.class_stats_["positive"],
-        delta,
-        clf.theta_s_,
-        side,
-        upper_stats=clf.class_stats_["negative"],
-    )
+    from attentive.families import make_family
+
+    fam = make_family(family, clf.walk_statistics_, clf.theta_s_, side)
+    return fam.boundary(float(ndtri(1.0 - delta)))
 
 
 def _operating_point(full_clf, X, full_positive, max_disagreement: float, quick: bool) -> dict:
@@ -177,7 +173,9 @@ def _bench_dataset(name: str, args) -> dict:
     from attentive.evaluation import evaluation_options
 
     p = _problem(name, args.quick)
-    full = AttentiveClassifier(p.model, boundary="full", random_state=0).fit(p.X_train, p.y_train)
+    full = AttentiveClassifier(FrozenEstimator(p.model), boundary="full", random_state=0).fit(
+        p.X_train, p.y_train
+    )
     X = p.X_test
     full_eval = full.evaluate(X)
     sk = p.model.decision_function(X)
@@ -186,7 +184,11 @@ def _bench_dataset(name: str, args) -> dict:
         att = full
     else:
         att = AttentiveClassifier(
-            p.model, boundary=op["family"], side=op["side"], delta=op["delta"], random_state=0
+            FrozenEstimator(p.model),
+            boundary=op["family"],
+            side=op["side"],
+            delta=op["delta"],
+            random_state=0,
         ).fit(p.X_train, p.y_train)
     att_eval = att.evaluate(X)
 
@@ -244,7 +246,9 @@ def _bench_sweep(quick: bool, rounds: int) -> dict:
     from attentive.metrics import AttentiveSweep
 
     p = _problem("synthetic", quick)
-    clf = AttentiveClassifier(p.model, boundary="full", random_state=0).fit(p.X_train, p.y_train)
+    clf = AttentiveClassifier(FrozenEstimator(p.model), boundary="full", random_state=0).fit(
+        p.X_train, p.y_train
+    )
     S = clf.walk_.partial_scores(p.X_test[:2000])
     theta = clf.theta_s_
     sweep = AttentiveSweep(S, theta)

@@ -14,11 +14,12 @@ import numpy as np
 from scipy.special import ndtri
 
 from attentive.errors import InvalidParameterError
-from attentive.walk import Walk, _row_chunks
+from attentive.walk import Walk, row_chunks
 
 __all__ = [
     "BOUNDARIES",
     "SIDES",
+    "STOPPED_SCORES",
     "VARIANCES",
     "Boundary",
     "ReferenceStats",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 BOUNDARIES = ("constant", "curved", "budget", "full", "calibrated")
+STOPPED_SCORES = ("estimate", "boundary")
 SIDES = ("lower", "upper", "both")
 VARIANCES = ("terms", "independent")
 
@@ -45,6 +47,14 @@ def check_delta(delta) -> float:
     if not (0.0 < d < 1.0):  # also rejects NaN
         raise InvalidParameterError(f"delta must be strictly between 0 and 1, got {delta!r}.")
     return d
+
+
+def check_stopped_score(stopped_score) -> str:
+    if stopped_score not in STOPPED_SCORES:
+        raise InvalidParameterError(
+            f"stopped_score must be one of {STOPPED_SCORES}, got {stopped_score!r}."
+        )
+    return stopped_score
 
 
 def check_side(side) -> str:
@@ -184,15 +194,15 @@ class ReferenceStats:
         )
         return ReferenceStats(
             variance_terms=fa * a.variance_terms + fb * b.variance_terms,
-            term_mean=_frozen(tm),
-            term_var=_frozen(tv),
+            term_mean=frozen_array(tm),
+            term_var=frozen_array(tv),
             weights=a.weights,
-            remainder_mean=_frozen(rm),
-            remainder_std=_frozen(np.sqrt(rv)),
+            remainder_mean=frozen_array(rm),
+            remainder_std=frozen_array(np.sqrt(rv)),
             n_reference=n,
             score_mean=float(sm),
             score_var=float(sv),
-            remainder_score_cov=_frozen(cov),
+            remainder_score_cov=frozen_array(cov),
         )
 
 
@@ -211,7 +221,7 @@ def reference_statistics(walk: Walk, X_ref) -> ReferenceStats:
     sums = np.zeros((5, n))  # Σ X, Σ X², Σ R, Σ R², Σ R·S_n (all shifted)
     sn_sum = sn_sq = 0.0
     shift_x = shift_r = shift_n = None
-    for rows in _row_chunks(m, n):
+    for rows in row_chunks(m, n):
         values = walk.terms.term_values(Xp[rows], walk.order)  # h_{π(k)}(x), computed once
         contrib = (values - walk.ordered_mu) * walk.ordered_weights
         s_n = contrib.sum(axis=1)
@@ -240,15 +250,15 @@ def reference_statistics(walk: Walk, X_ref) -> ReferenceStats:
     cov_rn[-1] = 0.0
     return ReferenceStats(
         variance_terms=v_terms / m,
-        term_mean=_frozen(mean_x + shift_x - walk.ordered_mu),
-        term_var=_frozen(var_x),
+        term_mean=frozen_array(mean_x + shift_x - walk.ordered_mu),
+        term_var=frozen_array(var_x),
         weights=walk.ordered_weights,
-        remainder_mean=_frozen(remainder_mean),
-        remainder_std=_frozen(remainder_std),
+        remainder_mean=frozen_array(remainder_mean),
+        remainder_std=frozen_array(remainder_std),
         n_reference=m,
         score_mean=mean_n + shift_n,
         score_var=max(sn_sq / m - mean_n**2, 0.0),
-        remainder_score_cov=_frozen(cov_rn),
+        remainder_score_cov=frozen_array(cov_rn),
     )
 
 
@@ -262,11 +272,16 @@ class Boundary:
     side : {"lower", "upper", "both"}
     lower, upper : ndarray of shape (n_terms,)
         Entry ``t-1`` is the threshold at position ``t``; ±inf where the side is off.
-    shift : ndarray of shape (n_terms,)
-        Added to a crossed lower threshold to give a stopped example's estimate of ``S_n``: 0 for
-        the constant boundary (Algorithm 1 scores ``c + τ``), ``M_t`` for the curved one.
-    upper_shift : ndarray of shape (n_terms,) or None
-        The same for the upper threshold (None: same as ``shift``).
+    estimate_slope : ndarray of shape (n_terms,) or None
+        The rule's own estimate of ``S_n`` at a stop is ``estimate_slope[t-1] · S_t +
+        estimate_intercept[t-1]`` (SPEC §2, "a stopped example's score"): slope 1 and ``M_t`` for
+        the curved boundary, ``b_t`` and ``a_t`` for the regression family, ``n/t`` and 0 for the
+        finite-population family. None: the rule has no estimate but its threshold (constant:
+        ``τ_t``, Algorithm 1).
+    estimate_intercept : ndarray of shape (n_terms,) or None
+        The intercept for a lower stop.
+    upper_estimate_intercept : ndarray of shape (n_terms,) or None
+        The intercept for an upper stop (None: same as ``estimate_intercept``).
     budget : int or None
         For ``kind="budget"``: evaluate exactly this many terms (Algorithm 2).
     params : dict
@@ -277,17 +292,56 @@ class Boundary:
     side: str
     lower: np.ndarray
     upper: np.ndarray
-    shift: np.ndarray
-    upper_shift: np.ndarray | None = None
+    estimate_slope: np.ndarray | None = None
+    estimate_intercept: np.ndarray | None = None
+    upper_estimate_intercept: np.ndarray | None = None
     budget: int | None = None
     params: dict | None = None
+
+    def __post_init__(self):
+        n = self.lower.shape[0]
+        for name in (
+            "upper",
+            "estimate_slope",
+            "estimate_intercept",
+            "upper_estimate_intercept",
+        ):
+            value = getattr(self, name)
+            if value is not None and np.shape(value) != (n,):
+                raise InvalidParameterError(
+                    f"boundary {name} must have shape ({n},) like lower, got {np.shape(value)}."
+                )
+        if self.estimate_slope is not None and self.estimate_intercept is None:
+            raise InvalidParameterError("a boundary with estimate_slope needs estimate_intercept.")
 
     @property
     def n_terms(self) -> int:
         return int(self.lower.shape[0])
 
+    def stop_estimate(self, at, side, S_at, stopped_score: str = "estimate") -> np.ndarray:
+        """Estimates of ``S_n`` for stopped walks (SPEC §2), before moving them to their side.
 
-def _frozen(a) -> np.ndarray:
+        ``at`` are 0-based positions (``t − 1``), ``side`` −1 (lower) or +1 (upper), ``S_at`` the
+        partial scores ``S_t`` there. ``stopped_score="estimate"``: the rule's own estimate
+        (``estimate_slope · S_t + intercept``, or the crossed threshold for a rule without one);
+        ``"boundary"``: the crossed threshold ``τ_t`` (the paper's Algorithm 1).
+        """
+        check_stopped_score(stopped_score)
+        at = np.asarray(at, dtype=np.int64)
+        side = np.asarray(side)
+        threshold = np.where(side < 0, self.lower[at], self.upper[at])
+        if stopped_score == "boundary" or self.estimate_slope is None:
+            return threshold
+        up = (
+            self.estimate_intercept
+            if self.upper_estimate_intercept is None
+            else self.upper_estimate_intercept
+        )
+        intercept = np.where(side < 0, self.estimate_intercept[at], up[at])
+        return self.estimate_slope[at] * np.asarray(S_at, dtype=np.float64) + intercept
+
+
+def frozen_array(a) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     a.flags.writeable = False
     return a
@@ -298,9 +352,8 @@ def full_boundary(n_terms: int) -> Boundary:
     return Boundary(
         kind="full",
         side="both",
-        lower=_frozen(np.full(n_terms, -np.inf)),
-        upper=_frozen(np.full(n_terms, np.inf)),
-        shift=_frozen(np.zeros(n_terms)),
+        lower=frozen_array(np.full(n_terms, -np.inf)),
+        upper=frozen_array(np.full(n_terms, np.inf)),
     )
 
 
@@ -313,9 +366,8 @@ def constant_boundary(n_terms: int, delta, variance, theta_s=0.0, side="lower") 
     return Boundary(
         kind="constant",
         side=side,
-        lower=_frozen(lower),
-        upper=_frozen(upper),
-        shift=_frozen(np.zeros(n_terms)),
+        lower=frozen_array(lower),
+        upper=frozen_array(upper),
         params={
             "delta": float(delta),
             "variance": float(variance),
@@ -348,10 +400,11 @@ def curved_boundary(
     return Boundary(
         kind="curved",
         side=side,
-        lower=_frozen(lower),
-        upper=_frozen(upper),
-        shift=_frozen(M_lo),
-        upper_shift=_frozen(M_up),
+        lower=frozen_array(lower),
+        upper=frozen_array(upper),
+        estimate_slope=frozen_array(np.ones(n)),
+        estimate_intercept=frozen_array(M_lo),
+        upper_estimate_intercept=frozen_array(M_up),
         params={"delta": d, "z": z, "theta_s": float(theta_s)},
     )
 
@@ -365,9 +418,8 @@ def budget_boundary(n_terms: int, budget: int) -> Boundary:
     return Boundary(
         kind="budget",
         side="both",
-        lower=_frozen(np.full(n_terms, -np.inf)),
-        upper=_frozen(np.full(n_terms, np.inf)),
-        shift=_frozen(np.zeros(n_terms)),
+        lower=frozen_array(np.full(n_terms, -np.inf)),
+        upper=frozen_array(np.full(n_terms, np.inf)),
         budget=int(budget),
         params={"budget": int(budget)},
     )

@@ -25,32 +25,23 @@ beats: each example stops right after the last position at which the sign of its
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import ndtr
 from scipy.stats import beta
 
-from attentive.boundaries import (
-    Boundary,
-    ReferenceStats,
-    _frozen,
-    check_delta,
-    check_side,
-    constant_boundary,
-    constant_threshold,
-    curved_boundary,
-)
+from attentive.boundaries import check_delta
 from attentive.errors import InvalidParameterError
+from attentive.families import BoundaryFamily
 
 __all__ = [
-    "FAMILIES",
-    "BoundaryFamily",
+    "AUTO",
     "CalibrationReport",
     "CalibrationWarning",
     "GridOutcomes",
-    "RegressionStats",
+    "calibrate_auto",
     "calibrate_scale",
     "check_alpha",
     "clopper_pearson_upper",
@@ -59,11 +50,11 @@ __all__ = [
     "grid_outcomes",
     "minimum_calibration_size",
     "oracle_stop_positions",
-    "regression_boundary",
-    "regression_statistics",
+    "walk_grid_outcomes",
 ]
 
-FAMILIES = ("curved", "constant", "regression")
+#: ``family="auto"``: every registered family, each scanned at α/K (Bonferroni).
+AUTO = "auto"
 
 
 class CalibrationWarning(UserWarning):
@@ -71,12 +62,14 @@ class CalibrationWarning(UserWarning):
 
 
 def default_grid() -> np.ndarray:
-    """The grid of scales fixed in advance: ``z`` from 6 down to −1 in steps of 0.05.
+    """The grid of scales fixed in advance: ``z`` from 6 down to −6 in steps of 0.05.
 
-    ``z = 6`` (nominal δ' ≈ 1e-9) is far more conservative than any useful boundary; ``z = −1``
-    (nominal δ' ≈ 0.84) stops almost everything. The scan stops long before the end in practice.
+    ``z = 6`` (nominal δ' ≈ 1e-9) is far more conservative than any useful boundary; at ``z = −6``
+    every family stops nearly every walk at once (a negative z moves the boundary past θ_S), so
+    the grid covers each family's whole useful range and a scan that reaches its end has
+    nothing more aggressive to try. Fixed-sequence testing pays nothing for a longer grid.
     """
-    return np.round(np.arange(6.0, -1.0 - 1e-9, -0.05), 2)
+    return np.round(np.arange(6.0, -6.0 - 1e-9, -0.05), 2)
 
 
 def check_alpha(alpha) -> float:
@@ -148,182 +141,7 @@ def fixed_sequence_scan(upper_bounds, delta: float) -> tuple[int | None, int]:
     return (first - 1 if first > 0 else None), first + 1
 
 
-# ----------------------------------------------------------------------------- regression family
-
-
-@dataclass(frozen=True)
-class RegressionStats:
-    """Per position t, the least-squares line ``E[S_n | S_t] ≈ a_t + b_t S_t`` over a reference set
-    and the standard deviation ``σ_t`` of its residuals (the last entries are 0, 1, 0).
-
-    Beyond the paper: the curved boundary's estimate ``S_t + M_t`` ignores that ``S_t`` itself
-    predicts the remainder (under a random order ``E[S_n | x] ≈ (n/t) S_t``); the regression uses
-    it, and ``σ_t`` is the spread left once ``S_t`` is known instead of the whole spread ``D_t``.
-    """
-
-    intercept: np.ndarray
-    slope: np.ndarray
-    residual_std: np.ndarray
-    n_reference: int
-
-
-def regression_statistics(stats: ReferenceStats) -> RegressionStats:
-    """Least-squares lines ``S_n ≈ a_t + b_t S_t`` for every t, from a set's moments.
-
-    With ``S_t = S_n − R_t``: ``Var S_t = Var S_n − 2 Cov(R_t, S_n) + D_t²`` and
-    ``Cov(S_t, S_n) = Var S_n − Cov(R_t, S_n)``, so :func:`reference_statistics` already holds
-    everything the regression needs — no extra pass over the reference examples.
-    """
-    var_n = stats.score_var
-    cov_rn = np.asarray(stats.remainder_score_cov)
-    mean_t = stats.score_mean - np.asarray(stats.remainder_mean)
-    var_t = np.maximum(var_n - 2.0 * cov_rn + np.asarray(stats.remainder_std) ** 2, 0.0)
-    cov = var_n - cov_rn
-    ok = var_t > 1e-12 * max(var_n, 1e-300)
-    slope = np.where(ok, cov / np.where(ok, var_t, 1.0), 0.0)
-    intercept = stats.score_mean - slope * mean_t
-    residual_var = np.maximum(var_n - slope * cov, 0.0)
-    slope[-1], intercept[-1], residual_var[-1] = 1.0, 0.0, 0.0
-    return RegressionStats(
-        intercept=_frozen(intercept),
-        slope=_frozen(slope),
-        residual_std=_frozen(np.sqrt(residual_var)),
-        n_reference=stats.n_reference,
-    )
-
-
-def regression_boundary(reg: RegressionStats, z: float, theta_s: float = 0.0, side="both"):
-    """Stop lower when ``a_t + b_t S_t < θ_S − z σ_t``, upper when ``> θ_S + z σ_t`` (beyond the
-    paper; see :class:`RegressionStats`). Positions with ``b_t ≤ 0`` never stop."""
-    check_side(side)
-    a, b, sd = (np.asarray(v) for v in (reg.intercept, reg.slope, reg.residual_std))
-    pos = b > 0
-    safe_b = np.where(pos, b, 1.0)
-    lower = np.where(pos, (theta_s - z * sd - a) / safe_b, -np.inf)
-    upper = np.where(pos, (theta_s + z * sd - a) / safe_b, np.inf)
-    if side == "upper":
-        lower = np.full_like(lower, -np.inf)
-    if side == "lower":
-        upper = np.full_like(upper, np.inf)
-    # A stopped walk's estimate of S_n is a_t + b_t · threshold = θ_S ∓ z σ_t.
-    with np.errstate(invalid="ignore"):
-        shift = np.where(np.isfinite(lower), theta_s - z * sd - lower, 0.0)
-        upper_shift = np.where(np.isfinite(upper), theta_s + z * sd - upper, 0.0)
-    return Boundary(
-        kind="regression",
-        side=side,
-        lower=_frozen(lower),
-        upper=_frozen(upper),
-        shift=_frozen(shift),
-        upper_shift=_frozen(upper_shift),
-        params={"z": float(z), "theta_s": float(theta_s)},
-    )
-
-
-# ----------------------------------------------------------------------------- boundary families
-
-
-@dataclass(frozen=True)
-class BoundaryFamily:
-    """A one-parameter family of boundaries indexed by the scale ``z`` (larger: more conservative).
-
-    Attributes
-    ----------
-    kind : {"curved", "constant"}
-    side : {"lower", "upper", "both"}
-    n_terms : int
-    theta_s : float
-        Decision threshold in S space.
-    stats : ReferenceStats or None
-        Curved: ``M_t``, ``D_t`` for the lower side (the positives' walks).
-    upper_stats : ReferenceStats or None
-        Curved: ``M_t``, ``D_t`` for the upper side (the negatives' walks); default ``stats``.
-    variance : float or None
-        Constant: the bridge variance V.
-    regression : RegressionStats or None
-        Regression: ``a_t``, ``b_t``, ``σ_t``.
-    """
-
-    kind: str
-    side: str
-    n_terms: int
-    theta_s: float
-    stats: ReferenceStats | None = None
-    upper_stats: ReferenceStats | None = None
-    variance: float | None = None
-    regression: RegressionStats | None = None
-
-    def __post_init__(self):
-        if self.kind not in FAMILIES:
-            raise InvalidParameterError(
-                f"only {FAMILIES} boundaries have a scale to calibrate, got {self.kind!r}."
-            )
-        check_side(self.side)
-        if self.kind == "curved" and self.stats is None:
-            raise InvalidParameterError("a curved family needs reference statistics (stats).")
-        if self.kind == "constant" and self.variance is None:
-            raise InvalidParameterError("a constant family needs the bridge variance.")
-        if self.kind == "regression" and self.regression is None:
-            raise InvalidParameterError("a regression family needs regression statistics.")
-
-    @staticmethod
-    def nominal_delta(z) -> np.ndarray:
-        """``δ' = Φ(−z)``: the δ whose normal quantile is z."""
-        return ndtr(-np.asarray(z, dtype=np.float64))
-
-    def boundary(self, z: float) -> Boundary:
-        """The member of the family at scale ``z``."""
-        z = float(z)
-        d = float(self.nominal_delta(z))
-        if self.kind == "regression":
-            return regression_boundary(self.regression, z, self.theta_s, self.side)
-        if self.kind == "curved":
-            # δ' only labels the boundary; z is what positions it.
-            return curved_boundary(
-                self.stats,
-                min(max(d, 1e-300), 1 - 1e-16),
-                self.theta_s,
-                self.side,
-                z=z,
-                upper_stats=self.upper_stats,
-            )
-        return constant_boundary(self.n_terms, d, self.variance, self.theta_s, self.side)
-
-    # Each side is reduced to "stop at the first t < n with score_t > threshold(z)", so that
-    # one running maximum per example answers every scale of the grid.
-    def _scores(self, head: np.ndarray, upper: bool) -> np.ndarray:
-        n1 = head.shape[1]
-        if self.kind == "constant":
-            return head.copy() if upper else -head
-        if self.kind == "regression":
-            reg = self.regression
-            a, b = np.asarray(reg.intercept)[:n1], np.asarray(reg.slope)[:n1]
-            sd = np.asarray(reg.residual_std)[:n1]
-            estimate = a + b * head
-            num = (estimate - self.theta_s) if upper else (self.theta_s - estimate)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                score = num / sd
-            score = np.where(np.isnan(score), -np.inf, score)
-            return np.where(b > 0, score, -np.inf)
-        st = (self.upper_stats or self.stats) if upper else self.stats
-        M = np.asarray(st.remainder_mean)[:n1]
-        D = np.asarray(st.remainder_std)[:n1]
-        num = (head + M - self.theta_s) if upper else (self.theta_s - head - M)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = num / D
-        # D_t = 0: the side stops iff num > 0 whatever z is; 0/0 never stops.
-        return np.where(np.isnan(score), -np.inf, score)
-
-    def _thresholds(self, grid: np.ndarray, upper: bool) -> np.ndarray:
-        if self.kind in ("curved", "regression"):
-            return grid
-        taus = np.array(
-            [
-                constant_threshold(d, self.variance, self.theta_s, side="both")
-                for d in self.nominal_delta(grid)
-            ]
-        )
-        return taus[:, 1] if upper else -taus[:, 0]
+# ----------------------------------------------------------------------------- grid outcomes
 
 
 @dataclass(frozen=True)
@@ -353,6 +171,18 @@ class GridOutcomes:
         """(m, K) bool: early decision differs from the full one."""
         return self.positive != self.full_positive[:, None]
 
+    @staticmethod
+    def concatenate(parts) -> GridOutcomes:
+        """The outcomes of several sets of examples, one after the other."""
+        first = parts[0]
+        return GridOutcomes(
+            first.grid,
+            np.concatenate([p.positive for p in parts]),
+            np.concatenate([p.n_evaluated for p in parts]),
+            np.concatenate([p.full_positive for p in parts]),
+            first.n_terms,
+        )
+
     def subset(self, rows) -> GridOutcomes:
         """The outcomes of some examples only (e.g. a calibration or test split)."""
         return GridOutcomes(
@@ -379,7 +209,7 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
     """Apply every scale of ``grid`` to walks with partial scores ``S`` at once.
 
     Equals ``apply_boundary(S, family.boundary(z), θ_S)`` for each z (tested against it), but
-    costs one running maximum per example and side plus one comparison pass per scale.
+    costs one running maximum per example and side plus a binary search per example and scale.
     """
     grid = _check_grid(grid)
     S = np.asarray(S, dtype=np.float64)
@@ -404,13 +234,13 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
         if not active:
             stop[upper] = np.full((m, K), n, dtype=np.int64)
             continue
-        running = np.maximum.accumulate(family._scores(head, upper), axis=1)
-        thr = family._thresholds(grid, upper)
-        # First t with running_t > thr is 1 + #{t : running_t ≤ thr} (running is non-decreasing);
-        # no crossing gives 1 + (n − 1) = n.
+        running = np.maximum.accumulate(family.crossing_scores(head, upper), axis=1)
+        thr = family.thresholds(grid, upper)
+        # The first t with running_t > thr is 1 + #{t : running_t ≤ thr}: running is
+        # non-decreasing, so that count is a binary search (no crossing gives n).
         t = np.empty((m, K), dtype=np.int64)
-        for j in range(K):
-            t[:, j] = 1 + np.count_nonzero(running <= thr[j], axis=1)
+        for i in range(m):
+            t[i] = 1 + np.searchsorted(running[i], thr, side="right")
         stop[upper] = t
     t_lo, t_up = stop[False], stop[True]
     n_evaluated = np.minimum(t_lo, t_up)
@@ -418,6 +248,28 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
     # Both sides at the same t counts as a lower stop, as in ``first_crossing``.
     positive = np.where(stopped, t_up < t_lo, full_positive[:, None])
     return GridOutcomes(grid, positive, n_evaluated, full_positive, n)
+
+
+def walk_grid_outcomes(walk, X, families, grid=None) -> list[GridOutcomes]:
+    """:func:`grid_outcomes` of raw examples ``X`` for several families, in bounded memory.
+
+    The partial scores are computed a chunk of rows at a time (never the whole (m × n) matrix)
+    and shared by every family.
+    """
+    from attentive.walk import row_chunks
+
+    grid = _check_grid(grid)
+    Xp = walk.prepare(X)
+    m = Xp.shape[0]
+    parts: list[list[GridOutcomes]] = [[] for _ in families]
+    for rows in row_chunks(m, walk.n_terms):
+        S = walk.partial_scores(Xp[rows], prepared=True)
+        for k, fam in enumerate(families):
+            parts[k].append(grid_outcomes(S, fam, grid))
+    if m == 0:
+        S = np.zeros((0, walk.n_terms))
+        return [grid_outcomes(S, fam, grid) for fam in families]
+    return [GridOutcomes.concatenate(p) for p in parts]
 
 
 # ----------------------------------------------------------------------------- calibration report
@@ -446,6 +298,12 @@ class CalibrationReport:
     m : int
         Calibration examples.
     delta, alpha : float
+        The guarantee: disagreement ≤ δ with probability ≥ 1 − α.
+    scan_alpha : float or None
+        The level each family's scan was run at when several were compared (α/K, Bonferroni);
+        None when one family was calibrated (the scan ran at α).
+    candidates : tuple of CalibrationReport
+        With ``family="auto"``: every family's own scan (at ``scan_alpha``), in registry order.
     """
 
     family: str
@@ -460,6 +318,8 @@ class CalibrationReport:
     delta: float
     alpha: float
     scale_name: str = field(default="z")
+    scan_alpha: float | None = None
+    candidates: tuple = ()
 
     @property
     def fallback(self) -> bool:
@@ -478,7 +338,36 @@ class CalibrationReport:
     @property
     def minimum_size(self) -> int:
         """Calibration examples needed for any scale to pass (see :func:`minimum_calibration_size`)."""
-        return minimum_calibration_size(self.delta, self.alpha)
+        return minimum_calibration_size(self.delta, self.level)
+
+    @property
+    def level(self) -> float:
+        """The confidence level each scan used: α, or α/K when K families were compared."""
+        return self.alpha if self.scan_alpha is None else self.scan_alpha
+
+    @property
+    def exhausted(self) -> bool:
+        """True when every scale of the grid passed: the scan ended at the grid's last scale."""
+        return self.chosen_index is not None and self.chosen_index == self.grid.size - 1
+
+    def summary_frame(self):
+        """With ``family="auto"``: one row per family (chosen scale, calibration fraction, k)."""
+        import pandas as pd
+
+        rows = []
+        for rep in self.candidates or (self,):
+            i = rep.chosen_index
+            rows.append(
+                {
+                    "family": rep.family,
+                    "z": None if i is None else float(rep.grid[i]),
+                    "evaluated_fraction": 1.0 if i is None else float(rep.evaluated_fraction[i]),
+                    "k": None if i is None else int(rep.counts[i]),
+                    "upper_bound": None if i is None else float(rep.upper_bounds[i]),
+                    "chosen": rep.family == self.family and not self.fallback,
+                }
+            )
+        return pd.DataFrame(rows)
 
     @property
     def guarantee(self) -> str:
@@ -490,6 +379,13 @@ class CalibrationReport:
             if self.side == "both"
             else f"one-sided ({self.side}) {self.family} boundary"
         )
+        if self.candidates:
+            names = ", ".join(rep.family for rep in self.candidates)
+            what = "two-sided" if self.side == "both" else f"one-sided ({self.side})"
+            what = f"{what} {self.family} boundary (the cheapest of {names}"
+            what += f", each tested at α/{len(self.candidates)} = {self.level:.3g}: Bonferroni)"
+            if self.fallback:
+                what = f"{names} families (each tested at α/{len(self.candidates)})"
         if self.fallback:
             reason = (
                 f" ({self.m} calibration examples; at least {self.minimum_size} are needed even "
@@ -536,6 +432,38 @@ class CalibrationReport:
                 "chosen": chosen,
             }
         )
+
+
+def calibrate_auto(
+    outcomes: dict,
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    side: str = "both",
+) -> CalibrationReport:
+    """Calibrate several families and keep the cheapest, with the guarantee kept (SPEC §3).
+
+    Each of the K families is scanned at level α/K; by the union bound, the probability that any
+    family's chosen scale has disagreement above δ is at most α, so the guarantee holds for the
+    family chosen afterwards by its calibration cost (the lowest mean evaluated fraction on the
+    calibration set at its chosen scale; ties go to the family listed first).
+
+    Parameters
+    ----------
+    outcomes : dict of name → GridOutcomes
+        Each family's outcomes on the same calibration examples and grid.
+    """
+    d, a = check_delta(delta), check_alpha(alpha)
+    if not outcomes:
+        raise InvalidParameterError("calibrate_auto needs at least one family's outcomes.")
+    level = a / len(outcomes)
+    reports = [
+        calibrate_scale(out, delta=d, alpha=level, family=name, side=side)
+        for name, out in outcomes.items()
+    ]
+    passed = [r for r in reports if not r.fallback]
+    best = min(passed, key=lambda r: r.evaluated_fraction[r.chosen_index]) if passed else reports[0]
+    return dataclasses.replace(best, alpha=a, scan_alpha=level, candidates=tuple(reports))
 
 
 def calibrate_scale(

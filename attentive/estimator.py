@@ -9,35 +9,38 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import ndtri
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
 from attentive.boundaries import (
-    BOUNDARIES,
+    STOPPED_SCORES,
     VARIANCES,
     Boundary,
     ReferenceStats,
     budget_boundary,
     check_delta,
     check_side,
-    constant_boundary,
-    curved_boundary,
     full_boundary,
     reference_statistics,
 )
 from attentive.calibration import (
-    BoundaryFamily,
+    AUTO,
     CalibrationWarning,
+    calibrate_auto,
     calibrate_scale,
     check_alpha,
-    grid_outcomes,
-    regression_statistics,
+    walk_grid_outcomes,
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
+from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
 from attentive.terms import decompose
 from attentive.walk import CENTERINGS, ORDERS, make_walk
 
@@ -58,13 +61,30 @@ def _check_calibration_size(size) -> None:
 
 
 def _is_fitted(estimator) -> bool:
-    if type(estimator).__name__ == "FrozenEstimator":
-        return True
     try:
         check_is_fitted(estimator)
     except NotFittedError:
         return False
     return True
+
+
+def _passes_raw_input(estimator) -> bool:
+    """Whether the model starts with transforms that take the caller's X as it is (a Pipeline)."""
+    while isinstance(estimator, FrozenEstimator):
+        estimator = estimator.estimator
+    return isinstance(estimator, Pipeline) and len(estimator.steps) > 1
+
+
+def boundaries() -> tuple[str, ...]:
+    """Every value ``AttentiveClassifier(boundary=...)`` accepts."""
+    return (
+        "constant",
+        "curved",
+        "budget",
+        "full",
+        "calibrated",
+        *(name for name in family_names() if name not in ("constant", "curved")),
+    )
 
 
 class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -78,16 +98,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator
-        A binary ``SVC`` (linear, rbf, poly, sigmoid), ``LinearSVC``, ``LogisticRegression``,
-        ``AdaBoostClassifier`` or a ``Pipeline`` ending in one. Fitted on ``(X, y)`` in :meth:`fit`
-        unless it is already fitted or wrapped in ``sklearn.frozen.FrozenEstimator``.
-    boundary : {"constant", "curved", "budget", "full", "calibrated"}, default="constant"
+        A binary model of :data:`attentive.terms.SUPPORTED` (``SVC``, ``NuSVC``, ``LinearSVC``,
+        ``LogisticRegression``, ``RidgeClassifier``, ``SGDClassifier``, ``AdaBoostClassifier``) or
+        a ``Pipeline`` ending in one. Cloned and fitted on ``(X, y)`` in :meth:`fit`; to use a
+        model fitted elsewhere, wrap it in ``sklearn.frozen.FrozenEstimator``.
+    boundary : str, default="constant"
         ``constant``: the paper's Constant-STST threshold; ``curved``: Gaussian curtailment with
-        ``M_t``, ``D_t`` estimated on the reference set; ``budget``: evaluate exactly ``budget``
-        terms (Algorithm 2); ``full``: never stop; ``calibrated``: the curved boundary whose scale
-        is chosen on a held-out part of the ``fit`` data (``calibration_size``) so that the
-        disagreement with the full model is at most ``delta`` with probability ≥ ``1 − alpha``
-        (SPEC §3, see :meth:`calibrate`).
+        ``M_t``, ``D_t`` estimated on the reference set; ``regression``, ``finite-population``
+        (or any registered family, :mod:`attentive.families`): that family at
+        ``z = Φ⁻¹(1 − delta)``; ``budget``: evaluate exactly ``budget`` terms (Algorithm 2);
+        ``full``: never stop; ``calibrated``: the family ``family`` whose scale is chosen on a
+        held-out part of the ``fit`` data (``calibration_size``) so that the disagreement with
+        the full model is at most ``delta`` with probability ≥ ``1 − alpha`` (SPEC §3, see
+        :meth:`calibrate`).
     delta : float in (0, 1), default=0.05
         Required stop-error rate; for ``boundary="calibrated"`` (and :meth:`calibrate`) the
         disagreement rate to guarantee.
@@ -113,6 +136,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     calibration_size : float in (0, 1) or int, default=0.3
         For ``boundary="calibrated"``: the part of the ``fit`` data held out (stratified) for
         calibration; the model, centering and reference statistics use the rest.
+    family : str, default="auto"
+        For ``boundary="calibrated"``: the rule family to calibrate, or ``"auto"``: every
+        registered family, each scanned at ``alpha / K``, keeping the cheapest (the guarantee
+        holds for the one chosen; see :func:`attentive.calibration.calibrate_auto`).
+    stopped_score : {"estimate", "boundary"}, default="estimate"
+        What ``decision_function`` returns for a stopped example (SPEC §2): the rule's own
+        estimate of ``f(x)`` at the stop, or the paper's Algorithm 1 value ``c + τ_t``; either is
+        moved to the predicted side of ``threshold`` if it is not there, so that
+        ``predict(X) == classes_[(decision_function(X) >= threshold).astype(int)]`` always.
 
     Attributes
     ----------
@@ -131,9 +163,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     boundary_ : Boundary
     side_ : str
         The side in use.
-    regression_stats_ : RegressionStats
-        ``E[S_n | S_t] ≈ a_t + b_t S_t`` and its residual spread over the reference examples, for
-        ``calibrate(family="regression")``.
+    walk_statistics_ : WalkStatistics
+        What the rule families are built from (per-class and pooled reference statistics, V).
     calibration_ : CalibrationReport or None
         The calibration table and guarantee after :meth:`calibrate` or with
         ``boundary="calibrated"``; None otherwise.
@@ -162,6 +193,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         alpha=0.05,
         calibration_size=0.3,
+        family="auto",
+        stopped_score="estimate",
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -175,12 +208,22 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.alpha = alpha
         self.calibration_size = calibration_size
+        self.family = family
+        self.stopped_score = stopped_score
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
-        if self.boundary not in BOUNDARIES:
+        if self.boundary not in boundaries():
             raise InvalidParameterError(
-                f"boundary must be one of {BOUNDARIES}, got {self.boundary!r}."
+                f"boundary must be one of {boundaries()}, got {self.boundary!r}."
+            )
+        if self.family != AUTO and self.family not in family_names():
+            raise InvalidParameterError(
+                f"family must be 'auto' or one of {family_names()}, got {self.family!r}."
+            )
+        if self.stopped_score not in STOPPED_SCORES:
+            raise InvalidParameterError(
+                f"stopped_score must be one of {STOPPED_SCORES}, got {self.stopped_score!r}."
             )
         check_side(self.side)
         if self.centering not in CENTERINGS:
@@ -229,7 +272,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         (``calibration_size``) is held out first and used only by :meth:`calibrate`.
         """
         self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
+        if _passes_raw_input(self.estimator):
+            # A pipeline's first steps see the caller's X (a DataFrame with text columns, say);
+            # only the width and feature names are checked here, the rest after its transforms.
+            X, y = validate_data(self, X, y, skip_check_array=True)
+            y = np.asarray(y)
+            check_consistent_length(X, y)
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
         target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
             n_classes = np.unique(y).size
@@ -254,9 +304,26 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     f"cannot hold out calibration_size={self.calibration_size!r} of {len(y)} "
                     f"examples with both classes on each side: {exc}"
                 ) from None
-        if _is_fitted(self.estimator):
+        if isinstance(self.estimator, FrozenEstimator):
             self.estimator_ = self.estimator
+            if self.boundary == "calibrated":
+                warnings.warn(
+                    "boundary='calibrated' holds out part of the fit data to calibrate, but the "
+                    "model is frozen (fitted before): if it saw those examples, the guarantee "
+                    "does not hold. Fit with boundary='curved' (or another family) on reference "
+                    "data and call calibrate(X_cal) on examples the model never saw.",
+                    CalibrationWarning,
+                    stacklevel=2,
+                )
         else:
+            if _is_fitted(self.estimator):
+                warnings.warn(
+                    f"{type(self.estimator).__name__} is already fitted; it is cloned and fitted "
+                    "again on (X, y). To use it as it is, pass FrozenEstimator(model) "
+                    "(from sklearn.frozen).",
+                    UserWarning,
+                    stacklevel=2,
+                )
             self.estimator_ = clone(self.estimator).fit(X, y)
         self.terms_ = decompose(self.estimator_)
         self.classes_ = np.asarray(self.terms_.classes)
@@ -279,69 +346,68 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         # R is every reference example.
         is_pos = y == self.classes_[1]
         self.class_stats_ = {
-            "positive": reference_statistics(self.walk_, X[np.flatnonzero(is_pos)]),
-            "negative": reference_statistics(self.walk_, X[np.flatnonzero(~is_pos)]),
+            "positive": reference_statistics(self.walk_, _safe_indexing(X, np.flatnonzero(is_pos))),
+            "negative": reference_statistics(
+                self.walk_, _safe_indexing(X, np.flatnonzero(~is_pos))
+            ),
         }
         pooled = ReferenceStats.pool(self.class_stats_["positive"], self.class_stats_["negative"])
         self.reference_stats_ = pooled if ref_mask.all() else self.class_stats_["positive"]
-        # For the regression family of calibrate(): E[S_n | S_t] over every reference example.
-        self.regression_stats_ = regression_statistics(pooled)
         self.n_terms_ = self.terms_.n_terms
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
         self.variance_ = self.reference_stats_.variance(self.variance)
+        self.walk_statistics_ = WalkStatistics(
+            positive=self.class_stats_["positive"],
+            negative=self.class_stats_["negative"],
+            pooled=pooled,
+            variance=self.variance_,
+        )
         self.side_ = self.side
         self.calibration_ = None
         if self.boundary == "calibrated":
-            self._calibrate(X_cal, self.delta, self.alpha, None, "curved")
+            self._calibrate(X_cal, self.delta, self.alpha, None, self.family)
         else:
             self.boundary_ = self._make_boundary()
         return self
 
     def _make_boundary(self) -> Boundary:
         n = self.n_terms_
-        if self.boundary == "constant":
-            return constant_boundary(n, self.delta, self.variance_, self.theta_s_, self.side_)
-        if self.boundary == "curved":
-            return curved_boundary(
-                self.class_stats_["positive"],
-                self.delta,
-                self.theta_s_,
-                self.side_,
-                upper_stats=self.class_stats_["negative"],
-            )
         if self.boundary == "budget":
             return budget_boundary(n, self._budget_terms(n))
-        return full_boundary(n)
+        if self.boundary == "full":
+            return full_boundary(n)
+        # A family at the scale whose normal tail is δ: for the constant family that is
+        # Theorem 1's τ at δ, for the curved one z = Φ⁻¹(1 − δ) (SPEC §2).
+        z = float(ndtri(1.0 - self.delta))
+        return dataclasses.replace(
+            self.boundary_family(self.boundary).boundary(z),
+            params={
+                **(self.boundary_family(self.boundary).boundary(z).params or {}),
+                "delta": float(self.delta),
+            },
+        )
 
     # -- calibration (SPEC §3) ------------------------------------------------------------------
     def boundary_family(self, family: str | None = None) -> BoundaryFamily:
-        """The one-parameter family (scale z) of this classifier's boundary, from its reference set.
+        """The one-parameter family (scale z) named ``family``, built from this classifier's
+        reference statistics, for its side and threshold.
 
-        ``family`` is ``"curved"``, ``"constant"`` or ``"regression"`` (beyond the paper: stop when
-        ``a_t + b_t S_t`` is ``z σ_t`` past θ_S, see
-        :class:`~attentive.calibration.RegressionStats`); None means the fitted boundary's own
-        family (``curved`` for ``boundary="calibrated"``).
+        ``family`` is any name of :func:`attentive.families.family_names` (``"constant"``,
+        ``"curved"``, ``"regression"``, ``"finite-population"``, ...); None means the fitted
+        boundary's own family (for ``boundary="calibrated"`` the family calibration chose).
         """
         check_is_fitted(self)
         if family is None:
-            family = "curved" if self.boundary == "calibrated" else self.boundary
-        if family not in ("curved", "constant", "regression"):
+            family = self.boundary
+            if family == "calibrated":
+                family = (self.boundary_.params or {}).get("family", "curved")
+        if family not in family_names():
             raise InvalidParameterError(
-                f"calibration chooses the scale of a 'curved', 'constant' or 'regression' "
-                f"boundary; boundary={family!r} has none (pass family='curved', 'constant' or "
-                "'regression')."
+                f"family must be one of {family_names()}; boundary={family!r} has no scale to "
+                "calibrate."
             )
-        return BoundaryFamily(
-            kind=family,
-            side=self.side_,
-            n_terms=self.n_terms_,
-            theta_s=self.theta_s_,
-            stats=self.class_stats_["positive"],
-            upper_stats=self.class_stats_["negative"],
-            variance=self.variance_,
-            regression=self.regression_stats_,
-        )
+        return make_family(family, self.walk_statistics_, self.theta_s_, self.side_)
 
     def calibrate(self, X_cal, *, delta=None, alpha=None, grid=None, family=None):
         """Choose the boundary's scale on held-out examples so that disagreement ≤ δ w.p. ≥ 1 − α.
@@ -350,6 +416,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         predictions use the chosen boundary (``boundary_``); when no scale passes, every term is
         evaluated (``boundary_`` is the full boundary) and a :class:`CalibrationWarning` says so.
         Labels are not needed: disagreement is measured against the model's own full decision.
+        The calibration examples are walked a chunk of rows at a time (bounded memory).
 
         Parameters
         ----------
@@ -364,9 +431,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         grid : array-like, optional
             Strictly decreasing scales z, fixed before seeing ``X_cal``; default
             :func:`attentive.calibration.default_grid`.
-        family : {"curved", "constant", "regression"}, optional
-            Which family to calibrate; default the fitted boundary's (``curved`` for
-            ``calibrated``). Its side is ``side_``.
+        family : str, optional
+            A registered family name or ``"auto"`` (each family at ``alpha / K``, the cheapest
+            kept); default: the ``family`` parameter for ``boundary="calibrated"``, else the
+            fitted boundary's family. Its side is ``side_``.
 
         Returns
         -------
@@ -374,32 +442,40 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             With ``calibration_`` (a :class:`CalibrationReport`) and ``boundary_`` set.
         """
         check_is_fitted(self)
-        X_cal = validate_data(
-            self, X_cal, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False
-        )
+        X_cal = self._check_X(X_cal)
         d = check_delta(self.delta if delta is None else delta)
         a = check_alpha(self.alpha if alpha is None else alpha)
+        if family is None:
+            family = self.family if self.boundary == "calibrated" else self.boundary
+        if family != AUTO:
+            self.boundary_family(family)  # a clear error for a name without a scale
         self._calibrate(X_cal, d, a, grid, family)
         return self
 
     def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
-        fam = self.boundary_family(family)
-        S = self.walk_.partial_scores(X_cal)
-        report = calibrate_scale(
-            grid_outcomes(S, fam, grid), delta=delta, alpha=alpha, family=fam.kind, side=fam.side
-        )
+        names = family_names() if family == AUTO else (family,)
+        families = [self.boundary_family(name) for name in names]
+        outcomes = walk_grid_outcomes(self.walk_, X_cal, families, grid)
+        if family == AUTO:
+            report = calibrate_auto(
+                dict(zip(names, outcomes, strict=True)), delta=delta, alpha=alpha, side=self.side_
+            )
+        else:
+            report = calibrate_scale(
+                outcomes[0], delta=delta, alpha=alpha, family=family, side=self.side_
+            )
         self.calibration_ = report
         if report.fallback:
             warnings.warn(report.guarantee, CalibrationWarning, stacklevel=3)
             self.boundary_ = full_boundary(self.n_terms_)
             return
-        chosen = fam.boundary(report.chosen_scale)
+        chosen = self.boundary_family(report.family).boundary(report.chosen_scale)
         self.boundary_ = dataclasses.replace(
             chosen,
             kind="calibrated",
             params={
                 **(chosen.params or {}),
-                "family": fam.kind,
+                "family": report.family,
                 "z": report.chosen_scale,
                 "delta": delta,
                 "alpha": alpha,
@@ -419,11 +495,34 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         return self._evaluate(X)
 
+    def _check_X(self, X):
+        """Validate examples to evaluate: what the walk needs, after a pipeline's transforms."""
+        if self._is_plain_valid_input(X):
+            return X
+        if _passes_raw_input(self.estimator_):
+            validate_data(self, X, skip_check_array=True, reset=False)
+            return X
+        return validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+
     def _evaluate(self, X, values: bool = True) -> Evaluation:
         check_is_fitted(self)
-        if not self._is_plain_valid_input(X):
-            X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
-        return evaluate(self.walk_, X, self.boundary_, self.theta_s_, values=values)
+        return evaluate(
+            self.walk_,
+            self._check_X(X),
+            self.boundary_,
+            self.theta_s_,
+            values=values,
+            threshold=self.threshold,
+            stopped_score=self.stopped_score,
+        )
+
+    def partial_scores(self, X) -> np.ndarray:
+        """Every partial score ``S_t(x)`` (column ``t − 1``), shape (n_examples, n_terms).
+
+        The whole walk of each example (for plots and experiments; prediction never needs it).
+        """
+        check_is_fitted(self)
+        return self.walk_.partial_scores(self._check_X(X))
 
     def _is_plain_valid_input(self, X) -> bool:
         """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.
@@ -433,7 +532,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         writes the error messages), but its data-frame detection alone costs more than
         evaluating a small batch; anything else goes through it.
         """
-        if hasattr(self, "feature_names_in_"):
+        if hasattr(self, "feature_names_in_") or _passes_raw_input(self.estimator_):
             return False
         if isinstance(X, np.ndarray):
             values = X
@@ -452,7 +551,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     def decision_function(self, X) -> np.ndarray:
-        """Algorithm 1's score: ``f(x)`` if evaluated to the end, else ``c + τ`` where it stopped."""
+        """``f(x)`` if evaluated to the end, else the rule's score at the stop (``stopped_score``),
+        always on the predicted side of ``threshold``."""
         return self.evaluate(X).decision
 
     def predict(self, X) -> np.ndarray:

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 import numpy as np
 
+from attentive.batch import check_precision, check_size, evaluate_blocked
 from attentive.boundaries import Boundary
+from attentive.outcome import (
+    Evaluation,
+    budget_evaluation,
+    check_boundary_length,
+    finish_evaluation,
+    scores_on_predicted_side,
+)
 from attentive.walk import Walk
 
 __all__ = [
@@ -22,45 +29,10 @@ __all__ = [
     "apply_boundary",
     "evaluate",
     "evaluation_options",
+    "finish_evaluation",
     "first_crossing",
-    "stop_estimate",
+    "scores_on_predicted_side",
 ]
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """The outcome of evaluating examples under a boundary.
-
-    Attributes
-    ----------
-    decision : ndarray (n_examples,)
-        On the ``decision_function`` scale: ``f(x)`` when not stopped; for a stopped example the
-        crossed threshold plus the boundary's shift, plus ``c`` (Algorithm 1: ``c + τ``); for the
-        budgeted rule ``c + (n/B) S_B``.
-    positive : ndarray of bool (n_examples,)
-        The early decision: predicted positive class.
-    labels : ndarray (n_examples,)
-        ``classes[1]`` where ``positive`` else ``classes[0]``.
-    n_evaluated : ndarray of int (n_examples,)
-        Terms evaluated (``n`` if never stopped).
-    stopped : ndarray of bool (n_examples,)
-        Stopped before the last term.
-    stop_side : ndarray of int8 (n_examples,)
-        −1 stopped on the lower side, +1 on the upper side, 0 not stopped (budget: sign of estimate).
-    n_terms : int
-    """
-
-    decision: np.ndarray
-    positive: np.ndarray
-    labels: np.ndarray
-    n_evaluated: np.ndarray
-    stopped: np.ndarray
-    stop_side: np.ndarray
-    n_terms: int
-
-    @property
-    def mean_evaluated_fraction(self) -> float:
-        return float(np.mean(self.n_evaluated) / self.n_terms) if self.n_terms else 0.0
 
 
 def first_crossing(S: np.ndarray, boundary: Boundary) -> tuple[np.ndarray, np.ndarray]:
@@ -85,65 +57,41 @@ def first_crossing(S: np.ndarray, boundary: Boundary) -> tuple[np.ndarray, np.nd
     return t, side
 
 
-def stop_estimate(boundary: Boundary, at: np.ndarray, side: np.ndarray) -> np.ndarray:
-    """A stopped walk's estimate of ``S_n``: the crossed threshold plus that side's shift.
-
-    ``at`` are 0-based positions (``t - 1``), ``side`` is −1 (lower) or +1 (upper).
-    """
-    up_shift = boundary.shift if boundary.upper_shift is None else boundary.upper_shift
-    return np.where(
-        side < 0, boundary.lower[at] + boundary.shift[at], boundary.upper[at] + up_shift[at]
-    )
-
-
 def apply_boundary(
     S: np.ndarray,
     boundary: Boundary,
     theta_s: float,
     offset: float = 0.0,
     classes=(0, 1),
+    *,
+    threshold: float | None = None,
+    stopped_score: str = "estimate",
 ) -> Evaluation:
     """Evaluate walks given their full partial scores ``S`` (column ``t-1`` = ``S_t``).
 
     The reference implementation of Algorithms 1 and 2; :func:`evaluate` must agree with it.
+    ``threshold`` is θ on the decision scale (default ``offset + theta_s``): every returned
+    decision lies on its predicted side of it (SPEC §2).
     """
     S = np.asarray(S, dtype=np.float64)
     m, n = S.shape
-    classes = np.asarray(classes)
+    check_boundary_length(boundary, n)
     if boundary.kind == "budget":
         B = boundary.budget
-        estimate = (n / B) * S[:, B - 1]
-        positive = estimate >= theta_s
-        stopped = np.full(m, B < n)
-        side = np.where(stopped, np.where(positive, 1, -1), 0).astype(np.int8)
-        return Evaluation(
-            decision=offset + estimate,
-            positive=positive,
-            labels=classes[positive.astype(int)],
-            n_evaluated=np.full(m, B, dtype=np.int64),
-            stopped=stopped,
-            stop_side=side,
-            n_terms=n,
-        )
+        return budget_evaluation((n / B) * S[:, B - 1], B, n, theta_s, offset, threshold, classes)
     t, side = first_crossing(S, boundary)
-    stopped = side != 0
-    s_n = S[:, n - 1] if n else np.zeros(m)
-    decision = offset + s_n
-    positive = s_n >= theta_s
-    if stopped.any():
-        at = t[stopped] - 1
-        decision = decision.copy()
-        decision[stopped] = offset + stop_estimate(boundary, at, side[stopped])
-        positive = positive.copy()
-        positive[stopped] = side[stopped] > 0
-    return Evaluation(
-        decision=decision,
-        positive=positive,
-        labels=classes[positive.astype(int)],
+    rows = np.arange(m)
+    return finish_evaluation(
+        boundary,
+        s_n=S[:, n - 1].copy() if n else np.zeros(m),
         n_evaluated=t,
-        stopped=stopped,
         stop_side=side,
-        n_terms=n,
+        stop_scores=S[rows, np.maximum(t - 1, 0)] if n else np.zeros(m),
+        theta_s=theta_s,
+        offset=offset,
+        threshold=threshold,
+        classes=classes,
+        stopped_score=stopped_score,
     )
 
 
@@ -158,6 +106,8 @@ def evaluate(
     n_jobs: int | None = None,
     precision: str | None = None,
     values: bool = True,
+    threshold: float | None = None,
+    stopped_score: str = "estimate",
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -188,9 +138,13 @@ def evaluate(
         False when only decisions are needed (``predict``): decision values of walks that never
         stop may then be single-precision estimates (accurate to ~1e-6 of ``Σ|w|``) where that
         leaves their side of θ certain. Stops, sides, ``positive`` and ``labels`` are exact.
+    threshold : float, optional
+        θ on the decision scale (default ``walk.offset + theta_s``); every decision lies on its
+        predicted side of it.
+    stopped_score : {"estimate", "boundary"}, default "estimate"
+        A stopped example's score: the rule's estimate of ``f(x)`` or Algorithm 1's ``c + τ_t``
+        (SPEC §2).
     """
-    from attentive.batch import evaluate_blocked
-
     default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()
     return evaluate_blocked(
         walk,
@@ -202,6 +156,8 @@ def evaluate(
         n_jobs=n_jobs if n_jobs is not None else default_jobs,
         precision=precision if precision is not None else default_precision,
         values=values,
+        threshold=threshold,
+        stopped_score=stopped_score,
     )
 
 
@@ -228,13 +184,11 @@ def evaluation_options(
         with evaluation_options(block_size=32, n_jobs=1):
             clf.predict(X)
     """
-    from attentive.batch import _check_size, check_precision
-
     token = _OPTIONS.set(
         (
-            _check_size(chunk_size, "chunk_size"),
-            _check_size(block_size, "block_size"),
-            _check_size(n_jobs, "n_jobs"),
+            check_size(chunk_size, "chunk_size"),
+            check_size(block_size, "block_size"),
+            check_size(n_jobs, "n_jobs"),
             check_precision(precision),
         )
     )

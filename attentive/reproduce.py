@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.frozen import FrozenEstimator
 
 from attentive.errors import InvalidParameterError
 from attentive.metrics import (
@@ -446,7 +447,9 @@ def reproduce_dataset(
         params = {"prefit": type(model).__name__}
     n_taus = n_taus or (120 if quick else 1000)
 
-    clf = AttentiveClassifier(model, boundary="full", centering="positive", random_state=seed)
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="full", centering="positive", random_state=seed
+    )
     clf.fit(dataset.X_train, dataset.y_train)
     S = clf.walk_.partial_scores(dataset.X_test)
     m, n = S.shape

@@ -21,15 +21,18 @@ from sklearn.metrics.pairwise import (
 
 from attentive.errors import UnsupportedModelError
 
-__all__ = ["SUPPORTED_MODELS", "TermDecomposition", "decompose"]
+__all__ = [
+    "KERNELS",
+    "SUPPORTED",
+    "SUPPORTED_MODELS",
+    "SupportedModel",
+    "TermDecomposition",
+    "decompose",
+    "supported_entry",
+]
 
-SUPPORTED_MODELS = (
-    "SVC (kernel linear, rbf, poly or sigmoid; dense or sparse), LinearSVC, LogisticRegression, "
-    "AdaBoostClassifier (SAMME), or a Pipeline ending in one of them"
-)
 
-
-_KERNELS = ("linear", "rbf", "poly", "sigmoid")
+KERNELS = ("linear", "rbf", "poly", "sigmoid")
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,9 @@ def kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
 def _unwrap(estimator):
     """Split a (possibly frozen, possibly pipelined) estimator into (head steps, final model)."""
     # FrozenEstimator (sklearn.frozen) keeps the fitted model in ``estimator``.
-    if type(estimator).__name__ == "FrozenEstimator":
+    from sklearn.frozen import FrozenEstimator
+
+    while isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator
     steps = getattr(estimator, "steps", None)
     if steps is not None and hasattr(estimator, "named_steps"):
@@ -139,7 +144,7 @@ def _check_binary(classes, name: str) -> np.ndarray:
 def _svc_terms(model) -> TermDecomposition:
     classes = _check_binary(model.classes_, type(model).__name__)
     kernel = model.kernel
-    if not isinstance(kernel, str) or kernel not in _KERNELS:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
         raise UnsupportedModelError(
             f"SVC with kernel={kernel!r} is not supported; use kernel 'linear', 'rbf', 'poly' or "
             "'sigmoid'."
@@ -195,6 +200,62 @@ def _adaboost_terms(model) -> TermDecomposition:
     )
 
 
+@dataclass(frozen=True)
+class SupportedModel:
+    """One row of the table of models the core can walk."""
+
+    model_class: type
+    term: str  # what a term is: "support vector", "feature" or "weak learner"
+    read: object = field(repr=False)  # model -> TermDecomposition
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.model_class.__name__
+
+    @property
+    def qualified_name(self) -> str:
+        """The class's import path as skops records it (for the trusted-type list)."""
+        return f"{self.model_class.__module__}.{self.model_class.__qualname__}"
+
+
+def _supported_table() -> tuple[SupportedModel, ...]:
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.linear_model import LogisticRegression, RidgeClassifier, SGDClassifier
+    from sklearn.svm import SVC, LinearSVC, NuSVC
+
+    kernels = "kernel linear, rbf, poly or sigmoid; dense or sparse support vectors"
+    return (
+        SupportedModel(SVC, "support vector", _svc_terms, kernels),
+        SupportedModel(NuSVC, "support vector", _svc_terms, kernels),
+        SupportedModel(LinearSVC, "feature", _linear_terms),
+        SupportedModel(LogisticRegression, "feature", _linear_terms),
+        SupportedModel(RidgeClassifier, "feature", _linear_terms),
+        SupportedModel(SGDClassifier, "feature", _linear_terms),
+        SupportedModel(AdaBoostClassifier, "weak learner", _adaboost_terms, "algorithm SAMME"),
+    )
+
+
+#: The one table of supported models (binary, fitted; or a Pipeline ending in one), checked with
+#: ``isinstance``: decomposition, persistence, the dashboard's upload and the docs all read it.
+SUPPORTED: tuple[SupportedModel, ...] = _supported_table()
+
+SUPPORTED_MODELS = (
+    ", ".join(f"{row.name} ({row.note})" if row.note else row.name for row in SUPPORTED)
+    + ", or a Pipeline ending in one of them (binary models only)"
+)
+
+
+def supported_entry(model) -> SupportedModel:
+    """The table row ``model`` (the final model, not a pipeline) is an instance of."""
+    for row in SUPPORTED:
+        if isinstance(model, row.model_class):
+            return row
+    raise UnsupportedModelError(
+        f"{type(model).__name__} is not supported. Supported: {SUPPORTED_MODELS}."
+    )
+
+
 def decompose(estimator) -> TermDecomposition:
     """Write a fitted binary scikit-learn model as a sum of terms (SPEC §1).
 
@@ -218,18 +279,13 @@ def decompose(estimator) -> TermDecomposition:
     """
     head, model = _unwrap(estimator)
     name = type(model).__name__
+    supported_entry(model)
     if not hasattr(model, "classes_"):
         raise UnsupportedModelError(
-            f"{name} is not a fitted classifier; fit it first. Supported: {SUPPORTED_MODELS}."
+            f"{name} is not fitted (it has no classes_); fit it first, or pass it unfitted to "
+            "AttentiveClassifier, which fits it."
         )
-    if name in ("SVC", "NuSVC"):
-        terms = _svc_terms(model)
-    elif name in ("LinearSVC", "LogisticRegression", "RidgeClassifier", "SGDClassifier"):
-        terms = _linear_terms(model)
-    elif name == "AdaBoostClassifier":
-        terms = _adaboost_terms(model)
-    else:
-        raise UnsupportedModelError(f"{name} is not supported. Supported: {SUPPORTED_MODELS}.")
+    terms = supported_entry(model).read(model)
     if head is not None:
         terms = dataclasses.replace(terms, head=head)
     return terms

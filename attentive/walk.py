@@ -21,6 +21,7 @@ __all__ = [
     "make_order",
     "make_walk",
     "reference_mask",
+    "row_chunks",
     "term_means",
 ]
 
@@ -32,7 +33,7 @@ ORDERS = ("random", "given", "weight")
 _CHUNK_ELEMENTS = 4_000_000
 
 
-def _row_chunks(n_rows: int, n_terms: int):
+def row_chunks(n_rows: int, n_terms: int):
     step = max(1, _CHUNK_ELEMENTS // max(1, n_terms))
     for start in range(0, n_rows, step):
         yield slice(start, min(n_rows, start + step))
@@ -65,7 +66,7 @@ def term_means(terms: TermDecomposition, X_ref_prepared) -> np.ndarray:
     if m == 0:
         raise InvalidParameterError("the reference set for centering is empty.")
     total = np.zeros(n)
-    for rows in _row_chunks(m, n):
+    for rows in row_chunks(m, n):
         total += terms.term_values(X_ref_prepared[rows]).sum(axis=0)
     return total / m
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.special import ndtri
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
@@ -48,13 +49,13 @@ from attentive.boundaries import (
     full_boundary,
 )
 from attentive.calibration import (
-    BoundaryFamily,
     calibrate_scale,
     default_grid,
     grid_outcomes,
     oracle_stop_positions,
 )
 from attentive.evaluation import apply_boundary
+from attentive.families import make_family
 
 TARGET = 0.01
 ALPHA = 0.05
@@ -151,7 +152,9 @@ def _median_ratio(clf, X, boundary, repeats: int) -> float:
 def run_problem(name, loader, repeats: int) -> dict:
     X_tr, y_tr, X_rest, y_rest, model = loader()
     X_cal, X_test = train_test_split(X_rest, test_size=0.5, stratify=y_rest, random_state=0)
-    clf = AttentiveClassifier(model, boundary="curved", side="both", random_state=0)
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="curved", side="both", random_state=0
+    )
     clf.fit(X_tr, y_tr)
     n, theta = clf.n_terms_, clf.theta_s_
     S_test = clf.walk_.partial_scores(X_test)
@@ -161,7 +164,7 @@ def run_problem(name, loader, repeats: int) -> dict:
     rows = {}
 
     def family(kind, side):
-        return BoundaryFamily(kind, side, n, theta, pos, neg, clf.variance_, clf.regression_stats_)
+        return make_family(kind, clf.walk_statistics_, theta, side)
 
     nominal_z = float(ndtri(1 - TARGET))
     for label, kind, side in (

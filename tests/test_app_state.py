@@ -393,7 +393,7 @@ def test_calibrated_boundary_is_offered_and_refits_without_the_calibration_part(
     assert not w.calibration_S.flags.writeable
     # The model was trained again on the fit part only: same as fitting it here from scratch.
     model = w.estimator.estimator_
-    expected = clone(full_model).fit(X_fit, y_fit)
+    expected = clone(full_model.estimator).fit(X_fit, y_fit)  # the frozen model, trained afresh
     np.testing.assert_allclose(
         model.decision_function(ds.X_test), expected.decision_function(ds.X_test), rtol=1e-9
     )

@@ -15,8 +15,8 @@ from sklearn.svm import SVC
 
 from attentive import AttentiveClassifier, InvalidParameterError
 from attentive.calibration import (
-    BoundaryFamily,
     CalibrationWarning,
+    calibrate_auto,
     calibrate_scale,
     clopper_pearson_upper,
     default_grid,
@@ -26,6 +26,7 @@ from attentive.calibration import (
     oracle_stop_positions,
 )
 from attentive.evaluation import apply_boundary
+from attentive.families import family_names, make_family
 
 
 @pytest.fixture(scope="module")
@@ -42,16 +43,7 @@ def problem():
 
 
 def _family(clf, kind, side):
-    return BoundaryFamily(
-        kind=kind,
-        side=side,
-        n_terms=clf.n_terms_,
-        theta_s=clf.theta_s_,
-        stats=clf.class_stats_["positive"],
-        upper_stats=clf.class_stats_["negative"],
-        variance=clf.variance_,
-        regression=clf.regression_stats_,
-    )
+    return make_family(kind, clf.walk_statistics_, clf.theta_s_, side)
 
 
 # ----------------------------------------------------------------------------- the bound and scan
@@ -102,7 +94,7 @@ def test_fixed_sequence_scan_stops_at_the_first_failure():
 # ----------------------------------------------------------------------------- grid outcomes
 
 
-@pytest.mark.parametrize("kind", ["curved", "constant", "regression"])
+@pytest.mark.parametrize("kind", family_names())
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
 def test_grid_outcomes_match_apply_boundary(problem, kind, side):
     clf, _, _, S = problem
@@ -126,9 +118,54 @@ def test_grid_outcomes_rejects_a_non_decreasing_grid(problem):
         grid_outcomes(S[:10], _family(clf, "curved", "both"), [1.0, 2.0])
 
 
-def test_family_rejects_budget():
-    with pytest.raises(InvalidParameterError, match="scale"):
-        BoundaryFamily(kind="budget", side="both", n_terms=3, theta_s=0.0)
+def test_family_rejects_budget(problem):
+    clf = problem[0]
+    with pytest.raises(InvalidParameterError, match="family must be one of"):
+        make_family("budget", clf.walk_statistics_, 0.0, "both")
+    with pytest.raises(InvalidParameterError, match="no scale"):
+        clf.boundary_family("budget")
+
+
+def test_walk_grid_outcomes_in_chunks_equal_the_whole_matrix(problem, monkeypatch):
+    """Calibration walks a few rows at a time; the result equals the whole-matrix computation."""
+    import attentive.walk as walk_module
+    from attentive.calibration import walk_grid_outcomes
+
+    clf, X, _, S = problem
+    fams = [_family(clf, k, "both") for k in family_names()]
+    whole = [grid_outcomes(S[:500], f) for f in fams]
+    monkeypatch.setattr(walk_module, "_CHUNK_ELEMENTS", 37 * clf.n_terms_)  # 37-row chunks
+    chunked = walk_grid_outcomes(clf.walk_, X[400:900], fams)
+    for a, b in zip(whole, chunked, strict=True):
+        np.testing.assert_array_equal(a.n_evaluated, b.n_evaluated)
+        np.testing.assert_array_equal(a.positive, b.positive)
+        np.testing.assert_array_equal(a.full_positive, b.full_positive)
+
+
+def test_finite_population_family_is_the_sampling_estimate():
+    """(n/t)·S_t against z standard errors of sampling n terms without replacement: the
+    boundary, checked position by position against the formula written out independently."""
+    X, y = make_classification(n_samples=900, n_features=8, random_state=1)
+    clf = AttentiveClassifier(SVC(), boundary="finite-population", side="both", random_state=0)
+    clf.fit(X[:600], y[:600])
+    n, z = clf.n_terms_, 1.3
+    b = clf.boundary_family("finite-population").boundary(z)
+    for t in (1, 2, n // 2, n - 1, n):
+        se = []
+        for stats in (clf.class_stats_["positive"], clf.class_stats_["negative"]):
+            sigma2 = stats.variance_terms / n  # mean over examples of the terms' variance
+            se.append(n * np.sqrt(sigma2 * (n - t) / (t * (n - 1))))
+        assert b.lower[t - 1] == pytest.approx(t / n * (clf.theta_s_ - z * se[0]), abs=1e-12)
+        assert b.upper[t - 1] == pytest.approx(t / n * (clf.theta_s_ + z * se[1]), abs=1e-12)
+    # A stopped walk scores c + (n/t)·S_t (then placed on its predicted side).
+    S = clf.partial_scores(X[600:])
+    ev = clf.evaluate(X[600:])
+    stopped = np.flatnonzero(ev.stopped)
+    assert stopped.size > 10
+    t = ev.n_evaluated[stopped]
+    raw = clf.offset_ + n / t * S[stopped, t - 1]
+    moved = np.where(ev.positive[stopped], np.maximum(raw, 0.0), np.minimum(raw, -1e-300))
+    np.testing.assert_allclose(ev.decision[stopped], moved, rtol=1e-9, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------- oracle
@@ -153,16 +190,13 @@ def test_oracle_stop_positions_against_a_loop():
 def test_oracle_is_a_floor_for_the_curved_family(problem):
     """The oracle evaluates less on average than any scale of the curved family (with the same
     ``M_t``) that makes no mistake on the same examples."""
+    import dataclasses
+
     clf, _, _, S = problem
-    fam = BoundaryFamily(
-        kind="curved",
-        side="both",
-        n_terms=clf.n_terms_,
-        theta_s=clf.theta_s_,
-        stats=clf.reference_stats_,
-        variance=clf.variance_,
-    )
-    out = grid_outcomes(S, fam)
+    # Both sides with the pooled M_t, D_t: the same M_t as the oracle's running estimate.
+    pooled = clf.walk_statistics_.pooled
+    stats = dataclasses.replace(clf.walk_statistics_, positive=pooled, negative=pooled)
+    out = grid_outcomes(S, make_family("curved", stats, clf.theta_s_, "both"))
     oracle = oracle_stop_positions(S, clf.theta_s_, clf.reference_stats_.remainder_mean)
     exact = out.disagreement_counts() == 0
     assert exact.any()
@@ -173,30 +207,52 @@ def test_oracle_is_a_floor_for_the_curved_family(problem):
 
 
 @pytest.mark.parametrize(
-    ("kind", "side"), [("curved", "lower"), ("curved", "both"), ("regression", "both")]
+    ("kind", "side"),
+    [
+        ("curved", "lower"),
+        ("curved", "both"),
+        ("regression", "both"),
+        ("finite-population", "both"),
+        ("constant", "both"),
+        ("auto", "both"),
+        ("auto", "lower"),
+    ],
 )
 def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
     """Repeat calibration on 300 random calibration/test splits: the test disagreement of the
-    chosen scale exceeds δ in at most α of them (plus 3 binomial standard errors)."""
+    chosen scale exceeds δ in at most α of them (plus 3 binomial standard errors). ``auto``
+    chooses the family on each split, after seeing the calibration data."""
     clf, _, _, S = problem
     delta, alpha, m_cal, n_splits = 0.03, 0.1, 300, 300
-    out = grid_outcomes(S, _family(clf, kind, side))
-    disagree = out.disagree
+    names = family_names() if kind == "auto" else (kind,)
+    outs = {name: grid_outcomes(S, _family(clf, name, side)) for name in names}
     pool = S.shape[0]
     rng = np.random.default_rng(7)
     violations = naive_violations = chosen_any = 0
     for _ in range(n_splits):
         perm = rng.permutation(pool)
         cal, test = perm[:m_cal], perm[m_cal:]
-        report = calibrate_scale(out.subset(cal), delta=delta, alpha=alpha, side=side)
+        if kind == "auto":
+            subsets = {name: out.subset(cal) for name, out in outs.items()}
+            report = calibrate_auto(subsets, delta=delta, alpha=alpha, side=side)
+        else:
+            report = calibrate_scale(
+                outs[kind].subset(cal), delta=delta, alpha=alpha, family=kind, side=side
+            )
+        disagree = outs[report.family].disagree
         j = report.chosen_index
         test_rate = 0.0 if j is None else disagree[test, j].mean()
         violations += test_rate > delta
         chosen_any += j is not None
-        # Without the confidence bound (empirical rate ≤ δ) the same scan is not safe.
-        rates = disagree[cal].mean(axis=0)
-        naive_j = np.flatnonzero(rates > delta)[0] - 1
-        naive_violations += disagree[test, naive_j].mean() > delta
+        # Without the confidence bound (empirical rate ≤ δ, the cheapest family) the same scan
+        # is not safe.
+        naive = []
+        for out in outs.values():
+            rates = out.disagree[cal].mean(axis=0)
+            naive_j = np.flatnonzero(rates > delta)[0] - 1
+            naive.append((out.evaluated_fractions()[naive_j], out, naive_j))
+        _, out, naive_j = min(naive, key=lambda item: item[0])
+        naive_violations += out.disagree[test, naive_j].mean() > delta
     slack = 3 * np.sqrt(alpha * (1 - alpha) / n_splits)
     assert chosen_any == n_splits  # the problem lets calibration choose a scale every time
     assert violations / n_splits <= alpha + slack
@@ -260,7 +316,17 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
     clf.fit(X[:1000], y[:1000])
     assert clf.side_ == "both"
     assert clf.calibration_.m == 300
-    assert clf.calibration_.side == "both" and clf.calibration_.family == "curved"
+    rep = clf.calibration_
+    # family="auto": every family scanned at α/K, the cheapest on the calibration set kept.
+    assert rep.side == "both" and rep.family in family_names()
+    assert [c.family for c in rep.candidates] == list(family_names())
+    assert rep.scan_alpha == pytest.approx(0.05 / len(family_names()))
+    cost = {
+        c.family: c.evaluated_fraction[c.chosen_index] for c in rep.candidates if not c.fallback
+    }
+    assert cost[rep.family] == min(cost.values())
+    assert clf.boundary_.params["family"] == rep.family
+    assert "Bonferroni" in rep.guarantee
     n_ref = clf.class_stats_["positive"].n_reference + clf.class_stats_["negative"].n_reference
     assert n_ref == 700
     # The model was fitted on the 700 fit examples only: refitting on those reproduces it.
@@ -273,8 +339,10 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
 def test_no_scale_passing_falls_back_to_full_evaluation():
     X, y = make_classification(n_samples=600, n_features=8, random_state=0)
     clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.01, random_state=0)
-    with pytest.warns(CalibrationWarning, match="at least 299"):
-        clf.fit(X[:400], y[:400])  # 120 calibration examples < 299
+    # family="auto": each of the K families is scanned at α/K, which needs more examples.
+    needed = minimum_calibration_size(0.01, 0.05 / len(family_names()))
+    with pytest.warns(CalibrationWarning, match=f"at least {needed} are needed"):
+        clf.fit(X[:400], y[:400])  # 120 calibration examples
     assert clf.calibration_.fallback and clf.boundary_.kind == "full"
     ev = clf.evaluate(X[400:])
     assert not ev.stopped.any()
@@ -287,8 +355,10 @@ def test_calibrate_parameter_errors(problem):
     with pytest.raises(NotFittedError):
         AttentiveClassifier(SVC()).calibrate(X[:10])
     budget = AttentiveClassifier(SVC(), boundary="budget").fit(X[:200], y[:200])
-    with pytest.raises(InvalidParameterError, match="'curved', 'constant' or 'regression'"):
+    with pytest.raises(InvalidParameterError, match="no scale to calibrate"):
         budget.calibrate(X[200:600])
+    with pytest.raises(InvalidParameterError, match="family must be 'auto' or one of"):
+        AttentiveClassifier(SVC(), boundary="calibrated", family="nope").fit(X[:200], y[:200])
     with pytest.raises(InvalidParameterError, match="alpha"):
         clf.calibrate(X[:400], alpha=0)
     with pytest.raises(InvalidParameterError, match="calibration_size"):
@@ -305,7 +375,7 @@ def test_calibrate_parameter_errors(problem):
 
 def test_regression_statistics_match_least_squares(problem):
     clf, X, _, _ = problem
-    reg = clf.regression_stats_
+    reg = clf.boundary_family("regression").regression
     S = clf.walk_.partial_scores(X[:400])
     for t in (0, 5, 60, clf.n_terms_ - 2):
         b, a = np.polyfit(S[:, t], S[:, -1], 1)
@@ -314,16 +384,15 @@ def test_regression_statistics_match_least_squares(problem):
         assert reg.intercept[t] == pytest.approx(a, rel=1e-8, abs=1e-10)
         assert reg.residual_std[t] == pytest.approx(resid.std(), rel=1e-6)
     assert (reg.slope[-1], reg.intercept[-1], reg.residual_std[-1]) == (1.0, 0.0, 0.0)
-    # The stopped estimate of a regression boundary is a_t + b_t · threshold = θ_S − z σ_t.
-    b = BoundaryFamily("regression", "both", clf.n_terms_, clf.theta_s_, regression=reg).boundary(
-        1.5
-    )
+    # At the boundary the estimate a_t + b_t · S_t is exactly θ_S − z σ_t; a stopped walk's
+    # score is its own estimate a_t + b_t S_t.
+    b = clf.boundary_family("regression").boundary(1.5)
     ok = np.isfinite(b.lower)
     np.testing.assert_allclose(
         (reg.intercept + reg.slope * b.lower)[ok],
         (clf.theta_s_ - 1.5 * reg.residual_std)[ok],
         atol=1e-9,
     )
-    np.testing.assert_allclose(
-        (b.lower + b.shift)[ok], (clf.theta_s_ - 1.5 * reg.residual_std)[ok], atol=1e-9
-    )
+    at = np.flatnonzero(ok)[:5]
+    est = b.stop_estimate(at, np.full(at.size, -1), S[:5, 0][: at.size])
+    np.testing.assert_allclose(est, reg.intercept[at] + reg.slope[at] * S[:5, 0][: at.size])

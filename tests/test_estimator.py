@@ -85,17 +85,32 @@ def test_threshold_moves_theta_s_and_labels(binary_problem):
     np.testing.assert_array_equal(clf.predict(Xte), expected)
 
 
-def test_prefit_and_frozen_estimators_are_not_refit(binary_problem):
+def test_frozen_estimators_are_used_as_they_are_and_others_are_cloned(binary_problem):
     Xtr, ytr, Xte, _ = binary_problem
     model = SVC(gamma=0.1).fit(Xtr[:100], ytr[:100])
-    clf = AttentiveClassifier(model, boundary="full").fit(Xtr, ytr)
-    assert clf.estimator_ is model
+    # The scikit-learn way to use a fitted model: FrozenEstimator, never refit.
     frozen = FrozenEstimator(model)
-    clf2 = AttentiveClassifier(frozen, boundary="full").fit(Xtr, ytr)
-    np.testing.assert_allclose(clf2.decision_function(Xte), model.decision_function(Xte), rtol=1e-9)
+    clf = AttentiveClassifier(frozen, boundary="full").fit(Xtr, ytr)
+    assert clf.estimator_ is frozen
+    np.testing.assert_allclose(clf.decision_function(Xte), model.decision_function(Xte), rtol=1e-9)
+    # A fitted model that is not frozen is cloned and fitted on (X, y), with a warning saying how
+    # to keep it.
+    with pytest.warns(UserWarning, match="FrozenEstimator"):
+        clf2 = AttentiveClassifier(model, boundary="full").fit(Xtr, ytr)
+    assert clf2.estimator_ is not model
+    assert clf2.estimator_.support_vectors_.shape != model.support_vectors_.shape
     unfitted = SVC(gamma=0.1)
     clf3 = AttentiveClassifier(unfitted).fit(Xtr, ytr)
     assert clf3.estimator_ is not unfitted and not hasattr(unfitted, "support_")
+
+
+def test_calibrated_with_a_frozen_model_warns_that_the_guarantee_may_not_hold(binary_problem):
+    from attentive.calibration import CalibrationWarning
+
+    Xtr, ytr, _, _ = binary_problem
+    model = SVC(gamma=0.1).fit(Xtr, ytr)
+    with pytest.warns(CalibrationWarning, match=r"calibrate\(X_cal\) on examples the model never"):
+        AttentiveClassifier(FrozenEstimator(model), boundary="calibrated", delta=0.3).fit(Xtr, ytr)
 
 
 def test_string_labels_and_classes(binary_problem):

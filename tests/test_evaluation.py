@@ -21,9 +21,7 @@ from attentive.boundaries import Boundary
 
 
 def _flat(n, lower=-np.inf, upper=np.inf):
-    return Boundary(
-        "constant", "both", np.full(n, float(lower)), np.full(n, float(upper)), np.zeros(n)
-    )
+    return Boundary("constant", "both", np.full(n, float(lower)), np.full(n, float(upper)))
 
 
 def test_hand_made_walks_lower_side():
@@ -51,6 +49,64 @@ def test_hand_made_walks_two_sided():
     np.testing.assert_array_equal(ev.stop_side, [1, -1, 0])
     np.testing.assert_array_equal(ev.positive, [True, False, True])
     np.testing.assert_allclose(ev.decision, [2.0, -2.0, 0.1])
+
+
+def _with_estimate(n, lower, upper, slope, intercept, upper_intercept=None):
+    return Boundary(
+        "curved",
+        "both",
+        np.full(n, float(lower)),
+        np.full(n, float(upper)),
+        estimate_slope=np.asarray(slope, dtype=float),
+        estimate_intercept=np.asarray(intercept, dtype=float),
+        upper_estimate_intercept=None if upper_intercept is None else np.asarray(upper_intercept),
+    )
+
+
+def test_stopped_score_is_the_rules_estimate_moved_to_the_predicted_side():
+    # Row 0 stops low at t = 2 (S_2 = -1.2): estimate 2·(-1.2) + 0.5 = -1.9 < θ: kept.
+    # Row 1 stops low at t = 1 (S_1 = -1.5): estimate 3·(-1.5) + 7 = 2.5 lies on the positive
+    #   side of θ = 0.25 although the rule predicts negative: moved just below θ.
+    # Row 2 stops high at t = 1 (S_1 = 1.5): estimate 3·1.5 - 9 = -4.5 < θ: moved up to θ.
+    S = np.array([[-0.5, -1.2, -3.0], [-1.5, 3.0, 3.0], [1.5, 0.0, 0.0]])
+    b = _with_estimate(3, -1.0, 1.0, [3.0, 2.0, 1.0], [7.0, 0.5, 0.0], [-9.0, 0.0, 0.0])
+    theta = 0.25
+    ev = apply_boundary(S, b, theta_s=theta)
+    np.testing.assert_array_equal(ev.stop_side, [-1, -1, 1])
+    assert ev.decision[0] == pytest.approx(-1.9)
+    assert ev.decision[1] == np.nextafter(theta, -np.inf)
+    assert ev.decision[2] == theta
+    np.testing.assert_array_equal(ev.positive, ev.decision >= theta)
+    # With an offset c the estimates are c + (slope·S_t + intercept) on the f scale.
+    ev = apply_boundary(S, b, theta_s=0.0, offset=10.0)
+    assert ev.decision[0] == pytest.approx(10.0 - 1.9)
+    # The paper's Algorithm 1 score: the crossed threshold, c + τ, on its side in the same way.
+    ev = apply_boundary(S, b, theta_s=theta, stopped_score="boundary")
+    np.testing.assert_allclose(ev.decision, [-1.0, -1.0, 1.0])
+
+
+def test_non_stopped_scores_agree_with_labels_at_a_rounding_tie():
+    # offset + S_n rounds to exactly θ while S_n < θ_S: the score must still say negative.
+    ties = []
+    for offset in np.linspace(0.01, 1.0, 100):
+        theta = 0.3
+        theta_s = theta - offset
+        s_n = np.nextafter(theta_s, -np.inf)
+        if offset + s_n >= theta:
+            ties.append((offset, theta, theta_s, s_n))
+    assert ties, "no rounding tie found to test with"
+    for offset, theta, theta_s, s_n in ties:
+        S = np.array([[0.0, s_n]])
+        ev = apply_boundary(S, _flat(2), theta_s, offset, threshold=theta)
+        assert not ev.positive[0]
+        assert ev.decision[0] < theta
+
+
+def test_a_boundary_of_another_length_is_an_error():
+    from attentive import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="3 positions but the walk has 4 terms"):
+        apply_boundary(np.zeros((2, 4)), _flat(3), theta_s=0.0)
 
 
 def test_budgeted_rule_scales_partial_score():

@@ -41,7 +41,7 @@ def _naive_curve(S, theta_s, taus, side):
     for tau in taus:
         lower = np.full(n, tau if side == "lower" else -np.inf)
         upper = np.full(n, tau if side == "upper" else np.inf)
-        ev = apply_boundary(S, Boundary("constant", side, lower, upper, np.zeros(n)), theta_s)
+        ev = apply_boundary(S, Boundary("constant", side, lower, upper), theta_s)
         full = S[:, -1] >= theta_s
         rows.append(
             (

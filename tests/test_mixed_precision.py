@@ -48,12 +48,23 @@ def _curved(walk, X_train, y_train, delta, side="both"):
     return curved_boundary(pos, delta, walk.theta_s(0.0), side, upper_stats=neg)
 
 
-def _assert_same(ev, ref):
+def _assert_same(ev, ref, band=0.0):
+    """Same stops, sides and decisions; a stopped walk's score (its estimate from ``S_t``) may
+    differ by ``band``, the single-precision walk's certified error (0: exact)."""
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.positive, ref.positive)
     scale = 1.0 + np.abs(ref.decision).max()
-    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9 * scale)
+    done = ~ref.stopped
+    np.testing.assert_allclose(ev.decision[done], ref.decision[done], rtol=1e-9, atol=1e-9 * scale)
+    np.testing.assert_allclose(
+        ev.decision[~done], ref.decision[~done], rtol=1e-9, atol=1e-9 * scale + band
+    )
+
+
+def _band(walk):
+    """The mixed walk's error band at the last position is about 1e-6 of Σ|w| (docs/speed.md)."""
+    return 1e-5 * float(np.abs(walk.ordered_weights).sum())
 
 
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
@@ -68,8 +79,8 @@ def test_mixed_walk_matches_double_and_reference(rbf, mixed_calls, side, n_jobs)
     mixed = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="mixed")
     double = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="double")
     assert mixed_calls, "the mixed-precision walk was not used"
-    _assert_same(mixed, ref)
-    _assert_same(mixed, double)
+    _assert_same(mixed, ref, _band(walk))
+    _assert_same(mixed, double, _band(walk))
     assert (~mixed.stopped).any()  # some walks never stopped: their totals were recomputed
 
 
@@ -78,9 +89,7 @@ def _knife_edge_boundary(S, rng, eps):
     n = S.shape[1]
     lowest = S.min(axis=0)
     lower = lowest + np.where(rng.random(n) < 0.5, eps, -eps)
-    return Boundary(
-        kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf), shift=np.zeros(n)
-    )
+    return Boundary(kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf))
 
 
 def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, monkeypatch):
@@ -93,7 +102,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
     assert ref.stopped.sum() > 20
     ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
     assert mixed_calls and sum(r.unsure.size for r in mixed_calls) > 0
-    _assert_same(ev, ref)
+    _assert_same(ev, ref, _band(walk))
     # Without the band, single precision alone decides some of these knife edges wrongly.
     monkeypatch.setattr(
         batch, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
@@ -153,7 +162,7 @@ def test_a_useless_band_falls_back_to_the_double_walk(rbf, mixed_calls, monkeypa
     )
     ev = evaluate(walk, Xt, boundary, theta_s, precision="mixed")
     assert mixed_calls and all(r.unsure.size == 0 for r in mixed_calls)
-    _assert_same(ev, ref)
+    _assert_same(ev, ref, _band(walk))
 
 
 def test_float32_exp_is_within_the_assumed_error():
@@ -172,7 +181,7 @@ def test_pilot_picks_double_precision_when_few_walks_stop(rbf, mixed_calls, monk
     strict = _curved(walk, X_train, y_train, 1e-9, "lower")
     ref = apply_boundary(walk.partial_scores(Xt), strict, theta_s, walk.offset, walk.terms.classes)
     assert ref.stopped.mean() < 0.5
-    _assert_same(evaluate(walk, Xt, strict, theta_s), ref)
+    _assert_same(evaluate(walk, Xt, strict, theta_s), ref, _band(walk))
     assert not mixed_calls
     loose = _curved(walk, X_train, y_train, 0.2, "both")
     evaluate(walk, Xt, loose, theta_s)

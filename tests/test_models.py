@@ -214,7 +214,8 @@ def test_unsupported_models(digits, tmp_path):
     ):
         load_model(path)
     with pytest.raises(
-        UnsupportedModelError, match=r"kernel 'precomputed'.*linear, rbf, poly, sigmoid"
+        UnsupportedModelError,
+        match=r"kernel='precomputed' is not supported.*'linear', 'rbf', 'poly' or 'sigmoid'",
     ):
         check_supported_model(SVC(kernel="precomputed").fit(X @ X.T, y))
     multi = LogisticRegression(max_iter=500).fit(X, np.arange(len(y)) % 3)

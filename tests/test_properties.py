@@ -44,8 +44,9 @@ def boundaries(draw, n):
         upper = np.full(n, np.inf)
     elif side == "upper":
         lower = np.full(n, -np.inf)
-    shift = draw(arrays(np.float64, n, elements=st.floats(-10, 10)))
-    return Boundary(kind, side, lower, upper, shift)
+    slope = draw(arrays(np.float64, n, elements=st.floats(-10, 10)))
+    intercept = draw(arrays(np.float64, n, elements=st.floats(-10, 10)))
+    return Boundary(kind, side, lower, upper, estimate_slope=slope, estimate_intercept=intercept)
 
 
 @settings(max_examples=150, deadline=None)

@@ -108,7 +108,7 @@ def test_unsupported_model_and_kernel_are_refused(binary_problem):
     K = Xtr @ Xtr.T
     with pytest.raises(UnsupportedModelError, match="precomputed"):
         decompose(SVC(kernel="precomputed").fit(K, ytr))
-    with pytest.raises(UnsupportedModelError, match="not a fitted"):
+    with pytest.raises(UnsupportedModelError, match="is not fitted"):
         decompose(SVC())
 
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
 
 from attentive.boundaries import ReferenceStats, constant_threshold
@@ -299,7 +300,7 @@ def calibration_walk_bundle(models: ModelBundle, centering: str, seed: int) -> W
 def _build_walk(key, models: ModelBundle, model, X_fit, y_fit, centering, seed) -> WalkBundle:
     ds = models.dataset
     est = AttentiveClassifier(
-        model, boundary="full", centering=centering, random_state=int(seed)
+        FrozenEstimator(model), boundary="full", centering=centering, random_state=int(seed)
     ).fit(X_fit, y_fit)
     S = frozen(est.walk_.partial_scores(ds.X_test), dtype=np.float64)
     full_score = frozen(est.offset_ + S[:, -1])

@@ -32,7 +32,6 @@ from attentive.boundaries import (
     full_boundary,
 )
 from attentive.calibration import (
-    BoundaryFamily,
     CalibrationReport,
     GridOutcomes,
     calibrate_scale,
@@ -40,6 +39,7 @@ from attentive.calibration import (
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, apply_boundary
+from attentive.families import BoundaryFamily, make_family
 from attentive.metrics import disagreement_rate, precision_recall, stop_error
 from attentive.simulation import default_deltas
 
@@ -133,8 +133,7 @@ def make_boundary(
 
 def calibration_family(walks: WalkBundle, theta_s: float, side: str) -> BoundaryFamily:
     """The curved family (scale z) of ``walks`` at this θ_S and side, as the estimator builds it."""
-    family = walks.estimator.boundary_family("curved")
-    return dataclasses.replace(family, side=side, theta_s=float(theta_s))
+    return make_family("curved", walks.estimator.walk_statistics_, float(theta_s), side)
 
 
 def calibration_outcomes(walks: WalkBundle, theta_s: float, side: str) -> GridOutcomes:

@@ -666,6 +666,8 @@ class DashboardState(param.Parameterized):
         ``calibration_size``, so it holds out the same calibration examples; the model is the one
         the dashboard already fitted without them, so it makes the dashboard's decisions.
         """
+        from sklearn.frozen import FrozenEstimator
+
         from attentive.calibration import CalibrationWarning
         from attentive.estimator import AttentiveClassifier
 
@@ -678,9 +680,10 @@ class DashboardState(param.Parameterized):
         if self.boundary == "budget":
             kw = {"budget": budget_terms(self.budget, w.n_terms)}
         elif self.boundary == "calibrated":
-            kw = {"alpha": self.alpha, "calibration_size": CALIBRATION_SIZE}
+            # The dashboard calibrates the curved family (its calibration table shows it).
+            kw = {"alpha": self.alpha, "calibration_size": CALIBRATION_SIZE, "family": "curved"}
         clf = AttentiveClassifier(
-            model,
+            FrozenEstimator(model),
             boundary=self.boundary,
             delta=self.delta,
             threshold=self.theta,
@@ -690,7 +693,9 @@ class DashboardState(param.Parameterized):
             **kw,
         )
         with warnings.catch_warnings():
-            # A fallback to full evaluation is already shown on the page and in calibration_.
+            # A fallback to full evaluation is already shown on the page and in calibration_;
+            # the frozen model was fitted without the calibration part (same seed and size), so
+            # the warning that a frozen model may have seen it does not apply.
             warnings.simplefilter("ignore", CalibrationWarning)
             return clf.fit(ds.X_train, ds.y_train)
 

@@ -25,6 +25,7 @@ from attentive.errors import (
     UnsupportedModelError,
     UntrustedModelError,
 )
+from attentive.terms import KERNELS, SUPPORTED, SUPPORTED_MODELS, decompose
 
 __all__ = [
     "SUPPORTED_KERNELS",
@@ -38,26 +39,11 @@ __all__ = [
     "save_model",
 ]
 
-SUPPORTED_KERNELS = ("linear", "rbf", "poly", "sigmoid")
-SUPPORTED_MODELS = (
-    "SVC (kernel linear, rbf, poly or sigmoid)",
-    "LinearSVC",
-    "LogisticRegression",
-    "AdaBoostClassifier",
-    "a Pipeline ending in one of these",
-)
-_SUPPORTED_TEXT = (
-    "supported: SVC with a linear, rbf, poly or sigmoid kernel, LinearSVC, LogisticRegression, "
-    "AdaBoostClassifier (binary), or a Pipeline ending in one of those"
-)
-
+SUPPORTED_KERNELS = KERNELS
 # The only types a model file may contain beyond what skops trusts by default (numpy, builtins and
 # scikit-learn's estimators). Anything else found by get_untrusted_types is refused.
 TRUSTED_TYPES: tuple[str, ...] = (
-    "sklearn.svm._classes.SVC",
-    "sklearn.svm._classes.LinearSVC",
-    "sklearn.linear_model._logistic.LogisticRegression",
-    "sklearn.ensemble._weight_boosting.AdaBoostClassifier",
+    *(row.qualified_name for row in SUPPORTED),
     "sklearn.tree._classes.DecisionTreeClassifier",
     "sklearn.tree._tree.Tree",
     "sklearn.pipeline.Pipeline",
@@ -199,30 +185,10 @@ def final_estimator(model: Any) -> Any:
 def check_supported_model(model: Any) -> None:
     """Raise :class:`UnsupportedModelError` unless the core can decompose ``model`` into terms.
 
-    Supported: fitted binary ``SVC`` (kernel linear, rbf, poly or sigmoid), ``LinearSVC``,
-    ``LogisticRegression``, ``AdaBoostClassifier`` and Pipelines ending in one of them.
+    The supported models are :data:`attentive.terms.SUPPORTED` (fitted, binary), or a Pipeline
+    ending in one of them; this is :func:`attentive.terms.decompose`'s own check.
     """
-    from sklearn.ensemble import AdaBoostClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.svm import SVC, LinearSVC
-
-    last = final_estimator(model)
-    if not isinstance(last, SVC | LinearSVC | LogisticRegression | AdaBoostClassifier):
-        raise UnsupportedModelError(f"{type(last).__name__} is not supported; {_SUPPORTED_TEXT}")
-    if isinstance(last, SVC) and last.kernel not in SUPPORTED_KERNELS:
-        kernel = last.kernel if isinstance(last.kernel, str) else "a callable"
-        raise UnsupportedModelError(
-            f"SVC with kernel {kernel!r} is not supported; supported kernels: "
-            f"{', '.join(SUPPORTED_KERNELS)}"
-        )
-    classes = getattr(last, "classes_", None)
-    if classes is None:
-        raise UnsupportedModelError(f"{type(last).__name__} is not fitted; fit it before using it")
-    if len(classes) != 2:
-        raise UnsupportedModelError(
-            f"the model has {len(classes)} classes ({', '.join(map(str, classes[:10]))}); only "
-            "binary models are supported - train one class against the rest"
-        )
+    decompose(model)
 
 
 def check_n_features(model: Any, n_features: int) -> None:

@@ -1,0 +1,31 @@
+"""Rule families: one-parameter sets of stopping boundaries that calibration chooses a scale for.
+
+Each family lives in its own module and registers itself; :func:`make_family` builds one by name.
+"""
+
+# Importing the modules registers the families (in this order: the dashboard lists them so).
+from attentive.families import constant, curved, finite_population, regression  # noqa: F401
+from attentive.families.base import BoundaryFamily, WalkStatistics
+from attentive.families.registry import family_class, family_names, register_family
+from attentive.families.regression import (
+    RegressionStats,
+    regression_boundary,
+    regression_statistics,
+)
+
+__all__ = [
+    "BoundaryFamily",
+    "RegressionStats",
+    "WalkStatistics",
+    "family_class",
+    "family_names",
+    "make_family",
+    "register_family",
+    "regression_boundary",
+    "regression_statistics",
+]
+
+
+def make_family(name: str, stats: WalkStatistics, theta_s: float, side: str = "both"):
+    """The family registered as ``name``, built from the walk's reference statistics."""
+    return family_class(name)(stats, theta_s, side)

@@ -1,0 +1,98 @@
+"""The interface every calibratable rule family implements (SPEC §3).
+
+A family is a one-parameter set of boundaries indexed by a scale ``z`` (larger: more
+conservative). Each family reduces each side to "stop at the first ``t < n`` whose *crossing
+score* exceeds a threshold that depends on z only", so that one running maximum per example
+answers every scale of a calibration grid at once (:func:`attentive.calibration.grid_outcomes`).
+
+To add a family: subclass :class:`BoundaryFamily` in a module of this package, implement
+:meth:`~BoundaryFamily.boundary` and :meth:`~BoundaryFamily.crossing_scores`, and decorate the
+class with :func:`attentive.families.register_family`. The estimator, calibration (``family=``
+and ``"auto"``), the dashboard and the experiments then offer it by its ``name``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import ndtr
+
+from attentive.boundaries import Boundary, ReferenceStats, check_side
+
+
+@dataclass(frozen=True)
+class WalkStatistics:
+    """What the families are built from: statistics of the walk over the reference set.
+
+    Attributes
+    ----------
+    positive, negative : ReferenceStats
+        Statistics over the reference examples of each class: a family's lower side uses the
+        positives (the walks it must not stop wrongly), its upper side the negatives (SPEC §2).
+    pooled : ReferenceStats
+        Over every reference example.
+    variance : float
+        The bridge variance V chosen for the constant boundary.
+    """
+
+    positive: ReferenceStats
+    negative: ReferenceStats
+    pooled: ReferenceStats
+    variance: float
+
+    @property
+    def n_terms(self) -> int:
+        return int(np.asarray(self.pooled.remainder_mean).shape[0])
+
+
+class BoundaryFamily(ABC):
+    """A one-parameter family of boundaries for one side choice and threshold θ_S."""
+
+    name: ClassVar[str]
+    #: One line for documentation and the dashboard.
+    description: ClassVar[str] = ""
+
+    def __init__(self, stats: WalkStatistics, theta_s: float, side: str = "both"):
+        self.stats = stats
+        self.theta_s = float(theta_s)
+        self.side = check_side(side)
+
+    @property
+    def kind(self) -> str:
+        return self.name
+
+    @property
+    def n_terms(self) -> int:
+        return self.stats.n_terms
+
+    @staticmethod
+    def nominal_delta(z) -> np.ndarray:
+        """``δ' = Φ(−z)``: the δ whose normal quantile is z (labels a scale for people)."""
+        return ndtr(-np.asarray(z, dtype=np.float64))
+
+    @abstractmethod
+    def boundary(self, z: float) -> Boundary:
+        """The member of the family at scale ``z``."""
+
+    @abstractmethod
+    def crossing_scores(self, head: np.ndarray, upper: bool) -> np.ndarray:
+        """Per example and position ``t < n`` (``head`` = ``S_1 .. S_{n−1}``): the score whose
+        exceeding :meth:`thresholds` stops the walk on that side (``−inf``: never)."""
+
+    def thresholds(self, grid: np.ndarray, upper: bool) -> np.ndarray:
+        """The crossing-score threshold of each scale (default: the scale itself)."""
+        return np.asarray(grid, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(side={self.side!r}, theta_s={self.theta_s:g})"
+
+
+def standardised(num: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """``num / spread`` with the conventions of a crossing score: a zero spread stops iff the
+    numerator is positive, ``0 / 0`` never stops."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = num / spread
+    return np.where(np.isnan(score), -np.inf, score)

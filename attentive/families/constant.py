@@ -1,0 +1,33 @@
+"""The constant family: the paper's Constant-STST threshold (Theorem 1) at nominal δ' = Φ(−z)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attentive.boundaries import Boundary, constant_boundary, constant_threshold
+from attentive.families.base import BoundaryFamily
+from attentive.families.registry import register_family
+
+
+@register_family
+class ConstantFamily(BoundaryFamily):
+    """The same τ at every position: Theorem 1's threshold for the bridge variance V and
+    ``δ' = Φ(−z)``. A stopped walk scores ``c + τ`` (it has no other estimate)."""
+
+    name = "constant"
+    description = "one τ for every position (the paper's Theorem 1 at δ' = Φ(−z))"
+
+    def boundary(self, z: float) -> Boundary:
+        d = float(self.nominal_delta(z))
+        d = min(max(d, 1e-300), 1 - 1e-16)
+        return constant_boundary(self.n_terms, d, self.stats.variance, self.theta_s, self.side)
+
+    def crossing_scores(self, head, upper):
+        return head.copy() if upper else -head
+
+    def thresholds(self, grid, upper):
+        deltas = np.clip(self.nominal_delta(grid), 1e-300, 1 - 1e-16)
+        taus = np.array(
+            [constant_threshold(d, self.stats.variance, self.theta_s, side="both") for d in deltas]
+        ).reshape(-1, 2)
+        return taus[:, 1] if upper else -taus[:, 0]
