@@ -15,6 +15,7 @@ from attentive.boundaries import (
     full_boundary,
     reference_statistics,
 )
+from attentive.calibration import CalibrationReport, GridOutcomes, default_grid
 from attentive.errors import (
     AttentiveError,
     DataError,
@@ -26,6 +27,7 @@ from attentive.errors import (
 )
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import Evaluation, apply_boundary, evaluate
+from attentive.families import BoundaryFamily, family_names, make_family
 from attentive.metrics import (
     AttentiveSweep,
     attentive_tradeoff,
@@ -35,20 +37,25 @@ from attentive.metrics import (
     precision_recall,
     stop_error,
 )
-from attentive.terms import TermDecomposition, decompose
+from attentive.operating_points import cheapest_operating_point, operating_points
+from attentive.terms import SUPPORTED, TermDecomposition, decompose
 from attentive.walk import Walk, make_walk
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "SUPPORTED",
     "AttentiveClassifier",
     "AttentiveError",
     "AttentiveSweep",
     "Boundary",
+    "BoundaryFamily",
+    "CalibrationReport",
     "DataError",
     "DownloadError",
     "Evaluation",
     "FeatureMismatchError",
+    "GridOutcomes",
     "InvalidParameterError",
     "ReferenceStats",
     "TermDecomposition",
@@ -59,16 +66,21 @@ __all__ = [
     "attentive_tradeoff",
     "budget_boundary",
     "budgeted_tradeoff",
+    "cheapest_operating_point",
     "constant_boundary",
     "constant_threshold",
     "crossing_probability",
     "curved_boundary",
     "decompose",
+    "default_grid",
     "disagreement_rate",
     "evaluate",
+    "family_names",
     "full_boundary",
+    "make_family",
     "make_walk",
     "mean_evaluated_fraction",
+    "operating_points",
     "precision_recall",
     "reference_statistics",
     "stop_error",

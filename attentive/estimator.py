@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import numbers
@@ -9,7 +10,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import ndtri
+from scipy.special import ndtr, ndtri
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -33,16 +34,18 @@ from attentive.boundaries import (
 from attentive.calibration import (
     AUTO,
     CalibrationWarning,
+    GridOutcomes,
     calibrate_auto,
     calibrate_scale,
     check_alpha,
+    oracle_stop_positions,
     walk_grid_outcomes,
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
 from attentive.terms import decompose
-from attentive.walk import CENTERINGS, ORDERS, make_walk
+from attentive.walk import CENTERINGS, ORDERS, make_walk, row_chunks
 
 __all__ = ["AttentiveClassifier"]
 
@@ -549,6 +552,87 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             and X.shape[1] == self.n_features_in_
             and bool(np.isfinite(values).all())
         )
+
+    # -- the front door for experiments and the dashboard --------------------------------------
+    def with_rule(
+        self, boundary=None, *, delta=None, z=None, side=None, threshold=None, budget=None
+    ) -> AttentiveClassifier:
+        """A copy of this fitted classifier with another stopping rule, without refitting.
+
+        The model, the walk (centering, order) and the reference statistics are shared; only the
+        rule changes. This is how to move along a tradeoff (δ, θ, side, family) as the dashboard
+        does; the copy predicts exactly as a classifier fitted with those parameters would.
+
+        Parameters
+        ----------
+        boundary : str, optional
+            A family name (``"constant"``, ``"curved"``, ...), ``"budget"`` or ``"full"``; default
+            the current one. ``"calibrated"`` needs calibration data: use
+            ``with_rule(family).calibrate(X_cal)``.
+        delta : float, optional
+            The family at ``z = Φ⁻¹(1 − δ)`` (as :meth:`fit`).
+        z : float, optional
+            The family at scale ``z`` (overrides ``delta``; ``delta`` is set to ``Φ(−z)``).
+        side, threshold, budget : optional
+            As the constructor's parameters.
+        """
+        check_is_fitted(self)
+        new = copy.copy(self)
+        params = {
+            "boundary": self.boundary if boundary is None else boundary,
+            "side": self.side_ if side is None else side,
+            "threshold": self.threshold if threshold is None else threshold,
+            "budget": self.budget if budget is None else budget,
+            "delta": self.delta if delta is None else delta,
+        }
+        if params["boundary"] == "calibrated" and boundary is not None:
+            raise InvalidParameterError(
+                "with_rule cannot calibrate without data: call with_rule(family, ...).calibrate("
+                "X_cal) with the family to calibrate."
+            )
+        if params["boundary"] == "calibrated":
+            params["boundary"] = (self.boundary_.params or {}).get("family", "curved")
+        if z is not None:
+            params["delta"] = float(ndtr(-float(z)))
+        new.set_params(**params)
+        new._check_params()
+        new.side_ = new.side
+        new.theta_s_ = new.walk_.theta_s(new.threshold)
+        new.calibration_ = None
+        if z is not None and new.boundary in family_names():
+            new.boundary_ = new.boundary_family(new.boundary).boundary(float(z))
+        else:
+            new.boundary_ = new._make_boundary()
+        return new
+
+    def scale_outcomes(self, X, family: str | None = None, grid=None) -> GridOutcomes:
+        """Early decisions and terms evaluated on ``X`` for every scale ``z`` of a family.
+
+        The whole tradeoff of a family in one pass (walks computed a chunk of rows at a time):
+        ``disagreement_rates()`` and ``evaluated_fractions()`` per scale of ``grid`` (default
+        :func:`attentive.calibration.default_grid`). This is what calibration scans, and what an
+        operating-point table is made of (:func:`attentive.operating_points`).
+        """
+        check_is_fitted(self)
+        fam = self.boundary_family(family)
+        return walk_grid_outcomes(self.walk_, self._check_X(X), [fam], grid)[0]
+
+    def oracle_n_evaluated(self, X) -> np.ndarray:
+        """Terms an all-knowing rule evaluates per example: one past the last position where the
+        running estimate ``S_t + M_t`` (pooled ``M_t``) is on the other side of θ_S than the
+        final score (see :func:`attentive.calibration.oracle_stop_positions`). A floor for the
+        evaluated fraction of causal rules; not a rule itself."""
+        check_is_fitted(self)
+        Xc = self._check_X(X)
+        Xp = self.walk_.prepare(Xc)
+        M = self.walk_statistics_.pooled.remainder_mean
+        parts = [
+            oracle_stop_positions(
+                self.walk_.partial_scores(Xp[rows], prepared=True), self.theta_s_, M
+            )
+            for rows in row_chunks(Xp.shape[0], self.n_terms_)
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def decision_function(self, X) -> np.ndarray:
         """``f(x)`` if evaluated to the end, else the rule's score at the stop (``stopped_score``),
