@@ -303,7 +303,10 @@ class CalibrationReport:
         The level each family's scan was run at when several were compared (α/K, Bonferroni);
         None when one family was calibrated (the scan ran at α).
     candidates : tuple of CalibrationReport
-        With ``family="auto"``: every family's own scan (at ``scan_alpha``), in registry order.
+        With Bonferroni selection: every family's own scan (at ``scan_alpha``), in registry order.
+    ranking : tuple of str
+        With ``family="auto"`` in the estimator: the families from cheapest to dearest on the
+        reference set (independent of the calibration set); the first one was calibrated at α.
     """
 
     family: str
@@ -320,6 +323,7 @@ class CalibrationReport:
     scale_name: str = field(default="z")
     scan_alpha: float | None = None
     candidates: tuple = ()
+    ranking: tuple = ()
 
     @property
     def fallback(self) -> bool:
@@ -386,6 +390,12 @@ class CalibrationReport:
             what += f", each tested at α/{len(self.candidates)} = {self.level:.3g}: Bonferroni)"
             if self.fallback:
                 what = f"{names} families (each tested at α/{len(self.candidates)})"
+        if self.ranking:
+            others = ", ".join(name for name in self.ranking if name != self.family)
+            what += (
+                f" (chosen on the reference set as the cheapest of {self.family}, {others}; the "
+                "calibration set played no part in the choice)"
+            )
         if self.fallback:
             reason = (
                 f" ({self.m} calibration examples; at least {self.minimum_size} are needed even "
@@ -440,22 +450,37 @@ def calibrate_auto(
     delta: float,
     alpha: float = 0.05,
     side: str = "both",
+    ranking=None,
 ) -> CalibrationReport:
-    """Calibrate several families and keep the cheapest, with the guarantee kept (SPEC §3).
+    """Calibrate the cheapest of several families, with the guarantee kept (SPEC §3).
 
-    Each of the K families is scanned at level α/K; by the union bound, the probability that any
-    family's chosen scale has disagreement above δ is at most α, so the guarantee holds for the
-    family chosen afterwards by its calibration cost (the lowest mean evaluated fraction on the
-    calibration set at its chosen scale; ties go to the family listed first).
+    Two ways to pay for the choice:
+
+    - ``ranking`` given (family names, cheapest first, decided on data the calibration set is
+      independent of — the estimator ranks on its reference set): the first family is scanned at
+      the full α. The choice never looks at the calibration set, so it costs nothing.
+    - no ``ranking``: each of the K families is scanned at α/K (Bonferroni); by the union bound
+      the guarantee holds for the family then chosen by its calibration cost (the lowest mean
+      evaluated fraction on the calibration set at its chosen scale; ties: listed first).
 
     Parameters
     ----------
     outcomes : dict of name → GridOutcomes
         Each family's outcomes on the same calibration examples and grid.
+    ranking : sequence of str, optional
+        The families in order of preference, fixed without the calibration set.
     """
     d, a = check_delta(delta), check_alpha(alpha)
     if not outcomes:
         raise InvalidParameterError("calibrate_auto needs at least one family's outcomes.")
+    if ranking is not None:
+        first = next((name for name in ranking if name in outcomes), None)
+        if first is None:
+            raise InvalidParameterError(
+                f"ranking {list(ranking)!r} names none of the families {list(outcomes)}."
+            )
+        rep = calibrate_scale(outcomes[first], delta=d, alpha=a, family=first, side=side)
+        return dataclasses.replace(rep, ranking=tuple(ranking))
     level = a / len(outcomes)
     reports = [
         calibrate_scale(out, delta=d, alpha=level, family=name, side=side)

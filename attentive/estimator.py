@@ -18,7 +18,12 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _num_samples,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from attentive.boundaries import (
     STOPPED_SCORES,
@@ -38,6 +43,8 @@ from attentive.calibration import (
     calibrate_auto,
     calibrate_scale,
     check_alpha,
+    clopper_pearson_upper,
+    minimum_calibration_size,
     oracle_stop_positions,
     walk_grid_outcomes,
 )
@@ -47,10 +54,15 @@ from attentive.families import BoundaryFamily, WalkStatistics, family_names, mak
 from attentive.terms import decompose
 from attentive.walk import CENTERINGS, ORDERS, make_walk, row_chunks
 
-__all__ = ["AttentiveClassifier"]
+__all__ = ["AttentiveClassifier", "calibration_examples_needed"]
+
+# Reference examples on which family="auto" ranks the families (a seeded sample beyond this).
+_PROFILE_ROWS = 2000
 
 
 def _check_calibration_size(size) -> None:
+    if size == "auto":
+        return
     if isinstance(size, bool):
         raise InvalidParameterError(f"calibration_size must be a number, got {size!r}.")
     if isinstance(size, numbers.Integral):
@@ -59,8 +71,28 @@ def _check_calibration_size(size) -> None:
         return
     if not isinstance(size, numbers.Real) or not 0.0 < size < 1.0:
         raise InvalidParameterError(
-            f"calibration_size must be a fraction in (0, 1) or a number of examples, got {size!r}."
+            "calibration_size must be 'auto', a fraction in (0, 1) or a number of examples, got "
+            f"{size!r}."
         )
+
+
+def calibration_examples_needed(delta, alpha=0.05, disagreements: int = 0) -> int:
+    """The smallest calibration set on which a scale with ``disagreements`` disagreements still
+    passes at (δ, α): ``U = BetaInv(1 − α; k + 1, m − k) ≤ δ`` (299 for k = 0, 473 for k = 1 at
+    δ = 1 %, α = 5 %)."""
+    k = int(disagreements)
+    m = max(k + 1, minimum_calibration_size(delta, alpha))
+    while clopper_pearson_upper(k, m, alpha) > delta:
+        m = max(m + 1, int(m * 1.01))
+    lo, hi = max(k + 1, m // 1.01 - 1), m  # the step above may overshoot by 1 %
+    lo = int(lo)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if clopper_pearson_upper(k, mid, alpha) <= delta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
 
 
 def _is_fitted(estimator) -> bool:
@@ -136,9 +168,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Seeds the random order and, for ``boundary="calibrated"``, the calibration split.
     alpha : float in (0, 1), default=0.05
         For ``boundary="calibrated"``: allowed probability that the disagreement guarantee fails.
-    calibration_size : float in (0, 1) or int, default=0.3
+    calibration_size : "auto", float in (0, 1) or int, default="auto"
         For ``boundary="calibrated"``: the part of the ``fit`` data held out (stratified) for
-        calibration; the model, centering and reference statistics use the rest.
+        calibration; the model, centering and reference statistics use the rest. ``"auto"``:
+        30 % of the examples, raised up to 40 % if that is what it takes for the scan to
+        tolerate one disagreement at (δ, α) (see :func:`calibration_examples_needed`): with
+        fewer, a single disagreement ends the scan and the chosen rule is needlessly cautious.
     family : str, default="auto"
         For ``boundary="calibrated"``: the rule family to calibrate, or ``"auto"``: every
         registered family, each scanned at ``alpha / K``, keeping the cheapest (the guarantee
@@ -195,7 +230,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         budget=None,
         random_state=None,
         alpha=0.05,
-        calibration_size=0.3,
+        calibration_size="auto",
         family="auto",
         stopped_score="estimate",
     ):
@@ -248,6 +283,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             check_alpha(self.alpha)
             _check_calibration_size(self.calibration_size)
 
+    def _calibration_examples(self, n_examples: int):
+        """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the
+        class docstring)."""
+        if self.calibration_size != "auto":
+            return self.calibration_size
+        wanted = calibration_examples_needed(self.delta, self.alpha, disagreements=1)
+        return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
+
     def _budget_terms(self, n_terms: int) -> int:
         b = self.budget
         if b is None:
@@ -298,7 +341,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 X, X_cal, y, _ = train_test_split(
                     X,
                     y,
-                    test_size=self.calibration_size,
+                    test_size=self._calibration_examples(len(y)),
                     stratify=y,
                     random_state=self.random_state,
                 )
@@ -367,12 +410,41 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             variance=self.variance_,
         )
         self.side_ = self.side
+        self.reference_profile_ = self._reference_profile(X)
         self.calibration_ = None
         if self.boundary == "calibrated":
             self._calibrate(X_cal, self.delta, self.alpha, None, self.family)
         else:
             self.boundary_ = self._make_boundary()
         return self
+
+    def _reference_profile(self, X) -> dict:
+        """Each family's tradeoff (disagreement, evaluated fraction per scale of the default
+        grid) on at most ``_PROFILE_ROWS`` reference examples, for ``family="auto"``: ranking the
+        families on data the calibration set is independent of keeps the guarantee at full α."""
+        n_rows = _num_samples(X)
+        rows = np.arange(n_rows)
+        if n_rows > _PROFILE_ROWS:
+            rows = np.sort(np.random.default_rng(0).choice(n_rows, _PROFILE_ROWS, replace=False))
+        names = family_names()
+        families = [
+            make_family(name, self.walk_statistics_, self.theta_s_, self.side_) for name in names
+        ]
+        outcomes = walk_grid_outcomes(self.walk_, _safe_indexing(X, rows), families)
+        return {
+            name: (out.disagreement_rates(), out.evaluated_fractions())
+            for name, out in zip(names, outcomes, strict=True)
+        }
+
+    def _family_ranking(self, delta: float) -> list[str]:
+        """Family names from cheapest to dearest on the reference set at disagreement ≤ δ."""
+
+        def cost(name):
+            rates, fractions = self.reference_profile_[name]
+            ok = rates <= delta
+            return (0, float(fractions[ok].min())) if ok.any() else (1, float(rates.min()))
+
+        return sorted(self.reference_profile_, key=cost)
 
     def _make_boundary(self) -> Boundary:
         n = self.n_terms_
@@ -461,7 +533,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         outcomes = walk_grid_outcomes(self.walk_, X_cal, families, grid)
         if family == AUTO:
             report = calibrate_auto(
-                dict(zip(names, outcomes, strict=True)), delta=delta, alpha=alpha, side=self.side_
+                dict(zip(names, outcomes, strict=True)),
+                delta=delta,
+                alpha=alpha,
+                side=self.side_,
+                ranking=self._family_ranking(delta),
             )
         else:
             report = calibrate_scale(

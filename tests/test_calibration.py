@@ -216,6 +216,7 @@ def test_oracle_is_a_floor_for_the_curved_family(problem):
         ("constant", "both"),
         ("auto", "both"),
         ("auto", "lower"),
+        ("auto-reference", "both"),
     ],
 )
 def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
@@ -224,7 +225,7 @@ def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
     chooses the family on each split, after seeing the calibration data."""
     clf, _, _, S = problem
     delta, alpha, m_cal, n_splits = 0.03, 0.1, 300, 300
-    names = family_names() if kind == "auto" else (kind,)
+    names = family_names() if kind.startswith("auto") else (kind,)
     outs = {name: grid_outcomes(S, _family(clf, name, side)) for name in names}
     pool = S.shape[0]
     rng = np.random.default_rng(7)
@@ -232,9 +233,12 @@ def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
     for _ in range(n_splits):
         perm = rng.permutation(pool)
         cal, test = perm[:m_cal], perm[m_cal:]
-        if kind == "auto":
+        if kind.startswith("auto"):
             subsets = {name: out.subset(cal) for name, out in outs.items()}
-            report = calibrate_auto(subsets, delta=delta, alpha=alpha, side=side)
+            # auto: Bonferroni over the families; auto-reference: the estimator's ranking on its
+            # reference set (independent of every split), the first family at the full α.
+            ranking = clf._family_ranking(delta) if kind == "auto-reference" else None
+            report = calibrate_auto(subsets, delta=delta, alpha=alpha, side=side, ranking=ranking)
         else:
             report = calibrate_scale(
                 outs[kind].subset(cal), delta=delta, alpha=alpha, family=kind, side=side
@@ -312,21 +316,26 @@ def test_calibrate_uses_the_chosen_boundary(problem):
 
 def test_calibrated_boundary_holds_out_part_of_fit_data():
     X, y = make_classification(n_samples=1500, n_features=8, flip_y=0.03, random_state=0)
-    clf = AttentiveClassifier(SVC(), boundary="calibrated", side="both", delta=0.02, random_state=0)
+    clf = AttentiveClassifier(
+        SVC(), boundary="calibrated", side="both", delta=0.02, random_state=0, calibration_size=0.3
+    )
     clf.fit(X[:1000], y[:1000])
     assert clf.side_ == "both"
     assert clf.calibration_.m == 300
     rep = clf.calibration_
-    # family="auto": every family scanned at α/K, the cheapest on the calibration set kept.
-    assert rep.side == "both" and rep.family in family_names()
-    assert [c.family for c in rep.candidates] == list(family_names())
-    assert rep.scan_alpha == pytest.approx(0.05 / len(family_names()))
-    cost = {
-        c.family: c.evaluated_fraction[c.chosen_index] for c in rep.candidates if not c.fallback
+    # family="auto": the families ranked on the reference set, the cheapest calibrated at α.
+    assert rep.side == "both" and rep.family == rep.ranking[0]
+    assert sorted(rep.ranking) == sorted(family_names())
+    rates, fractions = clf.reference_profile_[rep.family]
+    cheapest = {
+        name: f[r <= 0.02].min()
+        for name, (r, f) in clf.reference_profile_.items()
+        if (r <= 0.02).any()
     }
-    assert cost[rep.family] == min(cost.values())
+    assert cheapest[rep.family] == min(cheapest.values())
+    assert rep.scan_alpha is None and rep.level == 0.05
     assert clf.boundary_.params["family"] == rep.family
-    assert "Bonferroni" in rep.guarantee
+    assert "calibration set played no part in the choice" in rep.guarantee
     n_ref = clf.class_stats_["positive"].n_reference + clf.class_stats_["negative"].n_reference
     assert n_ref == 700
     # The model was fitted on the 700 fit examples only: refitting on those reproduces it.
@@ -336,12 +345,26 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
     assert np.mean(ev.positive != full) <= 0.05
 
 
+def test_calibration_examples_needed_and_the_auto_size():
+    from attentive.estimator import calibration_examples_needed
+
+    for k in (0, 1, 3):
+        m = calibration_examples_needed(0.01, 0.05, disagreements=k)
+        assert clopper_pearson_upper(k, m, 0.05) <= 0.01 < clopper_pearson_upper(k, m - 1, 0.05)
+    assert calibration_examples_needed(0.01, 0.05) == 299
+    # "auto": 30 % of the examples, raised up to 40 % to tolerate one disagreement at (δ, α).
+    clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.01)
+    assert clf._calibration_examples(1000) == 400  # needs 473, capped at 40 %
+    assert clf._calibration_examples(1251) == 473
+    assert clf._calibration_examples(2000) == 600  # 30 % is already more
+
+
 def test_no_scale_passing_falls_back_to_full_evaluation():
     X, y = make_classification(n_samples=600, n_features=8, random_state=0)
-    clf = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.01, random_state=0)
-    # family="auto": each of the K families is scanned at α/K, which needs more examples.
-    needed = minimum_calibration_size(0.01, 0.05 / len(family_names()))
-    with pytest.warns(CalibrationWarning, match=f"at least {needed} are needed"):
+    clf = AttentiveClassifier(
+        SVC(), boundary="calibrated", delta=0.01, random_state=0, calibration_size=0.3
+    )
+    with pytest.warns(CalibrationWarning, match="at least 299 are needed"):
         clf.fit(X[:400], y[:400])  # 120 calibration examples
     assert clf.calibration_.fallback and clf.boundary_.kind == "full"
     ev = clf.evaluate(X[400:])
@@ -369,7 +392,9 @@ def test_calibrate_parameter_errors(problem):
         AttentiveClassifier(SVC(), boundary="calibrated", calibration_size=1).fit(X[:200], y[:200])
     params = AttentiveClassifier(SVC()).get_params()
     assert (
-        params["alpha"] == 0.05 and params["calibration_size"] == 0.3 and params["side"] == "lower"
+        params["alpha"] == 0.05
+        and params["calibration_size"] == "auto"
+        and params["side"] == "lower"
     )
 
 

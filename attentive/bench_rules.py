@@ -1,0 +1,187 @@
+"""How close the stopping rules come to the oracle, tuned and calibrated (``bench rules``).
+
+For each problem the model is the dataset's preset, fitted on the part of the training data that
+``AttentiveClassifier(boundary="calibrated")`` keeps for fitting (``calibration_size="auto"``); the
+held-out part calibrates; everything is measured on the test part. For every rule family:
+
+- **tuned**: the lowest mean evaluated fraction whose *test* disagreement with the full model is
+  ≤ 1 % (the scale chosen on the test set itself — a floor for the family, not a guarantee);
+- **calibrated**: the family calibrated on the held-out part at δ = 1 %, α = 5 % (a guarantee),
+  with its test fraction and test disagreement;
+- the **oracle** (one past the last position where the running estimate is on the wrong side) and
+  every ratio to it; ``auto`` is what ``boundary="calibrated"`` chooses.
+
+Then, on the synthetic problem, the calibrated fraction against the calibration-set size.
+The last line printed is one JSON object with every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import numpy as np
+
+PROBLEMS = (
+    "mnist-t10k-2v5",
+    "mnist-t10k-4v9",
+    "mnist-t10k-3v8",
+    "mnist-t10k-7v9",
+    "synthetic",
+    "breast-cancer",
+    "digits-2v5",
+)
+DELTA, ALPHA, TARGET = 0.01, 0.05, 0.01
+SIZES = (300, 1000, 3000, 10000)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), metavar="NAME")
+    parser.add_argument(
+        "--no-sizes", action="store_true", help="skip the calibration-size sweep on synthetic"
+    )
+
+
+def _fitted(name: str, dataset, seed: int = 0):
+    """The classifier fitted as boundary='calibrated' fits it, and its calibration part."""
+    from sklearn.model_selection import train_test_split
+
+    from attentive import AttentiveClassifier
+    from attentive.models import default_model_params, make_model
+
+    probe = AttentiveClassifier(None, boundary="calibrated", delta=DELTA, alpha=ALPHA)
+    size = probe._calibration_examples(len(dataset.y_train))
+    X_fit, X_cal, y_fit, _ = train_test_split(
+        dataset.X_train,
+        dataset.y_train,
+        test_size=size,
+        stratify=dataset.y_train,
+        random_state=seed,
+    )
+    model = make_model(**default_model_params(name))
+    clf = AttentiveClassifier(model, boundary="curved", side="both", random_state=seed)
+    return clf.fit(X_fit, y_fit), X_cal
+
+
+def measure_problem(name: str, dataset=None) -> dict:
+    """Every family's tuned and calibrated fraction on one problem, and the oracle."""
+    from attentive import family_names, operating_points
+    from attentive.data import load_dataset
+
+    dataset = dataset if dataset is not None else load_dataset(name)
+    started = time.perf_counter()
+    clf, X_cal = _fitted(name, dataset)
+    X_test = dataset.X_test
+    full = clf.with_rule("full").evaluate(X_test).positive
+    oracle = float(clf.oracle_n_evaluated(X_test).mean() / clf.n_terms_)
+    table = operating_points(clf, X_test)
+    families = {}
+    for family in (*family_names(), "auto"):
+        row = {}
+        if family != "auto":
+            ok = table[(table.family == family) & (table.disagreement <= TARGET)]
+            row["tuned"] = float(ok.mean_evaluated_fraction.min()) if len(ok) else 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fallback is reported as fraction 1
+            cal = clf.with_rule(family if family != "auto" else "curved")
+            cal.calibrate(X_cal, delta=DELTA, alpha=ALPHA, family=family)
+        ev = cal.evaluate(X_test)
+        row.update(
+            calibrated=float(ev.mean_evaluated_fraction),
+            calibrated_disagreement=float(np.mean(ev.positive != full)),
+            z=cal.calibration_.chosen_scale,
+            chosen=cal.calibration_.family,
+            fallback=bool(cal.calibration_.fallback),
+        )
+        row["calibrated_x_oracle"] = row["calibrated"] / oracle
+        if "tuned" in row:
+            row["tuned_x_oracle"] = row["tuned"] / oracle
+        families[family] = row
+    return {
+        "problem": name,
+        "n_terms": int(clf.n_terms_),
+        "m_calibration": int(X_cal.shape[0]),
+        "n_test": int(X_test.shape[0]),
+        "oracle": oracle,
+        "families": families,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def measure_sizes(sizes=SIZES, seed: int = 0) -> list[dict]:
+    """Synthetic: calibrated fraction (auto) against the calibration-set size m."""
+    from attentive import AttentiveClassifier, operating_points
+    from attentive.data import load_dataset
+
+    pool = max(sizes) + 3000
+    ds = load_dataset("synthetic", n_train=1500, n_test=pool, seed=seed)
+    from attentive.models import default_model_params, make_model
+
+    clf = AttentiveClassifier(
+        make_model(**default_model_params("synthetic")), boundary="curved", side="both"
+    ).fit(ds.X_train, ds.y_train)
+    X_cal_pool, X_test = ds.X_test[: max(sizes)], ds.X_test[max(sizes) :]
+    table = operating_points(clf, X_test)
+    ok = table[table.disagreement <= TARGET]
+    tuned = float(ok.mean_evaluated_fraction.min())
+    rows = []
+    for m in sizes:
+        cal = clf.with_rule("curved")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cal.calibrate(X_cal_pool[:m], delta=DELTA, alpha=ALPHA, family="auto")
+        frac = float(cal.evaluate(X_test).mean_evaluated_fraction)
+        rows.append(
+            {
+                "m": m,
+                "calibrated": frac,
+                "family": cal.calibration_.family,
+                "tuned": tuned,
+                "calibrated_x_tuned": frac / tuned,
+            }
+        )
+    return rows
+
+
+def run(args) -> int:
+    results = []
+    for name in args.problems:
+        r = measure_problem(name)
+        results.append(r)
+        print(
+            f"\n{name}: {r['n_terms']} terms, {r['m_calibration']} calibration / {r['n_test']} "
+            f"test examples, oracle {r['oracle']:.3f} ({r['seconds']:.1f} s)"
+        )
+        print(
+            f"  {'family':18s} {'tuned':>7s} {'×orc':>5s} {'calib.':>7s} {'×orc':>5s} "
+            f"{'test dis.':>9s}  z"
+        )
+        for fam, row in r["families"].items():
+            tuned = (
+                f"{row['tuned']:7.3f} {row['tuned_x_oracle']:5.2f}" if "tuned" in row else " " * 13
+            )
+            label = fam if fam != "auto" else f"auto→{row['chosen']}"
+            z = "fallback" if row["fallback"] else f"{row['z']:g}"
+            print(
+                f"  {label:18s} {tuned} {row['calibrated']:7.3f} "
+                f"{row['calibrated_x_oracle']:5.2f} {row['calibrated_disagreement']:9.4f}  {z}"
+            )
+    sizes = []
+    if not args.no_sizes:
+        sizes = measure_sizes()
+        print("\nsynthetic: calibrated fraction (auto) against calibration-set size m")
+        for row in sizes:
+            print(
+                f"  m = {row['m']:>6,d}: {row['calibrated']:.3f} ({row['family']}), tuned "
+                f"{row['tuned']:.3f}, ratio {row['calibrated_x_tuned']:.2f}"
+            )
+    print(json.dumps({"delta": DELTA, "alpha": ALPHA, "problems": results, "sizes": sizes}))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
