@@ -138,19 +138,30 @@ def test_pooled_statistics_equal_statistics_of_union(walk_and_reference):
 
 def test_constant_boundary_arrays():
     b = constant_boundary(6, 0.05, 2.0, theta_s=0.3, side="lower")
-    lo = constant_threshold(0.05, 2.0, 0.3, "lower")
+    lo = b.lower[0]
     np.testing.assert_array_equal(b.lower, np.full(6, lo))
     assert np.isposinf(b.upper).all()
+    # The lower root lies below both 0 and θ_S and its crossing probability is δ.
+    assert lo < min(0.0, 0.3)
+    assert crossing_probability(lo, 0.3, 2.0) == pytest.approx(0.05, rel=1e-12)
     b2 = constant_boundary(6, 0.05, 2.0, theta_s=0.3, side="both")
-    assert (b2.upper == constant_threshold(0.05, 2.0, 0.3, "upper")).all()
+    up = b2.upper[0]
+    assert (b2.upper == up).all() and up > 0.3
+    assert crossing_probability(up, 0.3, 2.0) == pytest.approx(0.05, rel=1e-12)
 
 
 def test_curved_boundary_formula(walk_and_reference):
     walk, Xpos, Xneg = walk_and_reference
     pos, neg = reference_statistics(walk, Xpos), reference_statistics(walk, Xneg)
     b = curved_boundary(pos, 0.1, theta_s=-0.2, side="both", upper_stats=neg)
+    # What the boundary means, checked on the reference walks themselves (not its formula): a
+    # positive reference walk at the lower threshold has remainder estimate exactly z·D_t below
+    # θ_S, where M_t, D_t are the brute-force mean and spread of its class's remainders.
     z = ndtri(0.9)
-    np.testing.assert_allclose(b.lower, -0.2 - z * pos.remainder_std - pos.remainder_mean)
-    np.testing.assert_allclose(b.upper, -0.2 + z * neg.remainder_std - neg.remainder_mean)
+    for stats_rows, threshold, sign in ((Xpos, b.lower, -1), (Xneg, b.upper, 1)):
+        S = walk.partial_scores(stats_rows)
+        R = S[:, -1:] - S
+        M, D = R.mean(axis=0), R.std(axis=0)
+        np.testing.assert_allclose(threshold + M, -0.2 + sign * z * D, atol=1e-9)
     # D_n = 0 and M_n = 0: the boundary closes at theta_S.
     assert b.lower[-1] == pytest.approx(-0.2) and b.upper[-1] == pytest.approx(-0.2)

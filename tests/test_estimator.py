@@ -172,6 +172,19 @@ def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
     Xtr, ytr, _, _ = binary_problem
     a = AttentiveClassifier(LinearSVC(), variance="terms").fit(Xtr, ytr)
     b = AttentiveClassifier(LinearSVC(), variance="independent").fit(Xtr, ytr)
-    assert a.variance_ == pytest.approx(a.reference_stats_.variance_terms)
-    assert b.variance_ == pytest.approx(b.reference_stats_.variance_independent)
+    # SPEC §2, written out from the model's coefficients and the positive reference examples
+    # (centering="positive": R is the positives): V(x) = Σ_i (w_i X_i − S_n/n)² averaged over R,
+    # and Σ_i w_i² Var_R(x_i).
+    w = a.estimator_.coef_[0]
+    R = Xtr[ytr == a.classes_[1]]
+    centred = (R - R.mean(axis=0)) * w
+    s_n = centred.sum(axis=1)
+    v_terms = ((centred - s_n[:, None] / w.size) ** 2).sum(axis=1).mean()
+    v_independent = (w**2 * R.var(axis=0)).sum()
+    assert a.variance_ == pytest.approx(v_terms, rel=1e-9)
+    assert b.variance_ == pytest.approx(v_independent, rel=1e-9)
     assert a.variance_ != pytest.approx(b.variance_)
+    # And each feeds Theorem 1's threshold: τ solves exp(−2 τ (τ − θ_S) / V) = δ.
+    for clf in (a, b):
+        tau = clf.boundary_.lower[0]
+        assert np.exp(-2 * tau * (tau - clf.theta_s_) / clf.variance_) == pytest.approx(clf.delta)

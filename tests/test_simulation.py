@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attentive import constant_threshold
 from attentive.simulation import (
     default_deltas,
     simulate_decision_error,
@@ -28,7 +27,8 @@ def test_constant_boundary_is_conservative(n):
     sim = simulate_decision_error(
         n, default_deltas(8), n_paths=4000 if n > 1000 else 10_000, random_state=2
     )
-    np.testing.assert_allclose(sim.taus, [constant_threshold(d, n, 0, "upper") for d in sim.deltas])
+    # The simulated boundary is the paper's: |τ| = sqrt(V) sqrt(ln(1/sqrt(δ))) with V = n, θ = 0.
+    np.testing.assert_allclose(sim.taus, np.sqrt(n) * np.sqrt(np.log(1 / np.sqrt(sim.deltas))))
     assert np.all(sim.actual <= sim.deltas + 3 * sim.stderr)
     # Not vacuous: the actual error grows with the required one.
     assert sim.actual[-1] > 10 * max(sim.actual[0], 1e-4)
