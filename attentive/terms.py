@@ -173,6 +173,8 @@ def _linear_terms(model) -> TermDecomposition:
     classes = _check_binary(model.classes_, type(model).__name__)
     coef = model.coef_
     coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef, dtype=np.float64)
+    if coef.ndim == 1:  # RidgeClassifier stores a binary model's coefficients as one vector
+        coef = coef[None, :]
     if coef.ndim != 2 or coef.shape[0] != 1:
         raise UnsupportedModelError(
             f"{type(model).__name__} has coef_ of shape {coef.shape}; expected one row (binary)."

@@ -119,3 +119,37 @@ def test_decomposition_pickles(binary_problem):
     terms = decompose(make_pipeline(StandardScaler(), SVC()).fit(Xtr, ytr))
     again = pickle.loads(pickle.dumps(terms))
     np.testing.assert_array_equal(_full_score(again, Xte), _full_score(terms, Xte))
+
+
+def test_one_table_of_supported_models_drives_decomposition_persistence_and_docs(tmp_path):
+    """Every model of attentive.SUPPORTED decomposes, saves and loads through the project's skops
+    path, and is named in the README; anything else is refused by both."""
+    from pathlib import Path
+
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import RandomForestClassifier
+
+    from attentive import SUPPORTED
+    from attentive.errors import UnsupportedModelError
+    from attentive.models.persistence import check_supported_model, load_model, save_model
+
+    X, y = make_classification(n_samples=120, n_features=6, random_state=0)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for row in SUPPORTED:
+        model = row.model_class().fit(X, y)
+        terms = decompose(model)
+        np.testing.assert_allclose(
+            terms.intercept + terms.term_values(X) @ terms.weights,
+            model.decision_function(X),
+            rtol=1e-9,
+            atol=1e-9,
+        )
+        check_supported_model(model)
+        path = save_model(model, tmp_path / f"{row.name}.skops")
+        loaded = load_model(path)
+        np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X))
+        assert f"`{row.name}`" in readme
+    forest = RandomForestClassifier(n_estimators=2).fit(X, y)
+    for check in (decompose, check_supported_model):
+        with pytest.raises(UnsupportedModelError, match="RandomForestClassifier is not supported"):
+            check(forest)
