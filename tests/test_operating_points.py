@@ -1,0 +1,108 @@
+"""The front door for experiments and the dashboard: another rule without refitting, every
+scale of a family at once, operating points and the cheapest one, the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
+from sklearn.svm import SVC
+
+from attentive import AttentiveClassifier, cheapest_operating_point, operating_points
+from attentive.errors import InvalidParameterError
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = make_classification(
+        n_samples=1400, n_features=10, n_informative=6, flip_y=0.03, random_state=4
+    )
+    model = SVC(gamma=0.1).fit(X[:600], y[:600])
+    clf = AttentiveClassifier(FrozenEstimator(model), boundary="curved", random_state=3)
+    return clf.fit(X[:600], y[:600]), model, X, y
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"boundary": "constant", "delta": 0.05, "side": "both"},
+        {"boundary": "regression", "delta": 0.2, "side": "upper", "threshold": 0.3},
+        {"boundary": "finite-population", "delta": 0.1, "side": "lower"},
+        {"boundary": "budget", "budget": 0.25},
+        {"boundary": "full"},
+    ],
+)
+def test_with_rule_predicts_as_a_classifier_fitted_with_those_parameters(fitted, params):
+    clf, model, X, y = fitted
+    moved = clf.with_rule(**params)
+    fresh = AttentiveClassifier(FrozenEstimator(model), random_state=3, **params)
+    fresh.fit(X[:600], y[:600])
+    np.testing.assert_allclose(moved.boundary_.lower, fresh.boundary_.lower, rtol=1e-12)
+    np.testing.assert_allclose(moved.boundary_.upper, fresh.boundary_.upper, rtol=1e-12)
+    a, b = moved.evaluate(X[600:]), fresh.evaluate(X[600:])
+    np.testing.assert_array_equal(a.n_evaluated, b.n_evaluated)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_allclose(a.decision, b.decision, rtol=1e-12)
+    # The original keeps its own rule.
+    assert clf.boundary == "curved" and clf.boundary_.kind == "curved"
+
+
+def test_with_rule_at_a_scale_and_its_errors(fitted):
+    clf = fitted[0]
+    moved = clf.with_rule("regression", z=-0.4, side="both")
+    expect = clf.with_rule(side="both").boundary_family("regression").boundary(-0.4)
+    np.testing.assert_array_equal(moved.boundary_.lower, expect.lower)
+    with pytest.raises(InvalidParameterError, match="cannot calibrate without data"):
+        clf.with_rule("calibrated")
+    with pytest.raises(InvalidParameterError, match="boundary must be one of"):
+        clf.with_rule("nonsense")
+
+
+def test_operating_points_match_each_rule_evaluated_on_its_own(fitted):
+    clf, _, X, y = fitted
+    X_eval, y_eval = X[600:], y[600:]
+    grid = np.array([3.0, 1.5, 0.5, 0.0, -0.5])
+    table = operating_points(clf, X_eval, y_eval, families=["curved", "regression"], grid=grid)
+    assert len(table) == 10
+    full = clf.with_rule("full").evaluate(X_eval).positive
+    for row in table.itertuples():
+        ev = clf.with_rule(row.family, z=row.z).evaluate(X_eval)
+        assert row.mean_evaluated_fraction == pytest.approx(ev.mean_evaluated_fraction)
+        assert row.disagreement == pytest.approx(np.mean(ev.positive != full))
+        assert row.accuracy == pytest.approx(np.mean(ev.positive == (y_eval == 1)))
+        tp = np.sum(ev.positive & (y_eval == 1))
+        n_pos = ev.positive.sum()
+        expect = tp / n_pos if n_pos else np.nan  # no positive prediction: undefined
+        assert row.precision == pytest.approx(expect, nan_ok=True)
+        assert row.recall == pytest.approx(tp / np.sum(y_eval == 1))
+
+
+def test_cheapest_operating_point_is_the_brute_force_minimum(fitted):
+    clf, _, X, _ = fitted
+    X_eval = X[600:]
+    table = operating_points(clf, X_eval)
+    for target in (0.0, 0.01, 0.05):
+        row = cheapest_operating_point(clf, X_eval, target)
+        ok = table[table.disagreement <= target]
+        assert row.mean_evaluated_fraction == pytest.approx(ok.mean_evaluated_fraction.min())
+        ev = clf.with_rule(row.family, z=row.z).evaluate(X_eval)
+        full = clf.with_rule("full").evaluate(X_eval).positive
+        assert np.mean(ev.positive != full) <= target
+    with pytest.raises(InvalidParameterError, match="max_disagreement"):
+        cheapest_operating_point(clf, X_eval, 1.5)
+
+
+def test_oracle_against_a_loop(fitted):
+    clf, _, X, _ = fitted
+    S = clf.partial_scores(X[600:700])
+    M = clf.walk_statistics_.pooled.remainder_mean
+    n = clf.n_terms_
+    expect = []
+    for row in S:
+        final = row[-1] >= clf.theta_s_
+        last_wrong = max(
+            (t + 1 for t in range(n) if (row[t] + M[t] >= clf.theta_s_) != final), default=0
+        )
+        expect.append(min(last_wrong + 1, n))
+    np.testing.assert_array_equal(clf.oracle_n_evaluated(X[600:700]), expect)
