@@ -43,13 +43,16 @@ __all__ = [
     "GridOutcomes",
     "calibrate_auto",
     "calibrate_scale",
+    "calibration_examples_needed",
     "check_alpha",
     "clopper_pearson_upper",
     "default_grid",
+    "family_ranking",
     "fixed_sequence_scan",
     "grid_outcomes",
     "minimum_calibration_size",
     "oracle_stop_positions",
+    "reference_profile",
     "walk_grid_outcomes",
 ]
 
@@ -120,6 +123,58 @@ def minimum_calibration_size(delta: float, alpha: float = 0.05) -> int:
     ``m ≥ ln α / ln(1 − δ)`` (299 for δ = 1 %, α = 5 %)."""
     d, a = check_delta(delta), check_alpha(alpha)
     return math.ceil(math.log(a) / math.log1p(-d) - 1e-12)
+
+
+def calibration_examples_needed(delta, alpha=0.05, disagreements: int = 0) -> int:
+    """The smallest calibration set on which a scale with ``disagreements`` disagreements still
+    passes at (δ, α): ``U = BetaInv(1 − α; k + 1, m − k) ≤ δ`` (299 for k = 0, 473 for k = 1 at
+    δ = 1 %, α = 5 %)."""
+    k = int(disagreements)
+    m = max(k + 1, minimum_calibration_size(delta, alpha))
+    while clopper_pearson_upper(k, m, alpha) > delta:
+        m = max(m + 1, int(m * 1.01))
+    lo, hi = max(k + 1, m // 1.01 - 1), m  # the step above may overshoot by 1 %
+    lo = int(lo)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if clopper_pearson_upper(k, mid, alpha) <= delta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def reference_profile(walk, X, families, *, max_rows: int = 2000, seed: int = 0) -> dict:
+    """Each family's tradeoff on reference examples: ``{name: (disagreement, evaluated fraction)}``
+    per scale of the default grid, on at most ``max_rows`` of ``X`` (a seeded sample).
+
+    For ``family="auto"``: ranking the families on the data the model and its statistics were
+    fitted on, which the calibration set is independent of, keeps the guarantee at the full α.
+    """
+    from sklearn.utils import _safe_indexing
+    from sklearn.utils.validation import _num_samples
+
+    n_rows = _num_samples(X)
+    rows = np.arange(n_rows)
+    if n_rows > max_rows:
+        rows = np.sort(np.random.default_rng(seed).choice(n_rows, max_rows, replace=False))
+    outcomes = walk_grid_outcomes(walk, _safe_indexing(X, rows), families)
+    return {
+        fam.name: (out.disagreement_rates(), out.evaluated_fractions())
+        for fam, out in zip(families, outcomes, strict=True)
+    }
+
+
+def family_ranking(profile: dict, delta: float) -> list[str]:
+    """Family names from cheapest to dearest in a :func:`reference_profile` at disagreement ≤ δ
+    (families that never get there last, by their lowest disagreement)."""
+
+    def cost(name):
+        rates, fractions = profile[name]
+        ok = rates <= delta
+        return (0, float(fractions[ok].min())) if ok.any() else (1, float(rates.min()))
+
+    return sorted(profile, key=cost)
 
 
 def fixed_sequence_scan(upper_bounds, delta: float) -> tuple[int | None, int]:

@@ -1,4 +1,10 @@
-"""``AttentiveClassifier``: a scikit-learn meta-estimator that stops evaluating early."""
+"""``AttentiveClassifier``: a scikit-learn meta-estimator that stops evaluating early.
+
+The front door of the library (over 500 lines for that reason: one class, most of it numpydoc).
+The maths lives elsewhere — terms (:mod:`attentive.terms`), walks (:mod:`attentive.walk`), rule
+families (:mod:`attentive.families`), calibration (:mod:`attentive.calibration`), evaluation
+(:mod:`attentive.evaluation`) — and this class only wires them to scikit-learn's contract.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +25,6 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
-    _num_samples,
     check_consistent_length,
     check_is_fitted,
     validate_data,
@@ -42,10 +47,11 @@ from attentive.calibration import (
     GridOutcomes,
     calibrate_auto,
     calibrate_scale,
+    calibration_examples_needed,
     check_alpha,
-    clopper_pearson_upper,
-    minimum_calibration_size,
+    family_ranking,
     oracle_stop_positions,
+    reference_profile,
     walk_grid_outcomes,
 )
 from attentive.errors import InvalidParameterError
@@ -54,7 +60,7 @@ from attentive.families import BoundaryFamily, WalkStatistics, family_names, mak
 from attentive.terms import decompose
 from attentive.walk import CENTERINGS, ORDERS, make_walk, row_chunks
 
-__all__ = ["AttentiveClassifier", "calibration_examples_needed"]
+__all__ = ["AttentiveClassifier"]
 
 # Reference examples on which family="auto" ranks the families (a seeded sample beyond this).
 _PROFILE_ROWS = 2000
@@ -74,25 +80,6 @@ def _check_calibration_size(size) -> None:
             "calibration_size must be 'auto', a fraction in (0, 1) or a number of examples, got "
             f"{size!r}."
         )
-
-
-def calibration_examples_needed(delta, alpha=0.05, disagreements: int = 0) -> int:
-    """The smallest calibration set on which a scale with ``disagreements`` disagreements still
-    passes at (δ, α): ``U = BetaInv(1 − α; k + 1, m − k) ≤ δ`` (299 for k = 0, 473 for k = 1 at
-    δ = 1 %, α = 5 %)."""
-    k = int(disagreements)
-    m = max(k + 1, minimum_calibration_size(delta, alpha))
-    while clopper_pearson_upper(k, m, alpha) > delta:
-        m = max(m + 1, int(m * 1.01))
-    lo, hi = max(k + 1, m // 1.01 - 1), m  # the step above may overshoot by 1 %
-    lo = int(lo)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if clopper_pearson_upper(k, mid, alpha) <= delta:
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
 
 
 def _is_fitted(estimator) -> bool:
@@ -419,32 +406,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _reference_profile(self, X) -> dict:
-        """Each family's tradeoff (disagreement, evaluated fraction per scale of the default
-        grid) on at most ``_PROFILE_ROWS`` reference examples, for ``family="auto"``: ranking the
-        families on data the calibration set is independent of keeps the guarantee at full α."""
-        n_rows = _num_samples(X)
-        rows = np.arange(n_rows)
-        if n_rows > _PROFILE_ROWS:
-            rows = np.sort(np.random.default_rng(0).choice(n_rows, _PROFILE_ROWS, replace=False))
-        names = family_names()
+        """Each family's tradeoff on (a sample of) the reference set, for ``family="auto"``."""
         families = [
-            make_family(name, self.walk_statistics_, self.theta_s_, self.side_) for name in names
+            make_family(name, self.walk_statistics_, self.theta_s_, self.side_)
+            for name in family_names()
         ]
-        outcomes = walk_grid_outcomes(self.walk_, _safe_indexing(X, rows), families)
-        return {
-            name: (out.disagreement_rates(), out.evaluated_fractions())
-            for name, out in zip(names, outcomes, strict=True)
-        }
-
-    def _family_ranking(self, delta: float) -> list[str]:
-        """Family names from cheapest to dearest on the reference set at disagreement ≤ δ."""
-
-        def cost(name):
-            rates, fractions = self.reference_profile_[name]
-            ok = rates <= delta
-            return (0, float(fractions[ok].min())) if ok.any() else (1, float(rates.min()))
-
-        return sorted(self.reference_profile_, key=cost)
+        return reference_profile(self.walk_, X, families, max_rows=_PROFILE_ROWS)
 
     def _make_boundary(self) -> Boundary:
         n = self.n_terms_
@@ -537,7 +504,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 delta=delta,
                 alpha=alpha,
                 side=self.side_,
-                ranking=self._family_ranking(delta),
+                ranking=family_ranking(self.reference_profile_, delta),
             )
         else:
             report = calibrate_scale(

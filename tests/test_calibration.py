@@ -20,6 +20,7 @@ from attentive.calibration import (
     calibrate_scale,
     clopper_pearson_upper,
     default_grid,
+    family_ranking,
     fixed_sequence_scan,
     grid_outcomes,
     minimum_calibration_size,
@@ -237,7 +238,9 @@ def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
             subsets = {name: out.subset(cal) for name, out in outs.items()}
             # auto: Bonferroni over the families; auto-reference: the estimator's ranking on its
             # reference set (independent of every split), the first family at the full α.
-            ranking = clf._family_ranking(delta) if kind == "auto-reference" else None
+            ranking = (
+                family_ranking(clf.reference_profile_, delta) if kind == "auto-reference" else None
+            )
             report = calibrate_auto(subsets, delta=delta, alpha=alpha, side=side, ranking=ranking)
         else:
             report = calibrate_scale(
@@ -361,7 +364,7 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
 
 
 def test_calibration_examples_needed_and_the_auto_size():
-    from attentive.estimator import calibration_examples_needed
+    from attentive.calibration import calibration_examples_needed
 
     for k in (0, 1, 3):
         m = calibration_examples_needed(0.01, 0.05, disagreements=k)
