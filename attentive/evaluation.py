@@ -3,7 +3,7 @@
 :func:`apply_boundary` is the reference: it takes the full matrix of partial scores and finds each
 example's first crossing. :func:`evaluate` is what the estimator calls on new examples: it gives the
 same answer while computing only the terms of walks that have not stopped (see
-:mod:`attentive.batch`).
+:mod:`attentive.evaluator`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from attentive.batch import check_precision, check_size, evaluate_blocked
 from attentive.boundaries import Boundary
+from attentive.evaluator import check_precision, check_size, evaluate_blocked
 from attentive.outcome import (
     Evaluation,
     budget_evaluation,
@@ -112,7 +112,7 @@ def evaluate(
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
     Terms are computed block by block of walk positions, only for examples that have not stopped
-    yet (:func:`attentive.batch.evaluate_blocked`); the result equals
+    yet (:func:`attentive.evaluator.evaluate_blocked`); the result equals
     ``apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, classes)``.
 
     Parameters
@@ -133,7 +133,7 @@ def evaluate(
         RBF walks on dense data: ``"mixed"`` computes kernel values in single precision with a
         certified error bound and falls back to double precision wherever the bound leaves a
         stop unsure, so the result is that of ``"double"``; ``"auto"`` (default) uses it where it
-        is expected to be faster (see :func:`attentive.batch.evaluate_blocked`).
+        is expected to be faster (see :func:`attentive.evaluator.evaluate_blocked`).
     values : bool, default True
         False when only decisions are needed (``predict``): decision values of walks that never
         stop may then be single-precision estimates (accurate to ~1e-6 of ``Σ|w|``) where that

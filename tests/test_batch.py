@@ -10,7 +10,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
-from attentive.batch import block_schedule, evaluate_blocked
 from attentive.boundaries import (
     Boundary,
     budget_boundary,
@@ -21,6 +20,7 @@ from attentive.boundaries import (
 from attentive.errors import InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
+from attentive.evaluator import block_schedule, evaluate_blocked
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -266,16 +266,16 @@ def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
 
 
 def test_sparse_table_queries_against_brute_force():
-    from attentive.batch import _first_above, _sparse_table
+    from attentive.evaluator.sparse import first_above, sparse_table
 
     rng = np.random.default_rng(11)
     g = rng.normal(size=97)
     g[rng.integers(0, 97, 10)] = -np.inf
-    T = _sparse_table(g)
+    T = sparse_table(g)
     a = rng.integers(0, 97, 500)
     b = np.minimum(97, a + rng.integers(0, 60, 500))
     v = rng.normal(size=500)
-    got = _first_above(T, a, b, v)
+    got = first_above(T, a, b, v)
     for i in range(500):
         above = np.flatnonzero(g[a[i] : b[i]] > v[i])
         assert got[i] == (a[i] + above[0] if above.size else b[i])
@@ -315,7 +315,7 @@ def test_tiny_problem_path_matches_reference(problem):
 
 
 def test_default_threads_from_environment(monkeypatch):
-    from attentive.batch import default_n_jobs
+    from attentive.evaluator import default_n_jobs
 
     monkeypatch.setenv("ATTENTIVE_N_JOBS", "3")
     assert default_n_jobs() == 3
@@ -338,10 +338,10 @@ def test_bad_thread_counts_are_rejected(problem, bad):
 
 
 def test_split_covers_rows_in_a_multiple_of_the_thread_count():
-    from attentive.batch import _split
+    from attentive.evaluator.threads import split_rows
 
     for m, step, jobs in [(10, 3, 1), (10, 3, 2), (10000, 8192, 2), (5, 100, 4), (1, 1, 3)]:
-        ranges = _split(m, step, jobs)
+        ranges = split_rows(m, step, jobs)
         covered = np.concatenate([np.arange(lo, hi) for lo, hi in ranges])
         np.testing.assert_array_equal(covered, np.arange(m))
         assert all(hi - lo <= max(step, 1) for lo, hi in ranges)

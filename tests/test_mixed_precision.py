@@ -6,10 +6,12 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
-import attentive.batch as batch
+import attentive.evaluator.blocked as blocked
+import attentive.evaluator.mixed as mixed
 from attentive.boundaries import Boundary, curved_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
+from attentive.evaluator.plan import PILOT_MIN, Thresholds, walk_plan
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -31,14 +33,14 @@ def rbf():
 def mixed_calls(monkeypatch):
     """Counts the chunks walked in mixed precision (so a test cannot pass without using it)."""
     calls = []
-    original = batch._walk_chunk_mixed
+    original = mixed.walk_rows_mixed
 
     def counted(*args, **kwargs):
         res = original(*args, **kwargs)
         calls.append(res)
         return res
 
-    monkeypatch.setattr(batch, "_walk_chunk_mixed", counted)
+    monkeypatch.setattr(blocked, "walk_rows_mixed", counted)
     return calls
 
 
@@ -105,7 +107,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
     _assert_same(ev, ref, _band(walk))
     # Without the band, single precision alone decides some of these knife edges wrongly.
     monkeypatch.setattr(
-        batch, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
+        mixed, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
@@ -114,8 +116,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
 def _single_precision_terms(walk, X):
     """The mixed walk's term magnitudes ``|w| exp32(·)`` of every position for ``X`` (positions
     along rows), and the largest centred norm of ``X`` (what the band needs)."""
-    source = batch._RBFTerms32(walk, batch._plan(walk), X)
-    source.select(np.arange(len(X)))
+    source = mixed.RBFTerms32(walk, walk_plan(walk), X)
     H = np.empty((walk.n_terms, len(X)))
     source.block(0, walk.n_terms, H)
     return H, source.max_norm
@@ -124,7 +125,7 @@ def _single_precision_terms(walk, X):
 def test_error_band_bounds_the_single_precision_sums(rbf):
     """|Û_t − U_t| ≤ band_t, with U_t computed independently in extended precision."""
     walk, _, _, Xt = rbf
-    plan = batch._plan(walk)
+    plan = walk_plan(walk)
     Xc = Xt[:300]
     n = walk.n_terms
     H, max_norm = _single_precision_terms(walk, Xc)
@@ -138,8 +139,8 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     w = np.asarray(plan.ordered_weights, dtype=np.longdouble)
     U = np.cumsum(w[:, None] * np.exp(-gamma * d2), axis=0)
 
-    thr = batch._Thresholds(lower=np.zeros(n - 1), upper=None)
-    band = batch.rbf_error_band(plan, thr, max_norm, final=0.0)
+    thr = Thresholds(lower=np.zeros(n - 1), upper=None)
+    band = mixed.rbf_error_band(plan, thr, max_norm, final=0.0)
     assert band.shape == (n,)
     err = np.abs(U_hat - U).astype(np.float64)
     assert np.all(err <= band[:, None])
@@ -156,7 +157,7 @@ def test_a_useless_band_falls_back_to_the_double_walk(rbf, mixed_calls, monkeypa
         walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
     )
     monkeypatch.setattr(
-        batch,
+        mixed,
         "rbf_error_band",
         lambda plan, thr, max_norm, final=None: np.full(walk.n_terms, 1e300),
     )
@@ -171,11 +172,11 @@ def test_float32_exp_is_within_the_assumed_error():
     a32 = a.astype(np.float32)
     approx = np.exp(a32).astype(np.float64)
     exact = np.exp(a32.astype(np.float64))
-    assert np.max(np.abs(approx - exact) / exact) <= batch.EXP32_RELATIVE_ERROR / 2
+    assert np.max(np.abs(approx - exact) / exact) <= mixed.EXP32_RELATIVE_ERROR / 2
 
 
 def test_pilot_picks_double_precision_when_few_walks_stop(rbf, mixed_calls, monkeypatch):
-    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
     walk, X_train, y_train, Xt = rbf
     theta_s = walk.theta_s(0.0)
     strict = _curved(walk, X_train, y_train, 1e-9, "lower")
@@ -194,10 +195,10 @@ def test_auto_precision_walks_small_calls_and_slow_single_exp_in_double(
     walk, X_train, y_train, Xt = rbf
     boundary = _curved(walk, X_train, y_train, 0.2, "both")
     theta_s = walk.theta_s(0.0)
-    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
-    evaluate(walk, Xt[: batch._PILOT_MIN - 1], boundary, theta_s, block_size=16)
+    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
+    evaluate(walk, Xt[: PILOT_MIN - 1], boundary, theta_s, block_size=16)
     assert not mixed_calls
-    monkeypatch.setattr(batch, "single_exp_pays", lambda: False)
+    monkeypatch.setattr(blocked, "single_exp_pays", lambda: False)
     evaluate(walk, Xt, boundary, theta_s)
     assert not mixed_calls
     evaluate(walk, Xt, boundary, theta_s, precision="mixed")  # asked for: used regardless
@@ -219,14 +220,14 @@ def test_bad_precision_is_rejected(rbf, bad):
 
 def _single_precision_totals(walk, X):
     """``Û_n − C_n``: the single-precision walk's final sums, recomputed outside the walk."""
-    plan = batch._plan(walk)
+    plan = walk_plan(walk)
     H, _ = _single_precision_terms(walk, X)
     return (H * plan.weight_signs[:, None]).sum(axis=0) - plan.centring_sums[-1]
 
 
 def test_predict_labels_in_mixed_precision_are_exact(rbf, mixed_calls, monkeypatch):
     """Labels only: walks that never stop keep single-precision totals unless θ is too close."""
-    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
     walk, X_train, y_train, Xt = rbf
     S = walk.partial_scores(Xt)
     # One-sided: about half the walks never stop, so decision values would walk in double.
@@ -256,7 +257,7 @@ def test_predict_labels_in_mixed_precision_are_exact(rbf, mixed_calls, monkeypat
     assert not mixed_calls
 
     monkeypatch.setattr(
-        batch, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
+        mixed, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, values=False)
     assert unsafe.labels[j] != ref.labels[j]
@@ -265,7 +266,7 @@ def test_predict_labels_in_mixed_precision_are_exact(rbf, mixed_calls, monkeypat
 def test_estimator_predict_matches_double_precision(rbf, mixed_calls, monkeypatch):
     from attentive.estimator import AttentiveClassifier
 
-    monkeypatch.setattr(batch, "single_exp_pays", lambda: True)
+    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
     _, X_train, y_train, Xt = rbf
     clf = AttentiveClassifier(SVC(C=2.0, gamma="scale"), boundary="curved", delta=0.05)
     clf.fit(X_train, y_train)

@@ -1,0 +1,137 @@
+"""Sparse linear models (a term is a feature, CSR input): stops without looping over positions.
+
+A row's ``U_t`` changes only at its non-zeros, so between two consecutive non-zeros (walk
+positions ``[p, q)``) ``U`` is a constant ``v`` and the first lower crossing is the first ``t`` in
+``[p, q)`` with ``g_t = lower_t + C_t > v`` (upper: ``−upper_t − C_t > −v``). Whether an interval
+holds one is a range-maximum query on a sparse table of ``g`` (log n levels, built once per
+boundary): two look-ups per interval, vectorised over all (row, interval) pairs. Where exactly is
+a binary descent over the table's levels, run only for each row's first hitting interval. Columns
+are put in walk order by two counting sorts (scipy's CSR→CSC→CSR); per-row sums are one
+``cumsum``. Work: ``O(nnz + m log n)`` numpy operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from attentive.evaluator.plan import Thresholds, WalkPlan
+
+__all__ = ["first_above", "sparse_linear_chunk", "sparse_table", "walk_order_rows"]
+
+
+def sparse_table(g: np.ndarray) -> np.ndarray:
+    """``T[k, i] = max(g[i : i + 2^k])`` for windows inside ``g`` (other entries: −inf)."""
+    L = g.size
+    levels = max(1, int(L).bit_length())
+    T = np.full((levels, L), -np.inf)
+    T[0] = g
+    for k in range(1, levels):
+        half = 1 << (k - 1)
+        width = L - (1 << k) + 1
+        if width <= 0:
+            break
+        np.maximum(T[k - 1, :width], T[k - 1, half : half + width], out=T[k, :width])
+    return T
+
+
+def first_above(T: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """For each query: the first ``i`` in ``[a, b)`` with ``g_i > v``, or ``b`` if there is none.
+
+    Binary descent over the table's levels: jump a whole window when its maximum is ``≤ v``.
+    """
+    pos = a.copy()
+    last = T.shape[1] - 1
+    # No jump can be longer than the longest query interval.
+    top = min(T.shape[0], int((b - a).max(initial=0)).bit_length())
+    for k in range(top - 1, -1, -1):
+        step = 1 << k
+        jump = (pos + step <= b) & (T[k, np.minimum(pos, last)] <= v)
+        pos[jump] += step
+    return pos
+
+
+def walk_order_rows(X, plan: WalkPlan):
+    """CSR rows with column indices replaced by walk positions, sorted within each row."""
+    positions = plan.inverse_order[X.indices].astype(X.indices.dtype, copy=False)
+    Y = sp.csr_matrix((X.data, positions, X.indptr), shape=X.shape)
+    # Two counting sorts in scipy's C code (to columns and back) leave each row's positions
+    # sorted: O(nnz + n), no comparison sort.
+    return Y.tocsc().tocsr()
+
+
+def sparse_linear_chunk(X, plan: WalkPlan, thr: Thresholds, n: int):
+    """Stop positions, sides and ``U_t`` there of a chunk of CSR rows under a linear model; and
+    ``U_n``."""
+    Y = walk_order_rows(X, plan)
+    m = Y.shape[0]
+    indptr = Y.indptr.astype(np.int64)
+    positions = Y.indices.astype(np.int64)
+    counts = np.diff(indptr)
+    nnz = positions.size
+    row_of = np.repeat(np.arange(m), counts)
+    cs = np.cumsum(Y.data * plan.ordered_weights[positions])
+    base = np.zeros(m)
+    nonempty = counts > 0
+    starts_nz = indptr[:-1][nonempty]
+    base[nonempty] = np.where(starts_nz > 0, cs[np.maximum(starts_nz - 1, 0)], 0.0)
+    U_n = np.zeros(m)
+    U_n[nonempty] = cs[indptr[1:][nonempty] - 1] - base[nonempty]
+
+    # Intervals of constant U: one before each row's first non-zero, then one per non-zero.
+    lead = indptr[:-1] + np.arange(m)
+    slot = np.arange(nnz) + row_of + 1
+    a = np.zeros(nnz + m, dtype=np.int64)
+    a[slot] = positions
+    v = np.zeros(nnz + m)
+    v[slot] = cs - base[row_of]
+    b = np.empty_like(a)
+    b[:-1] = a[1:]
+    b[lead[1:] - 1] = n - 1
+    b[-1:] = n - 1
+    np.minimum(b, n - 1, out=b)
+    valid = a < b
+    np.minimum(a, n - 2, out=a)  # empty intervals at the last position: keep look-ups in range
+    length = np.where(valid, b - a, 1)
+    level = (np.frexp(length.astype(np.float64))[1] - 1).astype(np.int64)  # floor(log2), exact
+    far = b - (np.int64(1) << level)
+
+    sides = []
+    for g_key, values in (("lower", v), ("upper", -v)):
+        g = getattr(thr, g_key)
+        if g is None:
+            sides.append(None)
+            continue
+        T = thr.tables.get(g_key)
+        if T is None:
+            T = thr.tables[g_key] = sparse_table(g if g_key == "lower" else -g)
+        cols = T.shape[1]
+        flat = T.ravel()
+        window = np.maximum(flat[level * cols + a], flat[level * cols + np.maximum(far, 0)])
+        sides.append((T, values, valid & (window > values)))
+    hits = [s[2] for s in sides if s is not None]
+    any_hit = hits[0] if len(hits) == 1 else hits[0] | hits[1]
+    idx = np.flatnonzero(any_hit)
+    stop_at = np.full(m, n, dtype=np.int64)
+    stop_side = np.zeros(m, dtype=np.int8)
+    stop_u = np.full(m, np.nan)
+    if idx.size:
+        rows = np.repeat(np.arange(m), counts + 1)[idx]
+        first = np.ones(idx.size, dtype=bool)
+        first[1:] = rows[1:] != rows[:-1]
+        idx, rows = idx[first], rows[first]
+        best = np.full(idx.size, np.iinfo(np.int64).max)
+        best_side = np.zeros(idx.size, dtype=np.int8)
+        for side_value, entry in ((-1, sides[0]), (1, sides[1])):
+            if entry is None:
+                continue
+            T, values, _hit = entry
+            found = first_above(T, a[idx], b[idx], values[idx])
+            # Lower first: at equal positions the lower side wins, as in the reference.
+            better = (found < b[idx]) & (found < best)
+            best[better] = found[better]
+            best_side[better] = side_value
+        stop_at[rows] = best + 1
+        stop_side[rows] = best_side
+        stop_u[rows] = v[idx]  # U is constant over the interval that holds the stop
+    return stop_at, stop_side, stop_u, U_n

@@ -1,0 +1,98 @@
+"""Threads for the evaluator: how many, the pool, and how rows are split among them.
+
+Chunks of examples are independent and numpy's ufuncs and BLAS release the GIL, so chunks run on
+a thread pool, with BLAS held to one thread inside it so that the two levels do not
+oversubscribe the cores.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+
+import numpy as np
+
+from attentive.errors import InvalidParameterError
+
+__all__ = ["check_size", "default_n_jobs", "run_tasks", "split_rows"]
+
+MAX_JOBS = 8
+PARALLEL_MIN_ELEMENTS = 2**18  # examples × terms below which threads cost more than they save
+ENV_JOBS = "ATTENTIVE_N_JOBS"
+
+
+def check_size(value, name: str) -> int | None:
+    """A positive integer option, or None (automatic)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
+    return int(value)
+
+
+def default_n_jobs() -> int:
+    """Threads used when ``n_jobs`` is not given: ``$ATTENTIVE_N_JOBS``, else the usable cores (≤ 8)."""
+    env = os.environ.get(ENV_JOBS, "").strip()
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise InvalidParameterError(
+                f"environment variable {ENV_JOBS} must be a positive integer, got {env!r}."
+            )
+        return value
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_JOBS))
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+_BLAS: list = []
+
+
+def _pool(n_jobs: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        pool = _POOLS.get(n_jobs)
+        if pool is None:
+            pool = _POOLS[n_jobs] = ThreadPoolExecutor(n_jobs, thread_name_prefix="attentive")
+        return pool
+
+
+def _one_blas_thread():
+    """A context that holds BLAS to one thread (our threads are the parallelism)."""
+    try:
+        if not _BLAS:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS.append(ThreadpoolController())
+        return _BLAS[0].limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl missing or unable to inspect BLAS
+        return nullcontext()
+
+
+def run_tasks(tasks: list, n_jobs: int) -> list:
+    """Call every task (a no-argument function) and return the results in order."""
+    if n_jobs <= 1 or len(tasks) <= 1:
+        return [task() for task in tasks]
+    with _one_blas_thread():
+        return list(_pool(n_jobs).map(lambda task: task(), tasks))
+
+
+def split_rows(m: int, step: int, n_jobs: int) -> list[tuple[int, int]]:
+    """Row ranges of at most ``step`` rows; with threads, a multiple of ``n_jobs`` equal ranges
+    (when there are rows enough) so that no thread is left with one range more than another."""
+    if m == 0:
+        return []
+    count = -(-m // max(1, step))
+    if n_jobs > 1:
+        count = min(m, -(-count // n_jobs) * n_jobs)
+    edges = (np.arange(count + 1) * m) // count  # sizes differ by at most one row
+    return list(itertools.pairwise(edges.tolist()))
