@@ -17,7 +17,7 @@ from attentive.errors import AttentiveError
 COMMANDS: dict[str, tuple[str, str]] = {
     "datasets": ("attentive.data.cli", "list, describe and download the datasets"),
     "train": ("attentive.models.cli", "train (or load from cache) a model on a dataset"),
-    "reproduce": ("attentive.reproduce", "regenerate the paper's figures and tables"),
+    "reproduce": ("attentive.experiments.cli", "regenerate the paper's figures and tables"),
     "bench": ("attentive.bench", "time sklearn vs full vs attentive evaluation"),
     "serve": ("attentive.serve", "serve the dashboard (panel serve app.py)"),
     "score": ("attentive.score_cli", "score a large LIBSVM/CSV/Parquet file on Dask to Parquet"),

@@ -1,35 +1,46 @@
-"""``attentive.reproduce`` and ``python -m attentive reproduce``.
+"""``attentive.experiments``, ``attentive.plots`` and ``python -m attentive reproduce``.
 
 The CSV and JSON numbers are checked against an independent computation: the partial scores are
 rebuilt from the SVM's dual coefficients and kernel values with numpy, and every stop-error,
-evaluated fraction and precision–recall score is recomputed by brute force.
+evaluated fraction and precision–recall score is recomputed by brute force. The experiments must
+reach walks, boundaries and scores through the public API only (checked on their imports).
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import holoviews as hv
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import average_precision_score
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 
-from attentive import AttentiveClassifier
+from attentive import AttentiveClassifier, family_names
 from attentive.cli import main
 from attentive.data import load_dataset
-from attentive.metrics import TradeoffCurve
-from attentive.reproduce import (
-    attentive_scores,
+from attentive.experiments import (
     budgeted_at,
     compare_curves,
+    constant_rule_at,
     fraction_at_stop_error,
     reproduce_dataset,
-    sweep_taus,
+    reproduce_simulation,
 )
+from attentive.families import registry
+from attentive.families.constant import ConstantFamily
+from attentive.metrics import TradeoffCurve
+from attentive.plots import figure3, figure4
 
 SEED = 0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _curve(method, fraction, error):
@@ -95,15 +106,20 @@ def digits_run(tmp_path_factory):
     return root / "out" / "digits-2v5"
 
 
+@pytest.fixture(scope="module")
+def digits_walks():
+    ds = load_dataset("digits-2v5")
+    return (ds, *_independent_walks(ds))
+
+
 def test_cli_writes_every_output(digits_run):
     for name in ("tradeoff.csv", "pr.csv", "summary.json", "figure4.png"):
         assert (digits_run / name).stat().st_size > 0, name
     assert (digits_run / "figure4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_tradeoff_matches_brute_force(digits_run):
-    ds = load_dataset("digits-2v5")
-    model, S, offset = _independent_walks(ds)
+def test_cli_tradeoff_matches_brute_force(digits_run, digits_walks):
+    ds, model, S, offset = digits_walks
     theta_s = -offset
     m, n = S.shape
     summary = json.loads((digits_run / "summary.json").read_text())
@@ -113,7 +129,9 @@ def test_cli_tradeoff_matches_brute_force(digits_run):
 
     table = pd.read_csv(digits_run / "tradeoff.csv")
     att = table[table.method == "attentive"]
-    assert att.tau.min() <= S[:, :-1].min() + 1e-12
+    # the paper's range: from the lowest partial score (t < n) up to θ_S, 120 values in quick mode
+    assert len(att) == 120
+    assert att.tau.min() == pytest.approx(S[:, :-1].min(), abs=1e-12)
     assert att.tau.max() == pytest.approx(theta_s)
     for row in att.iloc[:: max(1, len(att) // 25)].itertuples():
         frac, err, dis, _ = _brute_attentive(S, theta_s, row.tau)
@@ -132,14 +150,32 @@ def test_cli_tradeoff_matches_brute_force(digits_run):
         assert row.disagreement == pytest.approx(np.mean(pos != full), abs=1e-12)
 
 
-def test_cli_precision_recall_matches_brute_force(digits_run):
-    ds = load_dataset("digits-2v5")
-    _, S, offset = _independent_walks(ds)
+def test_cli_family_curves_match_the_estimator(digits_run, digits_walks):
+    """Every registered family is in the table, each point equal to that rule's own prediction."""
+    ds, model, S, offset = digits_walks
+    table = pd.read_csv(digits_run / "tradeoff.csv")
+    assert set(family_names()) <= set(table.method)
+    clf = AttentiveClassifier(FrozenEstimator(model), boundary="full", random_state=SEED)
+    clf.fit(ds.X_train, ds.y_train)
+    full = S[:, -1] >= -offset
+    for name in family_names():
+        rows = table[table.method == name]
+        assert rows.z.iloc[0] == 6.0 and rows.z.iloc[-1] == -6.0
+        for row in rows.iloc[::40].itertuples():
+            ev = clf.with_rule(name, z=row.z).evaluate(ds.X_test)
+            assert row.mean_evaluated_fraction == pytest.approx(ev.n_evaluated.mean() / S.shape[1])
+            assert row.stop_error == pytest.approx(np.sum(~ev.positive & full) / full.sum())
+
+
+def test_cli_precision_recall_matches_brute_force(digits_run, digits_walks):
+    ds, _, S, offset = digits_walks
     n = S.shape[1]
     summary = json.loads((digits_run / "summary.json").read_text())
     point = summary["operating_point"]
     tau, B = point["tau"], point["budget"]
+    assert tau == pytest.approx(point["tau_swept"], rel=1e-9, abs=1e-12)
     frac, err, _, stopped = _brute_attentive(S, -offset, tau)
+    assert stopped.any()  # the scores below are not all f(x)
     assert point["mean_evaluated_fraction"] == pytest.approx(frac)
     assert point["stop_error"] == pytest.approx(err)
     assert B == max(1, round(frac * n))
@@ -159,9 +195,9 @@ def test_cli_precision_recall_matches_brute_force(digits_run):
         assert summary["average_precision"][name] == pytest.approx(ap)
         rows = pr[pr.method == name]
         assert rows.recall.iloc[-1] == 0.0 and rows.precision.iloc[-1] == 1.0
-        # every finite threshold is one of the scores, with the precision it gives
+        # every finite threshold is one of the scores (to rounding), with the precision it gives
         for row in rows.dropna().iloc[:: max(1, len(rows) // 10)].itertuples():
-            predicted = score >= row.threshold
+            predicted = score >= row.threshold - 1e-9
             tp = np.sum(predicted & (ds.y_test == 1))
             assert row.precision == pytest.approx(tp / predicted.sum())
             assert row.recall == pytest.approx(tp / np.sum(ds.y_test == 1))
@@ -253,40 +289,180 @@ def test_fraction_at_stop_error_ignores_lucky_dips():
     assert fraction_at_stop_error(never, 0.01) == 1.0
 
 
-def test_attentive_scores_is_algorithm_1():
-    rng = np.random.default_rng(1)
-    S = np.cumsum(rng.normal(size=(40, 12)), axis=1)
-    tau, offset = -1.5, 0.7
-    scores, stopped = attentive_scores(S, offset, tau)
-    for i in range(S.shape[0]):
-        crossed = any(S[i, t] < tau for t in range(S.shape[1] - 1))  # never at t = n
-        assert stopped[i] == crossed
-        assert scores[i] == pytest.approx(offset + (tau if crossed else S[i, -1]))
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.9, 1.0])
+def test_constant_rule_is_algorithm_1_at_tau(digits_walks, where):
+    """The estimator's constant rule at a swept τ, with the paper's scores (stopped_score=
+    "boundary"), against a loop over the independent partial scores."""
+    ds, model, S, offset = digits_walks
+    theta_s = -offset
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="full", random_state=SEED, stopped_score="boundary"
+    ).fit(ds.X_train, ds.y_train)
+    low = S[:, :-1].min()
+    tau = low + where * (theta_s - low)
+    rule = constant_rule_at(clf, tau)
+    assert rule.boundary_.lower[0] == pytest.approx(tau, rel=1e-9, abs=1e-12)
+    ev = rule.evaluate(ds.X_test)
+    m, n = S.shape
+    for i in range(m):
+        t_stop = next((t for t in range(n - 1) if S[i, t] < tau), None)
+        if t_stop is None:
+            assert not ev.stopped[i] and ev.n_evaluated[i] == n
+            assert ev.decision[i] == pytest.approx(offset + S[i, -1], rel=1e-9)
+        else:
+            assert ev.stopped[i] and ev.n_evaluated[i] == t_stop + 1 and not ev.positive[i]
+            assert ev.decision[i] == pytest.approx(offset + tau, rel=1e-9, abs=1e-12)
+            assert ev.decision[i] < 0.0  # on the predicted side of θ = 0
 
 
-def test_sweep_taus_covers_the_papers_range():
-    rng = np.random.default_rng(2)
-    S = np.cumsum(rng.normal(size=(30, 50)), axis=1)
-    taus = sweep_taus(S, theta_s=0.5, n_taus=100)
-    assert taus[0] == pytest.approx(S[:, :-1].min())
-    assert taus[-1] == 0.5
-    assert np.all(np.diff(taus) > 0)
-    assert 50 <= taus.size <= 101
+def test_figure4_draws_the_frames(digits_run):
+    tradeoff = pd.read_csv(digits_run / "tradeoff.csv")
+    pr = pd.read_csv(digits_run / "pr.csv")
+    summary = json.loads((digits_run / "summary.json").read_text())
+    fig = figure4(tradeoff, pr, summary)
+    assert isinstance(fig, hv.Layout) and len(fig) == 2
+    top, bottom = fig
+    labels = [el.label for el in top]
+    assert labels[0].startswith("full (41 support vectors), AP 1.000")
+    assert any(label.startswith("attentive τ = ") for label in labels)
+    curves = {el.label: el for el in bottom if isinstance(el, hv.Curve)}
+    att = curves["attentive (τ from min S_t to θ_S)"]
+    expected = tradeoff[tradeoff.method == "attentive"].sort_values("mean_evaluated_fraction")
+    np.testing.assert_allclose(att.dimension_values(0), expected.mean_evaluated_fraction)
+    np.testing.assert_allclose(att.dimension_values(1), expected.stop_error)
+    assert "budgeted (B = 1..n)" in curves
+    for name in family_names():
+        assert f"{name} family (z from 6 to −6)" in curves
+    limit = curves["30% stop-error (paper)"]
+    assert set(limit.dimension_values(1)) == {0.3}
+    point = next(el for el in bottom if el.label == "operating point of the PR panel")
+    op = summary["operating_point"]
+    assert point.dimension_values(0)[0] == op["mean_evaluated_fraction"]
+    assert point.dimension_values(1)[0] == op["stop_error"]
+
+
+def test_figure3_reference_line_is_y_equals_x():
+    sim = reproduce_simulation(quick=True, seed=1)
+    fig = figure3(sim.decision_error, sim.stopping_time)
+    left, right = fig
+    ref = next(el for el in left if el.label == "actual = required")
+    x, y = ref.dimension_values(0), ref.dimension_values(1)
+    # dense on the log axis: every segment is short, so the drawn line is y = x on any axes
+    assert x.size >= 100 and np.all(np.diff(np.log(x)) < 0.05)
+    np.testing.assert_array_equal(x, y)
+    assert x.min() == pytest.approx(sim.decision_error.required.min()) and x.max() == 0.5
+    errorbars = [el for el in left if isinstance(el, hv.ErrorBars)]
+    seen = sim.decision_error[sim.decision_error.actual > 0]
+    np.testing.assert_allclose(errorbars[0].dimension_values(1), seen.actual)
+    slopes = [el.label for el in right if el.label.startswith("fit: slope")]
+    assert slopes == [
+        f"fit: slope {sim.summary['slope']:.2f}",
+        f"fit: slope {sim.summary['slope_truncated']:.2f}",
+    ]
 
 
 def test_reproduce_dataset_with_a_prefit_model_matches_the_curves():
     ds = load_dataset("synthetic", n_train=300, n_test=200, n_features=8)
     model = SVC(C=1.0, gamma="scale").fit(ds.X_train, ds.y_train)
     result = reproduce_dataset("synthetic", dataset=ds, model=model, quick=True, seed=3)
-    assert result.n_terms == model.support_.size
-    k = result.attentive.parameter.size // 2
-    tau = result.attentive.parameter[k]
+    assert result.summary["n_terms"] == model.support_.size
+    att = result.tradeoff[result.tradeoff.method == "attentive"]
+    row = att.iloc[len(att) // 2]
     # the walks from the estimator, the metrics by brute force
-    clf = AttentiveClassifier(model, boundary="full", random_state=3).fit(ds.X_train, ds.y_train)
-    S = clf.walk_.partial_scores(ds.X_test)
-    frac, err, _, _ = _brute_attentive(S, clf.theta_s_, tau)
-    assert result.attentive.mean_evaluated_fraction[k] == pytest.approx(frac)
-    assert result.attentive.stop_error[k] == pytest.approx(err)
-    summary = result.summary()
-    json.dumps(summary)  # plain data
-    assert summary["settings"]["centering"].startswith("positive examples of the training set")
+    clf = AttentiveClassifier(FrozenEstimator(model), boundary="full", random_state=3)
+    S = clf.fit(ds.X_train, ds.y_train).partial_scores(ds.X_test)
+    frac, err, _, _ = _brute_attentive(S, clf.theta_s_, row.tau)
+    assert row.mean_evaluated_fraction == pytest.approx(frac)
+    assert row.stop_error == pytest.approx(err)
+    json.dumps(result.summary)  # plain data
+    assert result.summary["settings"]["centering"].startswith("positive examples of the training")
+
+
+def test_a_registered_family_appears_without_other_edits(monkeypatch):
+    """A family added by registration only is in the experiment's table and its figure."""
+
+    class Wider(ConstantFamily):
+        name = "wider-constant"
+
+        def boundary(self, z):
+            return super().boundary(z + 1.0)
+
+        def thresholds(self, grid, upper):
+            return super().thresholds(np.asarray(grid) + 1.0, upper)
+
+    monkeypatch.setitem(registry._FAMILIES, Wider.name, Wider)
+    ds = load_dataset("synthetic", n_train=200, n_test=150, n_features=6)
+    model = SVC(C=1.0, gamma="scale").fit(ds.X_train, ds.y_train)
+    result = reproduce_dataset("synthetic", dataset=ds, model=model, quick=True)
+    rows = result.tradeoff[result.tradeoff.method == Wider.name]
+    constant = result.tradeoff[result.tradeoff.method == "constant"]
+    assert len(rows) == len(constant) > 0
+    # z + 1 in the wider family is z in the constant one
+    shifted = constant.set_index(constant.z.round(2))
+    for row in rows[rows.z <= 5.0].itertuples():
+        assert row.stop_error == pytest.approx(shifted.stop_error[round(row.z + 1.0, 2)])
+    assert Wider.name in result.summary["savings"]["0.01"]["family_fractions"]
+    bottom = figure4(result.tradeoff, result.pr, result.summary)[1]
+    assert any(el.label == f"{Wider.name} family (z from 6 to −6)" for el in bottom)
+
+
+# ----------------------------------------------------------------------------- architecture
+
+EXPERIMENT_MODULES = sorted(
+    [
+        *(ROOT / "attentive" / "experiments").glob("*.py"),
+        *(ROOT / "attentive" / "plots").glob("*.py"),
+    ]
+)
+PRIVATE = {"boundaries", "evaluation", "batch", "walk", "calibration", "outcome", "terms"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            if node.module == "attentive":
+                names.update(f"attentive.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", EXPERIMENT_MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_experiments_use_the_public_api_only(path):
+    private = {
+        name
+        for name in _imported_modules(path)
+        if name.startswith("attentive.") and name.split(".")[1] in PRIVATE
+    }
+    assert not private, f"{path.name} imports {sorted(private)}"
+
+
+def test_the_import_check_sees_a_private_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from attentive.boundaries import constant_boundary\nfrom attentive import walk\n"
+    )
+    assert {"attentive.boundaries", "attentive.walk"} <= _imported_modules(bad)
+
+
+def test_no_panel_and_no_holoviews_until_figures_are_drawn():
+    """The experiments import HoloViews only to draw; the plots module never imports Panel itself
+    (HoloViews' plotting packages do, when a figure is first drawn)."""
+    code = (
+        "import sys, attentive.experiments, attentive.experiments.cli; "
+        "assert 'holoviews' not in sys.modules and 'panel' not in sys.modules; "
+        "import attentive.plots; assert 'panel' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    for path in EXPERIMENT_MODULES:
+        assert not any(name.split(".")[0] == "panel" for name in _imported_modules(path)), path
+
+
+def test_there_is_no_second_tau_grid_or_algorithm_1():
+    """The τ grid is AttentiveSweep.default_taus and the scores the estimator's."""
+    source = "\n".join(p.read_text() for p in EXPERIMENT_MODULES)
+    assert "default_taus(" in source and 'stopped_score="boundary"' in source
+    for needle in ("np.linspace(low", "np.quantile(", ".any(axis=1)", "minimum.accumulate"):
+        assert needle not in source

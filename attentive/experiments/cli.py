@@ -1,0 +1,153 @@
+"""``python -m attentive reproduce --dataset NAME [--out DIR] [--quick]``.
+
+Writes, into ``DIR/NAME/``:
+
+* for a dataset: ``tradeoff.csv`` (attentive over τ, budgeted over B and every rule family over its
+  scales z: mean evaluated fraction, stop-error, disagreement), ``pr.csv`` (precision–recall of the
+  full, attentive and budgeted scores), ``summary.json`` and ``figure4.png`` (precision–recall on
+  top, stop-error against computation below);
+* for ``simulation``: ``decision_error.csv``, ``stopping_time.csv``, ``summary.json`` and
+  ``figure3.png`` (required against actual decision error; mean stopping time against n).
+
+A tqdm bar shows the experiment's steps on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from attentive.experiments.compute import (
+    DATASET_STEPS,
+    SIMULATION,
+    SIMULATION_STEPS,
+    DatasetResult,
+    SimulationResult,
+    reproduce_dataset,
+    reproduce_simulation,
+)
+
+__all__ = ["configure_parser", "run"]
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``reproduce`` command's arguments to ``parser``."""
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        metavar="NAME",
+        help="a dataset name (see `python -m attentive datasets`) or 'simulation' for Figure 3",
+    )
+    parser.add_argument("--out", default="results", help="output folder; files go to OUT/NAME/")
+    parser.add_argument("--quick", action="store_true", help="fewer τ, budgets and paths (seconds)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random term order")
+    parser.add_argument(
+        "--pr-stop-error",
+        type=float,
+        default=0.01,
+        help="PR panel: cheapest τ whose attentive stop-error is at most this (default 0.01)",
+    )
+    parser.add_argument(
+        "--data-home",
+        default=None,
+        help="dataset and model cache (default $ATTENTIVE_DATA or ./data)",
+    )
+    parser.add_argument(
+        "--no-download", action="store_true", help="fail instead of downloading a missing dataset"
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="retrain instead of using the model cache"
+    )
+
+
+def report_dataset(result: DatasetResult) -> list[str]:
+    """The headline numbers of a dataset's experiment, as printed lines."""
+    s = result.summary
+    c, p, terms = s["comparison"], s["operating_point"], s["term_name"]
+    lines = [
+        f"{s['dataset']}: {s['n_terms']} {terms}, test accuracy {s['accuracy']:.4f} "
+        f"({s['n_test']} test examples, {s['n_test_positive']} positive)",
+        (
+            f"  attentive ≤ budgeted wherever attentive's stop-error is below {c['beats_below']:.1%}"
+            if c["ever_worse"]
+            else f"  attentive ≤ budgeted everywhere (its stop-error reaches {c['beats_below']:.1%})"
+        ),
+    ]
+    if c["n_worse"]:
+        lines.append(
+            f"  below {c['limit']:.0%}: attentive worse at {c['n_worse']}/{c['n_compared']} "
+            f"points, by up to {c['max_excess']:.1%} (at {c['max_excess_fraction']:.0%} evaluated)"
+        )
+    if c["n_compared"]:
+        lines.append(
+            f"  below {c['limit']:.0%}: mean attentive − budgeted stop-error "
+            f"{c['mean_difference']:+.1%}"
+        )
+    for level, sv in s["savings"].items():
+        families = ", ".join(f"{k} {v:.1%}" for k, v in sv["family_fractions"].items())
+        lines.append(
+            f"  stop-error ≤ {float(level):.1%}: attentive needs {sv['attentive_fraction']:.1%} of "
+            f"the {terms}, budgeted {sv['budgeted_fraction']:.1%}; families: {families}"
+        )
+    lines.append(
+        f"  PR point: τ = {p['tau']:.4g}, {p['mean_evaluated_fraction']:.1%} evaluated, stop-error "
+        f"{p['stop_error']:.2%}; budgeted B = {p['budget']} stop-error "
+        f"{p['budget_stop_error']:.2%}; AP "
+        + ", ".join(f"{k} {v:.4f}" for k, v in s["average_precision"].items())
+    )
+    return lines
+
+
+def report_simulation(result: SimulationResult) -> list[str]:
+    """The headline numbers of the simulation, as printed lines."""
+    s = result.summary
+    lines = [
+        f"simulation n = {n}: actual / required between "
+        f"{(rows.actual / rows.required).min():.2f} and {(rows.actual / rows.required).max():.2f}; "
+        f"conservative: {s['conservative'][str(n)]}"
+        for n, rows in result.decision_error.groupby("n")
+    ]
+    lines.append(
+        f"  mean stopping time slope {s['slope']:.3f} (E[T]), {s['slope_truncated']:.3f} "
+        f"(E[min(T, n)]) for n = {s['ns'][0]}..{s['ns'][-1]}"
+    )
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Reproduce one dataset's Figure 4 or the Figure 3 simulation; returns the exit status."""
+    from tqdm.auto import tqdm
+
+    from attentive.experiments.output import write_dataset_result, write_simulation_result
+
+    name = args.dataset
+    out = Path(args.out) / name
+    steps = SIMULATION_STEPS if name == SIMULATION else DATASET_STEPS
+    # disable=None: the bar shows on a terminal only
+    with tqdm(total=len(steps) + 1, desc=name, unit="step", disable=None, leave=False) as bar:
+
+        def progress(step: str) -> None:
+            bar.set_postfix_str(step)
+            bar.update()
+
+        if name == SIMULATION:
+            result = reproduce_simulation(quick=args.quick, seed=args.seed, progress=progress)
+            paths = write_simulation_result(result, out)
+            lines = report_simulation(result)
+        else:
+            result = reproduce_dataset(
+                name,
+                quick=args.quick,
+                seed=args.seed,
+                pr_stop_error=args.pr_stop_error,
+                data_home=args.data_home,
+                download=not args.no_download,
+                cache=not args.no_cache,
+                progress=progress,
+            )
+            paths = write_dataset_result(result, out)
+            lines = report_dataset(result)
+        progress("files")
+    print("\n".join(lines))
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
