@@ -347,3 +347,65 @@ def test_split_covers_rows_in_a_multiple_of_the_thread_count():
         assert all(hi - lo <= max(step, 1) for lo, hi in ranges)
         if jobs > 1 and m >= jobs:
             assert len(ranges) % jobs == 0
+
+
+# ----------------------------------------------------------------------------- survival schedule
+
+
+def test_survival_schedule_is_the_cheapest_partition_by_brute_force():
+    """The dynamic programme against every partition of a short walk into blocks."""
+    import itertools
+
+    from attentive.evaluator import survival_schedule
+
+    rng = np.random.default_rng(0)
+    n, row_cost = 12, 3.0
+    stops = np.minimum(rng.geometric(0.3, size=50), n)
+
+    def cost(edges):
+        alive = [np.mean(stops > a) for a in edges[:-1]]
+        alive = np.maximum(alive, 0.5 / stops.size)
+        return float(np.sum(alive * (row_cost + np.diff(edges))))
+
+    best = min(
+        cost([0, *inner, n]) for r in range(n) for inner in itertools.combinations(range(1, n), r)
+    )
+    schedule = survival_schedule(stops, n, row_cost, min_block=1, max_block=n)
+    assert schedule.edges[0] == 0 and schedule.edges[-1] == n
+    assert np.all(schedule.sizes >= 1)
+    assert cost(schedule.edges) == pytest.approx(best)
+
+
+def test_survival_schedule_follows_the_stops():
+    from attentive.evaluator import survival_schedule
+
+    n = 800
+    early = survival_schedule(np.full(100, 5), n, 10.0)  # every walk stops at 5
+    late = survival_schedule(np.full(100, n), n, 10.0)  # none stops
+    assert early.edges[1] <= 8  # the first block ends where the walks stop
+    assert late.sizes.min() >= 32  # nothing to gain from small blocks
+    assert early.edges[-1] == late.edges[-1] == n
+
+
+def test_walks_after_the_pilot_use_the_survival_schedule_and_match_the_reference():
+    """A call large enough for a pilot, then a second call with the cached schedule."""
+    from attentive.evaluator.plan import thresholds, walk_plan
+
+    X, y = make_classification(n_samples=1400, n_features=100, random_state=3)
+    walk = _walk(SVC(gamma="scale").fit(X[:400], y[:400]), X[:400], y[:400])
+    pos = reference_statistics(walk, X[:400][y[:400] == 1])
+    neg = reference_statistics(walk, X[:400][y[:400] == 0])
+    boundary = curved_boundary(pos, 0.1, walk.theta_s(0.0), "both", upper_stats=neg)
+    theta_s = walk.theta_s(0.0)
+    Xt = X[400:]
+    ref = apply_boundary(
+        walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
+    )
+    for _ in range(2):
+        ev = evaluate_blocked(walk, Xt, boundary, theta_s, n_jobs=1, precision="double")
+        np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+        np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+        np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
+    thr = thresholds(walk_plan(walk), boundary)
+    assert thr.stops is not None and thr.schedules
+    assert 0 < ref.mean_evaluated_fraction < 0.9

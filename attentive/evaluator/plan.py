@@ -37,7 +37,7 @@ FIRST_BLOCK = 16
 MAX_BLOCK = 64
 # With one (survival_schedule): blocks between these sizes.
 MIN_SURVIVAL_BLOCK = 4
-MAX_SURVIVAL_BLOCK = 512
+MAX_SURVIVAL_BLOCK = 64
 _CANDIDATE_EDGES = 256  # block edges the survival schedule chooses among
 # The pilot: the first rows of a call, walked before the others (their results are kept), whose
 # stops give the survival curve (and, for precision="auto", whether mixed precision pays).
