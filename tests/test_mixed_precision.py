@@ -277,3 +277,36 @@ def test_estimator_predict_matches_double_precision(rbf, mixed_calls, monkeypatc
     np.testing.assert_array_equal(clf.predict(Xt), expected)
     assert mixed_calls
     np.testing.assert_allclose(clf.decision_function(Xt), expected_decision, rtol=1e-9, atol=1e-9)
+
+
+def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch):
+    """Many features: the product in float32 under a per-row band. Thresholds 1e-9 from walks
+    are decided as in double precision; without the band, float32 alone gets some wrong."""
+    X, y = make_classification(n_samples=900, n_features=120, n_informative=20, random_state=2)
+    X = X + 5.0
+    model = SVC(gamma="scale").fit(X[:500], y[:500])
+    walk = make_walk(decompose(model), X[:500], y[:500], random_state=0)[0]
+    Xt = X[500:]
+    S = walk.partial_scores(Xt)
+    n = walk.n_terms
+    rng = np.random.default_rng(0)
+    # Half the walks stop at t = 3 (so the survivors are gathered into float32), then knife
+    # edges: a lower threshold 1e-9 above one surviving walk's partial score at later positions.
+    lower = np.full(n, -np.inf)
+    lower[2] = np.median(S[:, 2])
+    survivors = np.flatnonzero(S[:, 2] >= lower[2])
+    pos = np.sort(rng.choice(np.arange(48, n - 1), size=30, replace=False))
+    cols = rng.choice(survivors, size=30, replace=False)
+    lower[pos] = S[cols, pos] + 1e-9
+    boundary = Boundary(kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf))
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed", block_size=16)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    monkeypatch.setattr(
+        mixed, "product_relative_error", lambda plan, norms, d: np.zeros(norms.shape)
+    )
+    unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed", block_size=16)
+    assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)

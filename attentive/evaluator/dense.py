@@ -196,6 +196,7 @@ class Stops:
     side: np.ndarray  # (k,): −1 lower, +1 upper
     value: np.ndarray  # (k,): U_t at the stop
     unsure: np.ndarray  # chunk rows whose crossing the error band left unsure (walked again)
+    band: np.ndarray | None = None  # per-row error bound on U of the rows that never stopped
 
 
 def _running_sums(H, U, signs, magnitudes):
@@ -233,14 +234,19 @@ class _Buffers:
         return buf[:size].reshape(shape)
 
 
-def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, band=None) -> Stops:
+def walk_rows(
+    source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, band=None, row_band=None
+) -> Stops:
     """Walk ``m`` examples (``source``'s rows) block by block, dropping walks as they cross.
 
     ``thr.lower`` / ``thr.upper`` are thresholds on ``U_t`` for positions ``t < n``. With
     ``band`` (a bound on the error of the computed ``U_t``, per position) a walk stops only where
     its crossing is certain: beyond the threshold by more than the band, with every earlier
     position short of the threshold by more than the band. Walks that come within the band
-    first are set aside in ``unsure`` for an exact walk.
+    first are set aside in ``unsure`` for an exact walk. ``row_band = (scale, allowance)`` is
+    such a bound per row instead: ``scale[row] · A + allowance[t]`` over a block ending at ``t``,
+    where ``A`` is the row's running sum of term magnitudes to the end of the block (the source
+    gives magnitudes).
 
     A walk that stops has its sum set to NaN (no comparison crosses it again) and stays among the
     rows held until gathering the others into a compact copy costs less than carrying it:
@@ -253,6 +259,9 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
     if band is not None:
         lower_test = None if lower is None else lower + band
         upper_test = None if upper is None else upper - band
+    if row_band is not None:
+        scale, allowance = row_band
+        A = np.zeros(m)
     held = np.arange(m)
     alive = np.ones(m, dtype=bool)
     live = m
@@ -266,9 +275,15 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
             source.keep(keep)
             held, U = held[keep], U[keep]
             alive = np.ones(live, dtype=bool)
+            if row_band is not None:
+                scale, A = scale[keep], A[keep]
         k = held.size
         H = bufs.get("terms", (size, k))
         source.block(start, stop, H)
+        if row_band is not None:
+            A += H.sum(axis=0)
+            beta = scale * A
+            beta += allowance[stop - 1]
         P = _running_sums(H, U, plan.weight_signs[start:stop], source.magnitudes)
         U = P[size - 1].copy()
         checked = min(stop, n - 1) - start
@@ -277,13 +292,19 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
         P = P[:checked]
         crossed = low = None
         if lower is not None:
+            Q = P
+            if row_band is not None:
+                Q = np.subtract(P, beta, out=bufs.get("shifted", P.shape))
             low = np.less(
-                P, lower_test[start : start + checked, None], out=bufs.get("low", P.shape, bool)
+                Q, lower_test[start : start + checked, None], out=bufs.get("low", P.shape, bool)
             )
             crossed = low
         if upper is not None:
+            Q = P
+            if row_band is not None:
+                Q = np.add(P, beta, out=bufs.get("shifted", P.shape))
             high = np.greater(
-                P, upper_test[start : start + checked, None], out=bufs.get("high", P.shape, bool)
+                Q, upper_test[start : start + checked, None], out=bufs.get("high", P.shape, bool)
             )
             crossed = high if crossed is None else np.logical_or(low, high, out=high)
         hit_cols = np.flatnonzero(crossed.any(axis=0))
@@ -293,7 +314,7 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
         value = P[first, hit_cols]
         side = np.ones(hit_cols.size, dtype=np.int8)
         low_first = low[first, hit_cols] if low is not None else None
-        if band is None:
+        if band is None and row_band is None:
             if low_first is not None:
                 side[low_first] = -1
             sure = slice(None)
@@ -301,12 +322,13 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
             # Certain: beyond a threshold by more than the band; the lower side wins ties, so a
             # lower crossing that is only possible leaves the side unsure.
             t = start + first
+            margin = band[t] if band is not None else beta[hit_cols]
             sure = np.zeros(hit_cols.size, dtype=bool)
             if lower is not None:
-                np.less(value, lower[t] - band[t], out=sure)
+                np.less(value, lower[t] - margin, out=sure)
                 side[sure] = -1
             if upper is not None:
-                up = value > upper[t] + band[t]
+                up = value > upper[t] + margin
                 if low_first is not None:
                     up &= ~low_first
                 sure |= up
@@ -323,7 +345,10 @@ def walk_rows(source: Terms, m: int, schedule: BlockSchedule, thr: Thresholds, b
     side = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int8)
     value = np.concatenate(values) if values else np.zeros(0)
     rest = np.concatenate(unsure) if unsure else np.zeros(0, dtype=np.int64)
-    return Stops(rows=held[alive], U=U[alive], at=at, side=side, value=value, unsure=rest)
+    out = Stops(rows=held[alive], U=U[alive], at=at, side=side, value=value, unsure=rest)
+    if row_band is not None:
+        out.band = scale[alive] * A[alive] + allowance[-1]
+    return out
 
 
 def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):

@@ -144,6 +144,7 @@ class WalkPlan:
     rbf_gamma: float | None = None
     sv_scaled: np.ndarray | None = None  # (n, d): 2γ y, walk order (double-precision walk)
     sv_offset: np.ndarray | None = None  # (n,): −γ|y|² + log|w|
+    sv_scaled32: np.ndarray | None = None  # sv_scaled in float32 (float32-product walk)
     rbf_centre: np.ndarray | None = None  # subtracted from examples and support vectors (mixed)
     sv_augmented: np.ndarray | None = None  # (n, d + 2), walk order, centred, log|w| folded in
     sv_norms: np.ndarray | None = None  # |y − c| of each support vector, walk order
@@ -186,6 +187,7 @@ def walk_plan(walk: Walk) -> WalkPlan:
         raw2 = np.einsum("ij,ij->i", Y, Y)
         plan.sv_scaled = np.ascontiguousarray(2.0 * gamma * Y)
         plan.sv_offset = -gamma * raw2 + log_w
+        plan.sv_scaled32 = plan.sv_scaled.astype(np.float32)
         plan.sv_raw_norm = float(np.sqrt(raw2.max(initial=0.0)))
         # The kernel depends on x − y only: centring both keeps the augmented products small,
         # which is what their rounding error (the mixed walk's band) is proportional to.
