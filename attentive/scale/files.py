@@ -394,10 +394,11 @@ def write_scores(
     if output.exists() and not overwrite:
         raise InvalidParameterError(f"{output} exists; pass overwrite=True (--overwrite).")
     output.parent.mkdir(parents=True, exist_ok=True)
+    client = client or get_client()
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex}.tmp")
     tmp.mkdir()
+    futures = []
     try:
-        client = client or get_client()
         parts = scores.to_delayed()
         tasks = [
             dask.delayed(_write_part, pure=True)(part, str(tmp / f"part-{i:06d}.parquet"))
@@ -435,6 +436,7 @@ def write_scores(
         else:
             os.replace(tmp, output)
     except BaseException:
+        client.cancel(futures)  # chunks still running would write into a removed directory
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return summary
