@@ -1,7 +1,7 @@
 """Writing an experiment's results: its frames as CSV, its summary as JSON, its figure as PNG.
 
 The PNG is the HoloViews figure of :mod:`attentive.plots` rendered by HoloViews' matplotlib
-backend (:func:`save_png`), the same element a notebook shows interactively with Bokeh.
+backend (:func:`attentive.plots.save_png`), the same element a notebook shows interactively with Bokeh.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from attentive.experiments.compute import DatasetResult, SimulationResult
 
-__all__ = ["save_png", "write_dataset_result", "write_json", "write_simulation_result"]
+__all__ = ["write_dataset_result", "write_json", "write_simulation_result"]
 
 PNG_DPI = 110
 
@@ -43,21 +43,6 @@ def write_json(path, data: dict) -> None:
     Path(path).write_text(json.dumps(_clean(data), indent=2, default=_json_default) + "\n")
 
 
-def save_png(figure, path, dpi: int = PNG_DPI) -> Path:
-    """Render a HoloViews object to a PNG file through the matplotlib backend."""
-    import holoviews as hv
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        matplotlib.use("Agg")
-    path = Path(path)
-    hv.save(figure, path, backend="matplotlib", dpi=dpi)
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    return path
-
-
 def _write(out_dir, frames: dict, summary: dict, figure, figure_name: str) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -67,7 +52,9 @@ def _write(out_dir, frames: dict, summary: dict, figure, figure_name: str) -> di
         frame.to_csv(paths[name], index=False)
     paths["summary"] = out / "summary.json"
     write_json(paths["summary"], summary)
-    paths["figure"] = save_png(figure, out / figure_name)
+    from attentive.plots import save_png  # the view layer: HoloViews through matplotlib
+
+    paths["figure"] = save_png(figure, out / figure_name, dpi=PNG_DPI)
     return paths
 
 

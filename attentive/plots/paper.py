@@ -3,7 +3,7 @@
 Each function takes data frames (those of :mod:`attentive.experiments`, or the CSV files written
 from them) and returns a HoloViews ``Overlay`` or ``Layout`` carrying options for both plotting
 backends: Bokeh (interactive, in notebooks and the dashboard) and matplotlib (PNG files, through
-``hv.save(obj, path, backend="matplotlib")``, see :func:`attentive.experiments.output.save_png`).
+``hv.save(obj, path, backend="matplotlib")``, see :func:`save_png`).
 Which one draws is the caller's choice (``hv.extension("bokeh")`` in a notebook).
 
 * Figure 3 (simulation): :func:`decision_error_plot`, :func:`stopping_time_plot`, :func:`figure3`.
@@ -31,6 +31,7 @@ __all__ = [
     "figure3",
     "figure4",
     "precision_recall_plot",
+    "save_png",
     "stopping_time_plot",
     "style",
     "tradeoff_plot",
@@ -330,3 +331,20 @@ def stopping_time_plot(stopping_time: pd.DataFrame, delta: float | None = None):
 def figure3(decision_error: pd.DataFrame, stopping_time: pd.DataFrame):
     """The paper's Figure 3: (a) required against actual decision error, (b) stopping time."""
     return _layout([decision_error_plot(decision_error), stopping_time_plot(stopping_time)], cols=2)
+
+
+def save_png(figure, path, dpi: int = 120):
+    """Render a HoloViews object to a PNG file through the matplotlib backend."""
+    from pathlib import Path
+
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        matplotlib.use("Agg")
+    _load_backends()
+    path = Path(path)
+    hv.save(figure, path, backend="matplotlib", dpi=dpi)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    return path
