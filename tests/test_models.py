@@ -280,3 +280,25 @@ def test_presets_and_defaults():
 def test_invalid_training_parameters(small, kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):
         train_model(small, cache=False, **kwargs)
+
+
+def test_an_exported_attentive_classifier_loads_through_the_same_safe_path(digits, tmp_path):
+    from sklearn.svm import SVC
+
+    from attentive import AttentiveClassifier
+
+    X, y = digits.X_train, digits.y_train
+    clf = AttentiveClassifier(SVC(), boundary="curved", side="both", delta=0.1).fit(X, y)
+    path = tmp_path / "clf.skops"
+    sio.dump(clf, path)
+    loaded = load_model(path)
+    assert isinstance(loaded, AttentiveClassifier)
+    np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+    # Anything else in the file (here a dict holding another model) is still refused.
+    sio.dump({"clf": clf, "other": RandomForestClassifier(n_estimators=1).fit(X, y)}, path)
+    with pytest.raises((UntrustedModelError, UnsupportedModelError)):
+        load_model(path)
+    unfitted = tmp_path / "unfitted.skops"
+    sio.dump(AttentiveClassifier(SVC()), unfitted)
+    with pytest.raises(UnsupportedModelError, match="not fitted"):
+        load_model(unfitted)

@@ -139,7 +139,9 @@ def load_model(
         raise UnsupportedModelError(
             f"{name} is a zip archive but not a valid skops model file ({exc})"
         ) from None
-    refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES)
+    # The project's own types (an exported AttentiveClassifier: its walk, boundary, statistics)
+    # are trusted like the estimators they wrap.
+    refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES and not _project_type(t))
     if refused:
         raise UntrustedModelError(
             f"{name} contains types attentive does not trust, so it was not loaded: "
@@ -154,6 +156,10 @@ def load_model(
     if n_features is not None:
         check_n_features(model, n_features)
     return model
+
+
+def _project_type(type_name: str) -> bool:
+    return type_name.split(".", 1)[0] == "attentive"
 
 
 def _read_bytes(source: Any) -> tuple[bytes, str]:
@@ -186,8 +192,21 @@ def check_supported_model(model: Any) -> None:
     """Raise :class:`UnsupportedModelError` unless the core can decompose ``model`` into terms.
 
     The supported models are :data:`attentive.terms.SUPPORTED` (fitted, binary), or a Pipeline
-    ending in one of them; this is :func:`attentive.terms.decompose`'s own check.
+    ending in one of them; this is :func:`attentive.terms.decompose`'s own check. A fitted
+    :class:`~attentive.AttentiveClassifier` is checked through the model it wraps.
     """
+    from attentive.estimator import AttentiveClassifier
+
+    if isinstance(model, AttentiveClassifier):
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            check_is_fitted(model)
+        except Exception:
+            raise UnsupportedModelError(
+                "the AttentiveClassifier is not fitted; fit it before saving it"
+            ) from None
+        model = model.estimator_
     decompose(model)
 
 

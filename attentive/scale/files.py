@@ -24,12 +24,11 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-import skops.io as sio
 from sklearn.datasets import load_svmlight_file
 
-from attentive.errors import DataError, InvalidParameterError, UntrustedModelError
+from attentive.errors import DataError, InvalidParameterError
 from attentive.estimator import AttentiveClassifier
-from attentive.models.persistence import TRUSTED_TYPES, check_supported_model, load_model
+from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
 
 __all__ = [
@@ -59,27 +58,10 @@ SUMMARY_NAME = "_summary.json"  # Parquet readers skip names starting with "_"
 
 # -- the model ------------------------------------------------------------------------------------
 def load_classifier(path: str | os.PathLike) -> AttentiveClassifier:
-    """Load an exported :class:`~attentive.AttentiveClassifier` (a skops file) safely.
-
-    :func:`attentive.models.load_model` reads the file, refuses pickles and untrusted types and
-    checks plain models; it does not know the classifier's own types (``AttentiveClassifier`` and
-    the walk, boundary and statistics it holds), so a file it refuses only for types defined in
-    the ``attentive`` package is loaded here with those types trusted, and its wrapped model is
-    checked the same way.
-    """
-    try:
-        model = load_model(path)
-    except UntrustedModelError:
-        data = Path(path).read_bytes()
-        if not data.startswith(b"PK"):
-            raise  # a pickle: never loaded
-        untrusted = sio.get_untrusted_types(data=data)
-        refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES and not _ours(t))
-        if refused:
-            raise
-        model = sio.loads(data, trusted=untrusted)
-        if isinstance(model, AttentiveClassifier):
-            check_supported_model(model.estimator_)
+    """Load an exported :class:`~attentive.AttentiveClassifier` (a skops file) safely, with
+    :func:`attentive.models.load_model` (pickles and untrusted types refused, the wrapped model
+    checked), and check that it is one."""
+    model = load_model(path)
     if not isinstance(model, AttentiveClassifier):
         raise InvalidParameterError(
             f"{Path(path).name} holds a {type(model).__name__}, not an AttentiveClassifier; export "
@@ -87,10 +69,6 @@ def load_classifier(path: str | os.PathLike) -> AttentiveClassifier:
             "it with skops."
         )
     return model
-
-
-def _ours(type_name: str) -> bool:
-    return type_name.startswith("attentive.")
 
 
 # -- reading --------------------------------------------------------------------------------------
