@@ -378,6 +378,26 @@ def constant_boundary(n_terms: int, delta, variance, theta_s=0.0, side="lower") 
     )
 
 
+def constant_boundary_at(n_terms: int, tau: float, side: str = "lower") -> Boundary:
+    """A one-sided constant boundary at a given τ in S space (the paper's sweep over τ)."""
+    if side not in ("lower", "upper"):
+        raise InvalidParameterError(
+            f"a boundary at one τ has one side, 'lower' or 'upper', not {side!r}."
+        )
+    tau = float(tau)
+    if not np.isfinite(tau):
+        raise InvalidParameterError(f"tau must be finite, got {tau!r}.")
+    off = np.inf if side == "lower" else -np.inf
+    values = np.full(n_terms, tau)
+    return Boundary(
+        kind="constant",
+        side=side,
+        lower=frozen_array(values if side == "lower" else np.full(n_terms, -np.inf)),
+        upper=frozen_array(values if side == "upper" else np.full(n_terms, off)),
+        params={"tau": tau},
+    )
+
+
 def curved_boundary(
     stats: ReferenceStats, delta, theta_s=0.0, side="lower", z=None, upper_stats=None
 ) -> Boundary:

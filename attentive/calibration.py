@@ -255,6 +255,15 @@ class GridOutcomes:
     def disagreement_rates(self) -> np.ndarray:
         return self.disagree.mean(axis=0)
 
+    def stop_errors(self, side: str) -> np.ndarray:
+        """The paper's stop-error per scale (SPEC §4): lower, stopped full positives over full
+        positives; upper, stopped full negatives over full negatives; both, the disagreement."""
+        if side == "both":
+            return self.disagreement_rates()
+        stopped = self.n_evaluated < self.n_terms
+        F = self.full_positive if side == "lower" else ~self.full_positive
+        return (stopped & F[:, None]).sum(axis=0) / max(int(F.sum()), 1)
+
     def evaluated_fractions(self) -> np.ndarray:
         """Mean evaluated fraction per scale."""
         return self.n_evaluated.mean(axis=0) / self.n_terms

@@ -38,6 +38,7 @@ from attentive.boundaries import (
     budget_boundary,
     check_delta,
     check_side,
+    constant_boundary_at,
     full_boundary,
     reference_statistics,
 )
@@ -598,7 +599,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     # -- the front door for experiments and the dashboard --------------------------------------
     def with_rule(
-        self, boundary=None, *, delta=None, z=None, side=None, threshold=None, budget=None
+        self,
+        boundary=None,
+        *,
+        delta=None,
+        z=None,
+        tau=None,
+        side=None,
+        threshold=None,
+        budget=None,
     ) -> AttentiveClassifier:
         """A copy of this fitted classifier with another stopping rule, without refitting.
 
@@ -616,6 +625,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             The family at ``z = Φ⁻¹(1 − δ)`` (as :meth:`fit`).
         z : float, optional
             The family at scale ``z`` (overrides ``delta``; ``delta`` is set to ``Φ(−z)``).
+        tau : float, optional
+            For ``boundary="constant"`` with one side: that side's threshold τ in S space
+            itself (the paper's sweep over τ), instead of Theorem 1's τ for δ.
         side, threshold, budget : optional
             As the constructor's parameters.
         """
@@ -642,7 +654,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         new.side_ = new.side
         new.theta_s_ = new.walk_.theta_s(new.threshold)
         new.calibration_ = None
-        if z is not None and new.boundary in family_names():
+        if tau is not None:
+            if new.boundary != "constant" or new.side_ == "both":
+                raise InvalidParameterError(
+                    "tau sets a one-sided constant boundary: pass boundary='constant' and side "
+                    f"'lower' or 'upper' (got boundary={new.boundary!r}, side={new.side_!r})."
+                )
+            new.boundary_ = constant_boundary_at(new.n_terms_, float(tau), new.side_)
+        elif z is not None and new.boundary in family_names():
             new.boundary_ = new.boundary_family(new.boundary).boundary(float(z))
         else:
             new.boundary_ = new._make_boundary()

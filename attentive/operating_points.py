@@ -36,8 +36,9 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        Columns ``family, z, nominal_delta, mean_evaluated_fraction, speedup_terms,
-        disagreement`` and, with ``y``, ``accuracy, precision, recall``.
+        Columns ``family, z, nominal_delta, mean_evaluated_fraction, speedup_terms, stop_error``
+        (the paper's, for the classifier's side; the disagreement for ``side="both"``),
+        ``disagreement`` and, with ``y``, ``accuracy, precision, recall``.
     """
     from attentive.families import family_names
 
@@ -54,6 +55,7 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
                 "nominal_delta": clf.boundary_family(name).nominal_delta(out.grid),
                 "mean_evaluated_fraction": frac,
                 "speedup_terms": 1.0 / np.maximum(frac, 1e-300),
+                "stop_error": out.stop_errors(clf.side_),
                 "disagreement": out.disagreement_rates(),
             }
         )

@@ -106,3 +106,24 @@ def test_oracle_against_a_loop(fitted):
         )
         expect.append(min(last_wrong + 1, n))
     np.testing.assert_array_equal(clf.oracle_n_evaluated(X[600:700]), expect)
+
+
+def test_stop_error_column_and_a_constant_rule_at_a_given_tau(fitted):
+    clf, _, X, _ = fitted
+    X_eval = X[600:]
+    lower = clf.with_rule(side="lower")
+    table = operating_points(lower, X_eval, families=["curved"], grid=np.array([2.0, 0.5]))
+    full = clf.with_rule("full").evaluate(X_eval).positive
+    for row in table.itertuples():
+        ev = lower.with_rule("curved", z=row.z).evaluate(X_eval)
+        # SPEC §4, lower side: stopped full positives over full positives.
+        assert row.stop_error == pytest.approx((ev.stopped & full).sum() / full.sum())
+    S = clf.partial_scores(X_eval)
+    tau = float(np.quantile(S[:, :-1], 0.1))
+    ev = clf.with_rule("constant", side="lower", tau=tau).evaluate(X_eval)
+    first = np.array(
+        [np.argmax(r[:-1] < tau) + 1 if (r[:-1] < tau).any() else S.shape[1] for r in S]
+    )
+    np.testing.assert_array_equal(ev.n_evaluated, first)
+    with pytest.raises(InvalidParameterError, match="one-sided constant boundary"):
+        clf.with_rule("constant", side="both", tau=tau)
