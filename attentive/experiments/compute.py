@@ -23,14 +23,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
 from sklearn.frozen import FrozenEstimator
 
 from attentive import (
     AttentiveClassifier,
     AttentiveSweep,
     budgeted_tradeoff,
-    crossing_probability,
     family_names,
     mean_evaluated_fraction,
     precision_recall,
@@ -71,8 +69,6 @@ TRADEOFF_COLUMNS = [
 # What ``progress`` is told, in order, as each part of an experiment finishes.
 DATASET_STEPS = ("data", "model", "walks", "tradeoff", "families", "operating point")
 SIMULATION_STEPS = ("decision error", "stopping time")
-# The scales the estimator accepts for a constant rule: Φ(−z) must stay strictly inside (0, 1).
-_Z_RANGE = (-8.0, 37.0)
 
 Progress = Callable[[str], None]
 
@@ -113,16 +109,8 @@ class DatasetResult:
 
 
 def constant_rule_at(clf: AttentiveClassifier, tau: float) -> AttentiveClassifier:
-    """``clf`` with a lower constant boundary at ``τ`` (S space), without refitting.
-
-    The estimator indexes its constant family by a scale z (Theorem 1 at ``δ' = Φ(−z)``), so τ is
-    reached through Theorem 1 itself: ``δ' = crossing_probability(τ, θ_S, V)``. A τ at θ_S (where
-    the sweep ends) is Theorem 1's limit ``δ' → 1``, the most aggressive scale the estimator
-    accepts; the boundary actually used is ``rule.boundary_.lower[0]``.
-    """
-    delta = crossing_probability(tau, clf.theta_s_, clf.variance_)
-    z = float(np.clip(-ndtri(delta), *_Z_RANGE))
-    return clf.with_rule("constant", z=z, side="lower")
+    """``clf`` with a lower constant boundary at ``τ`` (S space), without refitting."""
+    return clf.with_rule("constant", side="lower", tau=float(tau))
 
 
 def family_tradeoffs(clf: AttentiveClassifier, X, side: str = "lower") -> pd.DataFrame:
