@@ -120,9 +120,7 @@ def family_tradeoffs(clf: AttentiveClassifier, X, side: str = "lower") -> pd.Dat
     for name in family_names():
         out = clf.scale_outcomes(X, name)
         fraction = out.evaluated_fractions()
-        errors = [
-            stop_error(out.positive[:, j], out.full_positive, side) for j in range(out.grid.size)
-        ]
+        errors = out.stop_errors(side)
         frames.append(
             pd.DataFrame(
                 {
