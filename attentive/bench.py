@@ -53,6 +53,13 @@ _FAMILIES = (
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
+    # `bench` times the evaluator; `bench rules` compares the stopping rules (attentive.bench_rules).
+    from attentive import bench_rules
+
+    sub = parser.add_subparsers(dest="what", metavar="[rules]")
+    rules = sub.add_parser("rules", help="stopping rules against the oracle, tuned and calibrated")
+    bench_rules.configure_parser(rules)
+    rules.set_defaults(_bench=bench_rules.run)
     parser.add_argument(
         "--datasets",
         nargs="+",
@@ -330,6 +337,8 @@ def _line(name: str, r: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print one summary per dataset, then one JSON line."""
+    if getattr(args, "what", None) == "rules":
+        return args._bench(args)
     import os
 
     from threadpoolctl import threadpool_limits
