@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from attentive.errors import InvalidParameterError
+from attentive.validation import SIDES, STOPPED_SCORES, check_delta, check_side, check_stopped_score
 from attentive.walk import Walk, row_chunks
 
 __all__ = [
@@ -33,34 +34,7 @@ __all__ = [
 ]
 
 BOUNDARIES = ("constant", "curved", "budget", "full", "calibrated")
-STOPPED_SCORES = ("estimate", "boundary")
-SIDES = ("lower", "upper", "both")
 VARIANCES = ("terms", "independent")
-
-
-def check_delta(delta) -> float:
-    """δ must be a finite number strictly between 0 and 1."""
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"delta must be a number in (0, 1), got {delta!r}.") from None
-    if not (0.0 < d < 1.0):  # also rejects NaN
-        raise InvalidParameterError(f"delta must be strictly between 0 and 1, got {delta!r}.")
-    return d
-
-
-def check_stopped_score(stopped_score) -> str:
-    if stopped_score not in STOPPED_SCORES:
-        raise InvalidParameterError(
-            f"stopped_score must be one of {STOPPED_SCORES}, got {stopped_score!r}."
-        )
-    return stopped_score
-
-
-def check_side(side) -> str:
-    if side not in SIDES:
-        raise InvalidParameterError(f"side must be one of {SIDES}, got {side!r}.")
-    return side
 
 
 def _check_variance_value(variance) -> float:

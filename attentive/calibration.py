@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import beta
 
-from attentive.boundaries import check_delta
 from attentive.errors import InvalidParameterError
 from attentive.families import BoundaryFamily
+from attentive.validation import check_alpha, check_delta
 
 __all__ = [
     "AUTO",
@@ -73,16 +73,6 @@ def default_grid() -> np.ndarray:
     nothing more aggressive to try. Fixed-sequence testing pays nothing for a longer grid.
     """
     return np.round(np.arange(6.0, -6.0 - 1e-9, -0.05), 2)
-
-
-def check_alpha(alpha) -> float:
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"alpha must be a number in (0, 1), got {alpha!r}.") from None
-    if not (0.0 < a < 1.0):
-        raise InvalidParameterError(f"alpha must be strictly between 0 and 1, got {alpha!r}.")
-    return a
 
 
 def _check_grid(grid) -> np.ndarray:

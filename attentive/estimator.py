@@ -31,13 +31,10 @@ from sklearn.utils.validation import (
 )
 
 from attentive.boundaries import (
-    STOPPED_SCORES,
     VARIANCES,
     Boundary,
     ReferenceStats,
     budget_boundary,
-    check_delta,
-    check_side,
     constant_boundary_at,
     full_boundary,
     reference_statistics,
@@ -49,7 +46,6 @@ from attentive.calibration import (
     calibrate_auto,
     calibrate_scale,
     calibration_examples_needed,
-    check_alpha,
     family_ranking,
     oracle_stop_positions,
     reference_profile,
@@ -59,28 +55,20 @@ from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
 from attentive.terms import decompose
+from attentive.validation import (
+    check_alpha,
+    check_calibration_size,
+    check_delta,
+    check_side,
+    check_stopped_score,
+    check_threshold,
+)
 from attentive.walk import CENTERINGS, ORDERS, make_walk, row_chunks
 
 __all__ = ["AttentiveClassifier"]
 
 # Reference examples on which family="auto" ranks the families (a seeded sample beyond this).
 _PROFILE_ROWS = 2000
-
-
-def _check_calibration_size(size) -> None:
-    if size == "auto":
-        return
-    if isinstance(size, bool):
-        raise InvalidParameterError(f"calibration_size must be a number, got {size!r}.")
-    if isinstance(size, numbers.Integral):
-        if size < 1:
-            raise InvalidParameterError(f"calibration_size must be ≥ 1 examples, got {size}.")
-        return
-    if not isinstance(size, numbers.Real) or not 0.0 < size < 1.0:
-        raise InvalidParameterError(
-            "calibration_size must be 'auto', a fraction in (0, 1) or a number of examples, got "
-            f"{size!r}."
-        )
 
 
 def _is_fitted(estimator) -> bool:
@@ -247,10 +235,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"family must be 'auto' or one of {family_names()}, got {self.family!r}."
             )
-        if self.stopped_score not in STOPPED_SCORES:
-            raise InvalidParameterError(
-                f"stopped_score must be one of {STOPPED_SCORES}, got {self.stopped_score!r}."
-            )
+        check_stopped_score(self.stopped_score)
         check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
@@ -263,13 +248,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.order not in ORDERS:
             raise InvalidParameterError(f"order must be one of {ORDERS}, got {self.order!r}.")
         check_delta(self.delta)
-        if not isinstance(self.threshold, numbers.Real) or not math.isfinite(self.threshold):
-            raise InvalidParameterError(
-                f"threshold must be a finite number, got {self.threshold!r}."
-            )
+        check_threshold(self.threshold)
         if self.boundary == "calibrated":
             check_alpha(self.alpha)
-            _check_calibration_size(self.calibration_size)
+            check_calibration_size(self.calibration_size)
 
     def _calibration_examples(self, n_examples: int):
         """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the

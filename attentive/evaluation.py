@@ -14,7 +14,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from attentive.boundaries import Boundary
-from attentive.evaluator import check_precision, check_size, evaluate_blocked
+from attentive.evaluator import evaluate_blocked
 from attentive.outcome import (
     Evaluation,
     budget_evaluation,
@@ -22,6 +22,7 @@ from attentive.outcome import (
     finish_evaluation,
     scores_on_predicted_side,
 )
+from attentive.validation import check_precision, check_size
 from attentive.walk import Walk
 
 __all__ = [

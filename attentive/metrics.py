@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attentive.boundaries import check_side
+from attentive.validation import check_side
 
 __all__ = [
     "AttentiveSweep",

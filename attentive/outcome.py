@@ -1,7 +1,7 @@
 """What an evaluation returns (:class:`Evaluation`), built the same way by every path.
 
 The reference (:func:`attentive.evaluation.apply_boundary`) and the blocked evaluator
-(:mod:`attentive.batch`) find where each walk stops in their own way; both then hand the stops to
+(:mod:`attentive.evaluator`) find where each walk stops in their own way; both then hand the stops to
 :func:`finish_evaluation`, which scores stopped walks by the rule's estimate (SPEC §2) and places
 every score on its predicted side of θ.
 """
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attentive.boundaries import Boundary, check_stopped_score
+from attentive.boundaries import Boundary
 from attentive.errors import InvalidParameterError
+from attentive.validation import check_stopped_score
 
 __all__ = [
     "Evaluation",

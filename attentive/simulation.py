@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import truncnorm
 
-from attentive.boundaries import check_delta, constant_threshold
+from attentive.boundaries import constant_threshold
+from attentive.validation import check_delta
 
 __all__ = [
     "BridgeSimulation",

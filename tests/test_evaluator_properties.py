@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.svm import SVC
 
-from attentive.batch import evaluate_blocked
 from attentive.boundaries import Boundary
 from attentive.evaluation import apply_boundary
+from attentive.evaluator import evaluate_blocked
 from attentive.terms import TermDecomposition, decompose
 from attentive.walk import Walk, make_walk
 

@@ -22,18 +22,15 @@ positions are identical except for a walk that lands within that distance of a t
 (the mixed-precision walk counts that distance in its error band).
 """
 
-from attentive.evaluator.blocked import PRECISIONS, check_precision, evaluate_blocked
+from attentive.evaluator.blocked import evaluate_blocked
 from attentive.evaluator.mixed import EXP32_RELATIVE_ERROR, rbf_error_band, single_exp_pays
 from attentive.evaluator.plan import BlockSchedule, block_schedule, survival_schedule
-from attentive.evaluator.threads import check_size, default_n_jobs
+from attentive.evaluator.threads import default_n_jobs
 
 __all__ = [
     "EXP32_RELATIVE_ERROR",
-    "PRECISIONS",
     "BlockSchedule",
     "block_schedule",
-    "check_precision",
-    "check_size",
     "default_n_jobs",
     "evaluate_blocked",
     "rbf_error_band",

@@ -18,7 +18,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.boundaries import Boundary
-from attentive.errors import InvalidParameterError
 from attentive.evaluator.dense import (
     MIN_CHUNK,
     RBFTerms,
@@ -48,15 +47,15 @@ from attentive.evaluator.plan import (
 from attentive.evaluator.sparse import sparse_linear_chunk
 from attentive.evaluator.threads import (
     PARALLEL_MIN_ELEMENTS,
-    check_size,
     default_n_jobs,
     run_tasks,
     split_rows,
 )
 from attentive.outcome import budget_evaluation, check_boundary_length, finish_evaluation
+from attentive.validation import check_precision, check_size
 from attentive.walk import Walk
 
-__all__ = ["PRECISIONS", "check_precision", "evaluate_blocked"]
+__all__ = ["evaluate_blocked"]
 
 # Walking buffers hold block × chunk values; chunks are wide (the cost beyond the terms is mostly
 # per-call overhead of per-position vector operations, so smaller, cache-sized tiles measured
@@ -64,16 +63,6 @@ __all__ = ["PRECISIONS", "check_precision", "evaluate_blocked"]
 _TILE_ELEMENTS = 2**21
 _MAX_CHUNK = 8192
 _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
-
-PRECISIONS = ("auto", "mixed", "double")
-
-
-def check_precision(value) -> str | None:
-    if value is None or value in PRECISIONS:
-        return value
-    raise InvalidParameterError(
-        f"precision must be one of {', '.join(map(repr, PRECISIONS))} or None, got {value!r}."
-    )
 
 
 def evaluate_blocked(

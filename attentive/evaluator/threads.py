@@ -17,20 +17,11 @@ import numpy as np
 
 from attentive.errors import InvalidParameterError
 
-__all__ = ["check_size", "default_n_jobs", "run_tasks", "split_rows"]
+__all__ = ["default_n_jobs", "run_tasks", "split_rows"]
 
 MAX_JOBS = 8
 PARALLEL_MIN_ELEMENTS = 2**18  # examples × terms below which threads cost more than they save
 ENV_JOBS = "ATTENTIVE_N_JOBS"
-
-
-def check_size(value, name: str) -> int | None:
-    """A positive integer option, or None (automatic)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
-    return int(value)
 
 
 def default_n_jobs() -> int:

@@ -20,7 +20,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import ndtr
 
-from attentive.boundaries import Boundary, ReferenceStats, check_side
+from attentive.boundaries import Boundary, ReferenceStats
+from attentive.validation import check_side
 
 
 @dataclass(frozen=True)

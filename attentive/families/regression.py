@@ -14,9 +14,10 @@ from functools import cached_property
 
 import numpy as np
 
-from attentive.boundaries import Boundary, ReferenceStats, check_side, frozen_array
+from attentive.boundaries import Boundary, ReferenceStats, frozen_array
 from attentive.families.base import BoundaryFamily, standardised
 from attentive.families.registry import register_family
+from attentive.validation import check_side
 
 
 @dataclass(frozen=True)

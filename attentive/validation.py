@@ -1,0 +1,114 @@
+"""Every check of a user-facing parameter, in one place (each error says what was expected and
+what was received). The estimator, the boundaries, calibration, the evaluator and the dashboard
+all validate through these functions."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from attentive.errors import InvalidParameterError
+
+__all__ = [
+    "PRECISIONS",
+    "SIDES",
+    "STOPPED_SCORES",
+    "check_alpha",
+    "check_calibration_size",
+    "check_choice",
+    "check_delta",
+    "check_precision",
+    "check_side",
+    "check_size",
+    "check_stopped_score",
+    "check_threshold",
+]
+
+SIDES = ("lower", "upper", "both")
+STOPPED_SCORES = ("estimate", "boundary")
+PRECISIONS = ("auto", "mixed", "double")
+
+
+def check_choice(name: str, value, choices) -> str:
+    """``value`` must be one of ``choices``."""
+    if value not in choices:
+        raise InvalidParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}.")
+    return value
+
+
+def check_delta(delta) -> float:
+    """δ must be a finite number strictly between 0 and 1."""
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"delta must be a number in (0, 1), got {delta!r}.") from None
+    if not (0.0 < d < 1.0):  # also rejects NaN
+        raise InvalidParameterError(f"delta must be strictly between 0 and 1, got {delta!r}.")
+    return d
+
+
+def check_alpha(alpha) -> float:
+    """α (the calibration's allowed failure probability) must lie strictly between 0 and 1."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"alpha must be a number in (0, 1), got {alpha!r}.") from None
+    if not (0.0 < a < 1.0):
+        raise InvalidParameterError(f"alpha must be strictly between 0 and 1, got {alpha!r}.")
+    return a
+
+
+def check_side(side) -> str:
+    return check_choice("side", side, SIDES)
+
+
+def check_stopped_score(stopped_score) -> str:
+    return check_choice("stopped_score", stopped_score, STOPPED_SCORES)
+
+
+def check_threshold(threshold) -> float:
+    """θ must be a finite number."""
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, numbers.Real)
+        or not math.isfinite(threshold)
+    ):
+        raise InvalidParameterError(f"threshold must be a finite number, got {threshold!r}.")
+    return float(threshold)
+
+
+def check_calibration_size(size) -> None:
+    """``"auto"``, a fraction in (0, 1) or a number of examples ≥ 1."""
+    if isinstance(size, str) and size == "auto":
+        return
+    if isinstance(size, bool):
+        raise InvalidParameterError(f"calibration_size must be a number, got {size!r}.")
+    if isinstance(size, numbers.Integral):
+        if size < 1:
+            raise InvalidParameterError(f"calibration_size must be ≥ 1 examples, got {size}.")
+        return
+    if not isinstance(size, numbers.Real) or not 0.0 < size < 1.0:
+        raise InvalidParameterError(
+            "calibration_size must be 'auto', a fraction in (0, 1) or a number of examples, got "
+            f"{size!r}."
+        )
+
+
+def check_size(value, name: str) -> int | None:
+    """A positive integer option, or None (automatic)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
+    return int(value)
+
+
+def check_precision(value) -> str | None:
+    """The evaluator's precision option, or None (the default)."""
+    if value is None or value in PRECISIONS:
+        return value
+    raise InvalidParameterError(
+        f"precision must be one of {', '.join(map(repr, PRECISIONS))} or None, got {value!r}."
+    )
