@@ -1,17 +1,17 @@
 """The calibrated boundary's views: its α control, its guarantee in words and its calibration table.
 
-Nothing here computes: the report, the table and the note come ready in
-:attr:`DashboardState.figures` (``calibration``, ``calibration_table``, ``calibration_note``, built
-by :mod:`attentive.app.compute` from :mod:`attentive.calibration`). Both views hide themselves
+Nothing here computes: the report is ``calibration_`` of the calibrated classifier
+(:attr:`DashboardState.figures` ``.calibration``); this module only selects its rows and words. Both views hide themselves
 unless the calibrated boundary is selected. Widgets are created per view instance.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import panel as pn
 import param
 
-from attentive.app.compute import calibration_window
+from attentive.app.models import CALIBRATION_SIZE
 from attentive.app.state import DashboardState
 
 __all__ = ["CalibrationControls", "CalibrationView"]
@@ -35,6 +35,41 @@ TABLE_CSS = """
 table { font-size: 12px; border-collapse: collapse; width: 100%; }
 th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #8883; }
 """
+
+
+CALIBRATION_COLUMNS = {
+    "z": "z",
+    "k": "k (disagree)",
+    "disagreement": "k / m",
+    "upper_bound": "U (bound)",
+    "evaluated_fraction": "evaluated",
+    "status": "status",
+    "chosen": "chosen",
+}
+
+
+def calibration_table(report):
+    """The report's scan for display: one row per scale in scan order (``step`` 1..K)."""
+    frame = report.to_frame()[list(CALIBRATION_COLUMNS)].rename(columns=CALIBRATION_COLUMNS)
+    frame.insert(0, "step", np.arange(1, len(frame) + 1))
+    return frame
+
+
+def calibration_window(report, before: int = 5, after: int = 2) -> slice:
+    """The rows around where the scan ended (every earlier row passed)."""
+    end = max(report.n_tested - 1, 0)
+    return slice(max(0, end - before), min(report.grid.size, end + after + 1))
+
+
+def calibration_note(report, n_fit: int) -> str:
+    """Where the calibration examples came from, in one sentence."""
+    return (
+        f"Calibration set: m = {report.m:,} of the {n_fit + report.m:,} training examples, held "
+        f"out ({CALIBRATION_SIZE:.0%}, stratified) before anything was fitted; the model, μ and "
+        f"the reference statistics come from the other {n_fit:,}. Any scale needs "
+        f"m ≥ {report.minimum_size:,} at δ = {report.delta:.3g}, α = {report.alpha:.3g}. "
+        f"Family: {report.family}; {report.n_tested} of {report.grid.size} scales tested."
+    )
 
 
 def _is_calibrated(state: DashboardState) -> bool:
@@ -121,7 +156,7 @@ class CalibrationView(pn.viewable.Viewer):
             self.alert.alert_type = "success"
             self.alert.object = f"**Guarantee.** {report.guarantee}"
         rows = calibration_window(report)
-        table = figures.calibration_table
+        table = calibration_table(report)
         shown = table.iloc[rows]
         passed_above = f" (steps 1–{rows.start} all passed)" if rows.start else ""
         self.caption.object = (
@@ -131,7 +166,8 @@ class CalibrationView(pn.viewable.Viewer):
         self.table.object = (
             shown.style.hide(axis="index").format(FORMATS).apply(self._row_style, axis=1)
         )
-        self.note.object = figures.calibration_note
+        w = self.state.walks
+        self.note.object = calibration_note(report, len(w.problem.y_fit)) if w else ""
 
     def __panel__(self):
         return self._layout

@@ -15,17 +15,16 @@ import panel as pn
 import param
 
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
-from attentive.app.state import URL_PARAMETERS, DashboardState
-from attentive.app.views import (
+from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
+from attentive.app.plots import (
     COLORS,
-    Controls,
-    ExportPanel,
-    HeadlineNumbers,
     PrecisionRecallView,
     TheoryView,
     TradeoffView,
     TrajectoryView,
 )
+from attentive.app.state import URL_PARAMETERS, DashboardState
+from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
 
@@ -33,19 +32,21 @@ TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
     "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms (support vectors or "
     "features). Attentive prediction adds them in a random order and **stops as soon as the "
-    "partial score S_t crosses a boundary τ**, predicting negative early. δ is the stop-error the "
-    "boundary is built for (for the calibrated boundary: the disagreement with full evaluation it "
-    "guarantees). Click the tradeoff plot to pick an operating point."
+    "partial score S_t crosses a boundary**: below it (lower side) the prediction is negative, "
+    "above it (upper side) positive. δ is the error the rule is built for (for the calibrated "
+    "rule: the disagreement with full evaluation it guarantees). Click a stop (×) on the walks "
+    "to see that example; click the tradeoff plot to pick an operating point."
 )
 
 
 def _extension() -> None:
-    # The Fast design links a Google web font; the dashboard must work offline without console
-    # errors, so the design uses the system font stack instead (a process-wide, read-only choice).
+    # Still a private patch (issue 16 asks for none): the Fast design links a Google web font
+    # that an offline page reports as a console error, and Panel 1.9 has no public switch for it.
+    # The way out is another template/design; not done yet.
     fast = pn.theme.Fast
     if "font" in fast._resources:
         fast._resources = {k: v for k, v in fast._resources.items() if k != "font"}
-    pn.extension(notifications=True, sizing_mode="stretch_width")
+    pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width")
 
 
 class Dashboard(pn.viewable.Viewer):
@@ -81,7 +82,7 @@ class Dashboard(pn.viewable.Viewer):
         # Captured in the session's own context: errors may arrive from a background task.
         notifications = self._notifications or pn.state.notifications
         if notifications is not None:
-            notifications.error(self.state.last_error, duration=8000)
+            notifications.error(self.state.last_error[:400], duration=15000)
 
     def _busy_changed(self, event) -> None:
         self.indicator.value = self.indicator.visible = bool(event.new)
@@ -114,9 +115,25 @@ class Dashboard(pn.viewable.Viewer):
 
         pn.state.execute(run)
 
+    def measure_in_background(self, job, done, fail) -> None:
+        """Executor for the evaluator's timing: a thread, no spinner (the plots stay live)."""
+
+        async def run():
+            try:
+                result = await asyncio.to_thread(job)
+            except Exception as exc:
+                with pn.io.unlocked():
+                    fail(exc)
+            else:
+                with pn.io.unlocked():
+                    done(result)
+
+        pn.state.execute(run)
+
     def serve_mode(self) -> None:
         """Switch to served behaviour: background training and the URL holding the view."""
         self.state.executor = self.run_in_background
+        self.state.measure_executor = self.measure_in_background
         self._served = True
         self._notifications = pn.state.notifications
         if pn.state.location is not None:
@@ -125,6 +142,7 @@ class Dashboard(pn.viewable.Viewer):
             )
 
     def _url_error(self, values: dict) -> None:
+        # Reported once, in the dashboard's words (set_controls), then ignored.
         for name, value in values.items():
             self.state.set_controls(**{name: value})
 
@@ -139,11 +157,23 @@ class Dashboard(pn.viewable.Viewer):
 
     def main(self) -> list:
         s = self.state
-        card = {"sizing_mode": "stretch_both", "min_height": 330}
+        card = {"sizing_mode": "stretch_width", "height": 420, "min_width": 300}
         info = pn.pane.Markdown(
             pn.bind(lambda d, m: f"{d}  \n{m}", s.param.dataset_info, s.param.model_info),
             sizing_mode="stretch_width",
             margin=(0, 10),
+        )
+        plots = pn.FlexBox(
+            *(
+                pn.Column(self._deferred(view(state=s)), **card, styles={"flex": "1 1 460px"})
+                for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+            ),
+            sizing_mode="stretch_width",
+        )
+        picking = pn.FlexBox(
+            pn.Column(OperatingPointTable(state=s), styles={"flex": "1 1 460px"}),
+            pn.Column(SnippetView(state=s), styles={"flex": "1 1 460px"}),
+            sizing_mode="stretch_width",
         )
         return [
             pn.Column(
@@ -153,14 +183,11 @@ class Dashboard(pn.viewable.Viewer):
                 CalibrationView(state=s),
                 sizing_mode="stretch_width",
             ),
-            pn.GridBox(
-                *(
-                    pn.Column(self._deferred(view(state=s)), **card)
-                    for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
-                ),
-                ncols=2,
-                sizing_mode="stretch_both",
-                min_height=700,
+            pn.Tabs(
+                ("Walks and rules", plots),
+                ("Pick a threshold", picking),
+                sizing_mode="stretch_width",
+                dynamic=False,
             ),
         ]
 
@@ -181,7 +208,7 @@ class Dashboard(pn.viewable.Viewer):
             header_background="#3b3b58",
             theme_toggle=True,
             main_layout=None,
-            font="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+            collapsed_sidebar=False,
         )
         return template
 

@@ -2,16 +2,18 @@
 
 Its parameters are the controls (the views generate their widgets from them) and its output is
 :attr:`DashboardState.figures`, plain data (arrays and DataFrames) that the views only draw. It
-calls the core, data and model APIs only through :mod:`attentive.app.cache` and
-:mod:`attentive.app.compute`, and it does not import Panel, so tests drive it without a browser.
+calls the library only through :mod:`attentive.app.models` (data, model, the fitted classifier)
+and :mod:`attentive.app.rules` (every rule through the classifier's public API); exports live in
+:mod:`attentive.app.exports`. Tests drive it without a browser.
 
 Two speeds of change:
 
 * **model inputs** (dataset, model, centering, permutation seed) rebuild the cached walk: the test
   partial-score matrix ``S``. This may train a model, so it goes through :attr:`executor`, which runs
   it inline by default and in a background thread in the served app;
-* **fast controls** (boundary, side, δ, θ, budget, trajectories) recompute the figure data from the
-  cached ``S`` and sweep, synchronously.
+* **fast controls** (boundary, side, δ, α, θ, budget, trajectories) recompute the figure data
+  from the cached outcomes, synchronously; then the evaluator itself is timed on the test set
+  (:func:`attentive.app.rules.measure`) through :attr:`measure_executor` (a thread when served).
 
 Every error a user can cause (a bad file, a failed download, an untrusted model, a value out of
 range) is recorded in :attr:`last_error` (and counted in :attr:`n_errors`, which the dashboard
@@ -20,44 +22,25 @@ turns into a notification) while the previous state stays: the offending control
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import param
 
-from attentive.app.cache import (
-    CALIBRATION_SIZE,
-    WalkBundle,
-    cached,
-    calibration_walk_bundle,
-    content_hash,
-    model_bundle,
-    walk_bundle,
-)
-from attentive.app.compute import (
-    BOUNDARY_BUILDERS,
-    DEFAULT_ALPHA,
-    DELTA_RANGE,
-    Figures,
-    budget_terms,
-    compute_figures,
-    nearest_budget,
-    nearest_delta,
-)
+from attentive.app import rules
+from attentive.app.figures import Figures, compute_figures
+from attentive.app.models import DataSource, ModelSource, Walks, walks
+from attentive.app.rules import DEFAULT_ALPHA, DELTA_RANGE
 from attentive.errors import AttentiveError, DataError, InvalidParameterError, UntrustedModelError
 
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DATASET = "digits-2v5"
+DEFAULT_DATASET = "mnist-t10k-2v5"
 UPLOAD_PREFIX = "file: "
 MODEL_INPUTS = (
     "dataset",
@@ -69,8 +52,31 @@ MODEL_INPUTS = (
     "centering",
     "seed",
 )
-FAST_CONTROLS = ("boundary", "side", "delta", "alpha", "theta", "budget", "n_trajectories")
-URL_PARAMETERS = ("dataset", "delta", "theta", "seed", "boundary", "alpha")
+FAST_CONTROLS = (
+    "boundary",
+    "side",
+    "delta",
+    "alpha",
+    "theta",
+    "budget",
+    "n_trajectories",
+    "scale",
+)
+URL_PARAMETERS = (
+    "dataset",
+    "side",
+    "centering",
+    "kernel",
+    "C",
+    "gamma",
+    "boundary",
+    "delta",
+    "alpha",
+    "theta",
+    "budget",
+    "seed",
+    "n_trajectories",
+)
 MAX_SEED = 2**31 - 1
 
 
@@ -114,19 +120,12 @@ def _kinds() -> list[str]:
     return list(KINDS)
 
 
-def load_dataset(name: str, positive_class: str, uploads: dict[str, tuple[bytes, str]]):
-    """``(cache key, Dataset)`` for a registry name or an uploaded file's entry in ``uploads``."""
-    from attentive.data import load_dataset as load_registered
-    from attentive.data import load_user_file
-
+def data_source(name: str, positive_class: str, uploads: dict[str, tuple[bytes, str]]):
+    """The :class:`DataSource` of a registry name or an uploaded file's entry in ``uploads``."""
     if name in uploads:
         data, filename = uploads[name]
-        pos = positive_class.strip() or None
-        key = ("file", content_hash(data), pos)
-        return key, cached(
-            "dataset", key, lambda: load_user_file(data, filename=filename, positive_class=pos)
-        )
-    return ("registry", name), load_registered(name)
+        return DataSource(name, data, filename, positive_class.strip() or None)
+    return DataSource(name)
 
 
 def _parse_gamma(gamma: str) -> str | float:
@@ -147,9 +146,10 @@ def _parse_gamma(gamma: str) -> str | float:
 class DashboardState(param.Parameterized):
     """Controls and figure data of one dashboard session.
 
-    Set parameters to move controls; read :attr:`figures` for what the views draw. Uploads go
-    through :meth:`upload_dataset` and :meth:`upload_model`; exports through
-    :meth:`operating_point`, :meth:`classifier_bytes` and :meth:`curves_csv`.
+    Set parameters to move controls (:meth:`set_controls` validates and reports); read
+    :attr:`figures` for what the views draw and :attr:`measured` for the evaluator's timing.
+    Uploads go through :meth:`upload_dataset` and :meth:`upload_model`; exports through
+    :mod:`attentive.app.exports`.
     """
 
     # -- data and model --------------------------------------------------------------------
@@ -157,7 +157,7 @@ class DashboardState(param.Parameterized):
         default=DEFAULT_DATASET,
         objects=[DEFAULT_DATASET],
         label="Dataset",
-        doc="The binary problem: a registered dataset or a file you uploaded (test part is evaluated).",
+        doc="The binary problem: a registered dataset or a file you uploaded (its test part is evaluated). Datasets marked 'needs internet' are downloaded once.",
     )
     positive_class = param.String(
         default="",
@@ -168,7 +168,7 @@ class DashboardState(param.Parameterized):
         default="train",
         objects=["train", "upload"],
         label="Model",
-        doc="Train an SVM on the training part, or use an uploaded skops model file.",
+        doc="Train an SVM on 70% of the training part (the other 30% calibrate), or use an uploaded skops model file.",
     )
     kernel = param.Selector(
         default="rbf",
@@ -179,11 +179,12 @@ class DashboardState(param.Parameterized):
     C = param.Number(
         default=1.0,
         bounds=(1e-6, 1e6),
+        inclusive_bounds=(False, True),
         label="C",
         doc="SVM regularisation: larger C fits the training data more closely (more or fewer support vectors).",
     )
     gamma = param.String(
-        default="scale",
+        default="0.05",
         label="gamma",
         doc="RBF/poly/sigmoid kernel width: 'scale', 'auto' or a positive number.",
     )
@@ -202,28 +203,28 @@ class DashboardState(param.Parameterized):
 
     # -- stopping rule ---------------------------------------------------------------------
     boundary = param.Selector(
-        default="constant",
-        objects=list(BOUNDARY_BUILDERS),
-        label="Boundary",
-        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; budget: evaluate exactly B terms; calibrated: the curved boundary whose scale is chosen on 30% of the training part held out (the model is refit on the rest) so that disagreement ≤ δ with probability ≥ 1 − α. Choosing calibrated sets Side to both (the best calibrated rule; the library's default side stays lower).",
+        default="calibrated",
+        objects=["calibrated"],
+        label="Rule",
+        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population and regression: the other families; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
     )
     side = param.Selector(
-        default="lower",
+        default="both",
         objects=["lower", "upper", "both"],
         label="Side",
-        doc="lower: stop walks falling below τ and predict negative (the paper); upper: the mirror; both: either.",
+        doc="lower: stop walks falling below τ and predict negative (the paper); upper: stop rising walks and predict positive; both: either.",
     )
     delta = param.Number(
-        default=0.05,
+        default=0.01,
         bounds=DELTA_RANGE,
-        label="δ (required stop-error)",
-        doc="The stop-error rate the boundary is built for: smaller δ stops later and errs less. For the calibrated boundary: the disagreement rate with the full evaluation that is guaranteed (with probability ≥ 1 − α).",
+        label="δ (target error)",
+        doc="For a family: the stop-error the boundary is built for (z = Φ⁻¹(1 − δ)); smaller δ stops later and errs less. For calibrated: the disagreement rate with the full evaluation that is guaranteed (with probability ≥ 1 − α).",
     )
     alpha = param.Number(
         default=DEFAULT_ALPHA,
         bounds=(1e-3, 0.5),
         label="α (calibration failure probability)",
-        doc="Calibrated boundary only: the guarantee 'disagreement ≤ δ' may fail with probability at most α (over the draw of the calibration examples).",
+        doc="Calibrated rule only: the guarantee 'disagreement ≤ δ' may fail with probability at most α (over the draw of the calibration examples).",
     )
     theta = param.Number(
         default=0.0,
@@ -241,11 +242,19 @@ class DashboardState(param.Parameterized):
         default=60,
         bounds=(1, 500),
         label="Trajectories drawn",
-        doc="How many test examples' partial-score walks the trajectory plot draws.",
+        doc="How many test examples' partial-score walks the walks plot draws.",
+    )
+    target = param.Number(
+        default=0.01,
+        bounds=(0.0, 0.5),
+        label="Target disagreement",
+        doc="Pick the cheapest rule (every family and scale) whose disagreement with the full evaluation on the test set is at most this.",
+        precedence=0.5,
     )
 
     # -- outputs ---------------------------------------------------------------------------
     figures = param.Parameter(default=None, precedence=-1, doc="Figure data (Figures).")
+    measured = param.Parameter(default=None, precedence=-1, doc="rules.Measurement or None.")
     class_names = param.Tuple(default=("negative", "positive"), precedence=-1)
     dataset_info = param.String(default="", precedence=-1)
     model_info = param.String(default="", precedence=-1)
@@ -254,30 +263,50 @@ class DashboardState(param.Parameterized):
     elapsed = param.Number(default=0.0, precedence=-1)
     last_error = param.String(default="", precedence=-1)
     n_errors = param.Integer(default=0, precedence=-1)
+    focus = param.Integer(default=-1, precedence=-1, doc="The test example shown in focus.")
+    scale = param.Number(
+        default=None, allow_None=True, precedence=-1, doc="A family's scale z chosen directly."
+    )
 
     def __init__(self, executor: Callable | None = None, **params):
         self._uploads: dict[str, tuple[bytes, str]] = {}
         self._model_upload: tuple[bytes, str] | None = None
         self._pending_upload: tuple[bytes, str] | None = None
-        self._walks: WalkBundle | None = None
+        self._walks: Walks | None = None
         self._applied: dict[str, Any] = {}
         self._fast_applied: dict[str, Any] = {}
         self._requested: dict[str, Any] = {}
         self._reverting = False
         self._generation = 0
+        self._measure_generation = 0
         self.executor = executor or run_inline
+        self.measure_executor = executor or run_inline
         super().__init__()
         self.param.dataset.objects = _registry_names()
         self.param.kernel.objects = _kinds()
+        self.param.boundary.objects = rules.kinds()
         self._model_inputs_changed()
         if params:
             self.set_controls(**params)
 
     # -- helpers -----------------------------------------------------------------------------
     @property
-    def walks(self) -> WalkBundle | None:
+    def walks(self) -> Walks | None:
         """The cached walk of the current dataset, model, centering and seed."""
         return self._walks
+
+    @property
+    def rule(self) -> rules.Rule:
+        """The current rule's controls."""
+        return rules.Rule(
+            kind=self.boundary,
+            side=self.side,
+            delta=self.delta,
+            theta=self.theta,
+            budget=self.budget,
+            alpha=self.alpha,
+            z=self.scale if self.boundary in rules.family_names() else None,
+        )
 
     def report(self, exc: BaseException | str) -> None:
         """Record a user-facing error (the dashboard shows it as a notification)."""
@@ -289,7 +318,8 @@ class DashboardState(param.Parameterized):
         self.n_errors += 1
 
     def set_controls(self, **values) -> bool:
-        """Set controls one by one; a value a control refuses is reported and left unchanged.
+        """Set controls one by one (the one place where control values are validated); a value
+        a control refuses is reported in the dashboard's words and left unchanged.
 
         Returns True when every value was accepted.
         """
@@ -302,22 +332,38 @@ class DashboardState(param.Parameterized):
             try:
                 self.param.update({name: self._coerce(name, value)})
             except (ValueError, TypeError) as exc:
-                self.report(InvalidParameterError(f"{self.param[name].label}: {exc}"))
+                self.report(InvalidParameterError(f"{self.param[name].label}: {_plain(exc)}"))
                 ok = False
         return ok
 
     def _coerce(self, name: str, value):
         p = self.param[name]
         if isinstance(p, param.Integer) and not isinstance(value, int | np.integer):
-            f = float(value)
+            try:
+                f = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"expected a whole number, got {value!r}") from None
             if not math.isfinite(f) or f != int(f):
                 raise ValueError(f"expected a whole number, got {value!r}")
-            return int(f)
-        if isinstance(p, param.Number) and not isinstance(p, param.Integer):
-            f = float(value)
-            if not math.isfinite(f):
+            value = int(f)
+        elif isinstance(p, param.Number) and not isinstance(p, param.Integer):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"expected a number, got {value!r}") from None
+            if not math.isfinite(value):
                 raise ValueError(f"expected a finite number, got {value!r}")
-            return f
+        if isinstance(p, param.Number) and p.bounds is not None:
+            lo, hi = p.bounds
+            low_ok = value > lo if p.inclusive_bounds[0] is False else value >= lo
+            if (lo is not None and not low_ok) or (hi is not None and value > hi):
+                raise ValueError(f"must be between {lo:,.6g} and {hi:,.6g}, got {value:,.6g}")
+        if name == "delta":
+            value = rules.snap_delta(value)
+        if name == "gamma":
+            _parse_gamma(value)
+        if isinstance(p, param.Selector) and value not in p.objects:
+            raise ValueError(f"must be one of {', '.join(map(str, p.objects))}, got {value!r}")
         return value
 
     def _snapshot(self, names) -> dict[str, Any]:
@@ -335,10 +381,9 @@ class DashboardState(param.Parameterized):
 
     # -- data and model: rebuild the walk ---------------------------------------------------
     def _model_inputs(self) -> dict[str, Any]:
-        """The model inputs, and whether the walk must be refit without calibration examples."""
-        return {**self._snapshot(MODEL_INPUTS), "calibrated": self.boundary == "calibrated"}
+        return self._snapshot(MODEL_INPUTS)
 
-    def _model_job(self, inputs: dict[str, Any]) -> Callable[[], WalkBundle]:
+    def _model_job(self, inputs: dict[str, Any]) -> Callable[[], Walks]:
         """A self-contained job (safe to run in a thread) that builds the walk for ``inputs``.
 
         It works on copies of the session's uploads, never on the live session.
@@ -346,29 +391,22 @@ class DashboardState(param.Parameterized):
         uploads = dict(self._uploads)
         model_upload = self._model_upload
 
-        def job() -> WalkBundle:
-            from attentive.models import load_model, train_model
-
-            ds_key, ds = load_dataset(inputs["dataset"], inputs["positive_class"], uploads)
+        def job() -> Walks:
+            data = data_source(inputs["dataset"], inputs["positive_class"], uploads)
             if inputs["model_source"] == "upload":
                 if model_upload is None:
                     raise InvalidParameterError(
                         "no model file uploaded yet; upload a skops file or choose 'train'."
                     )
-                data = model_upload[0]
-                m_key = ("file", content_hash(data))
-                # Checked against every dataset it meets (the cached model may meet a new one).
-                model = load_model(data, n_features=ds.n_features)
-                models = model_bundle(ds_key, ds, m_key, lambda: model)
+                model = ModelSource(data=model_upload[0])
             else:
-                gamma = _parse_gamma(inputs["gamma"])
-                kind, C = inputs["kernel"], float(inputs["C"])
-                m_key = ("train", kind, C, gamma)
-                models = model_bundle(
-                    ds_key, ds, m_key, lambda: train_model(ds, kind=kind, C=C, gamma=gamma)
+                model = ModelSource(
+                    inputs["kernel"], float(inputs["C"]), _parse_gamma(inputs["gamma"])
                 )
-            build = calibration_walk_bundle if inputs.get("calibrated") else walk_bundle
-            return build(models, inputs["centering"], inputs["seed"])
+            built = walks(data, model, inputs["centering"], int(inputs["seed"]))
+            # The first rule's tables, off the event loop as well.
+            rules.tradeoff(built, self.side, float(self.theta))
+            return built
 
         return job
 
@@ -382,7 +420,20 @@ class DashboardState(param.Parameterized):
             )
             self._revert({"model_source": "train"})
             return
+        new_dataset = self.dataset != self._applied.get("dataset", DEFAULT_DATASET)
+        if new_dataset and self.dataset in _registry_names():
+            self._preset_for_dataset()
         self._submit(self._model_inputs())
+
+    def _preset_for_dataset(self) -> None:
+        """A registry dataset brings its training preset (kernel, C, gamma)."""
+        from attentive.models import default_model_params
+
+        preset = default_model_params(self.dataset)
+        values = {"kernel": preset["kind"], "C": float(preset["C"])}
+        if "gamma" in preset:
+            values["gamma"] = str(preset["gamma"])
+        self._revert(values)
 
     def _submit(
         self,
@@ -395,13 +446,13 @@ class DashboardState(param.Parameterized):
         generation = self._generation
         self._requested = inputs
 
-        def done(walks: WalkBundle) -> None:
+        def done(built: Walks) -> None:
             if generation != self._generation:
                 return  # a newer request superseded this one
             self._requested = {}
             if accepted is not None:
                 accepted()
-            self._apply_walks(walks, inputs)
+            self._apply_walks(built, inputs)
 
         def fail(exc: BaseException) -> None:
             if generation != self._generation:
@@ -410,21 +461,18 @@ class DashboardState(param.Parameterized):
             self.report(exc)
             if refused is not None:
                 refused()
-            back = dict(self._applied)
-            if inputs.get("calibrated") != self._applied.get("calibrated", False):
-                back["boundary"] = self._fast_applied.get("boundary", "constant")
-            self._revert(back)
+            self._revert(dict(self._applied))
 
         self.executor(self._model_job(inputs), done, fail)
 
-    def _apply_walks(self, walks: WalkBundle, inputs: dict[str, Any]) -> None:
+    def _apply_walks(self, built: Walks, inputs: dict[str, Any]) -> None:
         previous = (self._walks, dict(self._applied), self.class_names)
-        ds = walks.models.dataset
-        self._walks = walks
+        ds = built.problem.dataset
+        self._walks = built
         self._applied = inputs
         self.class_names = tuple(str(c) for c in ds.class_names)
         try:
-            self._fit_theta_bounds(walks)
+            self._fit_theta_bounds(built)
             self._update_figures(raise_errors=True)
         except Exception as exc:
             self._walks, self._applied, self.class_names = previous
@@ -432,23 +480,24 @@ class DashboardState(param.Parameterized):
             self._revert(self._applied)
             return
         terms = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
+        p = built.problem
         self.model_info = (
-            f"{walks.models.description}: {walks.n_terms:,} terms "
-            f"({terms.get(walks.walk.terms.kind, 'terms')}), offset c = {walks.offset:.4g}, "
-            f"bridge variance V = {walks.variance:.4g}"
+            f"{p.description}: {built.n_terms:,} terms "
+            f"({terms.get(built.term_kind, 'terms')}), fitted on {len(p.y_fit):,} examples; "
+            f"{len(p.y_cal):,} held out to calibrate; offset c = {built.offset:.4g}"
         )
         self.dataset_info = (
             f"**{inputs['dataset'].removeprefix(UPLOAD_PREFIX)}**: positive class: "
-            f"{ds.positive_meaning}; {walks.S.shape[0]:,} test examples "
-            f"({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features."
+            f"{ds.positive_meaning}; {built.S.shape[0]:,} test examples "
+            f"({int(built.y_test.sum()):,} positive), {ds.n_features:,} features."
         )
 
-    def _fit_theta_bounds(self, walks: WalkBundle) -> None:
+    def _fit_theta_bounds(self, built: Walks) -> None:
         """θ's range follows the data: the central 99% of f(x) on the test set, and 0."""
-        lo, hi = np.quantile(walks.full_score, [0.005, 0.995])
+        lo, hi = np.quantile(built.full_score, [0.005, 0.995])
         lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
         span = hi - lo or 1.0
-        lo, hi = lo - 0.05 * span, hi + 0.05 * span
+        lo, hi = round(lo - 0.05 * span, 2), round(hi + 0.05 * span, 2)
         theta = self.theta if lo <= self.theta <= hi else 0.0
         old = self.param.theta.bounds
         self._reverting = True
@@ -464,29 +513,17 @@ class DashboardState(param.Parameterized):
     def _fast_controls_changed(self) -> None:
         if self._reverting:
             return
-        calibrated = self.boundary == "calibrated"
-        if calibrated and self._fast_applied.get("boundary") != "calibrated":
-            # A UI choice: the two-sided rule is the best calibrated one (SPEC §3 report).
-            self._reverting = True
-            try:
-                self.side = "both"
-            finally:
-                self._reverting = False
-        if calibrated != self._applied.get("calibrated", False):
-            # The calibrated boundary needs its own walk (refit without the calibration part).
-            if self._requested.get("calibrated") != calibrated:
-                self._submit(self._model_inputs())
-            return
-        if self._requested and self._requested.get("calibrated") != calibrated:
-            self._generation += 1  # drop the pending build of the walk no longer wanted
-            self._requested = {}
         self._update_figures()
+
+    @param.depends("delta", "boundary", watch=True)
+    def _forget_scale(self) -> None:
+        """A δ (or rule) the user moves replaces a scale chosen by the cheapest point."""
+        if not self._reverting:
+            self.scale = None
 
     def _update_figures(self, raise_errors: bool = False) -> None:
         if self._walks is None:
             return
-        if (self.boundary == "calibrated") != self._applied.get("calibrated", False):
-            return  # the walk this boundary needs is being built; it updates the figures
         try:
             figures = self.compute_figures()
         except (AttentiveError, ValueError) as exc:
@@ -497,21 +534,35 @@ class DashboardState(param.Parameterized):
             return
         self._fast_applied = self._snapshot(FAST_CONTROLS)
         self.figures = figures
+        self._measure()
 
     def compute_figures(self) -> Figures:
         """The figure data for the current controls (what a slider move recomputes)."""
         if self._walks is None:
             raise InvalidParameterError("no model is loaded yet.")
-        return compute_figures(
-            self._walks,
-            kind=self.boundary,
-            side=self.side,
-            delta=self.delta,
-            theta=self.theta,
-            budget=self.budget,
-            n_trajectories=self.n_trajectories,
-            alpha=self.alpha,
-        )
+        return compute_figures(self._walks, self.rule, self.n_trajectories)
+
+    def _measure(self) -> None:
+        """Time the evaluator at the current rule (after the figures; in a thread when served)."""
+        self._measure_generation += 1
+        generation = self._measure_generation
+        built, rule, f = self._walks, self.rule, self.figures
+        self.measured = None
+
+        def job():
+            current = rules.outcome(built, rule)
+            return rules.measure(built, rule, current)
+
+        def done(result) -> None:
+            if generation == self._measure_generation:
+                self.measured = result
+
+        def fail(exc: BaseException) -> None:
+            if generation == self._measure_generation:
+                self.report(exc)
+
+        if f is not None:
+            self.measure_executor(job, done, fail)
 
     # -- uploads ------------------------------------------------------------------------------
     def upload_dataset(self, data: bytes, filename: str) -> bool:
@@ -566,9 +617,9 @@ class DashboardState(param.Parameterized):
         """Use an uploaded skops model (checked for trusted types and feature count)."""
         from attentive.models import load_model
 
-        ds = self._walks.estimator if self._walks is not None else None
+        clf = self._walks.classifier if self._walks is not None else None
         try:
-            n_features = ds.n_features_in_ if ds is not None else None
+            n_features = clf.n_features_in_ if clf is not None else None
             load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
@@ -585,146 +636,59 @@ class DashboardState(param.Parameterized):
         self._submit({**self._model_inputs(), "model_source": "upload"}, accepted, refused)
         return self._applied.get("model_source") == "upload" or self.busy
 
-    # -- operating point, exports -----------------------------------------------------------
-    def select_point(self, mean_evaluated: float, error: float) -> None:
-        """Choose the operating point nearest a click on the tradeoff plot.
-
-        ``mean_evaluated`` is in terms (the x axis), ``error`` the stop-error (the y axis). For the
-        budget boundary the click picks B; otherwise the δ on the grid whose point is nearest.
-        """
+    # -- choosing an operating point ------------------------------------------------------------
+    def select_point(self, fraction: float, error: float) -> None:
+        """Choose the rule nearest a click on the tradeoff plot (x: mean evaluated fraction,
+        y: disagreement): for the budget rule, B; otherwise the current family's δ."""
         f = self.figures
-        if f is None or not (math.isfinite(mean_evaluated) and math.isfinite(error)):
+        if f is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
-            self.budget = max(
-                self.param.budget.bounds[0], nearest_budget(mean_evaluated, f.n_terms)
+            self.set_controls(budget=min(1.0, max(1.0 / f.n_terms, fraction)))
+            return
+        family = self.boundary if self.boundary in rules.family_names() else None
+        if family is None:
+            return
+        rows = f.tradeoff.families[f.tradeoff.families["method"] == family]
+        deltas = rules.delta_steps()
+        zs = np.array([rules.z_of(d) for d in deltas])
+        # The family's rows at slider δ values: nearest to the click on the plot's scales.
+        table = rows.set_index("z")
+        known = np.isin(np.round(zs, 2), table.index.to_numpy())
+        if not known.any():
+            return
+        cand = np.round(zs[known], 2)
+        x = table.loc[cand, "mean_evaluated_fraction"].to_numpy()
+        y = table.loc[cand, "disagreement"].to_numpy()
+        best = int(np.argmin((x - fraction) ** 2 + (y - error) ** 2))
+        self.set_controls(delta=float(deltas[known][best]))
+
+    @param.depends("target", watch=True)
+    def choose_cheapest(self) -> None:
+        """Move to the cheapest rule whose test disagreement is at most :attr:`target`."""
+        if self._walks is None or self._reverting:
+            return
+        try:
+            row = rules.cheapest(self._walks, self.side, self.theta, self.target)
+        except (AttentiveError, ValueError) as exc:
+            self.report(exc)
+            return
+        # The family's rule at the chosen z; δ shows its nominal value Φ(−z) on the slider.
+        self._reverting = True
+        try:
+            self.param.update(
+                boundary=str(row["family"]),
+                delta=rules.snap_delta(float(row["nominal_delta"])),
+                scale=float(row["z"]),
             )
-        else:
-            self.delta = nearest_delta(f.delta_curve, mean_evaluated, error, f.n_terms)
+        finally:
+            self._reverting = False
+        self._update_figures()
 
-    def operating_point(self) -> dict[str, Any]:
-        """The current operating point: what it is, where it came from and how it performs."""
-        w, f = self._walks, self.figures
-        if w is None or f is None:
-            raise InvalidParameterError("no model is loaded yet.")
-        from attentive.models import model_fingerprint
 
-        model = w.estimator.estimator_
-        ds_name = self._applied.get("dataset", self.dataset)
-        point = {
-            "dataset": ds_name.removeprefix(UPLOAD_PREFIX),
-            "model": type(model).__name__,
-            "model_fingerprint": model_fingerprint(model),
-            "boundary": self.boundary,
-            "side": self.side,
-            "centering": self.centering,
-            "seed": self.seed,
-            "delta": self.delta,
-            "theta": self.theta,
-            "theta_s": f.theta_s,
-            "tau": {k: v for k, v in f.boundary_params.items() if k.startswith("tau")},
-            "budget": f.budget,
-            "metrics": f.metrics,
-        }
-        if self.boundary == "budget":
-            point["delta"] = None
-        r = f.calibration
-        if self.boundary == "calibrated" and r is not None:
-            point["alpha"] = self.alpha
-            point["calibration"] = {
-                "family": r.family,
-                "side": r.side,
-                "z": r.chosen_scale,
-                "fallback": r.fallback,
-                "guarantee": r.guarantee,
-                "n_calibration": r.m,
-                "n_fit": w.n_fit,
-                "calibration_size": CALIBRATION_SIZE,
-                "minimum_size": r.minimum_size,
-                "n_tested": r.n_tested,
-            }
-        return point
-
-    def operating_point_json(self) -> str:
-        """:meth:`operating_point` as JSON (NaN written as null)."""
-
-        def clean(v):
-            if isinstance(v, dict):
-                return {k: clean(x) for k, x in v.items()}
-            if isinstance(v, float | np.floating):
-                return float(v) if math.isfinite(v) else None
-            if isinstance(v, np.integer):
-                return int(v)
-            return v
-
-        return json.dumps(clean(self.operating_point()), indent=2, ensure_ascii=False)
-
-    def classifier(self):
-        """A fitted :class:`~attentive.AttentiveClassifier` at the current operating point.
-
-        For the calibrated boundary it is fitted on the whole training part with the same seed and
-        ``calibration_size``, so it holds out the same calibration examples; the model is the one
-        the dashboard already fitted without them, so it makes the dashboard's decisions.
-        """
-        from sklearn.frozen import FrozenEstimator
-
-        from attentive.calibration import CalibrationWarning
-        from attentive.estimator import AttentiveClassifier
-
-        w = self._walks
-        if w is None:
-            raise InvalidParameterError("no model is loaded yet.")
-        model = w.estimator.estimator_
-        ds = w.models.dataset
-        kw: dict[str, Any] = {}
-        if self.boundary == "budget":
-            kw = {"budget": budget_terms(self.budget, w.n_terms)}
-        elif self.boundary == "calibrated":
-            # The dashboard calibrates the curved family (its calibration table shows it).
-            kw = {"alpha": self.alpha, "calibration_size": CALIBRATION_SIZE, "family": "curved"}
-        clf = AttentiveClassifier(
-            FrozenEstimator(model),
-            boundary=self.boundary,
-            delta=self.delta,
-            threshold=self.theta,
-            side=self.side,
-            centering=self.centering,
-            random_state=self.seed,
-            **kw,
-        )
-        with warnings.catch_warnings():
-            # A fallback to full evaluation is already shown on the page and in calibration_;
-            # the frozen model was fitted without the calibration part (same seed and size), so
-            # the warning that a frozen model may have seen it does not apply.
-            warnings.simplefilter("ignore", CalibrationWarning)
-            return clf.fit(ds.X_train, ds.y_train)
-
-    def classifier_bytes(self) -> bytes:
-        """The :meth:`classifier` as a skops file's bytes."""
-        import skops.io as sio
-
-        return sio.dumps(self.classifier())
-
-    def curves_frame(self) -> pd.DataFrame:
-        """The tradeoff curves (τ sweep, budgeted, current boundary over δ) in one table."""
-        f = self.figures
-        if f is None:
-            raise InvalidParameterError("no model is loaded yet.")
-        dc = f.delta_curve.assign(method=f"{self.boundary} (δ grid)", parameter=f.delta_curve.delta)
-        dc["mean_evaluated_fraction"] = dc["mean_evaluated"] / f.n_terms
-        cols = [
-            "method",
-            "parameter",
-            "mean_evaluated",
-            "mean_evaluated_fraction",
-            "stop_error",
-            "disagreement",
-        ]
-        return pd.concat([f.tradeoff[cols], dc[cols]], ignore_index=True)
-
-    def curves_csv(self) -> io.StringIO:
-        """:meth:`curves_frame` as CSV text."""
-        buf = io.StringIO()
-        self.curves_frame().to_csv(buf, index=False)
-        buf.seek(0)
-        return buf
+def _plain(exc: BaseException) -> str:
+    """A control's error without param's own wording (``Parameter 'x' must be ...``)."""
+    msg = str(exc)
+    if msg.startswith(("Number parameter", "Integer parameter", "Selector parameter")):
+        msg = msg.split("'", 2)[-1].lstrip(" ")
+    return msg

@@ -1,0 +1,182 @@
+"""Figure data for one setting of the controls: what the views draw, as arrays and DataFrames.
+
+The numbers come from :mod:`attentive.app.rules` (the classifier's public API); this module only
+selects, cuts and labels them — walks as NaN-separated paths ending at their stops, the boundary
+the rule uses (``boundary_`` of the exported classifier), the tradeoff curves, the theory check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from attentive.app import rules
+from attentive.app.models import Walks
+
+__all__ = ["Figures", "compute_figures", "trajectory_paths"]
+
+# Longest walk drawn point by point; longer walks are drawn every ⌈n / this⌉ terms (stops exact).
+MAX_DRAWN_POSITIONS = 1000
+# δ values at which the current family's actual error is shown on the theory check.
+THEORY_DELTAS = np.geomspace(*rules.DELTA_RANGE, 40)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Everything the views draw for one setting of the controls.
+
+    ``trajectories`` maps the full-evaluation class to one float32 path with NaN gaps (``S_0``
+    first, the stop last); ``stops`` the drawn walks that stopped; ``boundary`` the rule's lower
+    and upper boundary, θ_S and the Brownian-bridge band in S space; ``tradeoff`` every rule on one
+    plot (:class:`attentive.app.rules.Tradeoff`); ``operating_point`` the current rule's point;
+    ``calibrated_point`` the calibrated rule at the current δ and α with its report; ``theory``
+    required δ against actual error; ``metrics`` the headline numbers.
+    """
+
+    trajectories: dict
+    stops: pd.DataFrame
+    boundary: pd.DataFrame
+    theta_s: float
+    n_terms: int
+    budget: int | None
+    tradeoff: rules.Tradeoff
+    operating_point: dict
+    theory: pd.DataFrame
+    metrics: dict
+    rule: rules.Rule
+    boundary_params: dict = field(default_factory=dict)
+    calibration: object = None
+    drawn: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    n_evaluated: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
+    full_positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
+    budget_line: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"t": [], "s": []}))
+
+
+def _drawn_positions(n: int) -> np.ndarray:
+    stride = max(1, math.ceil(n / MAX_DRAWN_POSITIONS))
+    return np.unique(np.append(np.arange(0, n + 1, stride), n))
+
+
+def trajectory_paths(walks: Walks, n_evaluated, full_positive, n_draw: int):
+    """NaN-separated paths of the first ``n_draw`` sampled walks, each cut at its stop."""
+    idx = walks.sample[: max(0, int(n_draw))]
+    n = walks.n_terms
+    grid = _drawn_positions(n)
+    k = idx.size
+    S0 = np.concatenate([np.zeros((k, 1)), walks.S[idx]], axis=1)  # column t = S_t, S_0 = 0
+    stop_t = np.asarray(n_evaluated)[idx]
+    y = S0[:, grid].astype(np.float32)
+    x = np.broadcast_to(grid.astype(np.float32), y.shape).copy()
+    # The first drawn position past the stop becomes the stop itself, later ones are gaps.
+    cut = np.searchsorted(grid, stop_t, side="right")
+    rows = np.flatnonzero(cut < grid.size)
+    x[rows, cut[rows]] = stop_t[rows]
+    y[rows, cut[rows]] = S0[rows, stop_t[rows]]
+    keep = np.concatenate(
+        [np.arange(grid.size)[None, :] <= cut[:, None], np.ones((k, 1), dtype=bool)], axis=1
+    )
+    gap = np.full((k, 1), np.nan, dtype=np.float32)
+    x = np.concatenate([x, gap], axis=1)
+    y = np.concatenate([y, gap], axis=1)
+    cls = np.asarray(full_positive)[idx]
+    paths = {
+        name: (x[r][keep[r]], y[r][keep[r]]) for name, r in (("negative", ~cls), ("positive", cls))
+    }
+    stopped = stop_t < n
+    stops = pd.DataFrame(
+        {
+            "t": stop_t[stopped],
+            "s": S0[np.flatnonzero(stopped), stop_t[stopped]],
+            "full_class": np.where(cls[stopped], "positive", "negative"),
+            "example": idx[stopped],
+        }
+    )
+    return paths, stops
+
+
+def _budget_line(budget: int | None, paths) -> pd.DataFrame:
+    if budget is None:
+        return pd.DataFrame({"t": [], "s": []})
+    ys = np.concatenate([paths["negative"][1], paths["positive"][1]])
+    finite = ys[np.isfinite(ys)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
+    return pd.DataFrame({"t": [budget, budget], "s": [lo, hi]})
+
+
+def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataFrame:
+    n = walks.n_terms
+    grid = _drawn_positions(n)[1:]
+    b = clf.boundary_
+    at = grid - 1
+    lower = np.where(np.isfinite(b.lower[at]), b.lower[at], np.nan)
+    upper = np.where(np.isfinite(b.upper[at]), b.upper[at], np.nan)
+    mean, lo, hi = rules.bridge_envelope(n, clf.variance_, theta_s, delta, grid)
+    return pd.DataFrame(
+        {
+            "t": grid,
+            "lower": lower,
+            "upper": upper,
+            "theta_s": np.full(grid.size, theta_s),
+            "bridge": mean,
+            "bridge_lo": lo,
+            "bridge_hi": hi,
+        }
+    )
+
+
+def _theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
+    """Required δ against the actual error of the current family (δ as the estimator reads it)."""
+    family = rule.kind if rule.kind in rules.family_names() else "constant"
+    out = rules.family_outcomes(walks, family, rule.side, rule.theta)
+    deltas = np.array([rules.snap_delta(d) for d in THEORY_DELTAS])
+    cols = [rules._Z_INDEX[rules.z_of(d)] for d in deltas]
+    errors = [rules.stop_error(out.positive[:, j], out.full_positive, rule.side) for j in cols]
+    return pd.DataFrame(
+        {"source": f"this dataset ({family})", "required": deltas, "actual": errors}
+    )
+
+
+def compute_figures(walks: Walks, rule: rules.Rule, n_trajectories: int) -> Figures:
+    """All figure data for one rule: a δ move reads one cached column and cuts the walks."""
+    current = rules.outcome(walks, rule)
+    clf = rules.rule_classifier(walks, rule)
+    trade = rules.tradeoff(walks, rule.side, rule.theta)
+    theta_s = float(clf.theta_s_)
+    metrics = rules.metrics(walks, current, rule.side)
+    params = dict(clf.boundary_.params or {})
+    metrics.update(
+        {k: float(v) for k, v in params.items() if k.startswith("tau") and v is not None}
+    )
+    metrics.update({"theta_s": theta_s, "offset": walks.offset, "variance": clf.variance_})
+    paths, stops = trajectory_paths(
+        walks, current.n_evaluated, current.full_positive, n_trajectories
+    )
+    point = {
+        "mean_evaluated_fraction": metrics["mean_evaluated_fraction"],
+        "stop_error": metrics["stop_error"],
+        "disagreement": metrics["disagreement"],
+    }
+    return Figures(
+        trajectories=paths,
+        stops=stops,
+        boundary=_boundary_frame(walks, clf, theta_s, rule.delta),
+        theta_s=theta_s,
+        n_terms=walks.n_terms,
+        budget=clf.boundary_.budget,
+        tradeoff=trade,
+        operating_point=point,
+        theory=_theory(walks, rule),
+        metrics=metrics,
+        rule=rule,
+        boundary_params=params,
+        calibration=current.report,
+        drawn=walks.sample[: max(0, int(n_trajectories))],
+        n_evaluated=current.n_evaluated,
+        positive=current.positive,
+        full_positive=current.full_positive,
+        budget_line=_budget_line(clf.boundary_.budget, paths),
+    )

@@ -1,0 +1,278 @@
+"""Datasets, models and fitted classifiers for the dashboard, cached by content with ``pn.cache``.
+
+Everything here goes through the library's public API: :func:`attentive.data.load_dataset`,
+:func:`attentive.models.make_model` / :func:`~attentive.models.load_model` and an
+:class:`~attentive.AttentiveClassifier` fitted once per (problem, centering, seed). Slider moves
+never refit: they ask this classifier for another rule (``with_rule``).
+
+The training part is split once (stratified, seed 0): a model trained here is fitted on 70 % and
+the other 30 % are the calibration examples, so every rule — the calibrated one included — lives
+on the same walk and the same model (the guarantee of SPEC §3 needs examples the model never saw).
+
+Cached values are shared by every session and never modified: numpy arrays are read-only and the
+classifier is only ever copied (``with_rule``), never refit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import panel as pn
+from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import train_test_split
+
+from attentive import AttentiveClassifier, InvalidParameterError
+
+__all__ = [
+    "CALIBRATION_SIZE",
+    "MAX_TRAJECTORIES",
+    "SPLIT_SEED",
+    "DataSource",
+    "ModelSource",
+    "Problem",
+    "Walks",
+    "clear_caches",
+    "content_hash",
+    "frozen",
+    "problem",
+    "walks",
+]
+
+# The part of the training split held out as calibration examples, and the split's seed.
+CALIBRATION_SIZE = 0.3
+SPLIT_SEED = 0
+# Test examples whose walks the dashboard can draw (a fixed, seed-independent sample).
+MAX_TRAJECTORIES = 500
+
+
+def content_hash(data: bytes) -> str:
+    """A short digest of uploaded bytes, used as a cache key."""
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def frozen(a, dtype=None) -> np.ndarray:
+    """``a`` as a read-only array (copied when it shares memory with a writeable one)."""
+    out = np.array(a, dtype=dtype, copy=True)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a dataset comes from: a registry name, or an uploaded file (bytes kept for loading)."""
+
+    name: str
+    data: bytes | None = field(default=None, repr=False)
+    filename: str = ""
+    positive_class: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        if self.data is None:
+            return ("registry", self.name)
+        return ("file", content_hash(self.data), self.positive_class)
+
+    def load(self):
+        from attentive.data import load_dataset, load_user_file
+
+        if self.data is None:
+            return load_dataset(self.name)
+        return load_user_file(self.data, filename=self.filename, positive_class=self.positive_class)
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """The model: training parameters, or an uploaded skops file."""
+
+    kind: str = "rbf"
+    C: float = 1.0
+    gamma: str | float = "scale"
+    data: bytes | None = field(default=None, repr=False)
+
+    @property
+    def uploaded(self) -> bool:
+        return self.data is not None
+
+    @property
+    def key(self) -> tuple:
+        if self.data is not None:
+            return ("file", content_hash(self.data))
+        return ("train", self.kind, float(self.C), self.gamma)
+
+
+def _key_hash(obj) -> bytes:
+    return repr(obj.key).encode()
+
+
+_HASH = {DataSource: _key_hash, ModelSource: _key_hash}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A dataset, its fit / calibration split and a model fitted on the fit part.
+
+    Attributes
+    ----------
+    key : tuple
+    dataset : attentive.data.Dataset
+    model : fitted estimator
+    X_fit, y_fit, X_cal, y_cal : arrays
+        The training part split (stratified, :data:`CALIBRATION_SIZE`, seed :data:`SPLIT_SEED`).
+    model_source : ModelSource
+    description : str
+    """
+
+    key: tuple
+    dataset: Any
+    model: Any
+    X_fit: Any
+    y_fit: np.ndarray
+    X_cal: Any
+    y_cal: np.ndarray
+    model_source: ModelSource
+    description: str
+
+
+def split(X, y):
+    """``(X_fit, X_cal, y_fit, y_cal)``: the calibration hold-out of a training part."""
+    try:
+        return train_test_split(
+            X, y, test_size=CALIBRATION_SIZE, stratify=y, random_state=SPLIT_SEED
+        )
+    except ValueError as exc:
+        raise InvalidParameterError(
+            f"cannot hold out {CALIBRATION_SIZE:.0%} of the {len(y)} training examples for "
+            f"calibration with both classes on each side: {exc}"
+        ) from None
+
+
+@pn.cache(max_items=8, hash_funcs=_HASH)
+def load(source: DataSource):
+    """The dataset of ``source`` (cached by name or content)."""
+    return source.load()
+
+
+@pn.cache(max_items=8, hash_funcs=_HASH)
+def problem(data: DataSource, model: ModelSource) -> Problem:
+    """Load the data, split it and train (or load and check) the model."""
+    from attentive.models import final_estimator, load_model, make_model
+
+    ds = load(data)
+    X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
+    if model.uploaded:
+        fitted = load_model(model.data, n_features=ds.n_features)
+    else:
+        fitted = clone(make_model(model.kind, C=model.C, gamma=model.gamma)).fit(X_fit, y_fit)
+    last = final_estimator(fitted)
+    name = type(last).__name__
+    kernel = getattr(last, "kernel", None)
+    c = getattr(last, "C", None)
+    description = name + (f"(kernel={kernel!r}, C={c:g})" if kernel is not None else "")
+    return Problem(
+        key=(data.key, model.key),
+        dataset=ds,
+        model=fitted,
+        X_fit=X_fit,
+        y_fit=np.asarray(y_fit),
+        X_cal=X_cal,
+        y_cal=np.asarray(y_cal),
+        model_source=model,
+        description=description,
+    )
+
+
+@dataclass(frozen=True)
+class Walks:
+    """A problem with its walk fixed (centering, order): the classifier every rule comes from.
+
+    Attributes
+    ----------
+    key : tuple
+    problem : Problem
+    classifier : AttentiveClassifier
+        Fitted on the fit part (``FrozenEstimator`` of the model), ``boundary="constant"``,
+        ``side="lower"``, threshold 0; every rule the dashboard shows is ``classifier.with_rule``.
+    S : ndarray (n_test, n_terms), read-only
+        ``classifier.partial_scores(X_test)``: the walks drawn, the budgeted curve and the τ sweep.
+    full_score : ndarray
+        ``f(x) = c + S_n(x)`` on the test set.
+    y_test : ndarray of bool
+        True labels (positive class).
+    sample : ndarray of int
+        The test examples the walks plot draws (a prefix is a uniform sample).
+    """
+
+    key: tuple
+    problem: Problem
+    classifier: AttentiveClassifier
+    S: np.ndarray
+    full_score: np.ndarray
+    y_test: np.ndarray
+    sample: np.ndarray
+    centering: str
+    seed: int
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.classifier.n_terms_)
+
+    @property
+    def offset(self) -> float:
+        return float(self.classifier.offset_)
+
+    @property
+    def X_test(self):
+        return self.problem.dataset.X_test
+
+    @property
+    def term_kind(self) -> str:
+        return self.classifier.terms_.kind
+
+
+def _walks_hash(obj) -> bytes:
+    return repr(obj.key).encode()
+
+
+WALKS_HASH = {Walks: _walks_hash}
+
+
+@pn.cache(max_items=6, hash_funcs=_HASH)
+def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Walks:
+    """Fit the classifier (centering and order on the fit part) and walk the test set once."""
+    p = problem(data, model)
+    clf = AttentiveClassifier(
+        FrozenEstimator(p.model),
+        boundary="constant",
+        centering=centering,
+        random_state=int(seed),
+    ).fit(p.X_fit, p.y_fit)
+    X_test = p.dataset.X_test
+    S = frozen(clf.partial_scores(X_test), dtype=np.float64)
+    y_test = frozen(np.asarray(p.dataset.y_test) == clf.classes_[1])
+    # A fixed order of the test examples (seed-independent: moving the seed changes the walks,
+    # not which examples are drawn).
+    sample = frozen(np.random.default_rng(0).permutation(S.shape[0])[:MAX_TRAJECTORIES])
+    return Walks(
+        key=(p.key, centering, int(seed)),
+        problem=p,
+        classifier=clf,
+        S=S,
+        full_score=frozen(clf.offset_ + S[:, -1]),
+        y_test=y_test,
+        sample=sample,
+        centering=centering,
+        seed=int(seed),
+    )
+
+
+def clear_caches() -> None:
+    """Empty the caches (tests and benchmarks measure cold starts with it)."""
+    for fn in (load, problem, walks):
+        fn.clear()
+    from attentive.app import rules
+
+    rules.clear_caches()

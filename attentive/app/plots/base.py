@@ -1,0 +1,248 @@
+"""The plots' common base: one Bokeh figure per view, updated in place from the state.
+
+Each plot is a Bokeh figure built once per session with one ``ColumnDataSource`` per drawn thing.
+When :attr:`DashboardState.figures` changes, a view computes the columns it draws and assigns a
+source only if its columns differ from what the browser has, so a slider move sends only what
+changed, the figure is never rebuilt and the zoom stays (see docs/app.md, *How the plots
+update*, for why these plots are raw Bokeh rather than HoloViews streams).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.core.properties import value
+from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
+from bokeh.plotting import figure
+
+from attentive.app.state import DashboardState
+
+__all__ = ["COLORS", "PlotView", "col", "extent", "thin"]
+
+# Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
+COLORS = {
+    "negative": "#0072B2",
+    "positive": "#D55E00",
+    "full": "#8c8c8c",
+    "attentive": "#CC79A7",
+    "budgeted": "#009E73",
+    "simulation": "#E69F00",
+    "theta": "#8c8c8c",
+}
+
+
+# ----------------------------------------------------------------------------- plots
+#
+# The plots are Bokeh figures built once per view. A control move assigns new columns to their
+# ColumnDataSources and new strings to their legend labels, and only where the data changed: a δ
+# move re-sends the walks, stops, τ, the operating point, the precision–recall curves and the
+# δ marker, never the tradeoff curves or the simulation. Nothing else in the document changes, so
+# Bokeh neither rebuilds its model graph nor re-renders a figure, and the browser keeps the zoom.
+# The axes are refit only when the data is new (dataset, model, centering, seed, boundary, side).
+
+# Points per drawn curve in the browser; longer curves keep evenly spaced points, ends included.
+MAX_CURVE_POINTS = 600
+LEGEND_STYLE = {
+    "background_fill_alpha": 0.7,
+    "label_text_font_size": "8pt",
+    "glyph_height": 14,
+    "glyph_width": 22,
+    "spacing": 0,
+    "padding": 2,
+    "margin": 2,
+    "label_height": 12,
+    "click_policy": "hide",
+}
+
+
+def thin(n: int, limit: int = MAX_CURVE_POINTS) -> slice | np.ndarray:
+    """Indices of at most ``limit`` evenly spaced points of ``n`` (first and last kept)."""
+    if n <= limit:
+        return slice(None)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def col(values, rows=slice(None)) -> np.ndarray:
+    """A column to draw: float32 (the screen cannot show more), thinned to ``rows``."""
+    return np.asarray(values, dtype=np.float64)[rows].astype(np.float32)
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        )
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return False
+    return a == b
+
+
+def extent(arrays, pad: float = 0.05, log: bool = False) -> tuple[float, float]:
+    """A padded axis range around the finite values of ``arrays`` (positive ones on a log axis)."""
+    parts = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
+    v = np.concatenate(parts) if parts else np.empty(0)
+    v = v[np.isfinite(v) & (v > 0)] if log else v[np.isfinite(v)]
+    if v.size == 0:
+        return (1e-4, 1.0) if log else (0.0, 1.0)
+    lo, hi = float(v.min()), float(v.max())
+    if log:
+        lo, hi = math.log10(lo), math.log10(hi)
+    span = hi - lo or max(abs(hi), 1.0)
+    lo, hi = lo - pad * span, hi + pad * span
+    return (10**lo, 10**hi) if log else (lo, hi)
+
+
+class PlotView(pn.viewable.Viewer):
+    """Base of the plots: one Bokeh figure whose sources follow the state's figure data."""
+
+    state = param.ClassSelector(class_=DashboardState)
+
+    title = ""
+    xlabel = ""
+    ylabel = ""
+    x_axis_type = "linear"
+    legend_place: str | None = None  # "above" / "below" the data area, or None: inside
+    legend_location = "top_left"
+    legend_cols = 1
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._pane = None
+        self._drawn_key = object()
+        self._sources: dict[str, ColumnDataSource] = {}
+        self._items: dict[str, LegendItem] = {}
+
+    # -- building ------------------------------------------------------------------------------
+    def _figure(self):
+        fig = figure(
+            title=self.title,
+            x_axis_label=self.xlabel,
+            y_axis_label=self.ylabel,
+            x_axis_type=self.x_axis_type,
+            x_range=Range1d(0, 1),
+            y_range=Range1d(0, 1),
+            tools="pan,wheel_zoom,box_zoom,reset,save",
+            active_drag="pan",
+            active_scroll="wheel_zoom",
+            toolbar_location="above",
+            sizing_mode="stretch_both",
+            min_height=300,
+        )
+        fig.toolbar.logo = None
+        fig.title.align = "center"
+        return fig
+
+    def _source(self, name: str, *columns: str, strings: tuple[str, ...] = ()) -> ColumnDataSource:
+        data = {c: np.empty(0, dtype=np.float32) for c in columns}
+        data.update({c: np.empty(0, dtype=object) for c in strings})
+        src = self._sources[name] = ColumnDataSource(data)
+        return src
+
+    def _legend(self, fig, items: dict[str, list]) -> None:
+        self._items = {
+            key: LegendItem(label=value(key), renderers=renderers)
+            for key, renderers in items.items()
+        }
+        legend = Legend(items=list(self._items.values()), **LEGEND_STYLE)
+        if self.legend_place is None:
+            legend.location = self.legend_location
+            fig.add_layout(legend)
+        else:
+            legend.orientation = "horizontal"
+            legend.ncols = self.legend_cols
+            legend.location = "center"
+            legend.background_fill_alpha = 0
+            legend.border_line_alpha = 0
+            legend.spacing = 10
+            fig.add_layout(legend, self.legend_place)
+
+    def _build(self, fig) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- updating ------------------------------------------------------------------------------
+    def _data(self, f) -> dict[str, dict[str, np.ndarray]]:  # pragma: no cover - abstract
+        """Source name → columns to draw for figure data ``f``."""
+        raise NotImplementedError
+
+    def _labels(self, f) -> dict[str, str]:
+        """Legend item key → label text for ``f`` (items not named keep their label)."""
+        return {}
+
+    def _hidden(self, f) -> set[str]:
+        """Legend items (and their renderers) to hide for ``f``."""
+        return set()
+
+    def _ranges(self, f) -> tuple[tuple[float, float], tuple[float, float]]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _axis_labels(self, f) -> tuple[str, str]:
+        return self.xlabel, self.ylabel
+
+    def _set_data(self, src: ColumnDataSource, data: dict[str, np.ndarray]) -> None:
+        old = src.data
+        if old.keys() == data.keys() and all(same(old[k], v) for k, v in data.items()):
+            return  # nothing new: send nothing
+        src.data = data
+
+    def _refresh(self, f) -> None:
+        if f is None:
+            return
+        for name, data in self._data(f).items():
+            self._set_data(self._sources[name], data)
+        for key, text in self._labels(f).items():
+            item = self._items[key]
+            if item.label != value(text):
+                item.label = value(text)
+        hidden = self._hidden(f)
+        for key, item in self._items.items():
+            visible = key not in hidden
+            if item.visible != visible:
+                item.visible = visible
+                for r in item.renderers:
+                    r.visible = visible
+        s = self.state
+        key = (s.walks.key if s.walks is not None else None, s.boundary, s.side, s.theta)
+        if key != self._drawn_key:
+            # New data: fit the axes to it (a slider move keeps the user's zoom).
+            self._drawn_key = key
+            fig = self._fig
+            xlabel, ylabel = self._axis_labels(f)
+            if fig.xaxis[0].axis_label != xlabel:
+                fig.xaxis[0].axis_label = xlabel
+            if fig.yaxis[0].axis_label != ylabel:
+                fig.yaxis[0].axis_label = ylabel
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), self._ranges(f), strict=True):
+                rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+
+    def _on_figures(self, event) -> None:
+        doc = self._fig.document
+        if doc is None or doc.session_context is None:
+            self._refresh(event.new)
+            if doc is not None:
+                pn.io.push_notebook(self._pane)  # a notebook: send the in-place changes
+        elif pn.state.curdoc is doc:
+            # In this session's context, perhaps without its lock (a background result applied
+            # on the loop): Panel's unlocked() sends the changes straight to the browser.
+            with pn.io.unlocked():
+                self._refresh(event.new)
+        else:
+            doc.add_next_tick_callback(lambda: self._refresh(self.state.figures))
+
+    def __panel__(self):
+        if self._pane is None:
+            self._fig = self._figure()
+            self._build(self._fig)
+            self._refresh(self.state.figures)
+            self.state.param.watch(self._on_figures, "figures")
+            self._pane = pn.pane.Bokeh(self._fig, sizing_mode="stretch_both", min_height=300)
+        return self._pane
+
+
+def class_label(state: DashboardState, positive: bool) -> str:
+    names = state.class_names
+    return f"full evaluation: {names[1] if positive else names[0]}"

@@ -1,0 +1,74 @@
+"""Theory check: the required δ against the actual stop-error of the current family."""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import ColumnDataSource
+
+from attentive.app.plots.base import COLORS, PlotView, col, extent
+from attentive.app.rules import DELTA_RANGE
+
+__all__ = ["TheoryView"]
+
+
+class TheoryView(PlotView):
+    """Required δ against the actual stop-error of the current family on this dataset (the
+    Brownian-bridge simulation has its own tab)."""
+
+    title = "Theory check: actual against required δ"
+    xlabel = "required δ (log scale)"
+    ylabel = "actual stop-error"
+    x_axis_type = "log"
+    legend_location = "top_left"
+    SOURCES = ("dataset",)
+
+    def _build(self, fig) -> None:
+        # Sampled densely so that it is y = x on the log-x axis, not a chord.
+        dense = np.geomspace(*DELTA_RANGE, 200)
+        diag = ColumnDataSource({"x": dense, "y": dense})
+        items = {
+            "actual = required": [
+                fig.line(
+                    "x", "y", source=diag, color=COLORS["theta"], line_dash="dotted", line_width=2
+                )
+            ]
+        }
+        for key, color in zip(self.SOURCES, (COLORS["attentive"],), strict=True):
+            src = self._source(key, "required", "actual")
+            items[key] = [
+                fig.line("required", "actual", source=src, color=color, line_width=2.5),
+                fig.scatter("required", "actual", source=src, color=color, size=5),
+            ]
+        now = self._source("delta", "x")
+        items["current δ"] = [
+            fig.vspan(
+                "x", source=now, line_color=COLORS["attentive"], line_dash="dashed", line_width=1.5
+            )
+        ]
+        self._legend(fig, items)
+
+    def _split(self, f) -> dict[str, tuple[str, np.ndarray]]:
+        """Source key → (its name in the data, rows) in the order the data lists them."""
+        source = f.theory["source"].to_numpy()
+        names = list(dict.fromkeys(source))
+        return {key: (name, source == name) for key, name in zip(self.SOURCES, names, strict=True)}
+
+    def _data(self, f):
+        th = f.theory
+        required, actual = th["required"].to_numpy(), th["actual"].to_numpy()
+        out = {
+            key: {"required": col(required, rows), "actual": col(actual, rows)}
+            for key, (_, rows) in self._split(f).items()
+        }
+        out["delta"] = {"x": col([self.state.delta])}
+        return out
+
+    def _labels(self, f):
+        return {key: str(name) for key, (name, _) in self._split(f).items()}
+
+    def _ranges(self, f):
+        th = f.theory
+        return (
+            extent([th.required.to_numpy(), DELTA_RANGE], log=True),
+            extent([th.actual.to_numpy(), DELTA_RANGE]),
+        )

@@ -1,0 +1,109 @@
+"""The walks plot: partial scores ``S_t`` against t, each stopped walk ending at its stop, with the
+rule's boundary, θ_S, the budget B and the Brownian bridge the constant boundary assumes.
+A click on a stop shows that example (:mod:`attentive.app.focus`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import TapTool
+
+from attentive.app.plots.base import COLORS, PlotView, class_label, col, extent, thin
+
+__all__ = ["TrajectoryView"]
+
+
+class TrajectoryView(PlotView):
+    """Partial scores ``S_t`` against t, stopped walks ending at their stop, with τ and θ_S."""
+
+    title = "Walks of the partial score S_t"
+    xlabel = "t — terms evaluated"
+    ylabel = "partial score S_t"
+    legend_place = "above"
+    legend_cols = 2
+
+    def _build(self, fig) -> None:
+        neg = self._source("negative", "x", "y")
+        pos = self._source("positive", "x", "y")
+        b = self._source("boundary", "t", "lower", "upper", "theta_s")
+        budget = self._source("budget", "t", "s")
+        stops = self._source("stops", "t", "s", "example", strings=("color",))
+        band = self._source("band", "t", "lo", "hi", "mid")
+        r_band = fig.varea(
+            "t", "lo", "hi", source=band, fill_color=COLORS["theta"], fill_alpha=0.15
+        )
+        r_mid = fig.line("t", "mid", source=band, color=COLORS["theta"], line_width=1)
+        walk = {"line_width": 1, "line_alpha": 0.55}
+        r_neg = fig.line("x", "y", source=neg, color=COLORS["negative"], **walk)
+        r_pos = fig.line("x", "y", source=pos, color=COLORS["positive"], **walk)
+        tau = {"color": COLORS["attentive"], "line_width": 3, "line_dash": "dashed"}
+        r_lo = fig.line("t", "lower", source=b, **tau)
+        r_hi = fig.line("t", "upper", source=b, **tau)
+        r_budget = fig.line(
+            "t", "s", source=budget, color=COLORS["budgeted"], line_width=3, line_dash="dashed"
+        )
+        r_theta = fig.line(
+            "t", "theta_s", source=b, color=COLORS["theta"], line_dash="dotted", line_width=2
+        )
+        r_stops = fig.scatter(
+            "t", "s", source=stops, marker="x", size=9, line_width=2, color="color"
+        )
+        self._legend(
+            fig,
+            {
+                "negative": [r_neg],
+                "positive": [r_pos],
+                "boundary τ": [r_lo, r_hi],
+                "budget B": [r_budget],
+                "θ_S (decision threshold)": [r_theta],
+                "stopped here (click for the example)": [r_stops],
+                "Brownian bridge ± z·√(V t (n − t)) / n": [r_band, r_mid],
+            },
+        )
+        fig.add_tools(TapTool(renderers=[r_stops], behavior="select"))
+        stops.selected.on_change("indices", self._on_select)
+
+    def _on_select(self, attr, old, new) -> None:
+        if new:
+            example = self._sources["stops"].data["example"][new[0]]
+            self.state.focus = int(example)
+
+    def _data(self, f):
+        (xn, yn), (xp, yp) = f.trajectories["negative"], f.trajectories["positive"]
+        b = f.boundary
+        rows = thin(len(b))
+        stops = f.stops
+        return {
+            "negative": {"x": col(xn), "y": col(yn)},
+            "positive": {"x": col(xp), "y": col(yp)},
+            "boundary": {c: col(b[c].to_numpy(), rows) for c in ("t", "lower", "upper", "theta_s")},
+            "budget": {c: col(f.budget_line[c].to_numpy()) for c in ("t", "s")},
+            "band": {
+                "t": col(b["t"].to_numpy(), rows),
+                "lo": col(b["bridge_lo"].to_numpy(), rows),
+                "hi": col(b["bridge_hi"].to_numpy(), rows),
+                "mid": col(b["bridge"].to_numpy(), rows),
+            },
+            "stops": {
+                "example": stops["example"].to_numpy().astype(np.float64),
+                "t": col(stops["t"].to_numpy()),
+                "s": col(stops["s"].to_numpy()),
+                "color": np.where(
+                    stops["full_class"].to_numpy() == "positive",
+                    COLORS["positive"],
+                    COLORS["negative"],
+                ).astype(object),
+            },
+        }
+
+    def _labels(self, f):
+        s = self.state
+        return {"negative": class_label(s, False), "positive": class_label(s, True)}
+
+    def _hidden(self, f):
+        return set() if f.budget is not None else {"budget B"}
+
+    def _ranges(self, f):
+        yn, yp = f.trajectories["negative"][1], f.trajectories["positive"][1]
+        b = f.boundary
+        ys = [yn, yp, b["lower"].to_numpy(), b["upper"].to_numpy(), b["theta_s"].to_numpy()]
+        return (0.0, float(f.n_terms)), extent(ys)

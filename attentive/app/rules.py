@@ -1,0 +1,392 @@
+"""The dashboard's numbers: every rule asked of the fitted classifier through the public API.
+
+No boundary is built and no walk is walked here: a rule is ``walks.classifier.with_rule(...)``
+(the exported classifier is the same object), a family's whole tradeoff is its
+``scale_outcomes`` on the test set, the table of operating points is
+:func:`attentive.operating_points`, calibration is ``calibrate``, the oracle floor is
+``oracle_n_evaluated`` and the family curves are :func:`attentive.experiments.family_tradeoffs`
+(the ones ``reproduce`` draws).
+
+Two speeds. What depends on (walk, side, θ) — every family's outcomes on a grid of scales that
+contains every δ the slider can reach, the tradeoff curves, the table — is computed once and
+cached. A δ move then reads one column of the current family's outcomes. The evaluator itself
+(``evaluate``, timed, with the paper's Algorithm-1 scores for precision–recall) runs after the
+move, in the background when served: :func:`measure`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import panel as pn
+from scipy.special import ndtri
+
+from attentive import (
+    AttentiveSweep,
+    CalibrationReport,
+    GridOutcomes,
+    InvalidParameterError,
+    budgeted_tradeoff,
+    cheapest_operating_point,
+    default_grid,
+    disagreement_rate,
+    family_names,
+    operating_points,
+    precision_recall,
+    stop_error,
+)
+from attentive.app.models import WALKS_HASH, Walks
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DELTA_RANGE",
+    "Rule",
+    "Tradeoff",
+    "bridge_envelope",
+    "calibrated",
+    "cheapest",
+    "delta_steps",
+    "family_outcomes",
+    "kinds",
+    "measure",
+    "outcome",
+    "rule_classifier",
+    "snap_delta",
+    "tradeoff",
+]
+
+DELTA_RANGE = (1e-4, 0.5)
+DEFAULT_ALPHA = 0.05
+# The δ slider moves log10 δ in steps of this size; δ is shown with three significant digits.
+LOG_DELTA_STEP = 0.01
+# Budgets on the budgeted tradeoff curve (B = 1..n subsampled).
+N_BUDGETS = 200
+
+
+def kinds() -> list[str]:
+    """The rules the dashboard offers: every registered family, the budget and calibrated."""
+    return [*family_names(), "budget", "calibrated"]
+
+
+def snap_delta(delta: float) -> float:
+    """δ on the slider's grid (log10 in steps of 0.01, three significant digits)."""
+    lo, hi = DELTA_RANGE
+    d = min(hi, max(lo, float(delta)))
+    step = round(math.log10(d) / LOG_DELTA_STEP) * LOG_DELTA_STEP
+    return min(hi, max(lo, float(f"{10**step:.3g}")))
+
+
+def delta_steps() -> np.ndarray:
+    """Every δ the slider can reach."""
+    lo, hi = (math.log10(v) for v in DELTA_RANGE)
+    logs = np.arange(round(lo / LOG_DELTA_STEP), round(hi / LOG_DELTA_STEP) + 1) * LOG_DELTA_STEP
+    return np.unique([snap_delta(10**v) for v in logs])
+
+
+def z_of(delta: float) -> float:
+    """The scale the estimator uses for δ: ``z = Φ⁻¹(1 − δ)`` (as ``with_rule(delta=...)``)."""
+    return float(ndtri(1.0 - float(delta)))
+
+
+# Scales on which each family's outcomes are computed: the calibration grid and every slider δ.
+Z_GRID = np.unique(np.concatenate([default_grid(), [z_of(d) for d in delta_steps()]]))[::-1]
+_Z_INDEX = {float(z): i for i, z in enumerate(Z_GRID)}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The controls that pick a rule (what ``with_rule`` and ``calibrate`` receive)."""
+
+    kind: str = "constant"
+    side: str = "lower"
+    delta: float = 0.05
+    theta: float = 0.0
+    budget: float = 0.5
+    alpha: float = DEFAULT_ALPHA
+    z: float | None = None  # a family's scale chosen directly (the cheapest point), else from δ
+
+    @property
+    def scale(self) -> float:
+        """The family's scale: ``z`` if chosen, else ``Φ⁻¹(1 − δ)``."""
+        return z_of(self.delta) if self.z is None else float(self.z)
+
+    def budget_terms(self, n_terms: int) -> int:
+        return max(1, min(n_terms, math.ceil(float(self.budget) * n_terms)))
+
+
+def _base(walks: Walks, side: str, theta: float):
+    """The classifier at this side and θ (its constant rule at the default δ)."""
+    return walks.classifier.with_rule("constant", side=side, threshold=float(theta))
+
+
+@pn.cache(max_items=24, hash_funcs=WALKS_HASH)
+def family_outcomes(walks: Walks, family: str, side: str, theta: float) -> GridOutcomes:
+    """A family's early decisions on the test set at every scale of :data:`Z_GRID`."""
+    return _base(walks, side, theta).scale_outcomes(walks.X_test, family, Z_GRID)
+
+
+@pn.cache(max_items=24, hash_funcs=WALKS_HASH)
+def calibrated(walks: Walks, side: str, theta: float, delta: float, alpha: float):
+    """The classifier calibrated on the held-out examples (``family="auto"``, SPEC §3)."""
+    base = walks.classifier.with_rule("curved", side=side, threshold=float(theta))
+    with warnings.catch_warnings():
+        # A fallback to full evaluation is stated on the page (the report's guarantee).
+        warnings.simplefilter("ignore")
+        return base.calibrate(
+            walks.problem.X_cal, delta=float(delta), alpha=float(alpha), family="auto"
+        )
+
+
+def rule_classifier(walks: Walks, rule: Rule):
+    """The fitted classifier making ``rule``'s decisions: the one the dashboard exports."""
+    if rule.kind == "calibrated":
+        return calibrated(walks, rule.side, rule.theta, rule.delta, rule.alpha)
+    if rule.kind == "budget":
+        return walks.classifier.with_rule(
+            "budget",
+            side=rule.side,
+            threshold=float(rule.theta),
+            budget=rule.budget_terms(walks.n_terms),
+        )
+    if rule.kind not in family_names():
+        raise InvalidParameterError(f"boundary must be one of {kinds()}, got {rule.kind!r}.")
+    if rule.z is not None:
+        return walks.classifier.with_rule(
+            rule.kind, side=rule.side, threshold=float(rule.theta), z=float(rule.z)
+        )
+    return walks.classifier.with_rule(
+        rule.kind, side=rule.side, threshold=float(rule.theta), delta=float(rule.delta)
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The current rule on the test set: early decisions and terms evaluated per example."""
+
+    positive: np.ndarray
+    n_evaluated: np.ndarray
+    full_positive: np.ndarray
+    n_terms: int
+    report: CalibrationReport | None = None
+
+    @property
+    def stopped(self) -> np.ndarray:
+        return self.n_evaluated < self.n_terms
+
+
+@pn.cache(max_items=16, hash_funcs=WALKS_HASH)
+def _budget_outcome(walks: Walks, side: str, theta: float, budget: int) -> tuple:
+    ev = walks.classifier.with_rule(
+        "budget", side=side, threshold=float(theta), budget=int(budget)
+    ).evaluate(walks.X_test)
+    return ev.positive, ev.n_evaluated
+
+
+def outcome(walks: Walks, rule: Rule) -> Outcome:
+    """The current rule's decisions: one column of its family's cached outcomes."""
+    n = walks.n_terms
+    report = None
+    kind, z = rule.kind, None
+    if kind == "calibrated":
+        clf = rule_classifier(walks, rule)
+        report = clf.calibration_
+        kind, z = report.family, report.chosen_scale
+    elif kind in family_names():
+        z = rule.scale
+    any_family = family_names()[0]
+    full = family_outcomes(walks, kind if z is not None else any_family, rule.side, rule.theta)
+    if kind == "budget":
+        pos, n_eval = _budget_outcome(walks, rule.side, rule.theta, rule.budget_terms(n))
+    elif z is None:  # calibration fell back to full evaluation
+        pos, n_eval = full.full_positive, np.full(full.full_positive.size, n)
+    else:
+        j = _Z_INDEX.get(float(z))
+        if j is None:
+            raise InvalidParameterError(f"δ = {rule.delta:g} is not on the dashboard's grid.")
+        pos, n_eval = full.positive[:, j], full.n_evaluated[:, j]
+    return Outcome(pos, n_eval, full.full_positive, n, report)
+
+
+# ----------------------------------------------------------------------------- tradeoff
+
+
+@dataclass(frozen=True)
+class Tradeoff:
+    """Every rule on one tradeoff, for one (walk, side, θ).
+
+    Attributes
+    ----------
+    families : DataFrame
+        ``method`` (family), ``z``, ``mean_evaluated_fraction``, ``stop_error``,
+        ``disagreement`` (:func:`attentive.experiments.family_tradeoffs`).
+    budgeted, sweep : DataFrame
+        The budgeted rule over B and (one-sided only) the paper's constant τ sweep.
+    table : DataFrame
+        :func:`attentive.operating_points` with the stop-error: one row per family and scale.
+    oracle_fraction : float
+        Mean evaluated fraction of the all-knowing rule (a floor, disagreement 0).
+    """
+
+    families: pd.DataFrame
+    budgeted: pd.DataFrame
+    sweep: pd.DataFrame
+    table: pd.DataFrame
+    oracle_fraction: float
+    theta_s: float
+
+
+def _curve_frame(curve) -> pd.DataFrame:
+    f = curve.to_frame()
+    return f.rename(columns={curve.parameter_name: "parameter"})
+
+
+@pn.cache(max_items=12, hash_funcs=WALKS_HASH)
+def tradeoff(walks: Walks, side: str, theta: float) -> Tradeoff:
+    """The tradeoff of every family, the budgeted baseline, the τ sweep and the oracle floor."""
+    from attentive.experiments.compute import family_tradeoffs
+
+    base = _base(walks, side, theta)
+    X, S, n = walks.X_test, walks.S, walks.n_terms
+    families = family_tradeoffs(base, X, side)
+    table = operating_points(base, X, walks.y_test)
+    if "stop_error" not in table:
+        table = table.merge(
+            families.rename(columns={"method": "family"})[["family", "z", "stop_error"]],
+            on=["family", "z"],
+            how="left",
+        )
+    budgets = np.unique(np.linspace(1, n, min(n, N_BUDGETS)).round().astype(np.int64))
+    budgeted = _curve_frame(budgeted_tradeoff(S, base.theta_s_, budgets, side))
+    sweep = (
+        _curve_frame(AttentiveSweep(S, base.theta_s_, side).curve())
+        if side in ("lower", "upper")
+        else pd.DataFrame(columns=budgeted.columns)
+    )
+    oracle = float(np.mean(base.oracle_n_evaluated(X))) / n
+    return Tradeoff(families, budgeted, sweep, table, oracle, float(base.theta_s_))
+
+
+def cheapest(walks: Walks, side: str, theta: float, target: float) -> pd.Series:
+    """The cheapest rule whose disagreement on the test set is at most ``target``."""
+    return cheapest_operating_point(_base(walks, side, theta), walks.X_test, target, walks.y_test)
+
+
+# ----------------------------------------------------------------------------- measurement
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The evaluator run on the test set at the current rule (what the exported model does)."""
+
+    seconds: float
+    full_seconds: float
+    agrees: bool
+    mean_evaluated: float
+    pr: pd.DataFrame
+    average_precision: dict
+
+    @property
+    def time_ratio(self) -> float:
+        return self.full_seconds / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _best_time(fn, repeat: int = 2):
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+@pn.cache(max_items=6, hash_funcs=WALKS_HASH)
+def _full_time(walks: Walks) -> float:
+    full = walks.classifier.with_rule("full")
+    return _best_time(lambda: full.evaluate(walks.X_test))[0]
+
+
+def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
+    """Run the evaluator at ``rule`` on the test set: wall-clock time against full evaluation,
+    whether its decisions are the dashboard's, and the precision–recall of the paper's
+    Algorithm-1 scores (``stopped_score="boundary"``) beside the full score and a budget of
+    the same mean cost."""
+    clf = copy.copy(rule_classifier(walks, rule)).set_params(stopped_score="boundary")
+    X = walks.X_test
+    seconds, ev = _best_time(lambda: clf.evaluate(X))
+    agrees = bool(
+        np.array_equal(ev.positive, current.positive)
+        and np.array_equal(ev.n_evaluated, current.n_evaluated)
+    )
+    n = walks.n_terms
+    b = max(1, min(n, round(float(ev.n_evaluated.mean()))))
+    budget = walks.classifier.with_rule(
+        "budget", side=rule.side, threshold=float(rule.theta), budget=b
+    ).set_params(stopped_score="boundary")
+    scores = {
+        "full": walks.full_score,
+        "attentive": ev.decision,
+        "budgeted": budget.evaluate(X).decision,
+    }
+    curves = precision_recall(walks.y_test, scores)
+    pr = pd.concat(
+        [
+            pd.DataFrame({"method": k, "recall": c.recall, "precision": c.precision})
+            for k, c in curves.items()
+        ],
+        ignore_index=True,
+    )
+    return Measurement(
+        seconds=seconds,
+        full_seconds=_full_time(walks),
+        agrees=agrees,
+        mean_evaluated=float(ev.n_evaluated.mean()),
+        pr=pr,
+        average_precision={k: float(c.average_precision) for k, c in curves.items()},
+    )
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+def bridge_envelope(
+    n: int, variance: float, theta_s: float, delta: float, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Brownian bridge the constant boundary assumes (SPEC §2): from ``S_0 = 0`` to
+    ``S_n = θ_S`` with variance V, mean ``t θ_S / n`` and spread ``sqrt(V t (n − t)) / n``;
+    returns the mean and the band ``± z`` spreads with ``z = Φ⁻¹(1 − δ)``."""
+    t = np.asarray(positions, dtype=np.float64)
+    mean = t * theta_s / n
+    spread = z_of(delta) * np.sqrt(np.maximum(variance * t * (n - t), 0.0)) / n
+    return mean, mean - spread, mean + spread
+
+
+def metrics(walks: Walks, current: Outcome, side: str) -> dict:
+    """The headline numbers of the current rule on the test set."""
+    y = walks.y_test
+    pos, full = current.positive, current.full_positive
+    mean_eval = float(current.n_evaluated.mean())
+    n = walks.n_terms
+    return {
+        "accuracy_full": float(np.mean(full == y)),
+        "accuracy_attentive": float(np.mean(pos == y)),
+        "stop_error": stop_error(pos, full, side),
+        "disagreement": disagreement_rate(pos, full),
+        "mean_evaluated": mean_eval,
+        "mean_evaluated_fraction": mean_eval / n,
+        "speedup_terms": n / mean_eval if mean_eval > 0 else float("nan"),
+        "n_stopped": int(current.stopped.sum()),
+        "fraction_stopped": float(current.stopped.mean()),
+        "n_test": int(pos.size),
+        "n_terms": n,
+    }
+
+
+def clear_caches() -> None:
+    for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff, _full_time):
+        fn.clear()
