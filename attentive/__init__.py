@@ -15,7 +15,7 @@ from attentive.boundaries import (
     full_boundary,
     reference_statistics,
 )
-from attentive.calibration import CalibrationReport, GridOutcomes, default_grid
+from attentive.calibration import CalibrationReport
 from attentive.errors import (
     AttentiveError,
     DataError,
@@ -28,6 +28,7 @@ from attentive.errors import (
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import Evaluation, apply_boundary, evaluate
 from attentive.families import BoundaryFamily, family_names, make_family
+from attentive.grid import GridOutcomes, default_grid
 from attentive.metrics import (
     AttentiveSweep,
     attentive_tradeoff,

@@ -18,9 +18,8 @@ played no part in fitting the model or the reference statistics (μ, V, ``M_t``,
 (``S_t + M_t < θ_S − z D_t``), the constant boundary uses the Theorem 1 threshold for the nominal
 ``δ' = Φ(−z)`` (the δ whose normal quantile is z). Larger z is more conservative for both.
 
-The oracle (:func:`oracle_stop_positions`) is the reference that no causal rule of the curved family
-beats: each example stops right after the last position at which the sign of its running estimate
-``S_t + M_t − θ_S`` differs from its final sign.
+The grid's outcomes (every scale applied at once, in bounded memory) and the oracle are in
+:mod:`attentive.grid`.
 """
 
 from __future__ import annotations
@@ -34,59 +33,28 @@ from scipy.stats import beta
 
 from attentive.errors import InvalidParameterError
 from attentive.families import BoundaryFamily
+from attentive.grid import GridOutcomes
 from attentive.validation import check_alpha, check_delta
 
 __all__ = [
     "AUTO",
     "CalibrationReport",
     "CalibrationWarning",
-    "GridOutcomes",
     "calibrate_auto",
     "calibrate_scale",
     "calibration_examples_needed",
-    "check_alpha",
     "clopper_pearson_upper",
-    "default_grid",
-    "family_ranking",
     "fixed_sequence_scan",
-    "grid_outcomes",
     "minimum_calibration_size",
-    "oracle_stop_positions",
-    "reference_profile",
-    "walk_grid_outcomes",
 ]
 
-#: ``family="auto"``: every registered family, each scanned at α/K (Bonferroni).
+#: ``family="auto"``: the families ranked on the reference set, the cheapest calibrated at α
+#: (or, in :func:`calibrate_auto` without a ranking, each at α/K: Bonferroni).
 AUTO = "auto"
 
 
 class CalibrationWarning(UserWarning):
     """No boundary scale passed calibration: the classifier falls back to full evaluation."""
-
-
-def default_grid() -> np.ndarray:
-    """The grid of scales fixed in advance: ``z`` from 6 down to −6 in steps of 0.05.
-
-    ``z = 6`` (nominal δ' ≈ 1e-9) is far more conservative than any useful boundary; at ``z = −6``
-    every family stops nearly every walk at once (a negative z moves the boundary past θ_S), so
-    the grid covers each family's whole useful range and a scan that reaches its end has
-    nothing more aggressive to try. Fixed-sequence testing pays nothing for a longer grid.
-    """
-    return np.round(np.arange(6.0, -6.0 - 1e-9, -0.05), 2)
-
-
-def _check_grid(grid) -> np.ndarray:
-    g = np.asarray(default_grid() if grid is None else grid, dtype=np.float64)
-    if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
-        raise InvalidParameterError(
-            f"grid must be a non-empty 1-d array of finite scales, got shape {g.shape}."
-        )
-    if g.size > 1 and not np.all(np.diff(g) < 0):
-        raise InvalidParameterError(
-            "grid must be strictly decreasing (most conservative scale first), as fixed-sequence "
-            "testing scans it in order."
-        )
-    return g
 
 
 def clopper_pearson_upper(k, m: int, alpha: float = 0.05):
@@ -134,39 +102,6 @@ def calibration_examples_needed(delta, alpha=0.05, disagreements: int = 0) -> in
     return hi
 
 
-def reference_profile(walk, X, families, *, max_rows: int = 2000, seed: int = 0) -> dict:
-    """Each family's tradeoff on reference examples: ``{name: (disagreement, evaluated fraction)}``
-    per scale of the default grid, on at most ``max_rows`` of ``X`` (a seeded sample).
-
-    For ``family="auto"``: ranking the families on the data the model and its statistics were
-    fitted on, which the calibration set is independent of, keeps the guarantee at the full α.
-    """
-    from sklearn.utils import _safe_indexing
-    from sklearn.utils.validation import _num_samples
-
-    n_rows = _num_samples(X)
-    rows = np.arange(n_rows)
-    if n_rows > max_rows:
-        rows = np.sort(np.random.default_rng(seed).choice(n_rows, max_rows, replace=False))
-    outcomes = walk_grid_outcomes(walk, _safe_indexing(X, rows), families)
-    return {
-        fam.name: (out.disagreement_rates(), out.evaluated_fractions())
-        for fam, out in zip(families, outcomes, strict=True)
-    }
-
-
-def family_ranking(profile: dict, delta: float) -> list[str]:
-    """Family names from cheapest to dearest in a :func:`reference_profile` at disagreement ≤ δ
-    (families that never get there last, by their lowest disagreement)."""
-
-    def cost(name):
-        rates, fractions = profile[name]
-        ok = rates <= delta
-        return (0, float(fractions[ok].min())) if ok.any() else (1, float(rates.min()))
-
-    return sorted(profile, key=cost)
-
-
 def fixed_sequence_scan(upper_bounds, delta: float) -> tuple[int | None, int]:
     """Scan bounds in grid order and stop at the first ``U_j > δ`` (SPEC §3).
 
@@ -184,146 +119,6 @@ def fixed_sequence_scan(upper_bounds, delta: float) -> tuple[int | None, int]:
         return (u.size - 1 if u.size else None), int(u.size)
     first = int(failed[0])
     return (first - 1 if first > 0 else None), first + 1
-
-
-# ----------------------------------------------------------------------------- grid outcomes
-
-
-@dataclass(frozen=True)
-class GridOutcomes:
-    """Early decisions of every example under every scale of a grid.
-
-    Attributes
-    ----------
-    grid : ndarray (K,)
-    positive : ndarray of bool (m, K)
-        Early decision per example and scale.
-    n_evaluated : ndarray of int (m, K)
-        Terms evaluated per example and scale.
-    full_positive : ndarray of bool (m,)
-        The full decision ``S_n ≥ θ_S``.
-    n_terms : int
-    """
-
-    grid: np.ndarray
-    positive: np.ndarray
-    n_evaluated: np.ndarray
-    full_positive: np.ndarray
-    n_terms: int
-
-    @property
-    def disagree(self) -> np.ndarray:
-        """(m, K) bool: early decision differs from the full one."""
-        return self.positive != self.full_positive[:, None]
-
-    @staticmethod
-    def concatenate(parts) -> GridOutcomes:
-        """The outcomes of several sets of examples, one after the other."""
-        first = parts[0]
-        return GridOutcomes(
-            first.grid,
-            np.concatenate([p.positive for p in parts]),
-            np.concatenate([p.n_evaluated for p in parts]),
-            np.concatenate([p.full_positive for p in parts]),
-            first.n_terms,
-        )
-
-    def subset(self, rows) -> GridOutcomes:
-        """The outcomes of some examples only (e.g. a calibration or test split)."""
-        return GridOutcomes(
-            self.grid,
-            self.positive[rows],
-            self.n_evaluated[rows],
-            self.full_positive[rows],
-            self.n_terms,
-        )
-
-    def disagreement_counts(self) -> np.ndarray:
-        """``k_j`` per scale."""
-        return self.disagree.sum(axis=0)
-
-    def disagreement_rates(self) -> np.ndarray:
-        return self.disagree.mean(axis=0)
-
-    def stop_errors(self, side: str) -> np.ndarray:
-        """The paper's stop-error per scale (SPEC §4): lower, stopped full positives over full
-        positives; upper, stopped full negatives over full negatives; both, the disagreement."""
-        if side == "both":
-            return self.disagreement_rates()
-        stopped = self.n_evaluated < self.n_terms
-        F = self.full_positive if side == "lower" else ~self.full_positive
-        return (stopped & F[:, None]).sum(axis=0) / max(int(F.sum()), 1)
-
-    def evaluated_fractions(self) -> np.ndarray:
-        """Mean evaluated fraction per scale."""
-        return self.n_evaluated.mean(axis=0) / self.n_terms
-
-
-def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
-    """Apply every scale of ``grid`` to walks with partial scores ``S`` at once.
-
-    Equals ``apply_boundary(S, family.boundary(z), θ_S)`` for each z (tested against it), but
-    costs one running maximum per example and side plus a binary search per example and scale.
-    """
-    grid = _check_grid(grid)
-    S = np.asarray(S, dtype=np.float64)
-    if S.ndim != 2 or S.shape[1] != family.n_terms:
-        raise InvalidParameterError(
-            f"S must have shape (examples, {family.n_terms}), got {S.shape}."
-        )
-    m, n = S.shape
-    K = grid.size
-    full_positive = S[:, n - 1] >= family.theta_s if n else np.zeros(m, dtype=bool)
-    if n <= 1 or m == 0:
-        return GridOutcomes(
-            grid,
-            np.repeat(full_positive[:, None], K, axis=1),
-            np.full((m, K), n, dtype=np.int64),
-            full_positive,
-            n,
-        )
-    head = S[:, : n - 1]
-    stop = {}
-    for upper, active in ((False, family.side != "upper"), (True, family.side != "lower")):
-        if not active:
-            stop[upper] = np.full((m, K), n, dtype=np.int64)
-            continue
-        running = np.maximum.accumulate(family.crossing_scores(head, upper), axis=1)
-        thr = family.thresholds(grid, upper)
-        # The first t with running_t > thr is 1 + #{t : running_t ≤ thr}: running is
-        # non-decreasing, so that count is a binary search (no crossing gives n).
-        t = np.empty((m, K), dtype=np.int64)
-        for i in range(m):
-            t[i] = 1 + np.searchsorted(running[i], thr, side="right")
-        stop[upper] = t
-    t_lo, t_up = stop[False], stop[True]
-    n_evaluated = np.minimum(t_lo, t_up)
-    stopped = n_evaluated < n
-    # Both sides at the same t counts as a lower stop, as in ``first_crossing``.
-    positive = np.where(stopped, t_up < t_lo, full_positive[:, None])
-    return GridOutcomes(grid, positive, n_evaluated, full_positive, n)
-
-
-def walk_grid_outcomes(walk, X, families, grid=None) -> list[GridOutcomes]:
-    """:func:`grid_outcomes` of raw examples ``X`` for several families, in bounded memory.
-
-    The partial scores are computed a chunk of rows at a time (never the whole (m × n) matrix)
-    and shared by every family.
-    """
-    from attentive.walk import row_chunks
-
-    grid = _check_grid(grid)
-    Xp = walk.prepare(X)
-    m = Xp.shape[0]
-    parts: list[list[GridOutcomes]] = [[] for _ in families]
-    for rows in row_chunks(m, walk.n_terms):
-        S = walk.partial_scores(Xp[rows], prepared=True)
-        for k, fam in enumerate(families):
-            parts[k].append(grid_outcomes(S, fam, grid))
-    if m == 0:
-        S = np.zeros((0, walk.n_terms))
-        return [grid_outcomes(S, fam, grid) for fam in families]
-    return [GridOutcomes.concatenate(p) for p in parts]
 
 
 # ----------------------------------------------------------------------------- calibration report
@@ -586,36 +381,3 @@ def calibrate_scale(
         delta=d,
         alpha=a,
     )
-
-
-# ----------------------------------------------------------------------------- oracle
-
-
-def oracle_stop_positions(S, theta_s: float, remainder_mean=None) -> np.ndarray:
-    """Terms an all-knowing rule of the curved family evaluates, per example.
-
-    The running estimate of the full score is ``S_t + M_t``; an example's oracle position is one
-    past the last ``t`` at which ``S_t + M_t ≥ θ_S`` differs from its final decision
-    ``S_n ≥ θ_S`` (1 if it never differs, at most n). Stopping earlier would stop on an estimate
-    whose sign is still wrong, so its mean fraction is a floor for such rules.
-
-    Parameters
-    ----------
-    S : ndarray (m, n)
-        Partial scores.
-    theta_s : float
-    remainder_mean : ndarray (n,), optional
-        ``M_t`` (default 0: the running sum itself).
-    """
-    S = np.asarray(S, dtype=np.float64)
-    m, n = S.shape
-    if n == 0:
-        return np.zeros(m, dtype=np.int64)
-    M = np.zeros(n) if remainder_mean is None else np.asarray(remainder_mean, dtype=np.float64)
-    if M.shape != (n,):
-        raise InvalidParameterError(f"remainder_mean must have shape ({n},), got {M.shape}.")
-    final = S[:, n - 1] >= theta_s
-    differ = (S + M >= theta_s) != final[:, None]
-    any_differ = differ.any(axis=1)
-    last = n - np.argmax(differ[:, ::-1], axis=1)  # 1-based last differing t
-    return np.minimum(np.where(any_differ, last + 1, 1), n).astype(np.int64)

@@ -42,18 +42,20 @@ from attentive.boundaries import (
 from attentive.calibration import (
     AUTO,
     CalibrationWarning,
-    GridOutcomes,
     calibrate_auto,
     calibrate_scale,
     calibration_examples_needed,
+)
+from attentive.errors import InvalidParameterError
+from attentive.evaluation import Evaluation, evaluate
+from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
+from attentive.grid import (
+    GridOutcomes,
     family_ranking,
     oracle_stop_positions,
     reference_profile,
     walk_grid_outcomes,
 )
-from attentive.errors import InvalidParameterError
-from attentive.evaluation import Evaluation, evaluate
-from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
 from attentive.terms import decompose
 from attentive.validation import (
     check_alpha,
@@ -455,7 +457,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Allowed failure probability; default ``self.alpha``.
         grid : array-like, optional
             Strictly decreasing scales z, fixed before seeing ``X_cal``; default
-            :func:`attentive.calibration.default_grid`.
+            :func:`attentive.grid.default_grid`.
         family : str, optional
             A registered family name or ``"auto"`` (each family at ``alpha / K``, the cheapest
             kept); default: the ``family`` parameter for ``boundary="calibrated"``, else the
@@ -659,7 +661,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         The whole tradeoff of a family in one pass (walks computed a chunk of rows at a time):
         ``disagreement_rates()`` and ``evaluated_fractions()`` per scale of ``grid`` (default
-        :func:`attentive.calibration.default_grid`). This is what calibration scans, and what an
+        :func:`attentive.grid.default_grid`). This is what calibration scans, and what an
         operating-point table is made of (:func:`attentive.operating_points`).
         """
         check_is_fitted(self)
@@ -669,7 +671,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def oracle_n_evaluated(self, X) -> np.ndarray:
         """Terms an all-knowing rule evaluates per example: one past the last position where the
         running estimate ``S_t + M_t`` (pooled ``M_t``) is on the other side of θ_S than the
-        final score (see :func:`attentive.calibration.oracle_stop_positions`). A floor for the
+        final score (see :func:`attentive.grid.oracle_stop_positions`). A floor for the
         evaluated fraction of causal rules; not a rule itself."""
         check_is_fitted(self)
         Xc = self._check_X(X)

@@ -31,7 +31,7 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
     families : sequence of str, optional
         Family names (default every registered family).
     grid : array-like, optional
-        Scales z (default :func:`attentive.calibration.default_grid`).
+        Scales z (default :func:`attentive.grid.default_grid`).
 
     Returns
     -------

@@ -19,15 +19,12 @@ from attentive.calibration import (
     calibrate_auto,
     calibrate_scale,
     clopper_pearson_upper,
-    default_grid,
-    family_ranking,
     fixed_sequence_scan,
-    grid_outcomes,
     minimum_calibration_size,
-    oracle_stop_positions,
 )
 from attentive.evaluation import apply_boundary
 from attentive.families import family_names, make_family
+from attentive.grid import default_grid, family_ranking, grid_outcomes, oracle_stop_positions
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +127,7 @@ def test_family_rejects_budget(problem):
 def test_walk_grid_outcomes_in_chunks_equal_the_whole_matrix(problem, monkeypatch):
     """Calibration walks a few rows at a time; the result equals the whole-matrix computation."""
     import attentive.walk as walk_module
-    from attentive.calibration import walk_grid_outcomes
+    from attentive.grid import walk_grid_outcomes
 
     clf, X, _, S = problem
     fams = [_family(clf, k, "both") for k in family_names()]

@@ -3,7 +3,7 @@
 A family is a one-parameter set of boundaries indexed by a scale ``z`` (larger: more
 conservative). Each family reduces each side to "stop at the first ``t < n`` whose *crossing
 score* exceeds a threshold that depends on z only", so that one running maximum per example
-answers every scale of a calibration grid at once (:func:`attentive.calibration.grid_outcomes`).
+answers every scale of a calibration grid at once (:func:`attentive.grid.grid_outcomes`).
 
 To add a family: subclass :class:`BoundaryFamily` in a module of this package, implement
 :meth:`~BoundaryFamily.boundary` and :meth:`~BoundaryFamily.crossing_scores`, and decorate the
