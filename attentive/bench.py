@@ -35,6 +35,7 @@ import tracemalloc
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
 __all__ = ["configure_parser", "run"]
@@ -198,21 +199,29 @@ def _bench_dataset(name: str, args) -> dict:
     from attentive.evaluation import evaluation_options
 
     p = _problem(name, args.quick)
-    full = AttentiveClassifier(FrozenEstimator(p.model), boundary="full", random_state=0).fit(
-        p.X_train, p.y_train
-    )
-    X = p.X_test
-    full_eval = full.evaluate(X)
-    sk = p.model.decision_function(X)
+    model = p.model
     if name in MNIST:
+        # The calibrated rule of the issue, as a user gets it: the model is fitted on the part of
+        # the training data that calibration does not hold out (a model that saw the
+        # calibration examples would void the guarantee).
         att = AttentiveClassifier(
-            FrozenEstimator(p.model),
+            clone(p.model),
             boundary="calibrated",
             side="both",
             delta=0.01,
             alpha=0.05,
             random_state=0,
         ).fit(p.X_train, p.y_train)
+        model = att.estimator_
+        full = att.with_rule("full")
+    else:
+        full = AttentiveClassifier(FrozenEstimator(model), boundary="full", random_state=0).fit(
+            p.X_train, p.y_train
+        )
+    X = p.X_test
+    full_eval = full.evaluate(X)
+    sk = model.decision_function(X)
+    if name in MNIST:
         op = {
             "family": f"calibrated ({att.calibration_.family})",
             "side": "both",
@@ -225,7 +234,7 @@ def _bench_dataset(name: str, args) -> dict:
             att = full
         else:
             att = AttentiveClassifier(
-                FrozenEstimator(p.model),
+                FrozenEstimator(model),
                 boundary=op["family"],
                 side=op["side"],
                 delta=op["delta"],
@@ -241,8 +250,8 @@ def _bench_dataset(name: str, args) -> dict:
         return call
 
     methods = {
-        "sklearn": lambda: p.model.decision_function(X),
-        "sklearn_predict": lambda: p.model.predict(X),
+        "sklearn": lambda: model.decision_function(X),
+        "sklearn_predict": lambda: model.predict(X),
         "full_1": threaded(full, 1),
         "predict_1": threaded(att, 1, "predict"),
         "decision_1": threaded(att, 1),
@@ -272,7 +281,7 @@ def _bench_dataset(name: str, args) -> dict:
         "ideal_speedup": 1.0 / f if f > 0 else float("inf"),
         "disagreement": float(np.mean(att_eval.positive != full_eval.positive)),
         "full_vs_sklearn_max_abs_diff": float(np.max(np.abs(full_eval.decision - sk))),
-        "full_labels_match_sklearn": bool(np.array_equal(full_eval.labels, p.model.predict(X))),
+        "full_labels_match_sklearn": bool(np.array_equal(full_eval.labels, model.predict(X))),
         "seconds": t,
         "n_jobs": args.jobs,
         **ratios,
