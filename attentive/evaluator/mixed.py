@@ -190,16 +190,34 @@ def walk_rows_mixed(
         # A band this wide (exponents of enormous magnitude) would leave most stops unsure.
         return walk_rows(RBFTerms(walk, plan, Xc), m, schedule, thr)
     res = walk_rows(chunk, m, schedule, thr, band[: n - 1])
+    return settle_unsure(
+        walk,
+        plan,
+        Xc,
+        schedule,
+        thr,
+        res,
+        band[n - 1],
+        final,
+        lambda rows: rbf_totals(plan, X_augmented[rows]),
+    )
+
+
+def settle_unsure(walk, plan, Xc, schedule, thr, res: Stops, band_n, final, exact_totals) -> Stops:
+    """What a single-precision walk leaves to double precision, done in double precision.
+
+    Walks that never stopped get their exact ``U_n`` (``exact_totals(rows)``), unless ``final``
+    (a threshold on ``U_n``; labels only) is given and their ``Û_n`` is beyond ``band_n`` from
+    it; walks whose crossing the band left unsure are walked again in double precision.
+    """
     U = res.U
     if res.rows.size:
         exact = (
-            np.ones(res.rows.size, dtype=bool)
-            if final is None
-            else np.abs(res.U - final) <= band[n - 1]
+            np.ones(res.rows.size, dtype=bool) if final is None else np.abs(res.U - final) <= band_n
         )
         if exact.any():
             U = U.copy()
-            U[exact] = rbf_totals(plan, X_augmented[res.rows[exact]])
+            U[exact] = exact_totals(res.rows[exact])
     rows, at, side, value = [res.rows], [res.at], [res.side], [res.value]
     if res.unsure.size:
         redo = walk_rows(RBFTerms(walk, plan, Xc[res.unsure]), res.unsure.size, schedule, thr)
@@ -328,29 +346,6 @@ def walk_rows_single_product(
     max_norm = float(np.sqrt((-chunk.row / plan.rbf_gamma).max(initial=0.0)))
     allowance = rounding_allowance(plan, thr, max_norm, Xc.shape[1], final)
     res = walk_rows(chunk, m, schedule, thr, row_band=(rho, allowance))
-    U = res.U
-    if res.rows.size:
-        exact = (
-            np.ones(res.rows.size, dtype=bool)
-            if final is None
-            else np.abs(res.U - final) <= res.band
-        )
-        if exact.any():
-            U = U.copy()
-            U[exact] = raw_totals(plan, Xc[res.rows[exact]])
-    rows, at, side, value = [res.rows], [res.at], [res.side], [res.value]
-    if res.unsure.size:
-        redo = walk_rows(RBFTerms(walk, plan, Xc[res.unsure]), res.unsure.size, schedule, thr)
-        rows.append(res.unsure[redo.rows])
-        U = np.concatenate([U, redo.U])
-        at.append(np.column_stack([res.unsure[redo.at[:, 0]], redo.at[:, 1]]))
-        side.append(redo.side)
-        value.append(redo.value)
-    return Stops(
-        rows=np.concatenate(rows),
-        U=U,
-        at=np.concatenate(at),
-        side=np.concatenate(side),
-        value=np.concatenate(value),
-        unsure=res.unsure,
+    return settle_unsure(
+        walk, plan, Xc, schedule, thr, res, res.band, final, lambda rows: raw_totals(plan, Xc[rows])
     )
