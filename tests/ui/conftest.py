@@ -15,7 +15,7 @@ import pytest
 from attentive.serve import CHROMIUM, CHROMIUM_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
-VIEWPORT = {"width": 1366, "height": 800}
+VIEWPORT = {"width": 1440, "height": 900}
 # Messages a healthy page may log: GPU driver chatter from headless Chromium.
 BENIGN = ("GL Driver Message", "GPU stall")
 

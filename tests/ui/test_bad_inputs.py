@@ -100,7 +100,7 @@ def _expect_refused(page, before: list[str], *phrases: str, shot: Path | None = 
         page.wait_for_timeout(800)  # let the toast's slide-in animation finish
         page.screenshot(path=str(shot))
     assert _numbers(page) == before
-    assert page.locator("select").first.input_value() == "digits-2v5"
+    assert page.get_by_label("Dataset").input_value() == "mnist-t10k-2v5"
     return text
 
 
@@ -188,4 +188,4 @@ def test_model_with_another_feature_count_is_refused(page):
     model = LogisticRegression().fit(rng.normal(size=(40, 30)), np.arange(40) % 2)
     before = _numbers(page)
     _upload(page, "model", "thirty.skops", sio.dumps(model))
-    _expect_refused(page, before, "expects 30 features but the dataset has 64")
+    _expect_refused(page, before, "expects 30 features but the dataset has 784")
