@@ -77,13 +77,13 @@ def state(tmp_path_factory, monkeypatch):
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
-        ("seed", 2**40, ["Permutation seed", "at most 2147483647"]),
+        ("seed", 2**40, ["Permutation seed", "between 0 and 2,147,483,647"]),
         ("seed", float("inf"), ["Permutation seed", "whole number"]),
         ("seed", "abc", ["Permutation seed"]),
         ("delta", "abc", ["δ"]),
-        ("delta", -0.2, ["δ", "at least 0.0001"]),
+        ("delta", -0.2, ["δ", "between 0.0001 and 0.5"]),
         ("theta", float("nan"), ["θ", "finite number"]),
-        ("theta", -1e12, ["θ", "at least"]),
+        ("theta", -1e12, ["θ", "must be between"]),
     ],
 )
 def test_state_refuses_out_of_range_values_and_keeps_the_previous_ones(state, name, value, words):

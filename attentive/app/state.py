@@ -18,6 +18,14 @@ Two speeds of change:
 Every error a user can cause (a bad file, a failed download, an untrusted model, a value out of
 range) is recorded in :attr:`last_error` (and counted in :attr:`n_errors`, which the dashboard
 turns into a notification) while the previous state stays: the offending control is put back.
+
+Why one file: the class is one ``param.Parameterized`` whose parts share its private bookkeeping —
+uploads, model jobs and the cheapest-point control all go through :meth:`_submit` (the job
+generation counter that drops superseded results), :meth:`_revert` (putting controls back without
+triggering another build) and :attr:`_applied`. Split into mixins, each part would reach into the
+others' attributes; about half the file is the parameters' declarations and their user-facing
+``doc`` text, which belong beside the class. The computations are elsewhere (``models``,
+``rules``, ``figures``, ``exports``).
 """
 
 from __future__ import annotations
@@ -357,7 +365,10 @@ class DashboardState(param.Parameterized):
             lo, hi = p.bounds
             low_ok = value > lo if p.inclusive_bounds[0] is False else value >= lo
             if (lo is not None and not low_ok) or (hi is not None and value > hi):
-                raise ValueError(f"must be between {lo:,.6g} and {hi:,.6g}, got {value:,.6g}")
+                # Whole numbers in full (a seed's bound is 2,147,483,647, not 2.14748e+09).
+                fmt = "{:,}" if isinstance(p, param.Integer) else "{:,.6g}"
+                lo_s, hi_s, got = (fmt.format(v) for v in (lo, hi, value))
+                raise ValueError(f"must be between {lo_s} and {hi_s}, got {got}")
         if name == "delta":
             value = rules.snap_delta(value)
         if name == "gamma":
