@@ -96,6 +96,9 @@ def bench_moves() -> None:
         def move():
             events.clear()
             state.set_controls(**next(cycle))
+            if not events:  # nothing changed on the page
+                sizes.append(0)
+                return
             msg = protocol.create("PATCH-DOC", events)
             sizes.append(len(msg.content_json) + sum(len(b.to_bytes()) for b in msg._buffers))
 
@@ -108,7 +111,7 @@ def bench_moves() -> None:
 
     deltas = [0.005, 0.01, 0.02, 0.05, 0.1, 0.003, 0.03]
     run("δ move (calibrated)", [{"delta": d} for d in deltas], 21)
-    run("α move (calibrated)", [{"alpha": a} for a in (0.05, 0.1, 0.2, 0.01)], 12)
+    run("α move (calibrated)", [{"alpha": a} for a in (0.1, 0.2, 0.01, 0.05)], 12)
     state.set_controls(boundary="constant")
     run("δ move (constant family)", [{"delta": d} for d in deltas], 21)
     run("trajectory count move", [{"n_trajectories": k} for k in (20, 60, 150, 300)], 12)
