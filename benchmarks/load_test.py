@@ -68,8 +68,8 @@ def expected_numbers(datasets, seeds, deltas) -> dict[tuple, dict[str, str]]:
     import warnings
 
     warnings.simplefilter("ignore")
+    from attentive.app.numbers import HeadlineNumbers
     from attentive.app.state import DashboardState
-    from attentive.app.views import HeadlineNumbers
 
     state = DashboardState()
     view = HeadlineNumbers(state=state)
