@@ -154,7 +154,7 @@ def bench_first_render_browser() -> None:
             page.goto(f"http://127.0.0.1:{port}/app", timeout=180_000)
             page.locator(".att-value").first.wait_for(timeout=180_000)
             cold = time.perf_counter() - start
-            serve.wait_for_plots(page)
+            serve.wait_for_plots(page, n=7)  # the four plots and the bridge tab's three
             plots = time.perf_counter() - start
             warm = []
             for _ in range(3):

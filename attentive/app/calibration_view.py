@@ -122,14 +122,18 @@ class CalibrationView(pn.viewable.Viewer):
             None, sizing_mode="stretch_width", stylesheets=[TABLE_CSS], css_classes=["att-table"]
         )
         # Side by side: the guarantee and where it comes from, then the scan that chose the scale.
+        # Side by side on a wide screen, one under the other on a narrow one.
         words = pn.Column(
             self.alert,
             self.note,
             pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
             sizing_mode="stretch_width",
+            styles={"flex": "1 1 360px"},
         )
-        scan = pn.Column(self.caption, self.table, sizing_mode="stretch_width")
-        self._layout = pn.Row(words, scan, sizing_mode="stretch_width")
+        scan = pn.Column(
+            self.caption, self.table, sizing_mode="stretch_width", styles={"flex": "1 1 360px"}
+        )
+        self._layout = pn.FlexBox(words, scan, sizing_mode="stretch_width")
         self.state.param.watch(self._update, "figures")
         self._draw(self.state.figures)
 

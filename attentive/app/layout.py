@@ -15,6 +15,7 @@ import panel as pn
 import param
 
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
+from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
 from attentive.app.plots import (
     COLORS,
@@ -23,6 +24,7 @@ from attentive.app.plots import (
     TradeoffView,
     TrajectoryView,
 )
+from attentive.app.plots.bridge import BridgeTab
 from attentive.app.state import URL_PARAMETERS, DashboardState
 from attentive.app.widgets import Controls, ExportPanel
 
@@ -37,6 +39,25 @@ INTRO = (
     "rule: the disagreement with full evaluation it guarantees). Click a stop (×) on the walks "
     "to see that example; click the tradeoff plot to pick an operating point."
 )
+
+
+# Narrow screens (phones): the sidebar starts closed and opens over the main area from the header
+# button, so the main area keeps the whole width. The template's button toggles the class
+# "hidden" on #sidebar; below 700 px its meaning is inverted (closed unless "hidden" is set).
+RESPONSIVE_CSS = """
+@media (max-width: 700px) {
+  #sidebar:not(.hidden) { min-width: 0 !important; max-width: 0 !important; padding: 0 !important;
+                          border: 0 !important; overflow: hidden !important; }
+  #sidebar.hidden { position: absolute !important; z-index: 20; left: 0;
+                    min-width: min(330px, 90vw) !important; max-width: min(330px, 90vw) !important;
+                    padding: 15px 10px 5px 5px !important; overflow-y: auto !important;
+                    background-color: var(--panel-surface-color, #fff);
+                    box-shadow: 2px 0 10px #0006; height: calc(100vh - 76px); }
+  #header .title { font-size: 16px !important; white-space: nowrap; overflow: hidden;
+                   text-overflow: ellipsis; }
+  #main { padding: 0 4px !important; }
+}
+"""
 
 
 def _extension() -> None:
@@ -184,8 +205,12 @@ class Dashboard(pn.viewable.Viewer):
                 sizing_mode="stretch_width",
             ),
             pn.Tabs(
-                ("Walks and rules", plots),
+                (
+                    "Walks and rules",
+                    pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width"),
+                ),
                 ("Pick a threshold", picking),
+                ("Brownian bridge", BridgeTab()),
                 sizing_mode="stretch_width",
                 dynamic=False,
             ),
@@ -209,6 +234,7 @@ class Dashboard(pn.viewable.Viewer):
             theme_toggle=True,
             main_layout=None,
             collapsed_sidebar=False,
+            raw_css=[RESPONSIVE_CSS],
         )
         return template
 

@@ -490,6 +490,7 @@ class DashboardState(param.Parameterized):
             self.report(exc)
             self._revert(self._applied)
             return
+        self.focus = -1  # a new walk: the clicked stop is gone
         terms = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
         p = built.problem
         self.model_info = (

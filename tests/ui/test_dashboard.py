@@ -15,14 +15,10 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from attentive.serve import wait_for_plots
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DEFAULT = "mnist-t10k-2v5"
 SHOTS = Path(os.environ.get("ATTENTIVE_UI_SHOTS", "/tmp/attentive-ui-shots"))
-WALKS = "Walks of the partial score S_t"
-TRADEOFF = "Every rule: disagreement against terms evaluated"
 
 
 def number(page, key: str) -> str:
@@ -47,6 +43,34 @@ def wait_for_change(page, key: str, before: str, timeout: float = 90_000) -> str
         timeout=timeout,
     )
     return number(page, key)
+
+
+MAIN_PLOTS = (
+    "Walks of the partial score S_t",
+    "Tradeoff of every rule",
+    "Precision–recall against the true labels",
+    "Theory check: actual against required δ",
+)
+
+
+WALKS, TRADEOFF = MAIN_PLOTS[:2]
+
+
+def wait_for_plots(page, timeout: float = 120_000) -> None:
+    """Wait until the four (deferred) plots of the first tab are in the page's Bokeh document
+    (counting canvases is not enough: the Brownian-bridge tab's plots load with the page)."""
+    page.wait_for_function(
+        """(titles) => {
+            if (typeof Bokeh === 'undefined' || !Bokeh.documents.length) return false;
+            const have = new Set();
+            for (const d of Bokeh.documents) {
+                for (const m of d.all_models) if (m.title && m.title.text) have.add(m.title.text);
+            }
+            return titles.every((t) => have.has(t));
+        }""",
+        arg=list(MAIN_PLOTS),
+        timeout=timeout,
+    )
 
 
 def load(page, server_url: str, query: str = "") -> None:
@@ -365,9 +389,86 @@ def test_click_on_the_tradeoff_plot_picks_delta(page, server_url):
     assert evaluated_terms(after)[0] < evaluated_terms(before)[0]
 
 
+STOPS = """() => {
+    for (const m of Bokeh.documents[0].all_models) {
+        const d = m.data;
+        if (d && d.example !== undefined && d.t !== undefined && d.s !== undefined) {
+            return [Array.from(d.example), Array.from(d.t), Array.from(d.s)];
+        }
+    }
+    return null;
+}"""
+
+
+def test_clicking_a_stop_focuses_that_example(page, server_url):
+    load(page, server_url)
+    wait_for_plots(page)
+    page.wait_for_function(f"() => ({STOPS})() !== null && ({STOPS})()[0].length > 0")
+    page.locator(".att-focus-view").get_by_text("Click a stop").first.wait_for()
+    examples, ts, ss = page.evaluate(STOPS)
+    x, y = page.evaluate(TAP_POINT, [WALKS, ts[0], ss[0]])
+    # Bring the stop to the middle of the window (the main area scrolls), then click it.
+    page.evaluate(f"() => document.getElementById('main').scrollBy(0, {y} - innerHeight / 2)")
+    page.wait_for_function(
+        f"() => Math.abs(({TAP_POINT})({[WALKS, ts[0], ss[0]]!r})[1] - innerHeight / 2) < 5"
+    )
+    x, y = page.evaluate(TAP_POINT, [WALKS, ts[0], ss[0]])
+    page.mouse.click(x, y)
+    focus = page.locator(".att-focus").first
+    focus.wait_for()
+    example = int(focus.get_attribute("data-example"))
+    assert example in examples  # one of the drawn stops (stops may overlap at one point)
+    t = int(focus.get_attribute("data-stop"))
+    assert t == ts[examples.index(example)]  # where the walks plot shows it stopped
+    n_terms = evaluated_terms(number(page, "evaluated"))[1]
+    assert f"after {t:,} of {n_terms:,} terms" in focus.inner_text()
+    assert page.locator(".att-focus img").count() == 1  # the digit
+    assert page.locator(".att-strip img").count() == 16  # quickest and longest
+    page.locator(".att-focus").first.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "focus.png"))
+
+
+def test_brownian_bridge_tab_recomputes_on_a_slider_move(page, server_url):
+    load(page, server_url)
+    page.get_by_text("Brownian bridge", exact=True).first.click()
+    summary = page.locator(".att-bridge p").first  # (the Markdown renders in a shadow root)
+    summary.wait_for()
+    before = summary.inner_text()
+    assert "τ(δ = 0.05)" in before and "n = 1,000" in before
+    press(page, "bridge-n", "PageUp", 2)  # more terms: a higher threshold, other walks
+    deadline = time.monotonic() + 60
+    while summary.inner_text() == before and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    after = summary.inner_text()
+    assert "n = 1,000" not in after
+    page.evaluate("() => document.getElementById('main').scrollBy(0, innerHeight * 0.75)")
+    page.wait_for_timeout(300)  # the scroll, for the screenshot
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "bridge.png"))
+
+
+OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
+SIDEBAR_WIDTH = "() => document.getElementById('sidebar').getBoundingClientRect().width"
+INTRO_WIDTH = """() => {
+    const find = (root) => {
+        for (const el of root.querySelectorAll('p')) {
+            if (el.textContent.startsWith("A linear predictor's score")) return el;
+        }
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) { const h = find(el.shadowRoot); if (h) return h; }
+        }
+        return null;
+    };
+    return find(document).getBoundingClientRect().width;
+}"""
+
+
 @pytest.mark.parametrize("width,height", [(1440, 900), (1024, 768), (390, 844)])
-def test_screenshots(browser, server_url, width, height):
-    """The page at a desktop, a small laptop and a phone size (saved for a person to look at)."""
+def test_layout_and_screenshots(browser, server_url, width, height):
+    """No sideways overflow at a desktop, a small laptop and a phone size; on the phone the
+    sidebar starts closed (the main area keeps the width) and the header button opens it.
+    Screenshots (top of the page and the plots) are saved for a person to look at."""
     context = browser.new_context(viewport={"width": width, "height": height})
     try:
         page = context.new_page()
@@ -377,7 +478,25 @@ def test_screenshots(browser, server_url, width, height):
         page.wait_for_function(f"() => ({STAR})() !== null")
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}.png"))
-        page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}-full.png"), full_page=True)
-        assert number(page, "evaluated")
+        assert page.evaluate(OVERFLOW) <= 0
+        # The intro's lines use most of the main area's width (readable, not a word per line).
+        main = width - page.evaluate(SIDEBAR_WIDTH)
+        assert page.evaluate(INTRO_WIDTH) >= max(300, (main - 80) * 0.8)
+        if width < 700:
+            assert page.evaluate(SIDEBAR_WIDTH) < 5
+            page.locator("#sidebar-button").click()
+            page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
+            page.wait_for_timeout(400)  # the slide-in transition, for the screenshot
+            page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}-sidebar.png"))
+            page.locator("#sidebar-button").click()
+            page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() < 5")
+        else:
+            assert page.evaluate(SIDEBAR_WIDTH) > 250
+        page.get_by_text("Walks and rules").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}-plots.png"))
+        page.evaluate("() => document.getElementById('main').scrollBy(0, window.innerHeight * 0.8)")
+        page.wait_for_timeout(300)  # the scroll, for the screenshot
+        page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}-plots-2.png"))
+        assert page.evaluate(OVERFLOW) <= 0
     finally:
         context.close()

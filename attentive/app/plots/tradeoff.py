@@ -24,7 +24,7 @@ def family_color(name: str) -> str:
 class TradeoffView(PlotView):
     """Disagreement against mean fraction evaluated for every rule; click to choose a point."""
 
-    title = "Every rule: disagreement against terms evaluated"
+    title = "Tradeoff of every rule"  # short: the axes say what is plotted
     xlabel = "mean fraction of terms evaluated"
     ylabel = "disagreement with the full model"
     legend_location = "top_right"

@@ -1,0 +1,94 @@
+"""The Brownian-bridge teaching tab's data (no Panel): simulated walks with a drift, the
+Constant-STST boundary for δ, required against actual error, and the √n growth of the stopping
+time (SPEC §5, the paper's Figure 3, through :mod:`attentive.simulation`).
+
+Walks are ``S_t = Σ_{i≤t} X_i`` with ``X_i ~ N(drift, 1)``, ``V = n``, ``θ = 0`` and the upper
+threshold τ(δ): a walk stops (predicts positive) the first time ``S_t ≥ τ``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attentive import constant_threshold
+from attentive.simulation import (
+    default_deltas,
+    simulate_decision_error,
+    simulate_stopping_time,
+    stopping_time_slope,
+)
+
+__all__ = ["BridgeFigures", "bridge_figures"]
+
+N_WALKS = 40
+ERROR_PATHS = 2_000
+TIME_PATHS = 300
+
+
+@dataclass(frozen=True)
+class BridgeFigures:
+    """What the tab draws: ``x``/``y`` one NaN-separated path of the walks (each cut at its stop),
+    ``stop_t``/``stop_s`` the stops, ``tau`` the threshold, ``required``/``actual``/``stderr`` the
+    decision error against δ, ``ns``/``mean_times`` the mean stopping time and its log-log slope."""
+
+    n: int
+    drift: float
+    delta: float
+    tau: float
+    x: np.ndarray
+    y: np.ndarray
+    stop_t: np.ndarray
+    stop_s: np.ndarray
+    required: np.ndarray
+    actual: np.ndarray
+    stderr: np.ndarray
+    ns: np.ndarray
+    mean_times: np.ndarray
+    slope: float
+
+
+def _walks(n: int, drift: float, tau: float, rng) -> tuple[np.ndarray, ...]:
+    S = np.cumsum(rng.standard_normal((N_WALKS, n)) + drift, axis=1)
+    hit = S >= tau
+    crossed = hit.any(axis=1)
+    stop = np.where(crossed, hit.argmax(axis=1) + 1, n)  # terms evaluated
+    t = np.arange(n + 1, dtype=np.float64)
+    S0 = np.concatenate([np.zeros((N_WALKS, 1)), S], axis=1)
+    keep = t[None, :] <= stop[:, None]
+    y = np.where(keep, S0, np.nan)
+    x = np.broadcast_to(t, y.shape)
+    gap = np.full((N_WALKS, 1), np.nan)
+    xs = np.concatenate([x, gap], axis=1).ravel()
+    ys = np.concatenate([y, gap], axis=1).ravel()
+    # Drop the NaN tail after each stop (one NaN between walks is enough).
+    keep_flat = np.concatenate([keep, np.ones((N_WALKS, 1), dtype=bool)], axis=1).ravel()
+    return xs[keep_flat], ys[keep_flat], stop[crossed], S0[np.flatnonzero(crossed), stop[crossed]]
+
+
+def bridge_figures(drift: float, n: int, delta: float, seed: int = 0) -> BridgeFigures:
+    """The tab's data for a drift, a number of terms n and a required error δ."""
+    n = int(n)
+    rng = np.random.default_rng(seed)
+    tau = constant_threshold(float(delta), float(n), 0.0, side="upper")
+    x, y, stop_t, stop_s = _walks(n, float(drift), tau, rng)
+    sim = simulate_decision_error(n, drift=drift, n_paths=ERROR_PATHS, random_state=seed)
+    ns = np.unique(np.geomspace(max(8, n // 16), n, 5).round().astype(np.int64))
+    times = simulate_stopping_time(ns, delta, drift=drift, n_paths=TIME_PATHS, random_state=seed)
+    return BridgeFigures(
+        n=n,
+        drift=float(drift),
+        delta=float(delta),
+        tau=float(tau),
+        x=x,
+        y=y,
+        stop_t=stop_t.astype(np.float64),
+        stop_s=stop_s,
+        required=default_deltas(),
+        actual=sim.actual,
+        stderr=sim.stderr,
+        ns=ns.astype(np.float64),
+        mean_times=times,
+        slope=stopping_time_slope(ns, times),
+    )

@@ -1,0 +1,74 @@
+"""The focus view: the clicked example's numbers are the current rule's, the digit is the row's
+pixels, and the strips are the quickest-stopped and longest-walked test examples."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from attentive.app.focus import FocusView, digit_png, extremes
+from attentive.app.state import DashboardState
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("ATTENTIVE_DATA", str(tmp_path_factory.getbasetemp() / "data-home"))
+    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")
+
+
+def decode_grey_png(data: bytes) -> np.ndarray:
+    """Pixels of an 8-bit grayscale PNG with filter 0 on every row (what digit_png writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        crc = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0]
+        assert crc == zlib.crc32(kind + body)
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    w, h = size
+    rows = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(h, w + 1)
+    assert (rows[:, 0] == 0).all()
+    return rows[:, 1:]
+
+
+def test_digit_png_holds_the_pixels():
+    rng = np.random.default_rng(0)
+    pixels = rng.random(784)
+    grey = decode_grey_png(digit_png(pixels))
+    np.testing.assert_array_equal(grey, np.round(255 * (1 - pixels)).reshape(28, 28))
+
+
+def test_extremes_are_the_quickest_and_the_longest():
+    n_evaluated = np.array([5, 1, 9, 1, 7, 3])
+    quick, slow = extremes(n_evaluated, k=2)
+    assert list(quick) == [1, 3] and list(slow) == [2, 4]
+
+
+def test_focus_shows_the_current_rules_numbers_for_the_clicked_example():
+    state = DashboardState()
+    view = FocusView(state=state)
+    assert "Click a stop" in view._html(state.figures, state.focus)
+    f = state.figures
+    example = int(f.stops["example"].iloc[0])  # what a click on the first drawn stop sets
+    state.focus = example
+    text = view._html(f, state.focus)
+    t = int(f.n_evaluated[example])
+    assert f"data-example='{example}' data-stop='{t}'" in text
+    assert f"after {t:,} of {f.n_terms:,} terms" in text
+    assert f"{float(state.walks.full_score[example]):.4g}" in text
+    agreed = bool(f.positive[example]) == bool(f.full_positive[example])
+    assert ("<b>yes</b>" in text) == agreed
+    assert text.count("<img") == 1 + 2 * 8  # the digit and two strips
+    # A new walk (here: another seed) forgets the focus.
+    state.set_controls(seed=5)
+    assert state.focus == -1
