@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import ClassVar
 
 import panel as pn
 import param
+from panel.io.resources import CDN_DIST
 
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.focus import FocusView
@@ -60,13 +62,26 @@ RESPONSIVE_CSS = """
 """
 
 
+class OfflineFast(pn.theme.Fast):
+    """Panel's Fast design without its link to a web font.
+
+    The dashboard must work offline, where the font's stylesheet cannot load and the browser
+    reports it as a console error; the page uses the system's sans-serif instead. A subclass
+    handed to the template (its public ``design`` parameter), so Panel's own ``Fast`` is untouched.
+    """
+
+    # Fast's resources without "font". Its own script is named by its bundled address, because
+    # Panel looks a relative name up under the class's name ("offlinefast/…"), which has none.
+    _resources: ClassVar[dict] = {
+        **{key: value for key, value in pn.theme.Fast._resources.items() if key != "font"},
+        "js_modules": {
+            **pn.theme.Fast._resources["js_modules"],
+            "fast-design": f"{CDN_DIST}bundled/fast/js/fast_design.js",
+        },
+    }
+
+
 def _extension() -> None:
-    # Still a private patch (issue 16 asks for none): the Fast design links a Google web font
-    # that an offline page reports as a console error, and Panel 1.9 has no public switch for it.
-    # The way out is another template/design; not done yet.
-    fast = pn.theme.Fast
-    if "font" in fast._resources:
-        fast._resources = {k: v for k, v in fast._resources.items() if k != "font"}
     pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width")
 
 
@@ -235,6 +250,7 @@ class Dashboard(pn.viewable.Viewer):
             main_layout=None,
             collapsed_sidebar=False,
             raw_css=[RESPONSIVE_CSS],
+            design=OfflineFast,
         )
         return template
 

@@ -348,9 +348,12 @@ def test_url_state_and_dark_theme(page, server_url):
     assert "(50%)" in evaluated  # budget B = half the terms
     # The same controls in Python give the same numbers.
     wait_for_numbers(page, expected_numbers(controls))
-    assert page.evaluate("() => document.body.classList.contains('dark') "
-                         "|| document.documentElement.dataset.theme === 'dark' "
-                         "|| location.search.includes('theme=dark')")  # fmt: skip
+    # The page is drawn dark: the body's computed background has a low luminance, and the
+    # theme switch is off (the light page, by default, has it on and a light background).
+    background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(v) for v in re.findall(r"\d+", background)[:3])
+    assert 0.2126 * red + 0.7152 * green + 0.0722 * blue < 80, background
+    assert page.evaluate("() => !document.querySelector('#theme-switch').checked")
 
 
 def test_zoom_stays_on_delta_moves_and_refits_on_new_data(page, server_url):
