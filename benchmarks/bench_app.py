@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -130,6 +132,110 @@ def bench_moves() -> None:
     print(f"evaluator timing (thread, after)   {ms(m)}")
 
 
+def bench_holoviews_streams() -> None:
+    """The same updates through HoloViews ``Pipe`` streams and through the in-place Bokeh views.
+
+    For the two plots a δ move changes (the walks plot, the largest: up to 300 walks of up to
+    686 terms, the boundary, stops and the bridge band; and the tradeoff plot), the figure data of
+    several δ values is computed once; then each δ step is applied (a) by the dashboard's view,
+    which assigns only the sources whose columns changed, and (b) by one HoloViews ``DynamicMap``
+    per source fed by a ``Pipe`` with the same columns (a Curve per line, a Scatter for points)
+    and sent only when its columns changed, rendered by ``pn.pane.HoloViews`` into the same kind
+    of Bokeh document. Both are timed up to the serialised patch a browser would receive.
+    ``Buffer`` streams append rows to a window; a δ move replaces the stops and the boundary, so
+    there is nothing for a Buffer to append. The precision–recall and theory plots do not change
+    on a δ move of the calibrated rule (the first is drawn when the evaluator's timing arrives).
+    Last, a move of the Brownian-bridge tab, whose error and stopping-time plots are the paper's
+    HoloViews elements redrawn on every move.
+    """
+    import holoviews as hv
+    import panel as pn
+    from bokeh.document import Document
+    from bokeh.protocol import Protocol
+
+    from attentive.app.plots import TradeoffView, TrajectoryView
+    from attentive.app.plots.base import same
+    from attentive.app.plots.bridge import BridgeTab
+    from attentive.app.state import DashboardState
+
+    hv.extension("bokeh", logo=False)
+    pn.extension()
+    protocol = Protocol()
+    state = DashboardState()
+    state.measure_executor = no_measure
+    figures = []
+    for d in (0.005, 0.01, 0.02, 0.05, 0.1, 0.003, 0.03):
+        state.set_controls(delta=d)
+        figures.append(state.figures)
+
+    def patch_size(events) -> int:
+        if not events:
+            return 0
+        msg = protocol.create("PATCH-DOC", events)
+        return len(msg.content_json) + sum(len(b.to_bytes()) for b in msg._buffers)
+
+    def timed_steps(label: str, root, step, n_steps: int, warm: int) -> None:
+        doc = Document()
+        doc.add_root(root)
+        events, sizes, times = [], [], []
+        doc.on_change(events.append)
+        for i in range(warm + n_steps):
+            events.clear()
+            t = time.perf_counter()
+            step(i)
+            size = patch_size(events)
+            if i >= warm:
+                times.append(time.perf_counter() - t)
+                sizes.append(size)
+        print(f"{label:<40} {ms(times)}; patch median {statistics.median(sizes) / 1e3:6.1f} kB")
+
+    def element(name: str, data: dict):
+        cols = [c for c, v in data.items() if np.asarray(v).dtype.kind == "f"]
+        x, ys = cols[0], cols[1:] or cols[:1]
+        if name in ("stops", "point", "budgeted", "sweep"):
+            return hv.Scatter(data, kdims=[x], vdims=ys)
+        return hv.Overlay([hv.Curve(data, kdims=[x], vdims=[y]) for y in ys])
+
+    def compare(View) -> None:
+        k = len(figures)
+        view = View(state=state)
+        root = pn.panel(view).get_root(Document())  # builds the figure
+        datas = [view._data(f) for f in figures]
+        timed_steps(
+            f"{View.__name__} δ step, in-place Bokeh",
+            root,
+            lambda i: view._refresh(figures[i % k]),
+            2 * k,
+            k,
+        )
+        pipes = {name: hv.streams.Pipe(data=cols) for name, cols in datas[0].items()}
+        maps = [
+            hv.DynamicMap(lambda data, name=name: element(name, data), streams=[pipe])
+            for name, pipe in pipes.items()
+        ]
+        overlay = hv.Overlay(maps).collate().opts(responsive=True, min_height=300)
+
+        def send(i: int) -> None:
+            for name, cols in datas[i % k].items():
+                if not all(same(pipes[name].data[c], v) for c, v in cols.items()):
+                    pipes[name].send(cols)
+
+        hv_root = pn.pane.HoloViews(overlay).get_root(Document())
+        timed_steps(f"{View.__name__} δ step, HoloViews Pipe", hv_root, send, 2 * k, k)
+
+    compare(TrajectoryView)
+    compare(TradeoffView)
+    tab = BridgeTab()
+    drifts = (0.02, 0.05, 0.1, 0.2)
+    timed_steps(
+        "bridge tab drift move (simulate + redraw)",
+        pn.panel(tab).get_root(Document()),
+        lambda i: setattr(tab, "drift", drifts[i % len(drifts)]),
+        8,
+        1,
+    )
+
+
 def bench_first_render_browser() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -178,6 +284,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_first_render_server()
     bench_moves()
+    bench_holoviews_streams()
     if not args.no_browser and Path("/usr/bin/chromium").exists():
         bench_first_render_browser()
 

@@ -1,9 +1,8 @@
 """The Brownian-bridge tab's data: the threshold is Constant-STST's, walks stop at their first
-crossing, and a move recomputes in well under a second."""
+crossing, and the error and stopping-time frames are those the paper's Figure 3 is drawn from.
+(How long a move takes is measured in benchmarks/bench_app.py, not here.)"""
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -35,10 +34,22 @@ def test_error_and_time_follow_the_theory():
     assert 0.35 < f.slope < 0.65  # √n growth (Theorem 2)
 
 
-def test_a_move_is_recomputed_in_well_under_a_second():
-    times = []
-    for _ in range(3):  # the best of three: the machine may be busy with other tests
-        t = time.perf_counter()
-        bridge_figures(0.02, 3000, 0.01)
-        times.append(time.perf_counter() - t)
-    assert min(times) < 1.0
+def test_the_tab_draws_the_papers_figure_3_elements_from_its_frames():
+    import holoviews as hv
+
+    from attentive.plots import decision_error_plot, stopping_time_plot
+
+    f = bridge_figures(drift=0.05, n=600, delta=0.02, seed=2)
+    errors = f.decision_error
+    np.testing.assert_array_equal(errors["actual"], f.actual)
+    assert (errors["paths_below_zero"] == f.error_paths).all() and f.error_paths > 0
+    times = f.stopping_time
+    # E[min(T, n)] is what a predictor with n terms pays: at most n and at most E[T].
+    assert (times["mean_stopping_time_truncated"] <= times["n"]).all()
+    assert (times["mean_stopping_time_truncated"] <= times["mean_stopping_time"] + 1e-9).all()
+    a = decision_error_plot(errors, f.delta, height=330)
+    marks = [e for e in a if isinstance(e, hv.VLine)]
+    assert [m.data for m in marks] == [f.delta]  # the current δ is marked
+    b = stopping_time_plot(times, height=330)
+    drawn = {e.label for e in b if isinstance(e, hv.Scatter)}
+    assert drawn == {"E[T]  (Theorem 2)", "E[min(T, n)]  (predictor pays)"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from attentive import constant_threshold
 from attentive.simulation import (
@@ -31,7 +32,10 @@ TIME_PATHS = 300
 class BridgeFigures:
     """What the tab draws: ``x``/``y`` one NaN-separated path of the walks (each cut at its stop),
     ``stop_t``/``stop_s`` the stops, ``tau`` the threshold, ``required``/``actual``/``stderr`` the
-    decision error against δ, ``ns``/``mean_times`` the mean stopping time and its log-log slope."""
+    decision error against δ (over ``error_paths`` walks that end below 0), ``ns``/``mean_times``
+    the mean stopping time ``E[T]`` and its log-log slope, ``mean_times_truncated``
+    ``E[min(T, n)]``. :attr:`decision_error` and :attr:`stopping_time` are the same numbers as the
+    frames the paper's Figure 3 is drawn from (:mod:`attentive.plots`)."""
 
     n: int
     drift: float
@@ -44,9 +48,36 @@ class BridgeFigures:
     required: np.ndarray
     actual: np.ndarray
     stderr: np.ndarray
+    error_paths: int
     ns: np.ndarray
     mean_times: np.ndarray
+    mean_times_truncated: np.ndarray
     slope: float
+
+    @property
+    def decision_error(self) -> pd.DataFrame:
+        """Required against actual error, as :func:`attentive.plots.decision_error_plot` takes it."""
+        return pd.DataFrame(
+            {
+                "n": self.n,
+                "required": self.required,
+                "actual": self.actual,
+                "stderr": self.stderr,
+                "paths_below_zero": self.error_paths,
+            }
+        )
+
+    @property
+    def stopping_time(self) -> pd.DataFrame:
+        """Mean stopping times against n, as :func:`attentive.plots.stopping_time_plot` takes them."""
+        return pd.DataFrame(
+            {
+                "n": self.ns.astype(np.int64),
+                "delta": self.delta,
+                "mean_stopping_time": self.mean_times,
+                "mean_stopping_time_truncated": self.mean_times_truncated,
+            }
+        )
 
 
 def _walks(n: int, drift: float, tau: float, rng) -> tuple[np.ndarray, ...]:
@@ -76,6 +107,9 @@ def bridge_figures(drift: float, n: int, delta: float, seed: int = 0) -> BridgeF
     sim = simulate_decision_error(n, drift=drift, n_paths=ERROR_PATHS, random_state=seed)
     ns = np.unique(np.geomspace(max(8, n // 16), n, 5).round().astype(np.int64))
     times = simulate_stopping_time(ns, delta, drift=drift, n_paths=TIME_PATHS, random_state=seed)
+    truncated = simulate_stopping_time(
+        ns, delta, drift=drift, n_paths=TIME_PATHS, truncate=True, random_state=seed
+    )
     return BridgeFigures(
         n=n,
         drift=float(drift),
@@ -88,7 +122,9 @@ def bridge_figures(drift: float, n: int, delta: float, seed: int = 0) -> BridgeF
         required=default_deltas(),
         actual=sim.actual,
         stderr=sim.stderr,
+        error_paths=sim.n_paths,
         ns=ns.astype(np.float64),
         mean_times=times,
+        mean_times_truncated=truncated,
         slope=stopping_time_slope(ns, times),
     )

@@ -78,9 +78,11 @@ def _markers(element, color: str, marker: str = "o", size: float = 6, hollow: bo
     return element.opts(**bokeh, backend="bokeh").opts(**mpl, backend="matplotlib")
 
 
-def _panel(overlay, *, title: str, xlabel: str, ylabel: str, legend: str, **common):
-    """Axis, legend and size options shared by every panel."""
+def _panel(overlay, *, title: str, xlabel: str, ylabel: str, legend: str, height=None, **common):
+    """Axis, legend and size options shared by every panel. ``height``: Bokeh draws the panel at
+    that height and the width of its container (the dashboard) instead of a fixed size."""
     _load_backends()
+    size = _BOKEH_SIZE if height is None else {"height": int(height), "responsive": True}
     return (
         overlay.opts(
             title=title,
@@ -90,7 +92,7 @@ def _panel(overlay, *, title: str, xlabel: str, ylabel: str, legend: str, **comm
             legend_position=legend,
             **common,
         )
-        .opts(**_BOKEH_SIZE, legend_opts={"label_text_font_size": "8pt"}, backend="bokeh")
+        .opts(**size, legend_opts={"label_text_font_size": "8pt"}, backend="bokeh")
         .opts(
             aspect=1.45,
             fontsize={"legend": 7, "title": 10, "labels": 9},
@@ -242,10 +244,14 @@ def figure4(tradeoff: pd.DataFrame, pr: pd.DataFrame, summary: Mapping):
 # ----------------------------------------------------------------------------- Figure 3
 
 
-def decision_error_plot(decision_error: pd.DataFrame):
+def decision_error_plot(
+    decision_error: pd.DataFrame, mark: float | None = None, height: int | None = None
+):
     """Actual against required decision error on log–log axes, one series per n, with ± 2
     standard errors; δ values where no path crossed are drawn as hollow triangles at half a path.
-    The reference ``actual = required`` is sampled densely so that it is y = x on any axes."""
+    The reference ``actual = required`` is sampled densely so that it is y = x on any axes.
+    ``mark``: a required error to mark with a vertical line (the dashboard's current δ);
+    ``height``: drawn (Bokeh) at that height and its container's width, instead of a fixed size."""
     _load_backends()
     kd, vd = "required", "actual"
     layers = []
@@ -280,6 +286,8 @@ def decision_error_plot(decision_error: pd.DataFrame):
     layers.append(
         style(hv.Curve((grid, grid), kd, vd, label="actual = required"), "black", dash="dashed")
     )
+    if mark is not None:
+        layers.append(style(hv.VLine(float(mark)), "#CC79A7", width=2, dash="dotted"))
     return _panel(
         hv.Overlay(layers),
         title="(a) Constant-STST is conservative",
@@ -288,12 +296,16 @@ def decision_error_plot(decision_error: pd.DataFrame):
         legend="top_left",
         logx=True,
         logy=True,
+        height=height,
     )
 
 
-def stopping_time_plot(stopping_time: pd.DataFrame, delta: float | None = None):
+def stopping_time_plot(
+    stopping_time: pd.DataFrame, delta: float | None = None, height: int | None = None
+):
     """Mean stopping time against n on log–log axes: ``E[T]`` (the paper's Theorem 2) and
-    ``E[min(T, n)]`` (what a predictor pays), each with its least-squares line and slope, and n."""
+    ``E[min(T, n)]`` (what a predictor pays), each with its least-squares line and slope, and n.
+    ``height`` as in :func:`decision_error_plot`."""
     _load_backends()
     kd, vd = "n", "mean stopping time"
     ns = stopping_time["n"].to_numpy(dtype=np.float64)
@@ -325,6 +337,7 @@ def stopping_time_plot(stopping_time: pd.DataFrame, delta: float | None = None):
         legend="top_left",
         logx=True,
         logy=True,
+        height=height,
     )
 
 
