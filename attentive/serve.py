@@ -82,13 +82,17 @@ def command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Become ``panel serve`` (the process is replaced, not forked): a SIGTERM or Ctrl-C sent to
+    ``python -m attentive serve`` reaches the server itself, which then frees the port."""
     env = dict(os.environ)
     if args.max_upload_mb is not None:
         env["ATTENTIVE_MAX_UPLOAD_MB"] = str(args.max_upload_mb)
-    try:
-        return subprocess.call(command(args), cwd=APP.parent, env=env)
-    except KeyboardInterrupt:
-        return 0
+    cmd = command(args)
+    os.chdir(APP.parent)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 0  # not reached
 
 
 # -- a server in the background, for the browser tests and the benchmarks ------------------------

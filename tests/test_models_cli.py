@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
 from attentive.cli import main
 from attentive.data import clear_cache
 from attentive.models.cli import elapsed_line
+from attentive.serve import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +73,38 @@ def test_elapsed_line_reports_time():
     assert re.fullmatch(
         r"(\rworking … \d+\.\d s)*\rworking: done in \d+\.\d s\n", stream.getvalue()
     )
+
+
+def test_serve_stops_on_sigterm_and_frees_its_port(tmp_path):
+    """``python -m attentive serve`` is the server itself: a SIGTERM leaves nothing on the port."""
+    port = free_port()
+    env = {**os.environ, "ATTENTIVE_DATA": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attentive", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def listening() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    try:
+        deadline = time.monotonic() + 120
+        while not listening():
+            assert proc.poll() is None, "the server exited before listening"
+            assert time.monotonic() < deadline, "the server never listened"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while listening() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not listening(), "a process still answers on the port after SIGTERM"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

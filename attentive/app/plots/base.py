@@ -128,7 +128,7 @@ class PlotView(pn.viewable.Viewer):
             y_range=Range1d(0, 1),
             tools="pan,wheel_zoom,box_zoom,reset,save",
             active_drag="pan",
-            active_scroll="wheel_zoom",
+            active_scroll=None,  # the wheel scrolls the page; the zoom tool is one click away
             toolbar_location="above",
             sizing_mode="stretch_both",
             min_height=300,
