@@ -119,14 +119,23 @@ def _hline(y: float, xlim: tuple[float, float], label: str, kdims, vdims):
 # ----------------------------------------------------------------------------- Figure 4
 
 
-def precision_recall_plot(pr: pd.DataFrame, labels: Mapping[str, str] | None = None, title=""):
+def precision_recall_plot(
+    pr: pd.DataFrame,
+    labels: Mapping[str, str] | None = None,
+    title="",
+    *,
+    colors: Mapping[str, str] | None = None,
+    height: int | None = None,
+):
     """Precision–recall step curves, one per ``method`` of ``pr`` (``full`` drawn wide under the
     others so that it stays visible where they coincide with it).
 
-    ``labels`` maps a method to its legend text (default: the method).
+    ``labels`` maps a method to its legend text (default: the method); ``colors`` a method to its
+    colour (default :data:`COLORS`); ``height`` as in :func:`decision_error_plot`.
     """
     _load_backends()
     labels = dict(labels or {})
+    palette = {**COLORS, **(colors or {})}
     curves = []
     for method, rows in pr.groupby("method", sort=False):
         curve = hv.Curve(
@@ -136,7 +145,7 @@ def precision_recall_plot(pr: pd.DataFrame, labels: Mapping[str, str] | None = N
             label=labels.get(method, method),
         ).opts(interpolation="steps-post")
         full = method == "full"
-        color = COLORS.get(method, "#7f7f7f")
+        color = palette.get(method, "#7f7f7f")
         curves.append(
             (not full, style(curve, color, width=4 if full else 1.8, alpha=0.55 if full else 1.0))
         )
@@ -149,6 +158,7 @@ def precision_recall_plot(pr: pd.DataFrame, labels: Mapping[str, str] | None = N
         ylabel="precision",
         legend="bottom_left",
         xlim=(0, 1.01),
+        height=height,
     )
 
 

@@ -1,4 +1,5 @@
-"""The dashboard's plots, one module each, on a common in-place-updating Bokeh base."""
+"""The dashboard's plots, one module each: the walks, tradeoff and theory plots on a common
+in-place-updating Bokeh base; the precision–recall plot the shared HoloViews element."""
 
 from attentive.app.plots.base import COLORS, PlotView
 from attentive.app.plots.pr import PrecisionRecallView

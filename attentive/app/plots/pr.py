@@ -1,72 +1,69 @@
 """Precision–recall against the true labels: the full score, the paper's Algorithm-1 scores of the
 current rule (``stopped_score="boundary"``) and a budget of the same mean cost. Drawn when the
-evaluator's measurement arrives (:func:`attentive.app.rules.measure`)."""
+evaluator's measurement arrives (:func:`attentive.app.rules.measure`), after a move's patch has
+left, so it has no 50 ms budget: it is the shared HoloViews element of the notebooks and the
+reproduced figures (:func:`attentive.plots.precision_recall_plot`), redrawn on each measurement."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import panel as pn
+import param
 
-from attentive.app.plots.base import COLORS, PlotView, col, thin
+from attentive.app.plots.base import COLORS
+from attentive.app.state import DashboardState
+from attentive.plots import precision_recall_plot
 
 __all__ = ["PrecisionRecallView"]
 
+NAMES = {"attentive": "attentive (Algorithm 1)", "budgeted": "budgeted, same cost"}
 
-class PrecisionRecallView(PlotView):
+
+class PrecisionRecallView(pn.viewable.Viewer):
     """Precision–recall of the full, attentive and budgeted scores against the true labels."""
 
+    state = param.ClassSelector(class_=DashboardState)
+
     title = "Precision–recall against the true labels"
-    xlabel = "recall"
-    ylabel = "precision"
-    legend_location = "bottom_left"
     METHODS = ("full", "attentive", "budgeted")
+    HEIGHT = 380
 
-    def _build(self, fig) -> None:
-        items = {}
-        for method in self.METHODS:
-            src = self._source(method, "recall", "precision")
-            items[method] = [
-                fig.step(
-                    "recall",
-                    "precision",
-                    source=src,
-                    mode="before",
-                    color=COLORS[method],
-                    line_width=3 if method == "full" else 2,
-                    line_dash="dashdot" if method == "budgeted" else "solid",
-                )
-            ]
-        self._legend(fig, items)
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._pane = None
 
-    def __panel__(self):
-        pane = super().__panel__()
-        if not getattr(self, "_watching", False):
-            self._watching = True
-            self.state.param.watch(self._on_measured, "measured")
-        return pane
+    def _element(self):
+        m = self.state.measured
+        if m is None:  # not measured yet: empty curves, the legend says so
+            pr = pd.DataFrame({"method": list(self.METHODS), "recall": np.nan, "precision": np.nan})
+            labels = {k: f"{k}: evaluating…" for k in self.METHODS}
+        else:
+            pr = m.pr
+            labels = {
+                k: f"{NAMES.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS
+            }
+        colors = {k: COLORS[k] for k in self.METHODS}
+        element = precision_recall_plot(pr, labels, self.title, colors=colors, height=self.HEIGHT)
+        return element.opts(
+            ylim=(0.0, 1.02), toolbar="above", hooks=[_page_scrolls], backend="bokeh"
+        )
 
     def _on_measured(self, event) -> None:
-        if event.new is not None:
-            self._on_figures(type("E", (), {"new": self.state.figures})())
+        self._pane.object = self._element()  # Panel sends it in the session's context
 
-    def _data(self, f):
-        out = {}
-        m = self.state.measured
-        if m is None:
-            return {k: {"recall": col([]), "precision": col([])} for k in self.METHODS}
-        method = m.pr["method"].to_numpy()
-        recall, precision = m.pr["recall"].to_numpy(), m.pr["precision"].to_numpy()
-        for m in self.METHODS:
-            rows = np.flatnonzero(method == m)
-            rows = rows[thin(rows.size)]
-            out[m] = {"recall": col(recall, rows), "precision": col(precision, rows)}
-        return out
+    def __panel__(self):
+        if self._pane is None:
+            self._pane = pn.pane.HoloViews(
+                self._element(), sizing_mode="stretch_width", min_height=300
+            )
+            self.state.param.watch(self._on_measured, "measured")
+        return self._pane
 
-    def _labels(self, f):
-        m = self.state.measured
-        if m is None:
-            return {k: f"{k}: evaluating…" for k in self.METHODS}
-        names = {"attentive": "attentive (Algorithm 1)", "budgeted": "budgeted, same cost"}
-        return {k: f"{names.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS}
 
-    def _ranges(self, f):
-        return (0.0, 1.02), (0.0, 1.02)
+def _page_scrolls(plot, element) -> None:
+    """The mouse wheel scrolls the page (the zoom tools stay one click away)."""
+    fig = plot.state
+    fig.toolbar.active_scroll = None
+    fig.toolbar.logo = None
+    fig.title.align = "center"
