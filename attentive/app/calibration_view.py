@@ -121,19 +121,22 @@ class CalibrationView(pn.viewable.Viewer):
         self.table = pn.pane.DataFrame(
             None, sizing_mode="stretch_width", stylesheets=[TABLE_CSS], css_classes=["att-table"]
         )
-        # Side by side: the guarantee and where it comes from, then the scan that chose the scale.
-        # Side by side on a wide screen, one under the other on a narrow one.
-        words = pn.Column(
-            self.alert,
+        # The guarantee in words stays in view; where it comes from (the calibration set and the
+        # scan that chose the scale) folds away, so that the plots start near the top of the
+        # page. Side by side on a wide screen, one under the other on a narrow one.
+        details = pn.Card(
             self.note,
+            self.caption,
+            self.table,
             pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
+            title="Calibration table: how the scale was chosen (click to open)",
+            collapsed=True,
             sizing_mode="stretch_width",
             styles={"flex": "1 1 360px"},
+            css_classes=["att-calibration-details"],
         )
-        scan = pn.Column(
-            self.caption, self.table, sizing_mode="stretch_width", styles={"flex": "1 1 360px"}
-        )
-        self._layout = pn.FlexBox(words, scan, sizing_mode="stretch_width")
+        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "1 1 360px"})
+        self._layout = pn.FlexBox(words, details, sizing_mode="stretch_width")
         self.state.param.watch(self._update, "figures")
         self._draw(self.state.figures)
 

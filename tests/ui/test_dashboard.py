@@ -204,7 +204,12 @@ def test_default_is_mnist_calibrated_and_matches_the_exported_classifier(page, s
     assert page.get_by_label("Rule", exact=True).input_value() == "calibrated"
     guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥ 1 − α")
     guarantee.first.wait_for()
-    assert page.get_by_text("Calibration table").first.is_visible()
+    # How the scale was chosen folds away under the guarantee; its card opens on a click.
+    details = page.get_by_text("Calibration table: how the scale was chosen").first
+    assert details.is_visible()
+    assert not page.locator(".att-table").first.is_visible()
+    details.click()
+    page.locator(".att-table").first.wait_for(state="visible")
     # The classifier the export button gives decides exactly what the page shows.
     with page.expect_download(timeout=120_000) as download:
         page.get_by_text("AttentiveClassifier (skops)").first.click()
