@@ -151,4 +151,9 @@ def test_failed_download_is_reported_and_the_dataset_goes_back(state):
     state.set_controls(dataset="gisette")  # not cached; the mirror is a closed port
     assert "could not download gisette_scale.bz2" in state.last_error
     assert "to install it by hand" in state.last_error
+    # Short enough for a notification to show whole: what failed and what to do, not every
+    # address tried with its network error.
+    assert "needs internet" in state.last_error
+    assert "tried" not in state.last_error and "\n" not in state.last_error
+    assert len(state.last_error) <= 400, state.last_error
     _unchanged(state, figures)

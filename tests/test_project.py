@@ -62,3 +62,29 @@ def test_core_never_imports_panel():
         and re.search(r"^\s*(import|from)\s+(panel|holoviews|bokeh)\b", p.read_text(), re.M)
     ]
     assert offenders == []
+
+
+def test_every_command_line_in_the_readme_parses():
+    """Each ``python -m attentive ...`` line of the README is accepted by the command line as
+    written (a renamed or positional argument fails here before a reader meets it)."""
+    import shlex
+
+    from attentive.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text()
+    joined = readme.replace("\\\n", " ")  # continuation lines
+    lines = [
+        line.split("#", 1)[0].strip()
+        for line in joined.splitlines()
+        if line.strip().startswith("python -m attentive ")
+    ]
+    assert len(lines) >= 5
+    parser = build_parser()
+    for line in lines:
+        line = re.sub(r"\[[^\]]*\]", "", line)  # [--optional ARG] of a synopsis
+        argv = shlex.split(line)[3:]
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse refuses: the README is wrong
+            raise AssertionError(f"README command does not parse: {line}") from exc
+        assert args.command == argv[0]

@@ -63,12 +63,17 @@ def operating_point(state) -> dict[str, Any]:
     p = walks.problem
     clf = classifier(state)
     side = state.side
-    tau = {
-        k: v
-        for k, v in f.boundary_params.items()
-        if (k == "tau_lower" and side in ("lower", "both"))
-        or (k == "tau_upper" and side in ("upper", "both"))
-    }
+
+    def this_side(items: dict) -> dict:
+        # A one-sided rule has no threshold on its other side: leave that τ out.
+        return {
+            k: v
+            for k, v in items.items()
+            if not (k == "tau_lower" and side == "upper")
+            and not (k == "tau_upper" and side == "lower")
+        }
+
+    tau = {k: v for k, v in this_side(f.boundary_params).items() if k.startswith("tau_")}
     source = p.model_source
     point = {
         "dataset": state._applied.get("dataset", state.dataset).removeprefix("file: "),
@@ -88,7 +93,7 @@ def operating_point(state) -> dict[str, Any]:
         "theta_s": f.theta_s,
         "tau": tau or None,
         "budget": f.budget,
-        "metrics": f.metrics,
+        "metrics": this_side(f.metrics),
         "attentive_version": __version__,
         "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -126,7 +131,10 @@ def operating_points_frame(state) -> pd.DataFrame:
     table = f.tradeoff.table.copy()
     table.insert(2, "side", state.side)
     table.insert(3, "theta", state.theta)
-    return table.round(6)
+    # Six significant figures (a nominal δ of 1e-9 stays 1e-9, not 0.0).
+    for column in table.select_dtypes("float").columns:
+        table[column] = [_round(v) for v in table[column]]
+    return table
 
 
 def operating_points_csv(state) -> io.StringIO:

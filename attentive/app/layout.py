@@ -27,7 +27,7 @@ from attentive.app.plots import (
     TrajectoryView,
 )
 from attentive.app.plots.bridge import BridgeTab
-from attentive.app.state import URL_PARAMETERS, DashboardState
+from attentive.app.state import UPLOAD_PREFIX, URL_PARAMETERS, DashboardState
 from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
@@ -172,15 +172,34 @@ class Dashboard(pn.viewable.Viewer):
         self.state.measure_executor = self.measure_in_background
         self._served = True
         self._notifications = pn.state.notifications
-        if pn.state.location is not None:
-            pn.state.location.sync(
-                self.state, {p: p for p in URL_PARAMETERS}, on_error=self._url_error
+        location = pn.state.location
+        if location is not None:
+            self._apply_url(location)
+            location.sync(self.state, {p: p for p in URL_PARAMETERS}, on_error=self._url_error)
+
+    def _apply_url(self, location) -> None:
+        """Controls from the page's URL, through the state's validation (snapped to the sliders'
+        grids, reported once in the dashboard's words); the URL then says what was applied, so
+        the two-way sync that follows starts from agreed values."""
+        query = {k: v for k, v in location.query_params.items() if k in URL_PARAMETERS}
+        if not query:
+            return
+        dataset = query.get("dataset")
+        if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
+            del query["dataset"]  # an uploaded file is not kept across a reload
+            self.state.report(
+                f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not kept "
+                "when the page reloads: upload it again."
             )
+        # Model inputs first (they rebuild the walk), then the rule's controls.
+        order = sorted(query, key=lambda k: URL_PARAMETERS.index(k))
+        self.state.set_controls(**{k: query[k] for k in order})
+        location.update_query(**{k: getattr(self.state, k) for k in URL_PARAMETERS if k in query})
 
     def _url_error(self, values: dict) -> None:
-        # Reported once, in the dashboard's words (set_controls), then ignored.
-        for name, value in values.items():
-            self.state.set_controls(**{name: value})
+        # A later change of the URL that the sync could not apply: reported once, in the
+        # dashboard's words (set_controls), then ignored.
+        self.state.set_controls(**values)
 
     # -- layout ------------------------------------------------------------------------------
     def sidebar(self) -> list:

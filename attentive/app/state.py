@@ -42,7 +42,13 @@ from attentive.app import rules
 from attentive.app.figures import Figures, compute_figures
 from attentive.app.models import DataSource, ModelSource, Walks, walks
 from attentive.app.rules import DEFAULT_ALPHA, DELTA_RANGE
-from attentive.errors import AttentiveError, DataError, InvalidParameterError, UntrustedModelError
+from attentive.errors import (
+    AttentiveError,
+    DataError,
+    DownloadError,
+    InvalidParameterError,
+    UntrustedModelError,
+)
 
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
@@ -109,6 +115,13 @@ def user_message(exc: BaseException) -> str:
     if isinstance(exc, DataError):
         label = DashboardState.param.positive_class.label
         msg = msg.replace("(positive_class=...)", f"in the '{label}' field")
+    if isinstance(exc, DownloadError):
+        # The library lists every address it tried with its network error; a notification keeps
+        # what the user can act on: what failed and how to install the file by hand.
+        lines = [line for line in msg.splitlines() if line.strip()]
+        if len(lines) > 2:
+            head = lines[0].rstrip(":").removesuffix("; tried").rstrip(";")
+            msg = f"{head} (this dataset needs internet). {lines[-1]}"
     if isinstance(exc, UntrustedModelError):
         head, sep, _ = msg.partition(". Trusted beyond")
         if sep:
@@ -371,6 +384,12 @@ class DashboardState(param.Parameterized):
                 raise ValueError(f"must be between {lo_s} and {hi_s}, got {got}")
         if name == "delta":
             value = rules.snap_delta(value)
+        if name == "theta":
+            value = round(value, 6)  # the slider's resolution; no 0.15000000000000013 in the URL
+        if isinstance(p, param.String) and isinstance(value, int | float) and not isinstance(
+            value, bool
+        ):
+            value = f"{value:g}"  # a URL's gamma=0.1 arrives as a number
         if name == "gamma":
             _parse_gamma(value)
         if isinstance(p, param.Selector) and value not in p.objects:
@@ -701,6 +720,8 @@ class DashboardState(param.Parameterized):
 def _plain(exc: BaseException) -> str:
     """A control's error without param's own wording (``Parameter 'x' must be ...``)."""
     msg = str(exc)
-    if msg.startswith(("Number parameter", "Integer parameter", "Selector parameter")):
+    if msg.startswith(
+        ("Number parameter", "Integer parameter", "Selector parameter", "String parameter")
+    ):
         msg = msg.split("'", 2)[-1].lstrip(" ")
     return msg

@@ -361,6 +361,18 @@ def test_url_state_and_dark_theme(page, server_url):
     assert page.evaluate("() => !document.querySelector('#theme-switch').checked")
 
 
+def test_a_hand_typed_url_is_applied_without_errors(page, server_url):
+    """δ = 0.05 is not on the slider's grid and gamma arrives as a number: both are taken (δ
+    snapped), nothing is reported, and the URL then holds the applied δ."""
+    from attentive.app.rules import snap_delta
+
+    load(page, server_url, "?boundary=constant&delta=0.05&gamma=0.05&side=lower")
+    controls = {"boundary": "constant", "delta": 0.05, "gamma": "0.05", "side": "lower"}
+    wait_for_numbers(page, expected_numbers(controls))
+    wait_for_query(page, "delta", f"{snap_delta(0.05)}")
+    assert page.locator(".notyf__toast--error").count() == 0
+
+
 def test_zoom_stays_on_delta_moves_and_refits_on_new_data(page, server_url):
     load(page, server_url)
     wait_for_plots(page)

@@ -114,6 +114,7 @@ class PlotView(pn.viewable.Viewer):
         super().__init__(**params)
         self._pane = None
         self._drawn_key = object()
+        self._fitted = None  # the axis ranges last fitted, to tell a user's zoom from them
         self._sources: dict[str, ColumnDataSource] = {}
         self._items: dict[str, LegendItem] = {}
 
@@ -207,17 +208,22 @@ class PlotView(pn.viewable.Viewer):
                     r.visible = visible
         s = self.state
         key = (s.walks.key if s.walks is not None else None, s.boundary, s.side, s.theta)
-        if key != self._drawn_key:
-            # New data: fit the axes to it (a slider move keeps the user's zoom).
+        fig = self._fig
+        shown = (fig.x_range.start, fig.x_range.end, fig.y_range.start, fig.y_range.end)
+        # New data, or a move while the axes are still where they were fitted (not zoomed): fit
+        # the axes to what is drawn now. A move after the user zoomed keeps the zoom.
+        if key != self._drawn_key or shown == self._fitted:
             self._drawn_key = key
-            fig = self._fig
             xlabel, ylabel = self._axis_labels(f)
             if fig.xaxis[0].axis_label != xlabel:
                 fig.xaxis[0].axis_label = xlabel
             if fig.yaxis[0].axis_label != ylabel:
                 fig.yaxis[0].axis_label = ylabel
-            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), self._ranges(f), strict=True):
-                rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+            ranges = self._ranges(f)
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), ranges, strict=True):
+                if (rng.start, rng.end) != (lo, hi):
+                    rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
+            self._fitted = (*ranges[0], *ranges[1])
 
     def _on_figures(self, event) -> None:
         doc = self._fig.document

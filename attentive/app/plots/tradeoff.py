@@ -121,9 +121,11 @@ class TradeoffView(PlotView):
 
     def _ranges(self, f):
         t = f.tradeoff
-        ys = [t.families["disagreement"].to_numpy(), [f.operating_point["disagreement"]]]
-        hi = float(np.nanmax(np.concatenate([np.ravel(y) for y in ys])))
-        return (0.0, 1.02), (-0.005, min(max(hi, 0.02), 0.15) * 1.05)
+        # The curves up to 15 % (above that they only climb to the left), and always the star.
+        curves = float(np.nanmax(t.families["disagreement"].to_numpy(), initial=0.0))
+        star = float(f.operating_point["disagreement"])
+        hi = max(min(max(curves, 0.02), 0.15), star if np.isfinite(star) else 0.0)
+        return (0.0, 1.02), (-0.005, hi * 1.05)
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:

@@ -1,0 +1,85 @@
+"""The page's URL reaches the dashboard through the state's validation: values are snapped to the
+sliders' grids, a URL's number for a text field is accepted, a bad value is reported once in the
+dashboard's words, and an uploaded file's name is not reloaded as a dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attentive.app import rules
+from attentive.app.layout import Dashboard
+from attentive.app.state import DashboardState
+
+
+class FakeLocation:
+    """What ``_apply_url`` uses of ``pn.state.location``: the parsed query and its update."""
+
+    def __init__(self, **query):
+        self.query_params = dict(query)
+        self.updated: dict = {}
+
+    def update_query(self, **values):
+        self.updated.update(values)
+        self.query_params.update(values)
+
+
+@pytest.fixture
+def dash():
+    return Dashboard(state=DashboardState())
+
+
+def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
+    loc = FakeLocation(boundary="constant", delta=0.05, gamma=0.05, theta=0.15000000000000013)
+    dash._apply_url(loc)
+    s = dash.state
+    assert s.n_errors == 0, s.last_error
+    assert s.boundary == "constant"
+    assert s.delta == rules.snap_delta(0.05) and s.delta != 0.05  # on the grid, near 0.05
+    assert s.gamma == "0.05"  # the URL's number, as the text field holds it
+    assert s.theta == 0.15
+    # The URL now says what was applied, so the two-way sync starts from agreed values.
+    assert loc.updated["delta"] == s.delta and loc.updated["theta"] == 0.15
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [("seed", -5, "between"), ("C", 0, "between"), ("delta", "abc", "number")],
+)
+def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, value, words):
+    before = getattr(dash.state, name)
+    dash._apply_url(FakeLocation(**{name: value}))
+    s = dash.state
+    assert s.n_errors == 1
+    assert words in s.last_error and "parameter" not in s.last_error, s.last_error
+    assert getattr(s, name) == before
+
+
+def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again(dash):
+    figures = dash.state.figures
+    dash._apply_url(FakeLocation(dataset="file: good.csv", delta=0.02))
+    s = dash.state
+    assert s.n_errors == 1 and "upload it again" in s.last_error and "good.csv" in s.last_error
+    assert s.dataset == "mnist-t10k-2v5" and s.walks is not None
+    assert s.delta == rules.snap_delta(0.02) and s.figures is not figures  # the rest applies
+
+
+def test_the_walks_plot_refits_on_a_move_unless_zoomed():
+    """At δ = 1e-4 the constant boundary lies below the walks drawn at δ = 1 %: an unzoomed plot
+    follows it, a zoomed one keeps the user's ranges."""
+    import panel as pn
+    from bokeh.document import Document
+
+    from attentive.app.plots import TrajectoryView
+
+    state = DashboardState(boundary="constant", side="lower", delta=0.01)
+    view = TrajectoryView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    fig = view._fig
+    state.set_controls(delta=1e-4)
+    low = float(np.nanmin(state.figures.boundary["lower"].to_numpy()))
+    assert fig.y_range.start <= low  # τ at δ = 1e-4 is inside the axes
+    fig.y_range.update(start=-0.5, end=0.1)  # the user zooms
+    state.set_controls(delta=0.01)
+    assert (fig.y_range.start, fig.y_range.end) == (-0.5, 0.1)
