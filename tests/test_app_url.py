@@ -83,3 +83,23 @@ def test_the_walks_plot_refits_on_a_move_unless_zoomed():
     fig.y_range.update(start=-0.5, end=0.1)  # the user zooms
     state.set_controls(delta=0.01)
     assert (fig.y_range.start, fig.y_range.end) == (-0.5, 0.1)
+
+
+def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
+    """A click on another family's curve makes that family the rule, at the δ whose point was
+    clicked; the rule then evaluates to the clicked point (the table's numbers). Before, only the
+    current family's points could be picked."""
+    state = DashboardState(boundary="constant", side="both")
+    fam = state.figures.tradeoff.families
+    zs = {round(rules.z_of(d), 2): d for d in rules.delta_steps()}
+    rows = fam[(fam["method"] == "regression") & fam["z"].round(2).isin(list(zs))]
+    row = rows.iloc[len(rows) // 2]
+    state.select_point(float(row["mean_evaluated_fraction"]), float(row["disagreement"]))
+    assert state.n_errors == 0, state.last_error
+    assert state.boundary == "regression"
+    assert state.delta == zs[round(float(row["z"]), 2)]
+    # The table's z is the slider δ's scale rounded to the grid's 0.05 steps: the rule lands on
+    # the clicked point up to that rounding.
+    op = state.figures.operating_point
+    assert op["mean_evaluated_fraction"] == pytest.approx(row["mean_evaluated_fraction"], abs=0.01)
+    assert op["disagreement"] == pytest.approx(row["disagreement"], abs=0.005)

@@ -15,6 +15,7 @@ from typing import ClassVar
 import panel as pn
 import param
 from panel.io.resources import CDN_DIST
+from tornado.websocket import WebSocketClosedError
 
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.focus import FocusView
@@ -102,6 +103,7 @@ class Dashboard(pn.viewable.Viewer):
         super().__init__(**params)
         self._notifications = pn.state.notifications
         self._served = False
+        self._closed = False  # the browser has gone: background results are dropped
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
             pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
@@ -120,12 +122,26 @@ class Dashboard(pn.viewable.Viewer):
         if notifications is not None:
             notifications.error(self.state.last_error[:400], duration=15000)
 
+    def _session_closed(self, session_context) -> None:
+        self._closed = True
+
     def _busy_changed(self, event) -> None:
         self.indicator.value = self.indicator.visible = bool(event.new)
 
     @staticmethod
     def _status_text(busy: bool, elapsed: float) -> str:
         return f"**Training / computing walks… {elapsed:.1f} s**" if busy else ""
+
+    def _apply(self, fn, *args) -> None:
+        """Apply a background result on the loop, sending its changes at once — unless the
+        browser has gone (a tab closed while a job ran), when there is nobody to send them to."""
+        if self._closed:
+            return
+        try:
+            with pn.io.unlocked():
+                fn(*args)
+        except WebSocketClosedError:
+            self._closed = True
 
     def run_in_background(self, job, done, fail) -> None:
         """Executor for the state: run ``job`` in a thread, show progress, apply on the loop."""
@@ -140,14 +156,14 @@ class Dashboard(pn.viewable.Viewer):
             try:
                 result = await asyncio.to_thread(job)
             except Exception as exc:
-                with pn.io.unlocked():
-                    fail(exc)
+                self._apply(fail, exc)
             else:
-                with pn.io.unlocked():  # the new figures, numbers and widgets in one message
-                    done(result)
+                self._apply(done, result)  # the new figures, numbers and widgets in one message
             finally:
                 ticker.stop()
-                state.param.update(busy=False, elapsed=time.monotonic() - started)
+                self._apply(
+                    state.param.update, {"busy": False, "elapsed": time.monotonic() - started}
+                )
 
         pn.state.execute(run)
 
@@ -158,11 +174,9 @@ class Dashboard(pn.viewable.Viewer):
             try:
                 result = await asyncio.to_thread(job)
             except Exception as exc:
-                with pn.io.unlocked():
-                    fail(exc)
+                self._apply(fail, exc)
             else:
-                with pn.io.unlocked():
-                    done(result)
+                self._apply(done, result)
 
         pn.state.execute(run)
 
@@ -171,6 +185,7 @@ class Dashboard(pn.viewable.Viewer):
         self.state.executor = self.run_in_background
         self.state.measure_executor = self.measure_in_background
         self._served = True
+        pn.state.on_session_destroyed(self._session_closed)
         self._notifications = pn.state.notifications
         location = pn.state.location
         if location is not None:

@@ -386,8 +386,10 @@ class DashboardState(param.Parameterized):
             value = rules.snap_delta(value)
         if name == "theta":
             value = round(value, 6)  # the slider's resolution; no 0.15000000000000013 in the URL
-        if isinstance(p, param.String) and isinstance(value, int | float) and not isinstance(
-            value, bool
+        if (
+            isinstance(p, param.String)
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
         ):
             value = f"{value:g}"  # a URL's gamma=0.1 arrives as a number
         if name == "gamma":
@@ -670,29 +672,30 @@ class DashboardState(param.Parameterized):
     # -- choosing an operating point ------------------------------------------------------------
     def select_point(self, fraction: float, error: float) -> None:
         """Choose the rule nearest a click on the tradeoff plot (x: mean evaluated fraction,
-        y: disagreement): for the budget rule, B; otherwise the current family's δ."""
+        y: disagreement): for the budget rule, B; otherwise the nearest point of any family's
+        curve at a δ of the slider (the rule becomes that family, so a click on another curve
+        picks that curve, and a click with the calibrated rule picks a family's point)."""
         f = self.figures
         if f is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
             self.set_controls(budget=min(1.0, max(1.0 / f.n_terms, fraction)))
             return
-        family = self.boundary if self.boundary in rules.family_names() else None
-        if family is None:
-            return
-        rows = f.tradeoff.families[f.tradeoff.families["method"] == family]
+        fam = f.tradeoff.families
         deltas = rules.delta_steps()
-        zs = np.array([rules.z_of(d) for d in deltas])
-        # The family's rows at slider δ values: nearest to the click on the plot's scales.
-        table = rows.set_index("z")
-        known = np.isin(np.round(zs, 2), table.index.to_numpy())
-        if not known.any():
+        zs = np.round([rules.z_of(d) for d in deltas], 2)
+        rows = fam[np.isin(np.round(fam["z"].to_numpy(), 2), zs)]
+        if rows.empty:
             return
-        cand = np.round(zs[known], 2)
-        x = table.loc[cand, "mean_evaluated_fraction"].to_numpy()
-        y = table.loc[cand, "disagreement"].to_numpy()
-        best = int(np.argmin((x - fraction) ** 2 + (y - error) ** 2))
-        self.set_controls(delta=float(deltas[known][best]))
+        x = rows["mean_evaluated_fraction"].to_numpy()
+        y = rows["disagreement"].to_numpy()
+        # Distances on the plot's scales: x spans [0, 1], y the curves' few per cent.
+        y_span = max(float(np.nanmax(fam["disagreement"].to_numpy(), initial=0.0)), 0.02)
+        y_span = min(y_span, 0.15)
+        best = int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))
+        row = rows.iloc[best]
+        delta = float(deltas[int(np.flatnonzero(zs == round(float(row["z"]), 2))[0])])
+        self.set_controls(boundary=str(row["method"]), delta=delta)
 
     @param.depends("target", watch=True)
     def choose_cheapest(self) -> None:

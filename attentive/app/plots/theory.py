@@ -68,7 +68,14 @@ class TheoryView(PlotView):
 
     def _ranges(self, f):
         th = f.theory
+        # Up to the largest measured error (or the current δ), not to the grid's δ = 0.5, which
+        # would flatten the dataset's curve onto the axis.
+        top = max(float(np.nanmax(th.actual.to_numpy(), initial=0.0)), self.state.delta, 0.01)
         return (
             extent([th.required.to_numpy(), DELTA_RANGE], log=True),
-            extent([th.actual.to_numpy(), DELTA_RANGE]),
+            extent([th.actual.to_numpy(), [0.0, 1.2 * top]]),
         )
+
+    def _hidden(self, f):
+        # The budget rule has no δ: no current δ to mark.
+        return {"current δ"} if f.budget is not None else set()

@@ -100,7 +100,8 @@ class TrajectoryView(PlotView):
         return {"negative": class_label(s, False), "positive": class_label(s, True)}
 
     def _hidden(self, f):
-        return set() if f.budget is not None else {"budget B"}
+        # The budget rule stops at B, not at a boundary τ.
+        return {"boundary τ"} if f.budget is not None else {"budget B"}
 
     def _ranges(self, f):
         yn, yp = f.trajectories["negative"][1], f.trajectories["positive"][1]
