@@ -1,17 +1,26 @@
 """The numbers: headline cards (term-count and wall-clock speed-up side by side), the table of
-operating points (sortable, exportable) and the Python snippet that reproduces the current point."""
+operating points (sortable, exportable) and the Python snippet that reproduces the current point.
+
+δ is the error a rule is asked for, so the card of the error δ bounds says whether the test set
+met it (:func:`delta_check`): for the calibrated rule the disagreement (δ is the disagreement it
+guarantees), for a family the paper's stop-error (δ is the stop-error its boundary is built for,
+z = Φ⁻¹(1 − δ)); the budgeted rule has no δ.
+"""
 
 from __future__ import annotations
 
+import html
 import math
+from dataclasses import dataclass
 
 import panel as pn
 import param
 
-from attentive.app import exports
+from attentive.app import exports, rules
 from attentive.app.state import DashboardState
+from attentive.app.widgets import FileDownload
 
-__all__ = ["HeadlineNumbers", "OperatingPointTable", "SnippetView"]
+__all__ = ["DeltaCheck", "HeadlineNumbers", "OperatingPointTable", "SnippetView", "delta_check"]
 
 NUMBERS = (
     # key, label, explanation, format
@@ -48,8 +57,64 @@ NUMBERS = (
 )
 
 
+@dataclass(frozen=True)
+class DeltaCheck:
+    """The measured error that δ bounds for the current rule, against δ."""
+
+    key: str  # the headline number compared: "disagreement" or "stop_error"
+    measured: float
+    delta: float
+    calibrated: bool
+
+    @property
+    def exceeded(self) -> bool:
+        """True when the test set's error is above δ."""
+        return self.measured > self.delta
+
+    def words(self) -> str:
+        d = _short_pct(self.delta)
+        return f"⚠ above δ = {d}" if self.exceeded else f"✓ within δ = {d}"
+
+    def explanation(self) -> str:
+        what = (
+            "the disagreement with the full evaluation that the calibrated rule guarantees "
+            "(with probability ≥ 1 − α over the calibration draw)"
+            if self.calibrated
+            else "the stop-error this rule's boundary is built for (z = Φ⁻¹(1 − δ))"
+        )
+        relation = "is above" if self.exceeded else "is within"
+        name = "Disagreement" if self.key == "disagreement" else "Stop-error"
+        return f"{name} on the test set, {_pct(self.measured)}, {relation} δ = {_short_pct(self.delta)}: {what}."
+
+
+def delta_check(figures) -> DeltaCheck | None:
+    """The error δ bounds for the rule of ``figures``, measured on the test set, against δ.
+
+    Calibrated: δ bounds the disagreement with the full evaluation. A family (constant, curved,
+    …) at a nominal δ: δ is the paper's stop-error requirement. Budget: None (δ plays no part),
+    as when the error is undefined (NaN).
+    """
+    if figures is None:
+        return None
+    rule = figures.rule
+    if rule.kind == "calibrated":
+        key = "disagreement"
+    elif rule.kind in rules.family_names():
+        key = "stop_error"
+    else:
+        return None
+    measured = figures.metrics.get(key)
+    if measured is None or not math.isfinite(measured):
+        return None
+    return DeltaCheck(key, float(measured), float(rule.delta), rule.kind == "calibrated")
+
+
 class HeadlineNumbers(pn.viewable.Viewer):
-    """The headline numbers as cards, each explaining itself on hover."""
+    """The headline numbers as cards, each explaining itself on hover.
+
+    The card of the error δ bounds carries a second line (``.att-check``), apart from the number
+    itself: "✓ within δ = …" or, in the warning colour, "⚠ above δ = …" (:func:`delta_check`).
+    """
 
     state = param.ClassSelector(class_=DashboardState)
 
@@ -76,11 +141,9 @@ class HeadlineNumbers(pn.viewable.Viewer):
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
         values = self._values(figures)
+        check = delta_check(figures)
         cards = "".join(
-            f"<div class='att-card' title='{doc}'><div class='att-label'>{label}"
-            "<span class='att-help'>?</span></div>"
-            f"<div class='att-value' data-key='{key}'>{values[key]}</div></div>"
-            for key, label, doc in NUMBERS
+            self._card(key, label, doc, values[key], check) for key, label, doc in NUMBERS
         )
         note = (
             "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"
@@ -88,6 +151,22 @@ class HeadlineNumbers(pn.viewable.Viewer):
             else ""
         )
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
+
+    @staticmethod
+    def _card(key: str, label: str, doc: str, value: str, check: DeltaCheck | None) -> str:
+        flag, miss = "", ""
+        if check is not None and check.key == key:
+            state = "miss" if check.exceeded else "met"
+            miss = " att-card-miss" if check.exceeded else ""
+            flag = (
+                f"<div class='att-check att-{state}' data-key='{key}-check' "
+                f"title='{html.escape(check.explanation(), quote=True)}'>{check.words()}</div>"
+            )
+        return (
+            f"<div class='att-card{miss}' title='{html.escape(doc, quote=True)}'>"
+            f"<div class='att-label'>{label}<span class='att-help'>?</span></div>"
+            f"<div class='att-value' data-key='{key}'>{value}</div>{flag}</div>"
+        )
 
     def __panel__(self):
         return pn.pane.HTML(
@@ -106,6 +185,11 @@ def _pct(v: float) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{v:.2%}"
 
 
+def _short_pct(v: float) -> str:
+    """δ as a percentage with its three significant digits: 5.01%, 1%, 0.01%."""
+    return f"{v * 100:.3g}%"
+
+
 NUMBER_CSS = """
 .att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(135px, 1fr));
                 gap: 8px; }
@@ -118,6 +202,10 @@ NUMBER_CSS = """
 .att-value { font-size: 15px; font-weight: 600; }
 .att-stale { opacity: 0.45; }
 .att-note { font-size: 12px; color: #D55E00; margin-bottom: 4px; }
+.att-check { font-size: 12px; margin-top: 2px; }
+.att-met { opacity: 0.75; }
+.att-miss { color: #D55E00; font-weight: 600; }
+.att-card-miss { border-color: #D55E00; box-shadow: inset 3px 0 0 #D55E00; }
 """
 
 
@@ -167,11 +255,11 @@ class OperatingPointTable(pn.viewable.Viewer):
         self.table.value = frame.round(4).reset_index(drop=True)
 
     def __panel__(self):
-        download = pn.widgets.FileDownload(
+        download = FileDownload(
             callback=lambda: exports.operating_points_csv(self.state),
             filename="operating_points.csv",
             label="Download every operating point (CSV)",
-            button_type="primary",
+            color="primary",
             sizing_mode="stretch_width",
         )
         target = pn.widgets.FloatInput.from_param(

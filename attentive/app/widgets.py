@@ -1,22 +1,39 @@
 """The sidebar: controls generated from the state's parameters, and the export buttons.
 
 Widgets are created per view instance (never as class attributes, which every session would
-share). Released sliders set the state once per drag (``value_throttled``).
+share). Released sliders set the state once per drag (``value_throttled``). Typed model inputs
+(seed, C, gamma) are text fields that go through :meth:`DashboardState.set_controls`, so that a
+refused value is reported and the field shows the value the model really uses.
+
+Every help tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its widget (inside a phone's
+width), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
+drops ``button_type`` on the way to its Bokeh model).
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import panel as pn
 import param
 from bokeh.models import CustomJSTickFormatter
+from bokeh.models import Tooltip as BkTooltip
 
 from attentive.app import exports
 from attentive.app.rules import DELTA_RANGE
 from attentive.app.state import DashboardState
 
-__all__ = ["Controls", "ExportPanel", "released_slider", "with_tooltip"]
+__all__ = [
+    "Controls",
+    "EntryInput",
+    "ExportPanel",
+    "FileDownload",
+    "checked_input",
+    "released_slider",
+    "tooltip",
+    "with_tooltip",
+]
 
 # Registry datasets fetched from the internet the first time (the others ship with the project).
 DOWNLOADED = ("mnist-2v5", "gisette", "real-sim")
@@ -26,12 +43,138 @@ def _dataset_label(name: str) -> str:
     return f"{name} (needs internet)" if name in DOWNLOADED else name
 
 
+# Tooltips wrap at this width (or the screen's width less a margin, on a phone).
+TOOLTIP_MAX_WIDTH = 300
+TOOLTIP_CSS = (
+    f":host {{ white-space: normal; max-width: min({TOOLTIP_MAX_WIDTH}px, calc(100vw - 24px)); }}"
+)
+
+
+def tooltip(doc: str) -> BkTooltip:
+    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its target.
+
+    Below, centred and clamped to the window by Bokeh: a tooltip to the right of a sidebar
+    control (Panel's default) runs off a 390 px screen however narrow it wraps.
+    """
+    return BkTooltip(
+        content=doc, position="bottom_center", attachment="below", stylesheets=[TOOLTIP_CSS]
+    )
+
+
+def _wrap_tooltips(props: dict) -> dict:
+    # Panel builds the Bokeh tooltip of a text ``description`` itself (to the right, which a
+    # phone cuts off); the same tooltip is moved below and wraps at the same width.
+    for key in ("description", "tooltip"):
+        tip = props.get(key)
+        if isinstance(tip, BkTooltip):
+            tip.update(position="bottom_center", attachment="below", stylesheets=[TOOLTIP_CSS])
+    return props
+
+
+def _wrapped(widget_type: type) -> type:
+    """``widget_type`` whose help tooltip (``description``) wraps and opens below the widget."""
+
+    def _process_param_change(self, params):
+        return _wrap_tooltips(super(cls, self)._process_param_change(params))
+
+    cls = type(
+        widget_type.__name__, (widget_type,), {"_process_param_change": _process_param_change}
+    )
+    cls.__doc__ = widget_type.__doc__
+    return cls
+
+
+Select = _wrapped(pn.widgets.Select)
+TextInput = _wrapped(pn.widgets.TextInput)
+RadioButtonGroup = _wrapped(pn.widgets.RadioButtonGroup)
+FileInput = _wrapped(pn.widgets.FileInput)
+
+
+class EntryInput(TextInput):
+    """A text field whose entry reaches Python once per Enter.
+
+    Bokeh's text input sends the typed value on Enter (its change event), and Panel's
+    ``enter-pressed`` handler sets ``value`` to the typed text once more. After an entry the
+    state refused and put back, that second copy was a second refused entry (two notifications).
+    Here Enter only fires ``enter_pressed``.
+    """
+
+    def _process_event(self, event) -> None:
+        if event.event_name == "enter-pressed":
+            self.value_input = event.value_input
+            self.enter_pressed = True
+            return
+        super()._process_event(event)
+
+
+class FileDownload(_wrapped(pn.widgets.FileDownload)):
+    """Panel's ``FileDownload`` whose colour (``color``, alias ``button_type``) reaches the browser.
+
+    Panel 1.9 turns ``button_type`` into its alias ``color`` and then drops ``color`` on the way to
+    the Bokeh model, so every download button rendered as ``bk-btn-default`` (flat grey). Here
+    ``color`` is sent as the model's ``button_type``.
+    """
+
+    _rename: ClassVar[dict] = {**pn.widgets.FileDownload._rename, "color": "button_type"}
+
+
 def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
-    """A widget whose label explains itself on hover (``description`` or a tooltip icon)."""
+    """A widget whose label explains itself on hover (``description`` or a tooltip icon).
+
+    The tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below the widget.
+    """
     if "description" in widget.param:
-        widget.description = doc
+        p = widget.param["description"]
+        if isinstance(p, param.ClassSelector) and BkTooltip in (p.class_ or ()):
+            widget.description = tooltip(doc)  # buttons: a Bokeh tooltip as it is
+        else:
+            widget.description = doc  # moved below and wrapped by a _wrapped widget type
         return widget
-    return pn.Row(widget, pn.widgets.TooltipIcon(value=doc, margin=(28, 0, 0, -10)))
+    return pn.Row(widget, pn.widgets.TooltipIcon(value=tooltip(doc), margin=(28, 0, 0, -10)))
+
+
+def _number_text(value) -> str:
+    """A control's value as its text field shows it (floats to 12 significant digits: 1, 0.05)."""
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    return str(value)
+
+
+def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
+    """A text field for ``state.<name>`` whose entries go through ``state.set_controls``.
+
+    The state validates and reports (a notification) what it refuses; the field then shows the
+    value the model really uses. A text field, not Bokeh's numeric input: that one silently
+    refuses a value outside its bounds or a word in the browser, so the state never hears of it
+    and the field keeps showing what was typed.
+    """
+    p = state.param[name]
+    field = EntryInput(
+        name=p.label,
+        value=_number_text(getattr(state, name)),
+        description=p.doc,
+        sizing_mode="stretch_width",
+        **kw,
+    )
+
+    def show_state() -> None:
+        text = _number_text(getattr(state, name))
+        if field.value != text:
+            field.value = text
+
+    def to_state(event) -> None:
+        text = (event.new or "").strip()
+        if text == _number_text(getattr(state, name)):
+            if event.new != text:
+                field.value = text
+            return
+        with pn.io.unlocked():  # every change this entry causes goes out in one message
+            state.set_controls(**{name: text})
+            show_state()  # refused: the value in use; accepted: as the state holds it
+
+    field.param.watch(to_state, "value")
+    state.param.watch(lambda event: show_state(), name)
+    return field
 
 
 def released_slider(
@@ -96,29 +239,36 @@ class Controls(pn.viewable.Viewer):
         self.theta_slider = released_slider(
             s, "theta", step=0.01, format="0.00", css_classes=["att-theta"]
         )
-        self.seed_input = pn.widgets.IntInput.from_param(
-            p.seed, sizing_mode="stretch_width", css_classes=["att-seed"]
-        )
+        self.seed_input = checked_input(s, "seed", css_classes=["att-seed"])
+        self.C_input = checked_input(s, "C", css_classes=["att-C"])
+        self.gamma_input = checked_input(s, "gamma", css_classes=["att-gamma"])
         self.budget_slider = released_slider(s, "budget", step=0.01)
         self.trajectory_slider = released_slider(
             s, "n_trajectories", pn.widgets.IntSlider, css_classes=["att-trajectories"]
         )
         self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
-        self.budget_row.visible = s.boundary == "budget"
-        s.param.watch(lambda e: setattr(self.budget_row, "visible", e.new == "budget"), "boundary")
-        self.data_upload = pn.widgets.FileInput(
+        # δ plays no part in the budgeted rule: its slider gives way to the budget B.
+        self.delta_row = with_tooltip(self.delta_slider, p.delta.doc)
+        self._show_rule_controls(s.boundary)
+        s.param.watch(lambda e: self._show_rule_controls(e.new), "boundary")
+        self.data_upload = FileInput(
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
             css_classes=["att-data-upload"],
             sizing_mode="stretch_width",
             description="Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y').",
         )
         self.data_upload.param.watch(self._on_data_upload, "value")
-        self.model_upload = pn.widgets.FileInput(
+        self.model_upload = FileInput(
             accept=".skops",
             sizing_mode="stretch_width",
             description="Upload a fitted binary model saved with skops.io.dump (pickles are refused).",
         )
         self.model_upload.param.watch(self._on_model_upload, "value")
+
+    def _show_rule_controls(self, boundary: str) -> None:
+        budget = boundary == "budget"
+        self.budget_row.visible = budget
+        self.delta_row.visible = not budget
 
     def _slider_to_delta(self, event):
         if event.new is None:
@@ -151,17 +301,17 @@ class Controls(pn.viewable.Viewer):
         def help_row(widget, name):
             return with_tooltip(widget, p[name].doc)
 
-        radio = {"button_type": "primary", "button_style": "outline"}
+        radio = {"color": "primary", "variant": "outline"}
 
         return pn.Column(
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
-            help_row(w(pn.widgets.Select, "boundary"), "boundary"),
-            help_row(w(pn.widgets.RadioButtonGroup, "side", **radio), "side"),
-            help_row(self.delta_slider, "delta"),
+            help_row(w(Select, "boundary"), "boundary"),
+            help_row(w(RadioButtonGroup, "side", **radio), "side"),
+            self.delta_row,
             help_row(self.theta_slider, "theta"),
             self.budget_row,
             pn.pane.Markdown("### Data", margin=(0, 10)),
-            pn.widgets.Select.from_param(
+            Select.from_param(
                 p.dataset,
                 sizing_mode="stretch_width",
                 css_classes=["att-dataset"],
@@ -169,18 +319,15 @@ class Controls(pn.viewable.Viewer):
             ),
             pn.pane.Markdown("Or upload a LIBSVM / CSV file:", margin=(0, 10)),
             self.data_upload,
-            w(pn.widgets.TextInput, "positive_class"),
+            w(TextInput, "positive_class"),
             pn.pane.Markdown("### Model", margin=(0, 10)),
-            help_row(w(pn.widgets.RadioButtonGroup, "model_source", **radio), "model_source"),
-            w(pn.widgets.Select, "kernel"),
-            pn.Row(
-                w(pn.widgets.FloatInput, "C", step=0.1),
-                w(pn.widgets.TextInput, "gamma"),
-            ),
+            help_row(w(RadioButtonGroup, "model_source", **radio), "model_source"),
+            w(Select, "kernel"),
+            pn.Row(self.C_input, self.gamma_input),
             pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
             self.model_upload,
             pn.pane.Markdown("### Walk", margin=(0, 10)),
-            w(pn.widgets.Select, "centering"),
+            w(Select, "centering"),
             self.seed_input,
             help_row(self.trajectory_slider, "n_trajectories"),
             sizing_mode="stretch_width",
@@ -212,24 +359,24 @@ class ExportPanel(pn.viewable.Viewer):
         def skops_file():
             return io.BytesIO(exports.classifier_bytes(s))
 
-        kw = {"sizing_mode": "stretch_width", "button_type": "primary"}
+        kw = {"sizing_mode": "stretch_width", "color": "primary"}
         return pn.Column(
             pn.pane.Markdown("### Export the operating point", margin=(0, 10)),
-            pn.widgets.FileDownload(
+            FileDownload(
                 callback=self._guarded(json_file),
                 filename="operating_point.json",
                 label="Operating point (JSON)",
                 description="Dataset, model fingerprint, boundary, δ, θ, τ and the metrics.",
                 **kw,
             ),
-            pn.widgets.FileDownload(
+            FileDownload(
                 callback=self._guarded(skops_file),
                 filename="attentive_classifier.skops",
                 label="AttentiveClassifier (skops)",
                 description="A fitted AttentiveClassifier at this operating point, ready to load with skops.",
                 **kw,
             ),
-            pn.widgets.FileDownload(
+            FileDownload(
                 callback=self._guarded(lambda: exports.operating_points_csv(s)),
                 filename="operating_points.csv",
                 label="Operating points (CSV)",

@@ -1,0 +1,272 @@
+"""The sidebar's widgets and the headline cards, driven as Python objects (no browser).
+
+Typed model inputs go through the state's validation (a refused value is reported and the field
+shows the value in use), the δ slider gives way to the budget B for the budgeted rule, the card of
+the error δ bounds says when the test set misses δ, tooltips wrap below their widget and the
+download buttons reach the browser as primary buttons.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from types import SimpleNamespace
+
+import panel as pn
+import pytest
+from bokeh.document import Document
+from bokeh.models import Tooltip
+
+from attentive.app import rules
+from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, delta_check
+from attentive.app.state import DashboardState
+from attentive.app.widgets import (
+    TOOLTIP_MAX_WIDTH,
+    Controls,
+    ExportPanel,
+    FileDownload,
+    with_tooltip,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.getbasetemp() / "data-home"
+    monkeypatch.setenv("ATTENTIVE_DATA", str(home))
+    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")  # downloads fail at once
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    """One small state shared by the tests that only move fast controls or refuse inputs."""
+    return DashboardState(dataset="synthetic")
+
+
+@pytest.fixture
+def controls(synthetic):
+    synthetic.set_controls(boundary="calibrated", side="both", delta=0.01)
+    return Controls(state=synthetic)
+
+
+# -- typed model inputs: refused, reported, shown as used ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [
+        ("seed", "-5"),
+        ("seed", "99999999999"),
+        ("seed", "abc"),
+        ("seed", "2.5"),
+        ("C", "0"),
+        ("C", "-1"),
+        ("C", "abc"),
+        ("C", "inf"),
+        ("gamma", "abc"),
+        ("gamma", "-0.1"),
+    ],
+)
+def test_a_refused_model_input_is_reported_and_the_field_shows_the_value_in_use(
+    controls, name, bad
+):
+    state = controls.state
+    field = getattr(controls, f"{name}_input")
+    used, walks, errors = getattr(state, name), state.walks, state.n_errors
+    shown = field.value
+    field.value = bad
+    assert state.n_errors == errors + 1, f"{name}={bad!r} was not reported"
+    label = state.param[name].label
+    assert state.last_error.startswith(label) or label in state.last_error
+    assert getattr(state, name) == used and state.walks is walks  # the model is unchanged
+    assert field.value == shown  # the field shows the value the model really uses
+    assert float(field.value) == float(used) if name != "gamma" else field.value == used
+
+
+def test_enter_after_a_refused_entry_reports_it_once(controls):
+    """In the browser Enter sends the text twice: Bokeh's change event, then Panel's
+    ``enter-pressed`` event (whose handler would set ``value`` again after the revert)."""
+    state, field = controls.state, controls.C_input
+    errors, shown = state.n_errors, field.value
+    field.value = "abc"  # the change event
+    field._process_event(SimpleNamespace(event_name="enter-pressed", value_input="abc"))
+    assert state.n_errors == errors + 1
+    assert field.value == shown and field.enter_pressed is False  # an Event resets at once
+
+
+def test_a_valid_model_input_rebuilds_and_the_field_follows_the_state(controls):
+    state = controls.state
+    errors, walks = state.n_errors, state.walks
+    controls.seed_input.value = " 7 "
+    assert state.n_errors == errors
+    assert state.seed == 7 and state.walks is not walks
+    assert controls.seed_input.value == "7"
+    # The state moved from elsewhere (the URL, a preset): the field follows.
+    state.set_controls(seed=0, C=2.0)
+    assert (controls.seed_input.value, controls.C_input.value) == ("0", "2")
+    controls.C_input.value = "1"
+    assert state.C == 1.0 and state.n_errors == errors
+
+
+def test_the_model_inputs_are_text_fields_not_bokeh_numeric_inputs(controls):
+    # Bokeh's numeric inputs refuse out-of-range values in the browser: the state never hears.
+    for field in (controls.seed_input, controls.C_input, controls.gamma_input):
+        assert isinstance(field, pn.widgets.TextInput)
+    assert "att-seed" in controls.seed_input.css_classes  # the browser tests find it by this
+
+
+# -- δ gives way to B for the budgeted rule ------------------------------------------------------
+
+
+def test_the_delta_slider_is_hidden_for_the_budget_rule_and_back_for_the_others(controls):
+    state = controls.state
+    assert controls.delta_row.visible and not controls.budget_row.visible
+    state.set_controls(boundary="budget")
+    assert not controls.delta_row.visible and controls.budget_row.visible
+    for kind in [*rules.family_names(), "calibrated"]:
+        state.set_controls(boundary=kind)
+        assert controls.delta_row.visible and not controls.budget_row.visible, kind
+
+
+def test_the_sidebar_holds_the_delta_row_itself(controls):
+    # Hiding works only if the row the sidebar shows is the one hidden.
+    def walk(obj):
+        yield obj
+        for child in getattr(obj, "objects", []):
+            yield from walk(child)
+
+    column = controls.__panel__()
+    assert any(obj is controls.delta_row for obj in walk(column))
+
+
+def test_a_budget_state_opens_with_delta_hidden():
+    state = DashboardState(dataset="synthetic", boundary="budget")
+    controls = Controls(state=state)
+    assert not controls.delta_row.visible and controls.budget_row.visible
+
+
+# -- the error δ bounds, flagged when the test set misses it -------------------------------------
+
+
+def _card_check(view: HeadlineNumbers, key: str):
+    page = view._html(view.state.figures)
+    hit = re.search(
+        rf"<div class='att-check att-(met|miss)' data-key='{key}-check'[^>]*>([^<]*)</div>", page
+    )
+    return page, hit
+
+
+@pytest.mark.parametrize(
+    ("kind", "side", "delta", "key"),
+    [
+        ("curved", "both", 0.05, "stop_error"),  # the audit's case: 8.5 % at δ ≈ 5 %
+        ("curved", "lower", 0.05, "stop_error"),
+        ("constant", "lower", 0.01, "stop_error"),
+        ("regression", "upper", 0.2, "stop_error"),
+        ("finite-population", "both", 0.003, "stop_error"),
+        ("calibrated", "both", 0.01, "disagreement"),
+        ("calibrated", "both", 0.2, "disagreement"),
+    ],
+)
+def test_the_flag_shows_exactly_when_the_measured_error_exceeds_delta(
+    synthetic, kind, side, delta, key
+):
+    assert synthetic.set_controls(boundary=kind, side=side, delta=delta)
+    view = HeadlineNumbers(state=synthetic)
+    measured = synthetic.figures.metrics[key]
+    page, hit = _card_check(view, key)
+    assert hit is not None, page
+    d = synthetic.delta
+    if measured > d:
+        assert hit.group(1) == "miss" and "above δ" in hit.group(2)
+        assert "att-card att-card-miss" in page
+    else:
+        assert hit.group(1) == "met" and "above" not in hit.group(2)
+        assert "att-card-miss" not in page
+    assert f"{d * 100:.3g}%" in hit.group(2)
+    # Only the card of the error δ bounds carries the check; the number's text is untouched.
+    assert page.count("class='att-check") == 1
+    values = view._values(synthetic.figures)
+    assert f"data-key='{key}'>{values[key]}</div>" in page
+
+
+def test_the_audit_case_is_flagged(synthetic):
+    """Synthetic, curved, both sides, δ ≈ 5 %: a stop-error of 8.5 % on the test set."""
+    synthetic.set_controls(boundary="curved", side="both", delta=0.05)
+    m = synthetic.figures.metrics
+    assert m["stop_error"] > synthetic.delta  # the state's own numbers
+    check = delta_check(synthetic.figures)
+    assert check.exceeded and check.key == "stop_error" and check.measured == m["stop_error"]
+    _, hit = _card_check(HeadlineNumbers(state=synthetic), "stop_error")
+    assert hit.group(1) == "miss" and hit.group(2) == f"⚠ above δ = {synthetic.delta * 100:.3g}%"
+
+
+def test_met_and_missed_on_either_side_of_the_same_measured_error(synthetic):
+    """The comparison is measured > δ: move δ across the measured stop-error."""
+    synthetic.set_controls(boundary="curved", side="lower", delta=0.05)
+    measured = synthetic.figures.metrics["stop_error"]
+    above = [d for d in rules.delta_steps() if d > measured * 1.05]
+    below = [d for d in rules.delta_steps() if d < measured * 0.95]
+    if not above or not below:
+        pytest.skip("the measured stop-error is at the end of δ's range")
+    for delta, exceeded in ((min(above), False), (max(below), True)):
+        # The scale stays the one of δ = 5 %: chosen directly, as the cheapest point does.
+        figures = synthetic.figures
+        check = delta_check(replace(figures, rule=replace(figures.rule, delta=float(delta))))
+        assert check.exceeded is exceeded, (delta, measured)
+
+
+def test_no_flag_for_the_budget_rule(synthetic):
+    synthetic.set_controls(boundary="budget", budget=0.1)
+    page = HeadlineNumbers(state=synthetic)._html(synthetic.figures)
+    assert delta_check(synthetic.figures) is None
+    assert "att-check" not in page and "att-card-miss" not in page
+
+
+def test_card_explanations_survive_apostrophes(synthetic):
+    synthetic.set_controls(boundary="calibrated")
+    page = HeadlineNumbers(state=synthetic)._html(synthetic.figures)
+    assert "title='Fraction of test examples whose early decision differs from the full " in page
+    assert "evaluation&#x27;s.'" in page
+
+
+# -- tooltips and buttons ---------------------------------------------------------------------
+
+
+def _tooltips(model):
+    for m in model.references():
+        if isinstance(m, Tooltip):
+            yield m
+
+
+def test_every_sidebar_tooltip_wraps_and_opens_below(controls):
+    doc = Document()
+    root = pn.Column(controls, ExportPanel(state=controls.state)).get_root(doc)
+    tips = list(_tooltips(root))
+    assert len(tips) >= 10  # side, rule, δ, θ, dataset, kernel, C, gamma, seed, downloads …
+    for tip in tips:
+        css = " ".join(str(s) for s in tip.stylesheets)
+        assert f"max-width: min({TOOLTIP_MAX_WIDTH}px" in css, tip.content
+        assert "white-space: normal" in css
+        assert tip.position == "bottom_center" and tip.attachment == "below"
+    assert TOOLTIP_MAX_WIDTH <= 300
+
+
+def test_the_side_buttons_tooltip_wraps():
+    group = pn.widgets.RadioButtonGroup(options=["lower", "upper", "both"])
+    with_tooltip(group, DashboardState.param.side.doc)
+    model = group.get_root(Document())
+    assert model.tooltip is not None
+    assert "max-width" in " ".join(map(str, model.tooltip.stylesheets))
+
+
+def test_download_buttons_render_as_primary(synthetic):
+    doc = Document()
+    for view in (ExportPanel(state=synthetic), OperatingPointTable(state=synthetic)):
+        root = pn.panel(view).get_root(doc)
+        buttons = [m for m in root.references() if type(m).__name__ == "FileDownload"]
+        assert buttons, view
+        assert all(b.button_type == "primary" for b in buttons), [b.button_type for b in buttons]
+    ours = FileDownload(callback=lambda: None, filename="x", color="primary")
+    assert ours.get_root(Document()).button_type == "primary"
