@@ -103,3 +103,21 @@ def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
     op = state.figures.operating_point
     assert op["mean_evaluated_fraction"] == pytest.approx(row["mean_evaluated_fraction"], abs=0.01)
     assert op["disagreement"] == pytest.approx(row["disagreement"], abs=0.005)
+
+
+def test_a_timing_made_stale_by_a_newer_move_says_so():
+    """The served executor skips an evaluator timing that a newer move has replaced: the job
+    tells it (``job.stale()``), and only the newest is applied."""
+    jobs = []
+    state = DashboardState()
+    state.measure_executor = lambda job, done, fail: jobs.append((job, done))
+    state.set_controls(delta=0.02)
+    state.set_controls(delta=0.05)
+    (old_job, old_done), (new_job, new_done) = jobs[-2:]
+    assert old_job.stale() and not new_job.stale()
+    old_done(old_job())  # a stale result that arrives anyway is not shown
+    assert state.measured is None
+    new_done(new_job())
+    assert state.measured is not None and state.measured.mean_evaluated == pytest.approx(
+        float(state.figures.n_evaluated.mean())
+    )

@@ -33,6 +33,8 @@ from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
 
+MEASURE_PAUSE = 0.3  # seconds after a move before the evaluator is timed (if still current)
+
 TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
     "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms (support vectors or "
@@ -168,9 +170,17 @@ class Dashboard(pn.viewable.Viewer):
         pn.state.execute(run)
 
     def measure_in_background(self, job, done, fail) -> None:
-        """Executor for the evaluator's timing: a thread, no spinner (the plots stay live)."""
+        """Executor for the evaluator's timing: a thread, no spinner (the plots stay live).
+
+        It starts after a short pause and not at all if a newer move has made it stale
+        (``job.stale()``): a slider dragged through ten values is timed once, at its last value,
+        and several sessions moving at once do not queue timings nobody will see."""
+        stale = getattr(job, "stale", lambda: False)
 
         async def run():
+            await asyncio.sleep(MEASURE_PAUSE)
+            if stale() or self._closed:
+                return
             try:
                 result = await asyncio.to_thread(job)
             except Exception as exc:

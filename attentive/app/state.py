@@ -586,6 +586,9 @@ class DashboardState(param.Parameterized):
             current = rules.outcome(built, rule)
             return rules.measure(built, rule, current)
 
+        # A served executor may drop a timing that a newer move has made stale before it runs.
+        job.stale = lambda: generation != self._measure_generation
+
         def done(result) -> None:
             if generation == self._measure_generation:
                 self.measured = result
