@@ -269,11 +269,20 @@ class Dashboard(pn.viewable.Viewer):
                     pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width"),
                 ),
                 ("Pick a threshold", picking),
-                ("Brownian bridge", BridgeTab()),
+                ("Brownian bridge", self._bridge_tab()),
                 sizing_mode="stretch_width",
                 dynamic=False,
             ),
         ]
+
+    def _bridge_tab(self):
+        """The teaching tab: its simulation and plots built after the page has loaded (served),
+        off the path of the first numbers."""
+        if not self._served:
+            return BridgeTab()
+        return pn.panel(
+            lambda: BridgeTab().__panel__(), defer_load=True, sizing_mode="stretch_width"
+        )
 
     def _deferred(self, view: pn.viewable.Viewer):
         """Render ``view`` after the page has loaded (served), so the numbers show first."""
