@@ -27,6 +27,16 @@ def sparse_problem():
     return X[:200], y[:200], X[200:], y[200:]
 
 
+@pytest.fixture
+def offline_data_home(tmp_path_factory, monkeypatch):
+    """A data home shared by the session's tests (models trained once) and no network: the
+    mirror is a closed local port, so a download fails at once."""
+    home = tmp_path_factory.getbasetemp() / "data-home"
+    monkeypatch.setenv("ATTENTIVE_DATA", str(home))
+    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")
+    return home
+
+
 def relative_error(a, b) -> float:
     """max |a - b| relative to the scale of b (at least 1)."""
     a, b = np.asarray(a, float), np.asarray(b, float)

@@ -23,10 +23,8 @@ DEFAULT = "mnist-t10k-2v5"
 
 
 @pytest.fixture(autouse=True)
-def _offline(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.getbasetemp() / "data-home"
-    monkeypatch.setenv("ATTENTIVE_DATA", str(home))
-    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")  # downloads fail at once
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.fixture(autouse=True)
-def _offline(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("ATTENTIVE_DATA", str(tmp_path_factory.getbasetemp() / "data-home"))
-    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
 
 
 def decode_grey_png(data: bytes) -> np.ndarray:

@@ -27,10 +27,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_model_cache(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.getbasetemp() / "data-home"
-    monkeypatch.setenv("ATTENTIVE_DATA", str(home))
-    monkeypatch.setenv("ATTENTIVE_MIRROR", "http://127.0.0.1:9/")  # downloads fail at once
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
 
 
 @pytest.fixture

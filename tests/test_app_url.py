@@ -12,6 +12,11 @@ from attentive.app.layout import Dashboard
 from attentive.app.state import DashboardState
 
 
+@pytest.fixture(autouse=True)
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
+
+
 class FakeLocation:
     """What ``_apply_url`` uses of ``pn.state.location``: the parsed query and its update."""
 

@@ -150,7 +150,7 @@ def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
     """
     p = state.param[name]
     field = EntryInput(
-        name=p.label,
+        label=p.label,
         value=_number_text(getattr(state, name)),
         description=p.doc,
         sizing_mode="stretch_width",
@@ -188,7 +188,7 @@ def released_slider(
     p = state.param[name]
     lo, hi = p.bounds
     slider = widget_type(
-        name=p.label,
+        label=p.label,
         start=lo,
         end=hi,
         value=getattr(state, name),
@@ -223,7 +223,7 @@ class Controls(pn.viewable.Viewer):
         s = self.state
         p = s.param
         self.delta_slider = pn.widgets.FloatSlider(
-            name=p.delta.label,
+            label=p.delta.label,
             start=math.log10(DELTA_RANGE[0]),
             end=math.log10(DELTA_RANGE[1]),
             step=0.01,
