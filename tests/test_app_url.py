@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from panel.io.location import Location
 
 from attentive.app import rules
 from attentive.app.layout import Dashboard
@@ -17,16 +18,9 @@ def _offline(offline_data_home):
     """No network; models trained once per test session."""
 
 
-class FakeLocation:
-    """What ``_apply_url`` uses of ``pn.state.location``: the parsed query and its update."""
-
-    def __init__(self, **query):
-        self.query_params = dict(query)
-        self.updated: dict = {}
-
-    def update_query(self, **values):
-        self.updated.update(values)
-        self.query_params.update(values)
+def url(query: str) -> Location:
+    """Panel's own location object, as ``pn.state.location`` is for a page opened at ``query``."""
+    return Location(search=query)
 
 
 @pytest.fixture
@@ -35,16 +29,18 @@ def dash():
 
 
 def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
-    loc = FakeLocation(boundary="constant", delta=0.05, gamma=0.05, theta=0.15000000000000013)
-    dash._apply_url(loc)
+    loc = url("?boundary=constant&delta=0.05&gamma=0.05&theta=0.15000000000000013")
+    dash.sync_url(loc)
     s = dash.state
     assert s.n_errors == 0, s.last_error
     assert s.boundary == "constant"
     assert s.delta == rules.snap_delta(0.05) and s.delta != 0.05  # on the grid, near 0.05
     assert s.gamma == "0.05"  # the URL's number, as the text field holds it
     assert s.theta == 0.15
-    # The URL now says what was applied, so the two-way sync starts from agreed values.
-    assert loc.updated["delta"] == s.delta and loc.updated["theta"] == 0.15
+    # The URL now says what was applied, and later moves reach it through the sync.
+    assert loc.query_params["delta"] == s.delta and loc.query_params["theta"] == 0.15
+    s.set_controls(delta=0.02)
+    assert loc.query_params["delta"] == rules.snap_delta(0.02)
 
 
 @pytest.mark.parametrize(
@@ -53,20 +49,46 @@ def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
 )
 def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, value, words):
     before = getattr(dash.state, name)
-    dash._apply_url(FakeLocation(**{name: value}))
+    dash.sync_url(url(f"?{name}={value}"))
     s = dash.state
-    assert s.n_errors == 1
+    assert s.n_errors == 1, s.last_error
     assert words in s.last_error and "parameter" not in s.last_error, s.last_error
     assert getattr(s, name) == before
 
 
 def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again(dash):
     figures = dash.state.figures
-    dash._apply_url(FakeLocation(dataset="file: good.csv", delta=0.02))
+    loc = url("?dataset=file%3A+good.csv&delta=0.02")
+    dash.sync_url(loc)
     s = dash.state
     assert s.n_errors == 1 and "upload it again" in s.last_error and "good.csv" in s.last_error
     assert s.dataset == "mnist-t10k-2v5" and s.walks is not None
+    assert loc.query_params["dataset"] == "mnist-t10k-2v5"
     assert s.delta == rules.snap_delta(0.02) and s.figures is not figures  # the rest applies
+
+
+def test_model_inputs_from_the_url_build_once_and_the_rule_waits_for_the_new_model():
+    """Served, a build runs in the background: several model inputs in the URL make one build
+    (the URL's C wins over the dataset's preset), and θ is checked against the new model's
+    scores once it is built, not against the old one's."""
+    jobs = []
+
+    def background(job, done, fail):  # what the served executor does, step by step
+        jobs.append((job, done))
+        state.busy = True
+
+    state = DashboardState()
+    state.executor = background
+    dash = Dashboard(state=state)
+    dash.sync_url(url("?dataset=synthetic&C=2&seed=3&theta=1.9"))
+    assert len(jobs) == 1
+    assert (state.dataset, state.C, state.seed) == ("synthetic", 2.0, 3)
+    assert state.theta == 0.0  # not yet: the MNIST model's θ range ends at 1.42
+    job, done = jobs[0]
+    done(job())
+    state.busy = False
+    assert state.n_errors == 0, state.last_error
+    assert state.theta == 1.9 and state.walks.problem.model.C == 2.0
 
 
 def test_the_walks_plot_refits_on_a_move_unless_zoomed():

@@ -15,7 +15,6 @@ from typing import ClassVar
 import panel as pn
 import param
 from panel.io.resources import CDN_DIST
-from tornado.websocket import WebSocketClosedError
 
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.focus import FocusView
@@ -28,7 +27,7 @@ from attentive.app.plots import (
     TrajectoryView,
 )
 from attentive.app.plots.bridge import BridgeTab
-from attentive.app.state import UPLOAD_PREFIX, URL_PARAMETERS, DashboardState
+from attentive.app.state import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS, DashboardState
 from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
@@ -88,6 +87,15 @@ def _extension() -> None:
     pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width")
 
 
+class UrlControls(param.Parameterized):
+    """The controls as the page's URL holds them: any value, unchecked (see
+    :meth:`Dashboard.sync_url`)."""
+
+
+for _name in URL_PARAMETERS:
+    UrlControls.param.add_parameter(_name, param.Parameter(default=None))
+
+
 class Dashboard(pn.viewable.Viewer):
     """One session's dashboard: a state object and its views.
 
@@ -139,11 +147,8 @@ class Dashboard(pn.viewable.Viewer):
         browser has gone (a tab closed while a job ran), when there is nobody to send them to."""
         if self._closed:
             return
-        try:
-            with pn.io.unlocked():
-                fn(*args)
-        except WebSocketClosedError:
-            self._closed = True
+        with pn.io.unlocked():
+            fn(*args)
 
     def run_in_background(self, job, done, fail) -> None:
         """Executor for the state: run ``job`` in a thread, show progress, apply on the loop."""
@@ -197,18 +202,50 @@ class Dashboard(pn.viewable.Viewer):
         self._served = True
         pn.state.on_session_destroyed(self._session_closed)
         self._notifications = pn.state.notifications
-        location = pn.state.location
-        if location is not None:
-            self._apply_url(location)
-            location.sync(self.state, {p: p for p in URL_PARAMETERS}, on_error=self._url_error)
+        if pn.state.location is not None:
+            self.sync_url(pn.state.location)
 
-    def _apply_url(self, location) -> None:
-        """Controls from the page's URL, through the state's validation (snapped to the sliders'
-        grids, reported once in the dashboard's words); the URL then says what was applied, so
-        the two-way sync that follows starts from agreed values."""
-        query = {k: v for k, v in location.query_params.items() if k in URL_PARAMETERS}
-        if not query:
+    def sync_url(self, location) -> None:
+        """Keep the page's URL and the state in step (``location`` is Panel's
+        ``pn.state.location``).
+
+        The URL is synced with a stand-in (:class:`UrlControls`) whose values are not checked,
+        never with the state itself: whatever the URL says — on opening, or when the browser
+        sends its address after connecting — reaches the state through its validation (snapped
+        to the sliders' grids, reported once in the dashboard's words), and the URL is then set
+        to what was applied."""
+        self._url = UrlControls(**{k: getattr(self.state, k) for k in URL_PARAMETERS})
+        self._pushing = False
+        self.state.param.watch(self._state_to_url, list(URL_PARAMETERS))
+        self._url.param.watch(self._url_to_state, list(URL_PARAMETERS))
+        location.sync(self._url, {p: p for p in URL_PARAMETERS})
+
+    def _push(self, names) -> None:
+        """The state's values of ``names`` into the URL."""
+        values = {k: getattr(self.state, k) for k in names}
+        changed = {k: v for k, v in values.items() if getattr(self._url, k) != v}
+        if changed:
+            self._pushing = True
+            try:
+                self._url.param.update(changed)
+            finally:
+                self._pushing = False
+
+    def _state_to_url(self, *events) -> None:
+        self._push([e.name for e in events])
+
+    def _url_to_state(self, *events) -> None:
+        if self._pushing:
             return
+        values = {e.name: e.new for e in events if e.new != getattr(self.state, e.name)}
+        if values:
+            self._from_url(values)
+        self._push([e.name for e in events])  # the URL says what was applied
+
+    def _from_url(self, query: dict) -> None:
+        """Controls from the URL. Model inputs are applied together (one build); the rule's
+        controls wait for that build when it runs in the background, so that they are checked
+        against the new model (θ's range is the new scores')."""
         dataset = query.get("dataset")
         if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
             del query["dataset"]  # an uploaded file is not kept across a reload
@@ -216,15 +253,20 @@ class Dashboard(pn.viewable.Viewer):
                 f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not kept "
                 "when the page reloads: upload it again."
             )
-        # Model inputs first (they rebuild the walk), then the rule's controls.
-        order = sorted(query, key=lambda k: URL_PARAMETERS.index(k))
-        self.state.set_controls(**{k: query[k] for k in order})
-        location.update_query(**{k: getattr(self.state, k) for k in URL_PARAMETERS if k in query})
+        model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
+        rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
+        if model:
+            self.state.set_controls(**model)
+        if rule and self.state.building:
 
-    def _url_error(self, values: dict) -> None:
-        # A later change of the URL that the sync could not apply: reported once, in the
-        # dashboard's words (set_controls), then ignored.
-        self.state.set_controls(**values)
+            def when_built(event) -> None:
+                if not event.new:
+                    self.state.param.unwatch(watcher)
+                    self.state.set_controls(**rule)
+
+            watcher = self.state.param.watch(when_built, "busy")
+        elif rule:
+            self.state.set_controls(**rule)
 
     # -- layout ------------------------------------------------------------------------------
     def sidebar(self) -> list:

@@ -121,7 +121,10 @@ def user_message(exc: BaseException) -> str:
         lines = [line for line in msg.splitlines() if line.strip()]
         if len(lines) > 2:
             head = lines[0].rstrip(":").removesuffix("; tried").rstrip(";")
-            msg = f"{head} (this dataset needs internet). {lines[-1]}"
+            tried = " ".join(lines[1:-1]).lower()
+            corrupt = "md5" in tried or "checksum" in tried or "corrupt" in tried
+            why = "a mirror sent a damaged file" if corrupt else "this dataset needs internet"
+            msg = f"{head} ({why}). {lines[-1]}"
     if isinstance(exc, UntrustedModelError):
         head, sep, _ = msg.partition(". Trusted beyond")
         if sep:
@@ -297,6 +300,7 @@ class DashboardState(param.Parameterized):
         self._applied: dict[str, Any] = {}
         self._fast_applied: dict[str, Any] = {}
         self._requested: dict[str, Any] = {}
+        self._explicit: set[str] = set()  # model inputs given together with a new dataset
         self._reverting = False
         self._generation = 0
         self._measure_generation = 0
@@ -315,6 +319,11 @@ class DashboardState(param.Parameterized):
     def walks(self) -> Walks | None:
         """The cached walk of the current dataset, model, centering and seed."""
         return self._walks
+
+    @property
+    def building(self) -> bool:
+        """Whether a walk for new model inputs is being built (in the background when served)."""
+        return bool(self._requested)
 
     @property
     def rule(self) -> rules.Rule:
@@ -339,19 +348,38 @@ class DashboardState(param.Parameterized):
         self.n_errors += 1
 
     def set_controls(self, **values) -> bool:
-        """Set controls one by one (the one place where control values are validated); a value
-        a control refuses is reported in the dashboard's words and left unchanged.
+        """Set controls (the one place where control values are validated); a value a control
+        refuses is reported in the dashboard's words and left unchanged. The model inputs among
+        ``values`` are applied together (one rebuild of the walk), then the other controls one by
+        one (checked against the new model's ranges when it is built at once).
 
         Returns True when every value was accepted.
         """
         ok = True
+        known = {}
         for name, value in values.items():
             if name not in self.param or self.param[name].precedence == -1:
                 self.report(InvalidParameterError(f"unknown control {name!r}."))
                 ok = False
-                continue
+            else:
+                known[name] = value
+        model = {}
+        for name in [n for n in known if n in MODEL_INPUTS]:
             try:
-                self.param.update({name: self._coerce(name, value)})
+                model[name] = self._coerce(name, known[name])
+            except (ValueError, TypeError) as exc:
+                self.report(InvalidParameterError(f"{self.param[name].label}: {_plain(exc)}"))
+                ok = False
+        if model:
+            # Given together with a new dataset, kernel, C or gamma win over its preset.
+            self._explicit = set(model)
+            try:
+                self.param.update(model)
+            finally:
+                self._explicit = set()
+        for name in [n for n in known if n not in MODEL_INPUTS]:
+            try:
+                self.param.update({name: self._coerce(name, known[name])})
             except (ValueError, TypeError) as exc:
                 self.report(InvalidParameterError(f"{self.param[name].label}: {_plain(exc)}"))
                 ok = False
@@ -391,7 +419,7 @@ class DashboardState(param.Parameterized):
             and isinstance(value, int | float)
             and not isinstance(value, bool)
         ):
-            value = f"{value:g}"  # a URL's gamma=0.1 arrives as a number
+            value = f"{value:.12g}"  # a URL's gamma=0.1 arrives as a number
         if name == "gamma":
             _parse_gamma(value)
         if isinstance(p, param.Selector) and value not in p.objects:
@@ -465,7 +493,7 @@ class DashboardState(param.Parameterized):
         values = {"kernel": preset["kind"], "C": float(preset["C"])}
         if "gamma" in preset:
             values["gamma"] = str(preset["gamma"])
-        self._revert(values)
+        self._revert({k: v for k, v in values.items() if k not in self._explicit})
 
     def _submit(
         self,

@@ -50,7 +50,10 @@ class PrecisionRecallView(pn.viewable.Viewer):
         )
 
     def _on_measured(self, event) -> None:
-        self._pane.object = self._element()  # Panel sends it in the session's context
+        # A move clears the measurement (None) and a new one arrives after it: the plot is
+        # redrawn only then, never on the move itself (a HoloViews redraw is ~100 ms).
+        if event.new is not None:
+            self._pane.object = self._element()  # Panel sends it in the session's context
 
     def __panel__(self):
         if self._pane is None:
