@@ -231,22 +231,15 @@ def bench_holoviews_streams() -> None:
     from holoviews_tradeoff import HoloViewsTradeoffView
 
     k = len(figures)
-    view = TradeoffView(state=state)
-    timed_steps(
-        "TradeoffView δ step, in-place Bokeh",
-        pn.panel(view).get_root(Document()),
-        lambda i: view._refresh(figures[i % k]),
-        2 * k,
-        k,
-    )
-    hv_view = HoloViewsTradeoffView(state=state)
-    timed_steps(
-        "TradeoffView δ step, HoloViews",
-        pn.panel(hv_view).get_root(Document()),
-        lambda i: hv_view._send(figures[i % k]),
-        2 * k,
-        k,
-    )
+    for label, view, step in (
+        ("in-place Bokeh", TradeoffView(state=state), "_refresh"),
+        ("HoloViews", HoloViewsTradeoffView(state=state), "_send"),
+    ):
+        root = pn.panel(view).get_root(Document())
+        apply = getattr(view, step)
+        timed_steps(
+            f"TradeoffView δ step, {label}", root, lambda i, a=apply: a(figures[i % k]), 2 * k, k
+        )
     tab = BridgeTab()
     drifts = (0.02, 0.05, 0.1, 0.2)
     timed_steps(

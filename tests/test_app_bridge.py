@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from attentive import constant_threshold
-from attentive.app.bridge import N_WALKS, bridge_figures
+from attentive.app.bridge import ERROR_PATHS, N_WALKS, bridge_figures
+from attentive.simulation import simulate_decision_error
 
 
 def test_walks_stop_at_the_first_crossing_of_the_constant_threshold():
@@ -41,7 +42,9 @@ def test_the_tab_draws_the_papers_figure_3_elements_from_its_frames():
 
     f = bridge_figures(drift=0.05, n=600, delta=0.02, seed=2)
     errors = f.decision_error
-    np.testing.assert_array_equal(errors["actual"], f.actual)
+    # The simulation of attentive.simulation, run again with the same seed.
+    again = simulate_decision_error(600, drift=0.05, n_paths=ERROR_PATHS, random_state=2)
+    np.testing.assert_array_equal(errors["actual"], again.actual)
     assert (errors["paths_below_zero"] == f.error_paths).all() and f.error_paths > 0
     times = f.stopping_time
     # E[min(T, n)] is what a predictor with n terms pays: at most n and at most E[T].

@@ -15,7 +15,6 @@ import pandas as pd
 
 from attentive import constant_threshold
 from attentive.simulation import (
-    default_deltas,
     simulate_decision_error,
     simulate_stopping_time,
     stopping_time_slope,
@@ -31,11 +30,12 @@ TIME_PATHS = 300
 @dataclass(frozen=True)
 class BridgeFigures:
     """What the tab draws: ``x``/``y`` one NaN-separated path of the walks (each cut at its stop),
-    ``stop_t``/``stop_s`` the stops, ``tau`` the threshold, ``required``/``actual``/``stderr`` the
-    decision error against δ (over ``error_paths`` walks that end below 0), ``ns``/``mean_times``
-    the mean stopping time ``E[T]`` and its log-log slope, ``mean_times_truncated``
-    ``E[min(T, n)]``. :attr:`decision_error` and :attr:`stopping_time` are the same numbers as the
-    frames the paper's Figure 3 is drawn from (:mod:`attentive.plots`)."""
+    ``stop_t``/``stop_s`` the stops, ``tau`` the threshold, ``decision_error`` the simulation's
+    required against actual error (:meth:`attentive.simulation.BridgeSimulation.to_frame`; also as
+    ``required``/``actual``/``stderr``/``error_paths``), ``ns``/``mean_times`` the mean stopping
+    time ``E[T]`` and its log-log slope, ``mean_times_truncated`` ``E[min(T, n)]``.
+    :attr:`decision_error` and :attr:`stopping_time` are the frames the paper's Figure 3 is drawn
+    from (:mod:`attentive.plots`)."""
 
     n: int
     drift: float
@@ -45,27 +45,27 @@ class BridgeFigures:
     y: np.ndarray
     stop_t: np.ndarray
     stop_s: np.ndarray
-    required: np.ndarray
-    actual: np.ndarray
-    stderr: np.ndarray
-    error_paths: int
+    decision_error: pd.DataFrame
     ns: np.ndarray
     mean_times: np.ndarray
     mean_times_truncated: np.ndarray
     slope: float
 
     @property
-    def decision_error(self) -> pd.DataFrame:
-        """Required against actual error, as :func:`attentive.plots.decision_error_plot` takes it."""
-        return pd.DataFrame(
-            {
-                "n": self.n,
-                "required": self.required,
-                "actual": self.actual,
-                "stderr": self.stderr,
-                "paths_below_zero": self.error_paths,
-            }
-        )
+    def required(self) -> np.ndarray:
+        return self.decision_error["required"].to_numpy()
+
+    @property
+    def actual(self) -> np.ndarray:
+        return self.decision_error["actual"].to_numpy()
+
+    @property
+    def stderr(self) -> np.ndarray:
+        return self.decision_error["stderr"].to_numpy()
+
+    @property
+    def error_paths(self) -> int:
+        return int(self.decision_error["paths_below_zero"].iloc[0])
 
     @property
     def stopping_time(self) -> pd.DataFrame:
@@ -119,10 +119,7 @@ def bridge_figures(drift: float, n: int, delta: float, seed: int = 0) -> BridgeF
         y=y,
         stop_t=stop_t.astype(np.float64),
         stop_s=stop_s,
-        required=default_deltas(),
-        actual=sim.actual,
-        stderr=sim.stderr,
-        error_paths=sim.n_paths,
+        decision_error=sim.to_frame(),
         ns=ns.astype(np.float64),
         mean_times=times,
         mean_times_truncated=truncated,

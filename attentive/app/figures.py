@@ -141,6 +141,14 @@ def _theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
     return pd.DataFrame({"source": f"this dataset ({name})", "required": deltas, "actual": errors})
 
 
+def tradeoff_error_span(tradeoff) -> float:
+    """How far up the tradeoff plot's error axis reaches for ``tradeoff``'s family curves: their
+    largest disagreement, at least 2 % and at most 15 % (above that they only climb to the left).
+    The plot's axis and a click's distance on it both use it."""
+    top = float(np.nanmax(tradeoff.families["disagreement"].to_numpy(), initial=0.0))
+    return min(max(top, 0.02), 0.15)
+
+
 def compute_figures(walks: Walks, rule: rules.Rule, n_trajectories: int) -> Figures:
     """All figure data for one rule: a δ move reads one cached column and cuts the walks."""
     current = rules.outcome(walks, rule)

@@ -39,7 +39,7 @@ import numpy as np
 import param
 
 from attentive.app import rules
-from attentive.app.figures import Figures, compute_figures
+from attentive.app.figures import Figures, compute_figures, tradeoff_error_span
 from attentive.app.models import DataSource, ModelSource, Walks, walks
 from attentive.app.rules import DEFAULT_ALPHA, DELTA_RANGE
 from attentive.errors import (
@@ -721,8 +721,7 @@ class DashboardState(param.Parameterized):
         x = rows["mean_evaluated_fraction"].to_numpy()
         y = rows["disagreement"].to_numpy()
         # Distances on the plot's scales: x spans [0, 1], y the curves' few per cent.
-        y_span = max(float(np.nanmax(fam["disagreement"].to_numpy(), initial=0.0)), 0.02)
-        y_span = min(y_span, 0.15)
+        y_span = tradeoff_error_span(f.tradeoff)
         best = int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))
         row = rows.iloc[best]
         delta = float(deltas[int(np.flatnonzero(zs == round(float(row["z"]), 2))[0])])

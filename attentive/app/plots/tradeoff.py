@@ -9,6 +9,7 @@ import numpy as np
 from bokeh.events import Tap
 from bokeh.models import HoverTool, Span
 
+from attentive.app.figures import tradeoff_error_span
 from attentive.app.plots.base import COLORS, PlotView, col
 from attentive.app.rules import family_names
 
@@ -120,11 +121,9 @@ class TradeoffView(PlotView):
         return set() if len(f.tradeoff.sweep) else {"paper's τ sweep: stop-error"}
 
     def _ranges(self, f):
-        t = f.tradeoff
-        # The curves up to 15 % (above that they only climb to the left), and always the star.
-        curves = float(np.nanmax(t.families["disagreement"].to_numpy(), initial=0.0))
+        # The curves' span, and always the star.
         star = float(f.operating_point["disagreement"])
-        hi = max(min(max(curves, 0.02), 0.15), star if np.isfinite(star) else 0.0)
+        hi = max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0)
         return (0.0, 1.02), (-0.005, hi * 1.05)
 
     def _on_tap(self, event) -> None:
