@@ -16,6 +16,7 @@ import panel as pn
 import param
 from panel.io.resources import CDN_DIST
 
+from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
@@ -200,6 +201,7 @@ class Dashboard(pn.viewable.Viewer):
         self.state.executor = self.run_in_background
         self.state.measure_executor = self.measure_in_background
         self._served = True
+        server_log.install()  # a closed tab is not a traceback in the server log
         pn.state.on_session_destroyed(self._session_closed)
         self._notifications = pn.state.notifications
         if pn.state.location is not None:
