@@ -25,6 +25,9 @@ __all__ = [
     "Thresholds",
     "WalkPlan",
     "block_schedule",
+    "column_runs",
+    "expected_remaining",
+    "grid_scale",
     "pilot_rows",
     "survival_schedule",
     "thresholds",
@@ -80,6 +83,24 @@ def block_schedule(n_terms: int, block_size: int | None = None) -> BlockSchedule
         edges = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes else np.zeros(0, int)
     edges = np.append(edges, n_terms).astype(np.int64)
     return BlockSchedule(edges=edges)
+
+
+def expected_remaining(stops: np.ndarray | None, n_terms: int, positions) -> np.ndarray:
+    """For a walk still active at each of ``positions`` (0-based), the expected number of
+    positions it has left, ``E[stop − a | stop > a]`` over the sample ``stops`` (1-based; ``n``
+    for walks that never stop); without a sample (or none left), ``n − a``."""
+    a = np.asarray(positions, dtype=np.int64)
+    n = int(n_terms)
+    if stops is None or np.size(stops) == 0:
+        return (n - a).astype(np.float64)
+    s = np.sort(np.clip(np.asarray(stops, dtype=np.int64), 0, n))
+    tail = np.concatenate([np.cumsum(s[::-1])[::-1], [0]])  # tail[i] = Σ s[i:]
+    first = np.searchsorted(s, a, side="right")  # first stop > a
+    count = s.size - first
+    out = (n - a).astype(np.float64)
+    some = count > 0
+    out[some] = tail[first[some]] / count[some] - a[some]
+    return out
 
 
 def pilot_rows(m: int) -> int:
@@ -149,6 +170,19 @@ class WalkPlan:
     sv_augmented: np.ndarray | None = None  # (n, d + 2), walk order, centred, log|w| folded in
     sv_norms: np.ndarray | None = None  # |y − c| of each support vector, walk order
     sv_raw_norm: float = 0.0  # max |y| (uncentred), for the float64 rounding allowance
+    # Feature columns where some support vector is non-zero (None: all of them). Elsewhere every
+    # y is 0 (and so is the centre), so x · y and (x − c) · (y − c) need only these columns,
+    # while |x|² and |x − c|² need all; the *_cols arrays are restricted to them.
+    rbf_columns: np.ndarray | None = None
+    rbf_runs: tuple = ()  # (first, stop, offset): column runs, for copies by slices
+    sv_scaled_cols: np.ndarray | None = None  # sv_scaled[:, rbf_columns]
+    sv_scaled32_cols: np.ndarray | None = None  # the same in float32
+    sv_augmented_cols: np.ndarray | None = None  # sv_augmented on rbf_columns, then the 2 extras
+    # Support vectors on a grid (every value k / s with integer k, e.g. 8-bit pixels / 255): the
+    # integers l = s y on rbf_columns in float32, their largest norm, and s. See dense.RBFTerms.
+    rbf_grid: float | None = None
+    sv_grid32: np.ndarray | None = None
+    sv_grid_norm: float = 0.0
     inverse_order: np.ndarray | None = None  # walk position of each feature (linear models)
     boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
     offset: float = 0.0  # c = b + Σ w μ (walk.offset, computed once)
@@ -198,12 +232,65 @@ def walk_plan(walk: Walk) -> WalkPlan:
         plan.sv_augmented = np.ascontiguousarray(
             np.column_stack([Y, -gamma * norms2 + log_w, np.ones(len(Y))])
         )
+        d = Y.shape[1]
+        cols = np.flatnonzero(np.any(np.asarray(sv, dtype=np.float64) != 0, axis=0))
+        if cols.size < d:
+            plan.rbf_columns = cols
+            plan.rbf_runs = column_runs(cols)
+            keep = np.append(cols, [d, d + 1])
+        else:
+            keep = np.arange(d + 2)
+        plan.sv_augmented_cols = np.ascontiguousarray(plan.sv_augmented[:, keep])
+        plan.sv_scaled_cols = np.ascontiguousarray(plan.sv_scaled[:, keep[:-2]])
+        plan.sv_scaled32_cols = plan.sv_scaled_cols.astype(np.float32)
+        Y_raw = np.asarray(sv, dtype=np.float64)[walk.order][:, keep[:-2]]
+        scale = grid_scale(Y_raw)
+        if scale is not None:
+            L = np.rint(Y_raw * scale)
+            norm = float(np.sqrt(np.einsum("ij,ij->i", L, L).max(initial=0.0)))
+            if norm < GRID_LIMIT:
+                plan.rbf_grid = scale
+                plan.sv_grid32 = np.ascontiguousarray(L, dtype=np.float32)
+                plan.sv_grid_norm = norm
     if terms.kind == "linear":
         inverse = np.empty(w.size, dtype=np.int64)
         inverse[plan.order] = np.arange(w.size)
         plan.inverse_order = inverse
     _PLANS[key] = (weakref.ref(walk, lambda _ref, _key=key: _PLANS.pop(_key, None)), plan)
     return plan
+
+
+GRID_LIMIT = 2.0**24  # integers up to this are exact in float32, and so are sums of them
+
+
+def grid_scale(Y: np.ndarray) -> float | None:
+    """A scale ``s`` with every ``s · y`` an integer of magnitude below 2^24, computed exactly in
+    floating point (``s`` from the smallest non-zero magnitude, 1, or 255); None if there is none."""
+    mags = np.abs(Y[Y != 0])
+    if mags.size == 0 or not np.all(np.isfinite(mags)):
+        return None
+    smallest = float(mags.min())
+    for s in dict.fromkeys((float(np.rint(1.0 / smallest)), 1.0, 255.0)):
+        if not 1.0 <= s < GRID_LIMIT:
+            continue
+        t = mags * s
+        if float(t.max()) < GRID_LIMIT and np.array_equal(t, np.rint(t)):
+            return s
+    return None
+
+
+def column_runs(cols: np.ndarray) -> tuple:
+    """Sorted column indices as runs ``(first, stop, offset)``: ``X[:, cols]`` is the runs'
+    slices ``X[:, first:stop]`` side by side, the run starting at column ``offset`` of the copy."""
+    cols = np.asarray(cols, dtype=np.int64)
+    if cols.size == 0:
+        return ()
+    cut = np.flatnonzero(np.diff(cols) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    stops = np.concatenate([cut, [cols.size]])
+    return tuple(
+        (int(cols[a]), int(cols[b - 1]) + 1, int(a)) for a, b in zip(starts, stops, strict=True)
+    )
 
 
 @dataclass

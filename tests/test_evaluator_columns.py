@@ -1,0 +1,248 @@
+"""The RBF evaluator over many features: the product restricted to the columns where some support
+vector is non-zero, and exact float32 products of data on an integer grid (8-bit images / 255).
+
+Everything is compared with a brute-force computation: scikit-learn's ``decision_function`` for
+full evaluation, ``apply_boundary`` on the full matrix of partial scores for the walks. Thresholds
+are placed 1e-9 (relative) from the walks' values: a float32 product that is not exact (errors of
+about 1e-7) decides some of them wrongly, double precision and exact integer products do not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+import attentive.evaluator.dense as dense
+from attentive.boundaries import Boundary, full_boundary
+from attentive.evaluation import apply_boundary
+from attentive.evaluator import evaluate_blocked
+from attentive.evaluator.plan import (
+    GRID_LIMIT,
+    column_runs,
+    expected_remaining,
+    grid_scale,
+    walk_plan,
+)
+from attentive.terms import decompose
+from attentive.walk import make_walk
+
+SIDE = 12  # 12 × 12 images: 144 features, more than dense.AUGMENT_MAX_FEATURES
+
+
+def _images(rng, m, scale=255):
+    """Blobs on a zero border (the outer two pixels are 0 in every image), integers / scale."""
+    yy, xx = np.mgrid[:SIDE, :SIDE]
+    X = np.zeros((m, SIDE, SIDE))
+    y = rng.integers(0, 2, m)
+    for i in range(m):
+        cx, cy = rng.uniform(4, 8, 2)
+        r = 2.5 + 0.6 * y[i] + rng.uniform(-0.8, 0.8)
+        X[i] = np.clip(1.6 - np.hypot(xx - cx, yy - cy) / r + rng.normal(0, 0.2, X[i].shape), 0, 1)
+    X[:, :2] = X[:, -2:] = X[:, :, :2] = X[:, :, -2:] = 0.0
+    X = np.rint(X.reshape(m, -1) * scale) / scale
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def grid_problem():
+    rng = np.random.default_rng(3)
+    X, y = _images(rng, 1400)
+    model = SVC(gamma=0.05, C=1.0).fit(X[:400], y[:400])
+    walk = make_walk(decompose(model), X[:400], y[:400], random_state=2)[0]
+    assert walk.n_terms * 1000 > 2**15  # not a tiny problem (walked in one go)
+    return model, walk, X[400:]
+
+
+@pytest.fixture
+def modes(monkeypatch):
+    """The modes RBFTerms ended in (so a test cannot pass without using the path it tests)."""
+    seen = []
+    original = dense.RBFTerms.keep
+
+    def keep(self, idx):
+        original(self, idx)
+        seen.append(self.mode)
+
+    monkeypatch.setattr(dense.RBFTerms, "keep", keep)
+    return seen
+
+
+def _boundary(S, rng, side, gap):
+    """Thresholds on a random tenth of the positions, at low (lower side) or high (upper side)
+    quantiles of the walks there, moved to ``gap`` (relative) from the nearest walk value, so
+    that a walk misses or crosses each by about ``gap``."""
+    n = S.shape[1]
+    spread = float(np.abs(S).max()) + 1.0
+    active = rng.random(n) < 0.1
+    cols = np.arange(n)
+    lower = np.quantile(S, rng.uniform(0.0, 0.05, n), axis=0)[cols, cols]
+    upper = np.quantile(S, rng.uniform(0.95, 1.0, n), axis=0)[cols, cols]
+    for t in (lower, upper):
+        nearest = S[np.argmin(np.abs(S - t), axis=0), cols]
+        t[:] = nearest + np.where(rng.random(n) < 0.5, -gap, gap) * spread
+    lower[~active] = -np.inf
+    upper[~active] = np.inf
+    if side == "lower":
+        upper[:] = np.inf
+    if side == "upper":
+        lower[:] = -np.inf
+    return Boundary(
+        "curved",
+        side,
+        lower,
+        upper,
+        estimate_slope=np.ones(n),
+        estimate_intercept=rng.normal(size=n),
+    )
+
+
+def _same(ev, ref):
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
+
+
+def test_the_plan_restricts_columns_and_finds_the_grid(grid_problem):
+    model, walk, _ = grid_problem
+    plan = walk_plan(walk)
+    sv = model.support_vectors_
+    used = np.flatnonzero(np.any(sv != 0, axis=0))
+    assert 0 < plan.rbf_columns.size < sv.shape[1]
+    np.testing.assert_array_equal(plan.rbf_columns, used)
+    assert plan.rbf_grid == 255.0
+    np.testing.assert_array_equal(
+        plan.sv_grid32, np.rint(sv[walk.order][:, used] * 255).astype(np.float32)
+    )
+
+
+def test_full_evaluation_on_restricted_columns_matches_sklearn(grid_problem):
+    model, walk, X = grid_problem
+    full = full_boundary(walk.n_terms)
+    for chunk_size in (None, 7):
+        ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
+        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"block_size": 5, "chunk_size": 64}, {"block_size": 16, "n_jobs": 2, "chunk_size": 128}],
+)
+def test_grid_walk_equals_reference_on_knife_edges(grid_problem, modes, side, kwargs):
+    _, walk, X = grid_problem
+    S = walk.partial_scores(X)
+    rng = np.random.default_rng(7)
+    boundary = _boundary(S, rng, side, gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert ref.stopped.any() and not ref.stopped.all()
+    for values in (True, False):
+        ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
+        np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+        np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+        np.testing.assert_array_equal(ev.labels, ref.labels)
+        if values:
+            _same(ev, ref)
+    assert "grid" in modes and "double" not in modes
+
+
+def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem, monkeypatch):
+    """The knife-edge test can fail: rows rounded to float32 off the grid (a product with errors
+    of ~1e-7 of its value) change stops."""
+    _, walk, X = grid_problem
+    S = walk.partial_scores(X)
+    boundary = _boundary(S, np.random.default_rng(7), "both", gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    plan = walk_plan(walk)
+    # Pretend the data were on a grid of step 1 / 255.5: the rows' integers become inexact.
+    monkeypatch.setattr(plan, "rbf_grid", 255.5)
+    monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
+    monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
+    ev = evaluate_blocked(walk, X, boundary, theta_s)
+    assert not np.array_equal(ev.n_evaluated, ref.n_evaluated)
+
+
+def _rounding_grid_rows(plan, X, idx, row):
+    """grid_rows without its check: rows rounded to float32 whatever they are."""
+    rows = X.take(idx, axis=0)[:, plan.rbf_columns] * plan.rbf_grid
+    return rows.astype(np.float32)
+
+
+def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
+    _, walk, X = grid_problem
+    X = X.copy()
+    X[5, 40] += 1e-3  # one value off the grid: its chunk walks in double precision
+    S = walk.partial_scores(X)
+    boundary = _boundary(S, np.random.default_rng(11), "both", gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    _same(evaluate_blocked(walk, X, boundary, theta_s, block_size=8), ref)
+    assert "double" in modes  # the chunk holding row 5 (others may be on the grid)
+
+
+def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes):
+    """Integers (grid step 1) large enough that |k| · max|l| ≥ 2^24: not exact in float32."""
+    rng = np.random.default_rng(5)
+    X, y = _images(rng, 500, scale=1)
+    X *= 2000.0  # integers up to 2,000
+    model = SVC(gamma=1e-7, C=1.0).fit(X[:250], y[:250])
+    walk = make_walk(decompose(model), X[:250], y[:250], random_state=0)[0]
+    plan = walk_plan(walk)
+    assert plan.rbf_grid is not None
+    assert plan.rbf_grid * np.linalg.norm(X[250:], axis=1).max() * plan.sv_grid_norm > GRID_LIMIT
+    Xe = X[250:]
+    S = walk.partial_scores(Xe)
+    boundary = _boundary(S, np.random.default_rng(1), "both", gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    _same(evaluate_blocked(walk, Xe, boundary, theta_s, block_size=8), ref)
+    assert modes and "grid" not in modes
+
+
+def test_grid_scale():
+    k = np.arange(256, dtype=np.float64)
+    assert grid_scale(k[None, :] / 255.0) == 255.0
+    assert grid_scale(k[None, 3:] / 255.0) == 255.0  # smallest value 3/255
+    assert grid_scale(np.array([[0.0, 2.0, -7.0]])) == 1.0
+    assert grid_scale(np.array([[0.0, 0.5, 0.25]])) == 4.0
+    assert grid_scale(np.array([[0.0, np.pi]])) is None
+    assert grid_scale(np.zeros((2, 3))) is None
+    assert grid_scale(np.array([[2.0**25]])) is None
+
+
+def test_exact_single_products_agree_with_double():
+    if not dense.exact_single_products():
+        pytest.skip("this BLAS does not multiply float32 integers exactly")
+    rng = np.random.default_rng(0)
+    A = rng.integers(0, 256, size=(300, 250)).astype(np.float32)
+    B = rng.integers(0, 256, size=(250, 64)).astype(np.float32)
+    np.testing.assert_array_equal(
+        (A @ B).astype(np.float64), A.astype(np.float64) @ B.astype(np.float64)
+    )
+
+
+def test_column_runs_and_take_columns(grid_problem):
+    cols = np.array([0, 1, 2, 5, 7, 8, 20])
+    assert column_runs(cols) == ((0, 3, 0), (5, 6, 3), (7, 9, 4), (20, 21, 6))
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    out = np.empty((X.shape[0], plan.rbf_columns.size), dtype=np.float32)
+    dense.take_columns(plan, X, out)
+    np.testing.assert_array_equal(out, X[:, plan.rbf_columns].astype(np.float32))
+
+
+def test_expected_remaining_by_brute_force():
+    rng = np.random.default_rng(0)
+    n = 40
+    stops = rng.integers(1, n + 1, 200)
+    positions = np.arange(n)
+    got = expected_remaining(stops, n, positions)
+    for a in positions:
+        alive = stops[stops > a]
+        want = alive.mean() - a if alive.size else n - a
+        assert got[a] == pytest.approx(want)
+    np.testing.assert_array_equal(expected_remaining(None, n, positions), n - positions)
