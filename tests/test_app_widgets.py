@@ -268,3 +268,29 @@ def test_download_buttons_render_as_primary(synthetic):
         assert all(b.button_type == "primary" for b in buttons), [b.button_type for b in buttons]
     ours = FileDownload(callback=lambda: None, filename="x", color="primary")
     assert ours.get_root(Document()).button_type == "primary"
+
+
+# -- while a model trains, the old numbers are marked ------------------------------------------
+
+
+def test_guarantee_and_calibration_table_marked_stale_while_training(synthetic):
+    from attentive.app.calibration_view import CalibrationView
+
+    synthetic.set_controls(boundary="calibrated", side="both", delta=0.01)
+    view = CalibrationView(state=synthetic)
+    numbers = HeadlineNumbers(state=synthetic)
+
+    def stale() -> bool:
+        return "att-stale" in view._layout.css_classes
+
+    assert view._layout.visible and not stale()
+    assert "previous model" not in view.alert.object
+    synthetic.busy = True  # what the served executor sets while a model trains
+    try:
+        assert stale() and view._layout.styles.get("opacity") == "0.45"
+        assert "previous model" in view.alert.object
+        assert "att-stale" in numbers._html(synthetic.figures, busy=True)
+    finally:
+        synthetic.busy = False
+    assert not stale() and "opacity" not in view._layout.styles
+    assert "previous model" not in view.alert.object

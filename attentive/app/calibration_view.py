@@ -138,6 +138,16 @@ class CalibrationView(pn.viewable.Viewer):
         words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "1 1 360px"})
         self._layout = pn.FlexBox(words, details, sizing_mode="stretch_width")
         self.state.param.watch(self._update, "figures")
+        self.state.param.watch(self._mark_stale, "busy")
+        self._draw(self.state.figures)
+        self._mark_stale()
+
+    def _mark_stale(self, *events) -> None:
+        """While a new model trains, the guarantee and the table are the previous model's: faded
+        like the headline numbers, and the box says so."""
+        busy = self.state.busy
+        self._layout.css_classes = ["att-calibration", *(["att-stale"] if busy else [])]
+        self._layout.styles = {"opacity": "0.45"} if busy else {}
         self._draw(self.state.figures)
 
     @staticmethod
@@ -156,12 +166,15 @@ class CalibrationView(pn.viewable.Viewer):
         self._layout.visible = report is not None
         if report is None:
             return
+        stale = " *(previous model's: a new model is training)*" if self.state.busy else ""
         if report.fallback:
             self.alert.alert_type = "warning"
-            self.alert.object = f"**No guarantee short of full evaluation.** {report.guarantee}"
+            self.alert.object = (
+                f"**No guarantee short of full evaluation.**{stale} {report.guarantee}"
+            )
         else:
             self.alert.alert_type = "success"
-            self.alert.object = f"**Guarantee.** {report.guarantee}"
+            self.alert.object = f"**Guarantee.**{stale} {report.guarantee}"
         rows = calibration_window(report)
         table = calibration_table(report)
         shown = table.iloc[rows]
