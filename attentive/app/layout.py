@@ -216,6 +216,7 @@ class Dashboard(pn.viewable.Viewer):
         sends its address after connecting — reaches the state through its validation (snapped
         to the sliders' grids, reported once in the dashboard's words), and the URL is then set
         to what was applied."""
+        self._location = location
         self._url = UrlControls(**{k: getattr(self.state, k) for k in URL_PARAMETERS})
         self._pushing = False
         self.state.param.watch(self._state_to_url, list(URL_PARAMETERS))
@@ -243,6 +244,26 @@ class Dashboard(pn.viewable.Viewer):
         if values:
             self._from_url(values)
         self._push([e.name for e in events])  # the URL says what was applied
+        if values:
+            self._resend_url()
+
+    def _resend_url(self) -> None:
+        """Send the URL to the browser again on the next tick.
+
+        When the browser sends its address (it does so as it connects), Panel does not echo a
+        change of that same property back while it handles it, so a value the state changed (a
+        hand-typed δ snapped to the slider's grid) would stay as typed in the address bar. On the
+        next tick the location's ``search`` is re-sent as the server holds it."""
+        doc = pn.state.curdoc
+        location = self._location
+        if doc is None or doc.session_context is None or location is None:
+            return
+
+        def resend() -> None:
+            if not self._closed:
+                location.param.trigger("search")
+
+        doc.add_next_tick_callback(resend)
 
     def _from_url(self, query: dict) -> None:
         """Controls from the URL. Model inputs are applied together (one build); the rule's

@@ -370,6 +370,25 @@ def test_a_hand_typed_url_is_applied_without_errors(page, server_url):
     wait_for_numbers(page, expected_numbers(controls))
     page.wait_for_timeout(2000)  # a late notification would show by now
     assert page.locator(".notyf__toast--error").count() == 0
+    # The address bar says what was applied: δ on the grid, not the typed 0.05.
+    wait_for_query(page, "delta", str(rules_snap(0.05)))
+    assert query(page)["boundary"] == "constant"
+
+
+def test_an_off_grid_url_value_is_replaced_by_the_value_in_use(page, server_url):
+    """A hand-typed δ off the slider's grid and an over-precise θ: the numbers use the snapped
+    values and the address bar then holds them, not what was typed."""
+    load(page, server_url, "?boundary=constant&delta=0.0123456&theta=0.123456789")
+    wait_for_query(page, "delta", str(rules_snap(0.0123456)))
+    wait_for_query(page, "theta", "0.123457")
+    controls = {"boundary": "constant", "delta": 0.0123456, "theta": 0.123456789}
+    wait_for_numbers(page, expected_numbers(controls))
+
+
+def rules_snap(delta: float) -> float:
+    from attentive.app import rules
+
+    return rules.snap_delta(delta)
 
 
 def test_zoom_stays_on_delta_moves_and_refits_on_new_data(page, server_url):
