@@ -21,6 +21,7 @@ from attentive.app import rules
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, delta_check
 from attentive.app.state import DashboardState
 from attentive.app.widgets import (
+    HELP_ICON_SIZE,
     TOOLTIP_MAX_WIDTH,
     Controls,
     ExportPanel,
@@ -238,25 +239,36 @@ def _tooltips(model):
             yield m
 
 
-def test_every_sidebar_tooltip_wraps_and_opens_below(controls):
+def test_every_sidebar_tooltip_wraps_and_opens_below_or_above_its_icon(controls):
+    from attentive.app.calibration_view import CalibrationControls
+
     doc = Document()
-    root = pn.Column(controls, ExportPanel(state=controls.state)).get_root(doc)
+    root = pn.Column(
+        controls, CalibrationControls(state=controls.state), ExportPanel(state=controls.state)
+    ).get_root(doc)
     tips = list(_tooltips(root))
-    assert len(tips) >= 10  # side, rule, δ, θ, dataset, kernel, C, gamma, seed, downloads …
+    assert len(tips) >= 11  # side, rule, δ, θ, α, dataset, kernel, C, gamma, seed, downloads …
     for tip in tips:
         css = " ".join(str(s) for s in tip.stylesheets)
         assert f"max-width: min({TOOLTIP_MAX_WIDTH}px" in css, tip.content
         assert "white-space: normal" in css
-        assert tip.position == "bottom_center" and tip.attachment == "below"
+        # Bokeh opens a "vertical" tooltip below its anchor when the window has room, above
+        # otherwise; the anchor is the help icon's centre, just above its middle.
+        assert tip.attachment == "vertical", tip.content
+        x, y = tip.position
+        assert x == HELP_ICON_SIZE / 2 and 0 < y < HELP_ICON_SIZE / 2, tip.content
     assert TOOLTIP_MAX_WIDTH <= 300
 
 
-def test_the_side_buttons_tooltip_wraps():
+def test_the_side_buttons_explain_themselves_from_a_help_icon():
+    """A button's own tooltip covers the whole button; the buttons get a help icon instead."""
     group = pn.widgets.RadioButtonGroup(options=["lower", "upper", "both"])
-    with_tooltip(group, DashboardState.param.side.doc)
-    model = group.get_root(Document())
-    assert model.tooltip is not None
-    assert "max-width" in " ".join(map(str, model.tooltip.stylesheets))
+    row = with_tooltip(group, DashboardState.param.side.doc)
+    model = row.get_root(Document())
+    assert group.description is None
+    (tip,) = _tooltips(model)
+    assert tip.content == DashboardState.param.side.doc and tip.attachment == "vertical"
+    assert "max-width" in " ".join(map(str, tip.stylesheets))
 
 
 def test_download_buttons_render_as_primary(synthetic):

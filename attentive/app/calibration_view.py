@@ -13,6 +13,7 @@ import param
 
 from attentive.app.models import CALIBRATION_SIZE
 from attentive.app.state import DashboardState
+from attentive.app.widgets import help_icon
 
 __all__ = ["CalibrationControls", "CalibrationView"]
 
@@ -93,7 +94,7 @@ class CalibrationControls(pn.viewable.Viewer):
         )
         self._layout = pn.Row(
             self.alpha_slider,
-            pn.widgets.TooltipIcon(value=p.alpha.doc, margin=(28, 0, 0, -10)),
+            help_icon(p.alpha.doc),
             visible=_is_calibrated(self.state),
             sizing_mode="stretch_width",
         )

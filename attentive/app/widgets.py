@@ -5,8 +5,9 @@ share). Released sliders set the state once per drag (``value_throttled``). Type
 (seed, C, gamma) are text fields that go through :meth:`DashboardState.set_controls`, so that a
 refused value is reported and the field shows the value the model really uses.
 
-Every help tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its widget (inside a phone's
-width), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
+Every help tooltip is shown from a small help icon, wraps at :data:`TOOLTIP_MAX_WIDTH` and opens
+below the icon, or above it when the window has no room below (a control at the bottom of a
+phone's screen), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
 drops ``button_type`` on the way to its Bokeh model).
 """
 
@@ -50,24 +51,35 @@ TOOLTIP_CSS = (
 )
 
 
-def tooltip(doc: str) -> BkTooltip:
-    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its target.
+# Where a tooltip attaches to its help icon (an 18 px square): the icon's centre, 1 px above its
+# middle. With the "vertical" attachment Bokeh opens a tooltip below that point when the window has
+# room below it and above otherwise (its rule: an anchor above the target's middle prefers below),
+# and the arrow's 10 px then end at the icon's edge, so the tooltip never covers the icon itself.
+HELP_ICON_SIZE = 18
+TOOLTIP_PLACEMENT = {
+    "position": (HELP_ICON_SIZE / 2, HELP_ICON_SIZE / 2 - 1),
+    "attachment": "vertical",
+}
 
-    Below, centred and clamped to the window by Bokeh: a tooltip to the right of a sidebar
-    control (Panel's default) runs off a 390 px screen however narrow it wraps.
+
+def tooltip(doc: str) -> BkTooltip:
+    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its help icon, or
+    above it at the bottom of the window.
+
+    Centred on the icon and clamped to the window's width by Bokeh: a tooltip to the right of a
+    sidebar control (Panel's default) runs off a 390 px screen however narrow it wraps, and one
+    always below runs off the bottom for a control at the bottom of the screen.
     """
-    return BkTooltip(
-        content=doc, position="bottom_center", attachment="below", stylesheets=[TOOLTIP_CSS]
-    )
+    return BkTooltip(content=doc, stylesheets=[TOOLTIP_CSS], **TOOLTIP_PLACEMENT)
 
 
 def _wrap_tooltips(props: dict) -> dict:
     # Panel builds the Bokeh tooltip of a text ``description`` itself (to the right, which a
-    # phone cuts off); the same tooltip is moved below and wraps at the same width.
+    # phone cuts off); the same tooltip is placed like the others and wraps at the same width.
     for key in ("description", "tooltip"):
         tip = props.get(key)
         if isinstance(tip, BkTooltip):
-            tip.update(position="bottom_center", attachment="below", stylesheets=[TOOLTIP_CSS])
+            tip.update(stylesheets=[TOOLTIP_CSS], **TOOLTIP_PLACEMENT)
     return props
 
 
@@ -119,18 +131,25 @@ class FileDownload(_wrapped(pn.widgets.FileDownload)):
 
 
 def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
-    """A widget whose label explains itself on hover (``description`` or a tooltip icon).
+    """A widget whose label explains itself on hover of a help icon (``description`` or a
+    tooltip icon beside the widget).
 
-    The tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below the widget.
+    The tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below the icon, or above it at the
+    bottom of the window. Buttons get an icon beside them too: their own tooltip covers the
+    whole button, where no point places it clear of the button both below and above.
     """
     if "description" in widget.param:
         p = widget.param["description"]
-        if isinstance(p, param.ClassSelector) and BkTooltip in (p.class_ or ()):
-            widget.description = tooltip(doc)  # buttons: a Bokeh tooltip as it is
-        else:
-            widget.description = doc  # moved below and wrapped by a _wrapped widget type
-        return widget
-    return pn.Row(widget, pn.widgets.TooltipIcon(value=tooltip(doc), margin=(28, 0, 0, -10)))
+        if not (isinstance(p, param.ClassSelector) and BkTooltip in (p.class_ or ())):
+            widget.description = doc  # placed and wrapped by a _wrapped widget type
+            return widget
+        return pn.Row(widget, help_icon(doc, margin=(14, 0, 0, -6)), sizing_mode="stretch_width")
+    return pn.Row(widget, help_icon(doc), sizing_mode="stretch_width")
+
+
+def help_icon(doc: str, margin=(28, 0, 0, -10)) -> pn.widgets.TooltipIcon:
+    """A help icon whose tooltip is :func:`tooltip` (wrapped, below or above the icon)."""
+    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin)
 
 
 def _number_text(value) -> str:

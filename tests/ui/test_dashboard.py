@@ -538,3 +538,45 @@ def test_layout_and_screenshots(browser, server_url, width, height):
         assert page.evaluate(OVERFLOW) <= 0
     finally:
         context.close()
+
+
+TOOLTIP_BOX = """() => {
+    const boxes = [];
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('.bk-tooltip-content')) {
+            const r = el.getBoundingClientRect();
+            if (r.width > 0 && r.height > 0) boxes.push([r.top, r.bottom, r.left, r.right]);
+        }
+        for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+    };
+    walk(document);
+    return boxes;
+}"""
+
+
+def test_a_tooltip_at_the_bottom_of_a_phone_screen_opens_above(browser, server_url):
+    """At 390×844 the open sidebar's lowest help icon sits near the bottom edge: its tooltip
+    opens above it, inside the window (below, it ran off the screen)."""
+    width, height = 390, 844
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        load(page, server_url)
+        page.locator("#sidebar-button").click()
+        page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
+        page.wait_for_timeout(400)
+        icons = page.locator("#sidebar .bk-description, #sidebar .bk-TooltipIcon")
+        boxes = [icons.nth(i).bounding_box() for i in range(icons.count())]
+        visible = [(i, b) for i, b in enumerate(boxes) if b and b["y"] + b["height"] <= height]
+        i, low = max(visible, key=lambda ib: ib[1]["y"])
+        assert low["y"] > height - 120, low  # a control at the very bottom of the screen
+        icons.nth(i).hover()
+        page.wait_for_function(f"() => ({TOOLTIP_BOX})().length > 0")
+        (top, bottom, left, right), *_ = page.evaluate(TOOLTIP_BOX)
+        page.screenshot(path=str(SHOTS / "tooltip-390x844-bottom.png"))
+        assert 0 <= top and bottom <= height, (top, bottom, low)
+        assert bottom <= low["y"] + 1  # above the icon, not over it
+        assert 0 <= left and right <= width
+    finally:
+        context.close()
