@@ -166,10 +166,11 @@ def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem,
     assert not np.array_equal(ev.n_evaluated, ref.n_evaluated)
 
 
-def _rounding_grid_rows(plan, X, idx, row):
+def _rounding_grid_rows(plan, X, idx):
     """grid_rows without its check: rows rounded to float32 whatever they are."""
-    rows = X.take(idx, axis=0)[:, plan.rbf_columns] * plan.rbf_grid
-    return rows.astype(np.float32)
+    rows = X.take(idx, axis=0)
+    row = -plan.rbf_gamma * np.einsum("ij,ij->i", rows, rows)
+    return (rows[:, plan.rbf_columns] * plan.rbf_grid).astype(np.float32), row
 
 
 def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
