@@ -1,8 +1,9 @@
 """How close the stopping rules come to the oracle, tuned and calibrated (``bench rules``).
 
 For each problem the model is the dataset's preset, fitted on the part of the training data that
-``AttentiveClassifier(boundary="calibrated")`` keeps for fitting (``calibration_size="auto"``); the
-held-out part calibrates; everything is measured on the test part. For every rule family:
+``AttentiveClassifier(boundary="calibrated")`` keeps for fitting (``calibration_size="auto"``),
+its reference set walked leave-one-out as that boundary walks it; the held-out part calibrates;
+everything is measured on the test part. For every rule family:
 
 - **tuned**: the lowest mean evaluated fraction whose *test* disagreement with the full model is
   ≤ 1 % (the scale chosen on the test set itself — a floor for the family, not a guarantee);
@@ -42,9 +43,25 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-sizes", action="store_true", help="skip the calibration-size sweep on synthetic"
     )
+    parser.add_argument(
+        "--reference-walks",
+        choices=("leave-one-out", "in-sample"),
+        default="leave-one-out",
+        help="how the fit data is walked for the statistics (leave-one-out: as "
+        "boundary='calibrated' does; in-sample: for comparison)",
+    )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0],
+        metavar="S",
+        help="split and order seeds; with several, also each family's mean ratio to the oracle "
+        "over them (one split's ratio moves by ±30 %%: one calibration disagreement more or less)",
+    )
 
 
-def _fitted(name: str, dataset, seed: int = 0):
+def _fitted(name: str, dataset, seed: int = 0, reference_walks: str = "leave-one-out"):
     """The classifier fitted as boundary='calibrated' fits it, and its calibration part."""
     from sklearn.model_selection import train_test_split
 
@@ -61,18 +78,26 @@ def _fitted(name: str, dataset, seed: int = 0):
         random_state=seed,
     )
     model = make_model(**default_model_params(name))
-    clf = AttentiveClassifier(model, boundary="curved", side="both", random_state=seed)
+    clf = AttentiveClassifier(
+        model,
+        boundary="curved",
+        side="both",
+        reference_walks=reference_walks,  # leave-one-out: as boundary="calibrated" walks it
+        random_state=seed,
+    )
     return clf.fit(X_fit, y_fit), X_cal
 
 
-def measure_problem(name: str, dataset=None) -> dict:
+def measure_problem(
+    name: str, dataset=None, seed: int = 0, reference_walks: str = "leave-one-out"
+) -> dict:
     """Every family's tuned and calibrated fraction on one problem, and the oracle."""
     from attentive import family_names, operating_points
     from attentive.data import load_dataset
 
     dataset = dataset if dataset is not None else load_dataset(name)
     started = time.perf_counter()
-    clf, X_cal = _fitted(name, dataset)
+    clf, X_cal = _fitted(name, dataset, seed, reference_walks)
     X_test = dataset.X_test
     full = clf.with_rule("full").evaluate(X_test).positive
     oracle = float(clf.oracle_n_evaluated(X_test).mean() / clf.n_terms_)
@@ -109,6 +134,8 @@ def measure_problem(name: str, dataset=None) -> dict:
         constant[str(delta)] = float((ev.stopped & S_full).sum() / positives)
     return {
         "problem": name,
+        "seed": int(seed),
+        "reference_walks": reference_walks,
         "constant_stop_error": constant,
         "n_terms": int(clf.n_terms_),
         "m_calibration": int(X_cal.shape[0]),
@@ -129,7 +156,10 @@ def measure_sizes(sizes=SIZES, seed: int = 0) -> list[dict]:
     from attentive.models import default_model_params, make_model
 
     clf = AttentiveClassifier(
-        make_model(**default_model_params("synthetic")), boundary="curved", side="both"
+        make_model(**default_model_params("synthetic")),
+        boundary="curved",
+        side="both",
+        reference_walks="leave-one-out",
     ).fit(ds.X_train, ds.y_train)
     X_cal_pool, X_test = ds.X_test[: max(sizes)], ds.X_test[max(sizes) :]
     table = operating_points(clf, X_test)
@@ -154,31 +184,48 @@ def measure_sizes(sizes=SIZES, seed: int = 0) -> list[dict]:
     return rows
 
 
+def mean_ratios(results: list[dict]) -> dict:
+    """Per problem and family, the mean over seeds of the tuned and calibrated ratios to the
+    oracle (``auto`` also counts which family it chose)."""
+    out: dict = {}
+    for r in results:
+        for fam, row in r["families"].items():
+            entry = out.setdefault(r["problem"], {}).setdefault(fam, {"tuned": [], "cal": []})
+            entry["cal"].append(row["calibrated_x_oracle"])
+            if "tuned_x_oracle" in row:
+                entry["tuned"].append(row["tuned_x_oracle"])
+    return {
+        problem: {
+            fam: {
+                "tuned_x_oracle": float(np.mean(v["tuned"])) if v["tuned"] else None,
+                "calibrated_x_oracle": float(np.mean(v["cal"])),
+                "calibrated_x_oracle_max": float(np.max(v["cal"])),
+            }
+            for fam, v in fams.items()
+        }
+        for problem, fams in out.items()
+    }
+
+
 def run(args) -> int:
     results = []
     for name in args.problems:
-        r = measure_problem(name)
-        results.append(r)
-        print(
-            f"\n{name}: {r['n_terms']} terms, {r['m_calibration']} calibration / {r['n_test']} "
-            f"test examples, oracle {r['oracle']:.3f} ({r['seconds']:.1f} s)"
-        )
-        errs = ", ".join(f"δ = {d}: {e:.4f}" for d, e in r["constant_stop_error"].items())
-        print(f"  constant boundary (lower), measured stop-error at nominal {errs}")
-        print(
-            f"  {'family':18s} {'tuned':>7s} {'×orc':>5s} {'calib.':>7s} {'×orc':>5s} "
-            f"{'test dis.':>9s}  z"
-        )
-        for fam, row in r["families"].items():
-            tuned = (
-                f"{row['tuned']:7.3f} {row['tuned_x_oracle']:5.2f}" if "tuned" in row else " " * 13
-            )
-            label = fam if fam != "auto" else f"auto→{row['chosen']}"
-            z = "fallback" if row["fallback"] else f"{row['z']:g}"
-            print(
-                f"  {label:18s} {tuned} {row['calibrated']:7.3f} "
-                f"{row['calibrated_x_oracle']:5.2f} {row['calibrated_disagreement']:9.4f}  {z}"
-            )
+        for seed in args.seeds:
+            r = measure_problem(name, seed=seed, reference_walks=args.reference_walks)
+            results.append(_report(r))
+    means = mean_ratios(results) if len(args.seeds) > 1 else {}
+    if means:
+        print(f"\nmean ratio to the oracle over seeds {args.seeds} (tuned / calibrated, max)")
+        for problem, fams in means.items():
+            print(f"  {problem}")
+            for fam, v in fams.items():
+                tuned = (
+                    f"{v['tuned_x_oracle']:5.2f}" if v["tuned_x_oracle"] is not None else "  -  "
+                )
+                print(
+                    f"    {fam:18s} {tuned} / {v['calibrated_x_oracle']:5.2f} "
+                    f"(max {v['calibrated_x_oracle_max']:.2f})"
+                )
     sizes = []
     if not args.no_sizes:
         sizes = measure_sizes()
@@ -188,8 +235,36 @@ def run(args) -> int:
                 f"  m = {row['m']:>6,d}: {row['calibrated']:.3f} ({row['family']}), tuned "
                 f"{row['tuned']:.3f}, ratio {row['calibrated_x_tuned']:.2f}"
             )
-    print(json.dumps({"delta": DELTA, "alpha": ALPHA, "problems": results, "sizes": sizes}))
+    summary = {"delta": DELTA, "alpha": ALPHA, "problems": results, "sizes": sizes}
+    if means:
+        summary["mean_over_seeds"] = means
+    print(json.dumps(summary))
     return 0
+
+
+def _report(r: dict) -> dict:
+    """Print one problem's table; returns ``r``."""
+    name = r["problem"]
+    print(
+        f"\n{name} (seed {r['seed']}): {r['n_terms']} terms, {r['m_calibration']} "
+        f"calibration / {r['n_test']} test examples, oracle {r['oracle']:.3f} "
+        f"({r['seconds']:.1f} s)"
+    )
+    errs = ", ".join(f"δ = {d}: {e:.4f}" for d, e in r["constant_stop_error"].items())
+    print(f"  constant boundary (lower), measured stop-error at nominal {errs}")
+    print(
+        f"  {'family':18s} {'tuned':>7s} {'×orc':>5s} {'calib.':>7s} {'×orc':>5s} "
+        f"{'test dis.':>9s}  z"
+    )
+    for fam, row in r["families"].items():
+        tuned = f"{row['tuned']:7.3f} {row['tuned_x_oracle']:5.2f}" if "tuned" in row else " " * 13
+        label = fam if fam != "auto" else f"auto→{row['chosen']}"
+        z = "fallback" if row["fallback"] else f"{row['z']:g}"
+        print(
+            f"  {label:18s} {tuned} {row['calibrated']:7.3f} "
+            f"{row['calibrated_x_oracle']:5.2f} {row['calibrated_disagreement']:9.4f}  {z}"
+        )
+    return r
 
 
 def main(argv=None) -> int:

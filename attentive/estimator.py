@@ -48,7 +48,14 @@ from attentive.calibration import (
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
-from attentive.families import BoundaryFamily, WalkStatistics, family_names, make_family
+from attentive.families import (
+    BoundaryFamily,
+    WalkStatistics,
+    family_names,
+    make_family,
+    regression_statistics,
+)
+from attentive.families.heteroscedastic import spread_table
 from attentive.grid import (
     GridOutcomes,
     family_ranking,
@@ -65,7 +72,7 @@ from attentive.validation import (
     check_stopped_score,
     check_threshold,
 )
-from attentive.walk import CENTERINGS, ORDERS, make_walk, row_chunks
+from attentive.walk import CENTERINGS, ORDERS, REFERENCE_WALKS, make_walk, row_chunks
 
 __all__ = ["AttentiveClassifier"]
 
@@ -139,6 +146,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Bridge variance estimator for the constant boundary (SPEC §2).
     order : {"random", "given", "weight"}, default="random"
         Order in which terms are evaluated.
+    reference_walks : {"auto", "leave-one-out", "in-sample"}, default="auto"
+        How the reference examples (the ``fit`` data) are walked for the statistics every
+        boundary is built from. A training example that became a support vector carries its own
+        term ``w_i K(x_i, x_i)``, which no new example has; ``"leave-one-out"`` walks it without
+        that term (its score becomes the leave-one-out estimate ``f(x_i) − w_i K(x_i, x_i)``), so
+        the statistics describe new data; ``"in-sample"`` walks it as it is (SPEC §2 read
+        literally). ``"auto"``: leave-one-out for ``boundary="calibrated"``, whose guarantee
+        comes from calibration and whose family only needs the right shape; in-sample for the
+        paper's uncalibrated boundaries. Only kernel models have such terms.
     budget : int or float, default=None
         For ``boundary="budget"``: number of terms (int ≥ 1) or fraction of terms (float in
         (0, 1]); ``None`` means half of the terms.
@@ -153,9 +169,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tolerate one disagreement at (δ, α) (see :func:`calibration_examples_needed`): with
         fewer, a single disagreement ends the scan and the chosen rule is needlessly cautious.
     family : str, default="auto"
-        For ``boundary="calibrated"``: the rule family to calibrate, or ``"auto"``: every
-        registered family, each scanned at ``alpha / K``, keeping the cheapest (the guarantee
-        holds for the one chosen; see :func:`attentive.calibration.calibrate_auto`).
+        For ``boundary="calibrated"``: the rule family to calibrate, or ``"auto"``: the family
+        cheapest on the reference set at disagreement ≤ ``delta`` (``reference_profile_``),
+        calibrated at the full ``alpha`` — the calibration set plays no part in the choice, so
+        the guarantee holds for it (see :func:`attentive.calibration.calibrate_auto`).
     stopped_score : {"estimate", "boundary"}, default="estimate"
         What ``decision_function`` returns for a stopped example (SPEC §2): the rule's own
         estimate of ``f(x)`` at the stop, or the paper's Algorithm 1 value ``c + τ_t``; either is
@@ -190,6 +207,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``θ_S = θ − c``.
     variance_ : float
         The bridge variance used by the constant boundary.
+    reference_walks_ : str
+        ``"leave-one-out"`` or ``"in-sample"``: how the reference walks were taken.
     n_terms_ : int
     n_features_in_ : int
     """
@@ -205,6 +224,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         centering="positive",
         variance="terms",
         order="random",
+        reference_walks="auto",
         budget=None,
         random_state=None,
         alpha=0.05,
@@ -220,6 +240,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.centering = centering
         self.variance = variance
         self.order = order
+        self.reference_walks = reference_walks
         self.budget = budget
         self.random_state = random_state
         self.alpha = alpha
@@ -249,6 +270,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         if self.order not in ORDERS:
             raise InvalidParameterError(f"order must be one of {ORDERS}, got {self.order!r}.")
+        if self.reference_walks not in REFERENCE_WALKS:
+            raise InvalidParameterError(
+                f"reference_walks must be one of {REFERENCE_WALKS}, got {self.reference_walks!r}."
+            )
         check_delta(self.delta)
         check_threshold(self.threshold)
         if self.boundary == "calibrated":
@@ -363,10 +388,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         # (positives), its upper side the negatives; V comes from R (SPEC §2), their union when
         # R is every reference example.
         is_pos = y == self.classes_[1]
+        self.reference_walks_ = self._resolved_reference_walks()
+        loo = self.reference_walks_ == "leave-one-out"
         self.class_stats_ = {
-            "positive": reference_statistics(self.walk_, _safe_indexing(X, np.flatnonzero(is_pos))),
+            "positive": reference_statistics(
+                self.walk_, _safe_indexing(X, np.flatnonzero(is_pos)), leave_own_out=loo
+            ),
             "negative": reference_statistics(
-                self.walk_, _safe_indexing(X, np.flatnonzero(~is_pos))
+                self.walk_, _safe_indexing(X, np.flatnonzero(~is_pos)), leave_own_out=loo
             ),
         }
         pooled = ReferenceStats.pool(self.class_stats_["positive"], self.class_stats_["negative"])
@@ -380,6 +409,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             negative=self.class_stats_["negative"],
             pooled=pooled,
             variance=self.variance_,
+            spread=spread_table(self.walk_, X, regression_statistics(pooled), leave_own_out=loo),
         )
         self.side_ = self.side
         self.reference_profile_ = self._reference_profile(X)
@@ -396,7 +426,18 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             make_family(name, self.walk_statistics_, self.theta_s_, self.side_)
             for name in family_names()
         ]
-        return reference_profile(self.walk_, X, families, max_rows=_PROFILE_ROWS)
+        return reference_profile(
+            self.walk_,
+            X,
+            families,
+            max_rows=_PROFILE_ROWS,
+            leave_own_out=self.reference_walks_ == "leave-one-out",
+        )
+
+    def _resolved_reference_walks(self) -> str:
+        if self.reference_walks != "auto":
+            return self.reference_walks
+        return "leave-one-out" if self.boundary == "calibrated" else "in-sample"
 
     def _make_boundary(self) -> Boundary:
         n = self.n_terms_
@@ -459,9 +500,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Strictly decreasing scales z, fixed before seeing ``X_cal``; default
             :func:`attentive.grid.default_grid`.
         family : str, optional
-            A registered family name or ``"auto"`` (each family at ``alpha / K``, the cheapest
-            kept); default: the ``family`` parameter for ``boundary="calibrated"``, else the
-            fitted boundary's family. Its side is ``side_``.
+            A registered family name or ``"auto"`` (the family ranked cheapest on the reference
+            set, as for the ``family`` parameter); default: the ``family`` parameter for
+            ``boundary="calibrated"``, else the fitted boundary's family. Its side is ``side_``.
 
         Returns
         -------
@@ -628,6 +669,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             "threshold": self.threshold if threshold is None else threshold,
             "budget": self.budget if budget is None else budget,
             "delta": self.delta if delta is None else delta,
+            # The statistics are shared: a refit with these parameters must walk the reference
+            # set as this fit did, whatever "auto" would resolve to for the new boundary.
+            "reference_walks": self.reference_walks_,
         }
         if params["boundary"] == "calibrated" and boundary is not None:
             raise InvalidParameterError(

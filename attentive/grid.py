@@ -169,11 +169,14 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
     return GridOutcomes(grid, positive, n_evaluated, full_positive, n)
 
 
-def walk_grid_outcomes(walk, X, families, grid=None) -> list[GridOutcomes]:
+def walk_grid_outcomes(
+    walk, X, families, grid=None, *, leave_own_out: bool = False
+) -> list[GridOutcomes]:
     """:func:`grid_outcomes` of raw examples ``X`` for several families, in bounded memory.
 
     The partial scores are computed a chunk of rows at a time (never the whole (m × n) matrix)
-    and shared by every family.
+    and shared by every family. ``leave_own_out``: ``X`` is reference data, walked without each
+    example's own term (:meth:`attentive.walk.Walk.leave_own_out`).
     """
     from attentive.walk import row_chunks
 
@@ -182,7 +185,7 @@ def walk_grid_outcomes(walk, X, families, grid=None) -> list[GridOutcomes]:
     m = Xp.shape[0]
     parts: list[list[GridOutcomes]] = [[] for _ in families]
     for rows in row_chunks(m, walk.n_terms):
-        S = walk.partial_scores(Xp[rows], prepared=True)
+        S = walk.partial_scores(Xp[rows], prepared=True, leave_own_out=leave_own_out)
         for k, fam in enumerate(families):
             parts[k].append(grid_outcomes(S, fam, grid))
     if m == 0:
@@ -191,9 +194,12 @@ def walk_grid_outcomes(walk, X, families, grid=None) -> list[GridOutcomes]:
     return [GridOutcomes.concatenate(p) for p in parts]
 
 
-def reference_profile(walk, X, families, *, max_rows: int = 2000, seed: int = 0) -> dict:
+def reference_profile(
+    walk, X, families, *, max_rows: int = 2000, seed: int = 0, leave_own_out: bool = False
+) -> dict:
     """Each family's tradeoff on reference examples: ``{name: (disagreement, evaluated fraction)}``
-    per scale of the default grid, on at most ``max_rows`` of ``X`` (a seeded sample).
+    per scale of the default grid, on at most ``max_rows`` of ``X`` (a seeded sample), walked
+    without their own support vectors with ``leave_own_out``.
 
     For ``family="auto"``: ranking the families on the data the model and its statistics were
     fitted on, which the calibration set is independent of, keeps the guarantee at the full α.
@@ -205,7 +211,9 @@ def reference_profile(walk, X, families, *, max_rows: int = 2000, seed: int = 0)
     rows = np.arange(n_rows)
     if n_rows > max_rows:
         rows = np.sort(np.random.default_rng(seed).choice(n_rows, max_rows, replace=False))
-    outcomes = walk_grid_outcomes(walk, _safe_indexing(X, rows), families)
+    outcomes = walk_grid_outcomes(
+        walk, _safe_indexing(X, rows), families, leave_own_out=leave_own_out
+    )
     return {
         fam.name: (out.disagreement_rates(), out.evaluated_fractions())
         for fam, out in zip(families, outcomes, strict=True)

@@ -96,6 +96,40 @@ class TermDecomposition:
         out = out.toarray() if sp.issparse(out) else out
         return np.asarray(out, dtype=np.float64)
 
+    def own_terms(self, X) -> np.ndarray:
+        """For each (prepared) example, the index of the term that *is* that example — a support
+        vector equal to it, as a training example of a kernel model is — or −1.
+
+        A training example that became a support vector carries its own term
+        ``w_i K(x_i, x_i)`` in its walk; no new example does. Reference statistics leave that
+        term out (:meth:`attentive.walk.Walk.contributions`), so that walks of the training set
+        look like walks of new data. Only kernel models have such terms; other kinds give −1.
+        """
+        m = X.shape[0]
+        own = np.full(m, -1, dtype=np.int64)
+        if self.kind != "kernel" or m == 0:
+            return own
+        index = {key: i for i, key in enumerate(_row_keys(self.support_vectors))}
+        for r, key in enumerate(_row_keys(X)):
+            own[r] = index.get(key, -1)
+        return own
+
+
+def _row_keys(M) -> list[bytes]:
+    """One hashable key per row, equal for rows with equal values (dense or sparse)."""
+    if sp.issparse(M):
+        M = sp.csr_matrix(M, dtype=np.float64, copy=True)
+        M.eliminate_zeros()
+        M.sum_duplicates()
+        M.sort_indices()
+        ind, data, ptr = M.indices.astype(np.int64), M.data, M.indptr
+        return [
+            ind[ptr[r] : ptr[r + 1]].tobytes() + b"|" + data[ptr[r] : ptr[r + 1]].tobytes()
+            for r in range(M.shape[0])
+        ]
+    A = np.ascontiguousarray(M, dtype=np.float64) + 0.0  # −0.0 and 0.0 alike
+    return [row.tobytes() for row in A]
+
 
 def kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
     """``K(x, y)`` for rows of ``X`` against rows of ``Y`` with an SVC's resolved parameters."""

@@ -17,6 +17,7 @@ from attentive.terms import TermDecomposition
 __all__ = [
     "CENTERINGS",
     "ORDERS",
+    "REFERENCE_WALKS",
     "Walk",
     "make_order",
     "make_walk",
@@ -27,6 +28,8 @@ __all__ = [
 
 CENTERINGS = ("positive", "all", "none")
 ORDERS = ("random", "given", "weight")
+#: How the reference (training) examples are walked for the statistics: see Walk.leave_own_out.
+REFERENCE_WALKS = ("auto", "leave-one-out", "in-sample")
 
 # Rows of reference data processed at once when accumulating statistics: bounds memory at
 # about _CHUNK × n_terms × 8 bytes.
@@ -139,19 +142,64 @@ class Walk:
     def prepare(self, X):
         return self.terms.prepare(X)
 
-    def contributions(self, X_prepared, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """``w_{π(k)} X_{π(k)}(x)`` for walk positions ``k = start .. stop-1`` (0-based)."""
+    def contributions(
+        self,
+        X_prepared,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        leave_own_out: bool = False,
+    ) -> np.ndarray:
+        """``w_{π(k)} X_{π(k)}(x)`` for walk positions ``k = start .. stop-1`` (0-based).
+
+        ``leave_own_out``: for reference (training) examples, see :meth:`leave_own_out`.
+        """
         stop = self.n_terms if stop is None else stop
         idx = self.order[start:stop]
         values = self.terms.term_values(X_prepared, idx)
+        if leave_own_out:
+            self.leave_own_out(X_prepared, values, start)
         values -= self.ordered_mu[start:stop]
         values *= self.ordered_weights[start:stop]
         return values
 
-    def partial_scores(self, X, *, prepared: bool = False) -> np.ndarray:
-        """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms)."""
+    def leave_own_out(self, X_prepared, values: np.ndarray, start: int = 0) -> np.ndarray:
+        """Set to 0, in place, the value ``h_i(x_i)`` of each example's own term (the support
+        vector that is the example itself, :meth:`TermDecomposition.own_terms`) among the walk
+        positions ``start .. start + values.shape[1] − 1``; returns ``values``.
+
+        The walk of a training example that is a support vector holds ``w_i K(x_i, x_i)``, a
+        term no new example has: on an RBF SVM it pins most training scores to the margin
+        (``f = ±1``), so reference statistics taken from those walks describe the training set,
+        not new data. Without it, ``f(x_i) − w_i K(x_i, x_i)`` is the classic leave-one-out
+        estimate of the example's score (Jaakkola & Haussler), and the walk is one a new example
+        could have.
+        """
+        own = self.terms.own_terms(X_prepared)
+        rows = np.flatnonzero(own >= 0)
+        if rows.size:
+            pos = self.positions[own[rows]] - start
+            inside = (pos >= 0) & (pos < values.shape[1])
+            values[rows[inside], pos[inside]] = 0.0
+        return values
+
+    @property
+    def positions(self) -> np.ndarray:
+        """``π⁻¹``: the walk position (0-based) of each of the model's terms."""
+        pos = np.empty_like(self.order)
+        pos[self.order] = np.arange(self.order.size)
+        return pos
+
+    def partial_scores(
+        self, X, *, prepared: bool = False, leave_own_out: bool = False
+    ) -> np.ndarray:
+        """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms).
+
+        ``leave_own_out``: walks of reference examples without their own term
+        (:meth:`leave_own_out`).
+        """
         Xp = X if prepared else self.prepare(X)
-        S = self.contributions(Xp)
+        S = self.contributions(Xp, leave_own_out=leave_own_out)
         np.cumsum(S, axis=1, out=S)
         return S
 

@@ -39,3 +39,26 @@ def test_bench_rules_command_prints_one_json_line(capsys):
     data = json.loads(last)
     assert data["problems"][0]["problem"] == "digits-2v5"
     assert set(data["problems"][0]["families"]) == {*family_names(), "auto"}
+
+
+def test_mean_ratios_over_seeds_against_a_hand_computation():
+    from attentive.bench_rules import mean_ratios
+
+    def fake(seed, tuned, cal):
+        return {
+            "problem": "p",
+            "seed": seed,
+            "families": {
+                "regression": {"tuned_x_oracle": tuned, "calibrated_x_oracle": cal},
+                "auto": {"calibrated_x_oracle": cal + 1},
+            },
+        }
+
+    means = mean_ratios([fake(0, 1.0, 2.0), fake(1, 2.0, 3.5), fake(2, 3.0, 2.5)])
+    assert means["p"]["regression"] == {
+        "tuned_x_oracle": 2.0,
+        "calibrated_x_oracle": pytest.approx(8.0 / 3),
+        "calibrated_x_oracle_max": 3.5,
+    }
+    assert means["p"]["auto"]["tuned_x_oracle"] is None
+    assert means["p"]["auto"]["calibrated_x_oracle"] == pytest.approx(11.0 / 3)

@@ -166,6 +166,66 @@ def test_finite_population_family_is_the_sampling_estimate():
     np.testing.assert_allclose(ev.decision[stopped], moved, rtol=1e-9, atol=1e-9)
 
 
+def test_heteroscedastic_family_against_its_definition(problem):
+    """The spread table from a brute-force grouping of the reference walks; the stop rule "some
+    estimate at least as far out as this one is z spreads past θ_S" checked on a fine grid of
+    estimates; and without a table the family is the regression family."""
+    import dataclasses
+
+    from attentive.families.heteroscedastic import BINS, SHRINK
+
+    clf, X, _, S = problem
+    fam = clf.boundary_family("heteroscedastic")
+    reg = fam.regression
+    table = clf.walk_statistics_.spread
+    R = clf.walk_.partial_scores(X[:400])  # the reference set (fit data)
+    assert table.n_reference == 400
+    for t in (0, 7, 80, clf.n_terms_ - 2):
+        est = reg.intercept[t] + reg.slope[t] * R[:, t]
+        res2 = (R[:, -1] - est) ** 2
+        ranked = np.argsort(est, kind="stable")
+        for j, group in enumerate(np.array_split(ranked, BINS)):
+            assert table.centers[t, j] == pytest.approx(est[group].mean(), rel=1e-9, abs=1e-12)
+            spread = np.sqrt(
+                (res2[group].sum() + SHRINK * reg.residual_std[t] ** 2) / (100 + SHRINK)
+            )
+            assert table.spreads[t, j] == pytest.approx(spread, rel=1e-9)
+    theta = clf.theta_s_
+    head = S[:300, :-1]
+    for upper in (False, True):
+        scores = fam.crossing_scores(head, upper)
+        for t in (3, 40, clf.n_terms_ - 10):
+            c, sp_ = table.centers[t], table.spreads[t]
+            est = reg.intercept[t] + reg.slope[t] * head[:, t]
+            span = np.concatenate([np.linspace(est.min() - 5, est.max() + 5, 4001), c])
+            g = ((span - theta) if upper else (theta - span)) / np.interp(span, c, sp_)
+            for z in (-0.5, 0.3, 1.0, 2.5):
+                further = (
+                    (span[None, :] <= est[:, None]) if upper else (span[None, :] >= est[:, None])
+                )
+                own = ((est - theta) if upper else (theta - est)) / np.interp(est, c, sp_)
+                brute = np.maximum(np.where(further, g[None, :], -np.inf).max(axis=1), own) > z
+                clear = np.abs(scores[:, t] - z) > 1e-6
+                np.testing.assert_array_equal((scores[:, t] > z)[clear], brute[clear])
+    # The boundary at z is where the estimate is exactly z spreads past θ_S (a root of
+    # θ_S − e = z σ_t(e)), and it is the threshold of the crossing scores.
+    z = 1.2
+    b = fam.boundary(z)
+    for t in (3, 40, clf.n_terms_ - 10):
+        e = reg.intercept[t] + reg.slope[t] * b.lower[t]
+        assert theta - e == pytest.approx(z * np.interp(e, table.centers[t], table.spreads[t]))
+        near = np.array([[b.lower[t] - 1e-7], [b.lower[t] + 1e-7]])
+        walk = np.zeros((2, t + 1))
+        walk[:, t] = near[:, 0]
+        lower = fam.crossing_scores(walk, upper=False)[:, t]
+        assert lower[0] > z >= lower[1]
+    plain = dataclasses.replace(clf.walk_statistics_, spread=None)
+    as_regression = make_family("heteroscedastic", plain, theta, "both").boundary(z)
+    reference = clf.boundary_family("regression").boundary(z)
+    np.testing.assert_allclose(as_regression.lower[:-1], reference.lower[:-1], rtol=1e-12)
+    np.testing.assert_allclose(as_regression.upper[:-1], reference.upper[:-1], rtol=1e-12)
+
+
 # ----------------------------------------------------------------------------- oracle
 
 
@@ -211,6 +271,7 @@ def test_oracle_is_a_floor_for_the_curved_family(problem):
         ("curved", "both"),
         ("regression", "both"),
         ("finite-population", "both"),
+        ("heteroscedastic", "both"),
         ("constant", "both"),
         ("auto", "both"),
         ("auto", "lower"),
@@ -350,8 +411,10 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
         clf.estimator_.decision_function(X[1000:]), again.decision_function(X[1000:]), rtol=1e-9
     )
     # ... and its reference statistics come from those 700 too: the mean remainder at t = 1 over
-    # the positives, recomputed from the walks of exactly those examples.
-    S = clf.walk_.partial_scores(X_fit[y_fit == 1])
+    # the positives, recomputed from the walks of exactly those examples (each without its own
+    # support vector: boundary="calibrated" walks the reference set leave-one-out).
+    assert clf.reference_walks_ == "leave-one-out"
+    S = clf.walk_.partial_scores(X_fit[y_fit == 1], leave_own_out=True)
     assert clf.class_stats_["positive"].remainder_mean[0] == pytest.approx(
         (S[:, -1] - S[:, 0]).mean(), rel=1e-9
     )

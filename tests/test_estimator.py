@@ -188,3 +188,31 @@ def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
     for clf in (a, b):
         tau = clf.boundary_.lower[0]
         assert np.exp(-2 * tau * (tau - clf.theta_s_) / clf.variance_) == pytest.approx(clf.delta)
+
+
+def test_reference_walks_leave_each_support_vector_out(binary_problem):
+    """``reference_walks``: "auto" is leave-one-out for the calibrated boundary only; the
+    statistics then come from the leave-one-out scores f(x_i) − w_i K(x_i, x_i) (scikit-learn's
+    own decision function and dual coefficients, not the walk)."""
+    Xtr, ytr, _, _ = binary_problem
+    assert AttentiveClassifier(SVC()).fit(Xtr, ytr).reference_walks_ == "in-sample"
+    cal = AttentiveClassifier(SVC(), boundary="calibrated", delta=0.2, random_state=0)
+    assert cal.fit(Xtr, ytr).reference_walks_ == "leave-one-out"
+    # A copy with another rule keeps the walks it shares, and says so in its parameters.
+    assert cal.with_rule("curved").get_params()["reference_walks"] == "leave-one-out"
+    model = SVC(gamma=0.2).fit(Xtr, ytr)
+    stats = {}
+    for mode in ("in-sample", "leave-one-out"):
+        clf = AttentiveClassifier(FrozenEstimator(model), reference_walks=mode).fit(Xtr, ytr)
+        stats[mode] = clf.class_stats_["positive"]
+    f = model.decision_function(Xtr)
+    loo = f.copy()
+    loo[model.support_] -= model.dual_coef_[0]  # RBF: K(x, x) = 1
+    pos = ytr == 1
+    assert stats["in-sample"].score_mean == pytest.approx(f[pos].mean() - clf.offset_, rel=1e-9)
+    assert stats["leave-one-out"].score_mean == pytest.approx(
+        loo[pos].mean() - clf.offset_, rel=1e-9
+    )
+    assert stats["leave-one-out"].score_var == pytest.approx(loo[pos].var(), rel=1e-9)
+    with pytest.raises(InvalidParameterError, match="reference_walks"):
+        AttentiveClassifier(SVC(), reference_walks="loo").fit(Xtr, ytr)

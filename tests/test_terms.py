@@ -153,3 +153,28 @@ def test_one_table_of_supported_models_drives_decomposition_persistence_and_docs
     for check in (decompose, check_supported_model):
         with pytest.raises(UnsupportedModelError, match="RandomForestClassifier is not supported"):
             check(forest)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_own_terms_find_each_training_support_vector(binary_problem, sparse_problem, sparse):
+    Xtr, ytr, Xte, _ = sparse_problem if sparse else binary_problem
+    model = SVC(kernel="rbf", gamma=0.5).fit(Xtr, ytr)
+    own = decompose(model).own_terms(Xtr)
+    # Brute force: scikit-learn's support_ lists the training rows that became support vectors,
+    # in the order of the terms.
+    expected = np.full(Xtr.shape[0], -1)
+    expected[model.support_] = np.arange(model.support_.size)
+    np.testing.assert_array_equal(own, expected)
+    assert (decompose(model).own_terms(Xte) == -1).all()
+
+
+def test_own_terms_through_a_pipeline_and_for_models_without_them(binary_problem):
+    Xtr, ytr, _, _ = binary_problem
+    pipe = make_pipeline(StandardScaler(), SVC(kernel="poly", degree=2)).fit(Xtr * 5 + 1, ytr)
+    terms = decompose(pipe)
+    own = terms.own_terms(terms.prepare(Xtr * 5 + 1))
+    svc = pipe[-1]
+    assert (own[svc.support_] == np.arange(svc.support_.size)).all()
+    assert np.delete(own, svc.support_).max() == -1
+    linear = decompose(LogisticRegression().fit(Xtr, ytr))
+    assert (linear.own_terms(Xtr) == -1).all()

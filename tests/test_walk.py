@@ -76,3 +76,35 @@ def test_positive_centering_needs_positive_reference(binary_problem, svc_terms):
         make_walk(terms, Xtr[ytr == 0], ytr[ytr == 0], centering="positive")
     with pytest.raises(InvalidParameterError, match="centering"):
         make_walk(terms, Xtr, ytr, centering="median")
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_leave_own_out_walks_end_at_the_leave_one_out_estimate(binary_problem, kernel):
+    """A training example's walk without its own support vector ends at Jaakkola and Haussler's
+    leave-one-out estimate ``f(x_i) − w_i K(x_i, x_i)``; other examples' walks are unchanged, and
+    so are the positions before the own term."""
+    Xtr, ytr, Xte, _ = binary_problem
+    model = SVC(kernel=kernel, gamma=0.1, degree=2).fit(Xtr, ytr)
+    terms = decompose(model)
+    walk, _ = make_walk(terms, Xtr, ytr, random_state=5)
+    S_in = walk.partial_scores(Xtr)
+    S_out = walk.partial_scores(Xtr, leave_own_out=True)
+    f = model.decision_function(Xtr)
+    loo = f.copy()
+    sv = model.support_
+    k_self = np.diag(
+        (Xtr[sv] @ Xtr[sv].T * 0.1 + model.coef0) ** 2
+        if kernel == "poly"
+        else np.ones((sv.size, sv.size))
+    )
+    loo[sv] -= model.dual_coef_[0] * k_self
+    assert relative_error(walk.offset + S_out[:, -1], loo) < 1e-9
+    np.testing.assert_array_equal(np.delete(S_out, sv, axis=0), np.delete(S_in, sv, axis=0))
+    pos = np.argsort(walk.order)  # position of each term in the walk
+    for j, row in enumerate(sv):
+        np.testing.assert_allclose(S_out[row, : pos[j]], S_in[row, : pos[j]], rtol=0, atol=1e-12)
+        assert S_out[row, pos[j]] != S_in[row, pos[j]]
+    # The same through a window of positions (how blocked paths walk).
+    C = walk.contributions(Xtr, 40, 90, leave_own_out=True)
+    np.testing.assert_allclose(C, np.diff(S_out, axis=1)[:, 39:89], atol=1e-12)
+    assert (walk.partial_scores(Xte, leave_own_out=True) == walk.partial_scores(Xte)).all()

@@ -4,7 +4,13 @@ Each family lives in its own module and registers itself; :func:`make_family` bu
 """
 
 # Importing the modules registers the families (in this order: the dashboard lists them so).
-from attentive.families import constant, curved, finite_population, regression  # noqa: F401
+from attentive.families import (  # noqa: F401
+    constant,
+    curved,
+    finite_population,
+    heteroscedastic,  # imports (so registers) regression before itself
+    regression,
+)
 from attentive.families.base import BoundaryFamily, WalkStatistics
 from attentive.families.registry import family_class, family_names, register_family
 from attentive.families.regression import (

@@ -37,12 +37,17 @@ class WalkStatistics:
         Over every reference example.
     variance : float
         The bridge variance V chosen for the constant boundary.
+    spread : SpreadTable or None
+        The residual spread of the regression's estimate by estimate (the heteroscedastic
+        family's table, :func:`attentive.families.heteroscedastic.spread_table`); without it that
+        family is the regression family.
     """
 
     positive: ReferenceStats
     negative: ReferenceStats
     pooled: ReferenceStats
     variance: float
+    spread: object | None = None
 
     @property
     def n_terms(self) -> int:

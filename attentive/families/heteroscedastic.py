@@ -1,0 +1,199 @@
+"""The heteroscedastic family (beyond the paper): the regression's estimate with a spread that
+depends on the estimate.
+
+The regression family measures the uncertainty of ``a_t + b_t S_t`` by one residual spread
+``σ_t`` per position, the same for every walk. On real digits it is not the same: walks whose
+estimate is far in a tail (a clear 2 or a clear 5) keep little to surprise, while walks near the
+middle keep most of it. Here the reference walks at each t are split by their estimate into
+``bins`` groups of equal size; each group's residual spread (shrunk towards ``σ_t`` with
+``shrink`` pseudo-examples) is placed at the group's mean estimate, and ``σ_t(e)`` interpolates
+linearly between them (constant beyond the first and last). Stop lower when the estimate ``e`` is
+below θ_S by more than ``z σ_t(e)``, upper when above by more.
+
+So that each position still stops on a threshold of ``S_t`` (what every evaluation path runs),
+the crossing score is the running envelope of ``g(e) = (θ_S − e) / σ_t(e)``: lower stops at ``e``
+when some ``e' ≥ e`` has ``g(e') > z`` (an estimate further from θ_S never counts as less sure).
+The threshold for z is then the largest root of ``θ_S − e = z σ_t(e)``, one per linear piece of
+``σ_t``, found exactly. A stopped walk scores ``c + a_t + b_t S_t`` (as regression).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from attentive.boundaries import Boundary, frozen_array
+from attentive.families.base import BoundaryFamily
+from attentive.families.registry import register_family
+from attentive.families.regression import RegressionStats, regression_statistics
+
+#: Groups of reference walks per position, and the pseudo-examples of shrinkage towards σ_t.
+BINS, SHRINK = 4, 20.0
+#: At most this many reference walks are kept, and at most this many partial scores in all.
+MAX_ROWS, MAX_VALUES = 2000, 4_000_000
+
+
+@dataclass(frozen=True)
+class SpreadTable:
+    """Per position t (rows), the residual spread of ``S_n`` around ``a_t + b_t S_t`` at a few
+    estimates (columns): ``spreads[t, j]`` at ``centers[t, j]`` (increasing in j)."""
+
+    centers: np.ndarray
+    spreads: np.ndarray
+    n_reference: int
+
+
+def spread_table(
+    walk,
+    X_ref,
+    regression: RegressionStats,
+    *,
+    leave_own_out: bool = False,
+    bins: int = BINS,
+    shrink: float = SHRINK,
+    seed: int = 0,
+) -> SpreadTable:
+    """The :class:`SpreadTable` of reference examples ``X_ref`` (a seeded sample of at most
+    ``MAX_ROWS`` of them, fewer when the walk is long, so that at most ``MAX_VALUES`` partial
+    scores are held), walked as the reference statistics were (``leave_own_out``)."""
+    from sklearn.utils import _safe_indexing
+    from sklearn.utils.validation import _num_samples
+
+    n = walk.n_terms
+    m = _num_samples(X_ref)
+    keep = int(min(m, MAX_ROWS, max(200, MAX_VALUES // max(n, 1))))
+    rows = np.arange(m)
+    if keep < m:
+        rows = np.sort(np.random.default_rng(seed).choice(m, keep, replace=False))
+    S = walk.partial_scores(_safe_indexing(X_ref, rows), leave_own_out=leave_own_out)
+    a, b = np.asarray(regression.intercept), np.asarray(regression.slope)
+    sd = np.asarray(regression.residual_std)
+    est = a + b * S  # (rows, n), in place of S from here on
+    residual_sq = (S[:, -1:] - est) ** 2
+    del S
+    k = min(int(bins), keep)
+    order = np.argsort(est, axis=0, kind="stable")
+    est_sorted = np.take_along_axis(est, order, axis=0)
+    res_sorted = np.take_along_axis(residual_sq, order, axis=0)
+    groups = np.array_split(np.arange(keep), k)  # equal-size groups by rank of the estimate
+    centers = np.stack([est_sorted[g].mean(axis=0) for g in groups], axis=1)
+    sums = np.stack([res_sorted[g].sum(axis=0) for g in groups], axis=1)
+    counts = np.array([g.size for g in groups], dtype=np.float64)
+    spreads = np.sqrt((sums + shrink * sd[:, None] ** 2) / (counts + shrink))
+    # Equal centres (a position where every estimate is the same) would make a zero-width piece.
+    centers = np.maximum.accumulate(centers, axis=1)
+    return SpreadTable(
+        centers=frozen_array(centers), spreads=frozen_array(spreads), n_reference=int(keep)
+    )
+
+
+@register_family
+class HeteroscedasticFamily(BoundaryFamily):
+    name = "heteroscedastic"
+    description = (
+        "a_t + b_t·S_t beyond θ_S by z times the residual spread of reference walks with a "
+        "similar estimate"
+    )
+
+    @cached_property
+    def regression(self) -> RegressionStats:
+        return regression_statistics(self.stats.pooled)
+
+    @cached_property
+    def _table(self):
+        """Centres, spreads and the knots' crossing scores ``g(c_j)`` (lower) and ``h(c_j)``
+        (upper); without a spread table (statistics built elsewhere), one knot at ``σ_t``: the
+        regression family."""
+        table = self.stats.spread
+        reg = self.regression
+        if table is None:
+            centers = np.zeros((self.n_terms, 1))
+            spreads = np.asarray(reg.residual_std)[:, None].copy()
+        else:
+            centers, spreads = np.asarray(table.centers), np.asarray(table.spreads)
+        floor = 1e-12 * max(np.sqrt(max(self.stats.pooled.score_var, 0.0)), 1e-300)
+        spreads = np.maximum(spreads, floor)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = (self.theta_s - centers) / spreads
+        return centers, spreads, g, -g
+
+    def crossing_scores(self, head, upper):
+        n1 = head.shape[1]
+        reg = self.regression
+        a, b = np.asarray(reg.intercept)[:n1], np.asarray(reg.slope)[:n1]
+        est = a + b * head
+        centers, spreads, g, h = self._table
+        c, sp_ = centers[:n1], spreads[:n1]
+        k = c.shape[1]
+        t = np.arange(n1)[None, :]
+        # σ_t(e): linear between the knots, constant beyond them (k is small: one pass per knot).
+        below = sum((est >= c[:, j]) for j in range(k))  # knots ≤ e
+        left, right = np.clip(below - 1, 0, k - 1), np.clip(below, 0, k - 1)
+        c_l, c_r, s_l, s_r = c[t, left], c[t, right], sp_[t, left], sp_[t, right]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(c_r > c_l, (est - c_l) / (c_r - c_l), 0.0)
+        sigma = s_l + (s_r - s_l) * frac
+        score = ((est - self.theta_s) if upper else (self.theta_s - est)) / sigma
+        # The envelope: the best score at any knot further from θ_S's side than the estimate.
+        if upper:
+            knots = np.maximum.accumulate(h[:n1], axis=1)  # best over knots ≤ e
+            best = np.where(below > 0, knots[t, np.maximum(below - 1, 0)], -np.inf)
+        else:
+            knots = np.maximum.accumulate(g[:n1, ::-1], axis=1)[:, ::-1]  # best over knots ≥ e
+            first = sum((est > c[:, j]) for j in range(k))  # index of the first knot ≥ e
+            best = np.where(first < k, knots[t, np.minimum(first, k - 1)], -np.inf)
+        return np.where(b > 0, np.maximum(score, best), -np.inf)
+
+    def _thresholds(self, z: float, upper: bool) -> np.ndarray:
+        """Per position, the estimate at which the side stops for scale z: the largest root of
+        ``θ_S − e = z σ(e)`` (lower) or the smallest of ``e − θ_S = z σ(e)`` (upper)."""
+        centers, spreads, g, h = self._table
+        n, k = centers.shape
+        sign = 1.0 if upper else -1.0
+        # Where the root lies: beyond the last knot whose score exceeds z (lower: counted from
+        # the right; upper: from the left), on the linear piece of σ that follows it.
+        above = (h if upper else g) > z
+        if upper:
+            # smallest root: the first knot with h > z ends the piece holding it
+            j = np.where(above.any(axis=1), np.argmax(above, axis=1), k)  # piece index 0..k
+        else:
+            last = k - 1 - np.argmax(above[:, ::-1], axis=1)
+            j = np.where(above.any(axis=1), last + 1, 0)  # piece index 0..k
+        rows = np.arange(n)
+        left = np.clip(j - 1, 0, k - 1)
+        right = np.clip(j, 0, k - 1)
+        c0, c1 = centers[rows, left], centers[rows, right]
+        s0, s1 = spreads[rows, left], spreads[rows, right]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(c1 > c0, (s1 - s0) / (c1 - c0), 0.0)  # σ(e) = s0 + q (e − c0)
+            p = s0 - q * c0
+            root = (self.theta_s + sign * z * p) / (1.0 - sign * z * q)
+        # On the outer pieces σ is constant (q = 0 above, since left == right there).
+        inner = (j > 0) & (j < k)
+        root = np.where(inner, np.clip(root, c0, c1), root)
+        return root
+
+    def boundary(self, z: float) -> Boundary:
+        z = float(z)
+        reg = self.regression
+        a, b = np.asarray(reg.intercept), np.asarray(reg.slope)
+        pos = b > 0
+        safe_b = np.where(pos, b, 1.0)
+        lower = np.where(pos, (self._thresholds(z, upper=False) - a) / safe_b, -np.inf)
+        upper = np.where(pos, (self._thresholds(z, upper=True) - a) / safe_b, np.inf)
+        lower[-1], upper[-1] = self.theta_s, self.theta_s  # the last position: decide at θ_S
+        if self.side == "upper":
+            lower = np.full_like(lower, -np.inf)
+        if self.side == "lower":
+            upper = np.full_like(upper, np.inf)
+        return Boundary(
+            kind=self.name,
+            side=self.side,
+            lower=frozen_array(lower),
+            upper=frozen_array(upper),
+            estimate_slope=frozen_array(b),
+            estimate_intercept=frozen_array(a),
+            params={"z": z, "theta_s": self.theta_s},
+        )
