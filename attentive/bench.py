@@ -275,6 +275,7 @@ def _bench_dataset(name: str, args) -> dict:
     return {
         "n_terms": int(full.n_terms_),
         "n_test": int(X.shape[0]),
+        "evaluator": _evaluator_path(att, X),
         "sparse": bool(hasattr(X, "tocsr")),
         "operating_point": op,
         "f": f,
@@ -287,6 +288,29 @@ def _bench_dataset(name: str, args) -> dict:
         **ratios,
         "input_mb": _input_mb(X),
         "peak_mb": peak,
+    }
+
+
+def _evaluator_path(clf, X) -> dict:
+    """Which products an RBF walk over dense data uses (attentive.evaluator.dense.RBFTerms):
+    the feature columns where some support vector is non-zero, and the integer grid (exact
+    float32 products) if the support vectors lie on one."""
+    from attentive.evaluator.dense import AUGMENT_MAX_FEATURES, exact_single_products
+    from attentive.evaluator.plan import walk_plan
+
+    plan = walk_plan(clf.walk_)
+    if plan.rbf_gamma is None or hasattr(X, "tocsr"):
+        return {"products": "not an RBF walk over dense data"}
+    d = int(plan.sv_scaled.shape[1])
+    return {
+        "features": d,
+        "columns": d if plan.rbf_columns is None else int(plan.rbf_columns.size),
+        "grid_scale": plan.rbf_grid,
+        "products": (
+            "float32, exact (integer grid)"
+            if plan.rbf_grid is not None and exact_single_products() and d > AUGMENT_MAX_FEATURES
+            else "float64"
+        ),
     }
 
 
@@ -328,6 +352,14 @@ def _line(name: str, r: dict) -> str:
     out = [
         f"{name}: {r['n_terms']} terms, {r['n_test']} examples | operating point {where}, "
         f"disagreement {r['disagreement']:.4f}, f={r['f']:.3f}, ideal 1/f={r['ideal_speedup']:.2f}",
+        *(
+            [
+                f"  walk products: {ev['products']} over {ev['columns']} of {ev['features']} "
+                "feature columns (those where some support vector is non-zero)"
+            ]
+            if "columns" in (ev := r.get("evaluator", {}))
+            else []
+        ),
         f"  sklearn (1 thread): decision_function {s['sklearn'] * 1e3:.1f} ms, "
         f"predict {s['sklearn_predict'] * 1e3:.1f} ms",
     ]
