@@ -521,7 +521,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
-        names = family_names() if family == AUTO else (family,)
+        ranking = family_ranking(self.reference_profile_, delta) if family == AUTO else None
+        # "auto" calibrates only the family ranked first (the ranking never sees X_cal), so only
+        # that family's outcomes are needed.
+        names = (ranking[0],) if family == AUTO else (family,)
         families = [self.boundary_family(name) for name in names]
         outcomes = walk_grid_outcomes(self.walk_, X_cal, families, grid)
         if family == AUTO:
@@ -530,7 +533,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 delta=delta,
                 alpha=alpha,
                 side=self.side_,
-                ranking=family_ranking(self.reference_profile_, delta),
+                ranking=ranking,
             )
         else:
             report = calibrate_scale(
