@@ -247,3 +247,35 @@ def test_expected_remaining_by_brute_force():
         want = alive.mean() - a if alive.size else n - a
         assert got[a] == pytest.approx(want)
     np.testing.assert_array_equal(expected_remaining(None, n, positions), n - positions)
+
+
+def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_problem, modes):
+    """Through AttentiveClassifier: predict is classes_[decision ≥ θ], decisions and labels are
+    the reference's (full partial scores), full evaluation is scikit-learn's decision_function."""
+    from sklearn.frozen import FrozenEstimator
+
+    from attentive.estimator import AttentiveClassifier
+
+    model, _, X = grid_problem
+    rng = np.random.default_rng(3)
+    X_ref, y_ref = _images(rng, 600)
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="curved", side="both", delta=0.05, random_state=4
+    ).fit(X_ref, y_ref)
+    Xf = np.asfortranarray(X)  # any memory layout
+    decision = clf.decision_function(Xf)
+    labels = clf.predict(Xf)
+    theta = clf.walk_.offset + clf.theta_s_
+    np.testing.assert_array_equal(labels, clf.classes_[(decision >= theta).astype(int)])
+    walk = clf.walk_
+    ref = apply_boundary(
+        walk.partial_scores(X), clf.boundary_, clf.theta_s_, walk.offset, walk.terms.classes
+    )
+    assert ref.stopped.any()
+    np.testing.assert_array_equal(labels, ref.labels)
+    np.testing.assert_allclose(decision, ref.decision, rtol=1e-9, atol=1e-9)
+    assert "grid" in modes
+    full = clf.with_rule("full")
+    np.testing.assert_allclose(
+        full.decision_function(Xf), model.decision_function(X), rtol=1e-9, atol=1e-12
+    )
