@@ -182,7 +182,7 @@ class RBFTerms(Terms):
         np.exp(out, out=out)
 
 
-_GRID_TILE = 128  # rows converted at a time (kept in cache between the passes)
+_GRID_TILE = 256  # rows converted at a time (kept in cache between the passes)
 
 
 def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
