@@ -20,9 +20,8 @@ from tests.ui.conftest import VIEWPORT, _require_browser
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_closing_tabs_logs_no_traceback(tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_closing_tabs_logs_no_traceback(browser, tmp_path):
+    """The shared browser (one Playwright per test session) against a server of its own."""
     from attentive import serve
 
     _require_browser()
@@ -52,11 +51,8 @@ def test_closing_tabs_logs_no_traceback(tmp_path):
         )
         try:
             url = serve.wait_until_serving(port, proc)
-            with sync_playwright() as p:
-                browser = p.chromium.launch(
-                    executable_path=serve.CHROMIUM, args=serve.CHROMIUM_ARGS
-                )
-                context = browser.new_context(viewport=VIEWPORT)
+            context = browser.new_context(viewport=VIEWPORT)
+            try:
                 for i in range(8):
                     page = context.new_page()
                     page.goto(url)
@@ -69,7 +65,8 @@ def test_closing_tabs_logs_no_traceback(tmp_path):
                         for _ in range(4):
                             handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
                     page.close()
-                browser.close()
+            finally:
+                context.close()
             time.sleep(3)  # the closed sessions are destroyed (unused for 0.3 s)
         finally:
             serve.stop(proc)
