@@ -15,7 +15,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import scipy.sparse as sp
-import skops.io as sio
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
@@ -86,7 +85,7 @@ def save_model(model: Any, path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    sio.dump(model, tmp)
+    _skops_io().dump(model, tmp)
     os.replace(tmp, path)
     return path
 
@@ -134,7 +133,7 @@ def load_model(
             "model with skops.io.dump(model, 'model.skops')"
         )
     try:
-        untrusted = sio.get_untrusted_types(data=data)
+        untrusted = _skops_io().get_untrusted_types(data=data)
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise UnsupportedModelError(
             f"{name} is a zip archive but not a valid skops model file ({exc})"
@@ -149,13 +148,21 @@ def load_model(
             f"{', '.join(TRUSTED_TYPES)}"
         )
     try:
-        model = sio.loads(data, trusted=list(untrusted))
+        model = _skops_io().loads(data, trusted=list(untrusted))
     except Exception as exc:  # skops raises many types for damaged archives
         raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
     check_supported_model(model)
     if n_features is not None:
         check_n_features(model, n_features)
     return model
+
+
+def _skops_io():
+    """``skops.io``, imported when a model is saved or loaded (about a second of import time that
+    the dashboard's first page and the library's import need not pay)."""
+    import skops.io
+
+    return skops.io
 
 
 def _project_type(type_name: str) -> bool:
