@@ -49,6 +49,7 @@ def fresh_classifier(state) -> AttentiveClassifier:
         side=state.side,
         threshold=state.theta,
         centering=state.centering,
+        reference_walks="leave-one-out",
         random_state=state.seed,
     ).fit(X_fit, y_fit)
 
@@ -120,6 +121,37 @@ def test_cheapest_point_meets_the_target_and_the_snippet_reproduces_it(state, tm
     assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
 
 
+def test_the_calibrated_default_walks_the_reference_without_own_terms_and_the_snippet_agrees(
+    state, tmp_path
+):
+    """The dashboard's classifier uses leave-one-out reference walks (its default rule is the
+    calibrated one), and the exported snippet builds it the same way: it prints the numbers shown."""
+    assert state.walks.classifier.reference_walks_ == "leave-one-out"
+    assert exports.operating_point(state)["reference_walks"] == "leave-one-out"
+    code = exports.snippet(state)
+    assert 'reference_walks="leave-one-out"' in code
+    path = tmp_path / "snippet.py"
+    path.write_text(code)
+    out = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, check=True, timeout=600
+    ).stdout
+    printed = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
+    m = state.figures.metrics
+    assert float(printed["mean fraction of terms"]) == pytest.approx(
+        round(m["mean_evaluated_fraction"], 4)
+    )
+    assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
+
+
+def test_every_family_is_named_in_the_rule_control_and_its_help(state):
+    assert [k for k in state.param.boundary.objects if k in rules.family_names()] == list(
+        rules.family_names()
+    )
+    doc = type(state).param.boundary.doc
+    for name in rules.family_names():
+        assert name in doc
+
+
 def test_tradeoff_has_every_family_the_budget_and_the_oracle(state):
     t = state.figures.tradeoff
     assert set(t.families["method"]) == set(rules.family_names())
@@ -170,3 +202,37 @@ def test_sessions_share_read_only_caches_but_not_state():
     assert not a.walks.S.flags.writeable
     a.set_controls(delta=0.2)
     assert b.delta == 0.01
+
+
+def test_served_first_page_computes_the_numbers_and_holds_the_tradeoff_and_the_timing():
+    """Served, the first page's numbers come without every rule's tradeoff (the slow part) and
+    without the evaluator's timing; both follow when the session starts its background jobs,
+    and the tradeoff is the one an inline state computes."""
+    from attentive.app.state import run_inline
+
+    rules.tradeoff.clear()
+    state = DashboardState(hold_background=True)
+    f = state.figures
+    assert f is not None and f.metrics["mean_evaluated_fraction"] < 0.6
+    assert f.tradeoff is None and state.measured is None
+    assert state.select_point(0.5, 0.01) is None and state.figures is f  # nothing to snap to
+    csv = exports.operating_points_csv(state).getvalue()  # an export computes it if it must
+    assert "heteroscedastic" in csv
+    state.start_background(run_inline, run_inline)
+    assert state.figures.tradeoff is rules.tradeoff(state.walks, state.side, state.theta)
+    assert state.figures.metrics == f.metrics
+    assert state.measured is not None
+    # A move to a θ whose tradeoff is not cached: numbers at once, the curves after the job.
+    jobs = []
+    state.tradeoff_executor = lambda job, done, fail: jobs.append((job, done))
+    state.set_controls(theta=0.25)
+    assert state.figures.tradeoff is None and len(jobs) == 1
+    state.set_controls(theta=0.3)  # the first job is now stale: it is dropped or ignored
+    job, done = jobs[0]
+    assert job.stale()
+    done(job())
+    assert state.figures.tradeoff is None
+    job, done = jobs[1]
+    assert not job.stale()
+    done(job())
+    assert state.figures.tradeoff.theta_s == pytest.approx(state.figures.theta_s)

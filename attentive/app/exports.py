@@ -18,7 +18,7 @@ import pandas as pd
 
 from attentive import InvalidParameterError
 from attentive.app import rules
-from attentive.app.models import CALIBRATION_SIZE, SPLIT_SEED
+from attentive.app.models import CALIBRATION_SIZE, REFERENCE_WALKS, SPLIT_SEED
 
 __all__ = ["classifier", "classifier_bytes", "operating_point", "operating_point_json", "snippet"]
 
@@ -86,6 +86,7 @@ def operating_point(state) -> dict[str, Any]:
         "rule": state.boundary,
         "side": side,
         "centering": state.centering,
+        "reference_walks": walks.classifier.reference_walks_,
         "seed": state.seed,
         "delta": None if state.boundary == "budget" else state.delta,
         "z": None if state.boundary in ("budget", "calibrated") else state.rule.scale,
@@ -127,8 +128,9 @@ def operating_point_json(state) -> str:
 
 def operating_points_frame(state) -> pd.DataFrame:
     """Every family at every scale on the test set, with the side and θ it was measured at."""
-    _, f = _ready(state)
-    table = f.tradeoff.table.copy()
+    walks, f = _ready(state)
+    trade = f.tradeoff or rules.tradeoff(walks, f.rule.side, f.rule.theta)  # if not there yet
+    table = trade.table.copy()
     table.insert(2, "side", state.side)
     table.insert(3, "theta", state.theta)
     # Six significant figures (a nominal δ of 1e-9 stays 1e-9, not 0.0).
@@ -189,7 +191,8 @@ X_fit, X_cal, y_fit, y_cal = train_test_split(
 model = make_model("{src.kind}", C={src.C!r}, gamma={gamma}).fit(X_fit, y_fit)
 clf = AttentiveClassifier(
     FrozenEstimator(model), side="{rule.side}", threshold={rule.theta!r},
-    centering="{state.centering}", random_state={state.seed},
+    centering="{state.centering}", reference_walks="{REFERENCE_WALKS}",
+    random_state={state.seed},
 ).fit(X_fit, y_fit)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

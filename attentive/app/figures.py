@@ -31,7 +31,8 @@ class Figures:
     ``trajectories`` maps the full-evaluation class to one float32 path with NaN gaps (``S_0``
     first, the stop last); ``stops`` the drawn walks that stopped; ``boundary`` the rule's lower
     and upper boundary, θ_S and the Brownian-bridge band in S space; ``tradeoff`` every rule on one
-    plot (:class:`attentive.app.rules.Tradeoff`); ``operating_point`` the current rule's point;
+    plot (:class:`attentive.app.rules.Tradeoff`), or None while it is computed in the background
+    (the numbers are shown first; the state fills it in when it arrives); ``operating_point`` the current rule's point;
     ``calibrated_point`` the calibrated rule at the current δ and α with its report; ``theory``
     required δ against actual error; ``metrics`` the headline numbers.
     """
@@ -42,7 +43,7 @@ class Figures:
     theta_s: float
     n_terms: int
     budget: int | None
-    tradeoff: rules.Tradeoff
+    tradeoff: rules.Tradeoff | None
     operating_point: dict
     theory: pd.DataFrame
     metrics: dict
@@ -144,16 +145,24 @@ def _theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
 def tradeoff_error_span(tradeoff) -> float:
     """How far up the tradeoff plot's error axis reaches for ``tradeoff``'s family curves: their
     largest disagreement, at least 2 % and at most 15 % (above that they only climb to the left).
-    The plot's axis and a click's distance on it both use it."""
+    The plot's axis and a click's distance on it both use it. 2 % while it is not computed."""
+    if tradeoff is None:
+        return 0.02
     top = float(np.nanmax(tradeoff.families["disagreement"].to_numpy(), initial=0.0))
     return min(max(top, 0.02), 0.15)
 
 
-def compute_figures(walks: Walks, rule: rules.Rule, n_trajectories: int) -> Figures:
-    """All figure data for one rule: a δ move reads one cached column and cuts the walks."""
+def compute_figures(
+    walks: Walks, rule: rules.Rule, n_trajectories: int, tradeoff: bool = True
+) -> Figures:
+    """All figure data for one rule: a δ move reads one cached column and cuts the walks.
+
+    ``tradeoff=False``: take every rule's tradeoff only if it is cached, else leave it None (the
+    caller computes it after the numbers are shown: it is the slow part of a new walk, side or θ).
+    """
     current = rules.outcome(walks, rule)
     clf = rules.rule_classifier(walks, rule)
-    trade = rules.tradeoff(walks, rule.side, rule.theta)
+    trade = (rules.tradeoff if tradeoff else rules.tradeoff_ready)(walks, rule.side, rule.theta)
     theta_s = float(clf.theta_s_)
     metrics = rules.metrics(walks, current, rule.side)
     params = dict(clf.boundary_.params or {})

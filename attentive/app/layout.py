@@ -196,16 +196,39 @@ class Dashboard(pn.viewable.Viewer):
 
         pn.state.execute(run)
 
+    def compute_in_background(self, job, done, fail) -> None:
+        """Executor for figure data that follows the numbers (every rule's tradeoff): a thread
+        at once, no spinner; dropped if a newer move has made it stale before it starts."""
+        stale = getattr(job, "stale", lambda: False)
+
+        async def run():
+            if stale() or self._closed:
+                return
+            try:
+                result = await asyncio.to_thread(job)
+            except Exception as exc:
+                self._apply(fail, exc)
+            else:
+                self._apply(done, result)
+
+        pn.state.execute(run)
+
     def serve_mode(self) -> None:
-        """Switch to served behaviour: background training and the URL holding the view."""
+        """Switch to served behaviour: background training, timing and tradeoff, and the URL
+        holding the view. The timing and tradeoff jobs the first page's state held start once the
+        browser has loaded the page (its numbers), so that they do not delay sending it."""
         self.state.executor = self.run_in_background
-        self.state.measure_executor = self.measure_in_background
+        self.state.start_background(tradeoff=self.compute_in_background)
+        pn.state.onload(self._start_background)
         self._served = True
         server_log.install()  # a closed tab is not a traceback in the server log
         pn.state.on_session_destroyed(self._session_closed)
         self._notifications = pn.state.notifications
         if pn.state.location is not None:
             self.sync_url(pn.state.location)
+
+    def _start_background(self) -> None:
+        self.state.start_background(measure=self.measure_in_background)
 
     def sync_url(self, location) -> None:
         """Keep the page's URL and the state in step (``location`` is Panel's
@@ -393,7 +416,10 @@ def build_dashboard(served: bool | None = None, **state_params) -> Dashboard:
         Initial controls, e.g. ``dataset="breast-cancer", delta=0.01``.
     """
     _extension()
-    dash = Dashboard(state=DashboardState(**state_params))
-    if pn.state.served if served is None else served:
+    served = pn.state.served if served is None else served
+    # Served, the first numbers are computed here and sent with the page; the evaluator's timing
+    # and every rule's tradeoff wait for serve_mode() and run in threads after that.
+    dash = Dashboard(state=DashboardState(hold_background=served, **state_params))
+    if served:
         dash.serve_mode()
     return dash

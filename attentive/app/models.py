@@ -30,6 +30,7 @@ from attentive import AttentiveClassifier, InvalidParameterError
 __all__ = [
     "CALIBRATION_SIZE",
     "MAX_TRAJECTORIES",
+    "REFERENCE_WALKS",
     "SPLIT_SEED",
     "DataSource",
     "ModelSource",
@@ -47,6 +48,12 @@ CALIBRATION_SIZE = 0.3
 SPLIT_SEED = 0
 # Test examples whose walks the dashboard can draw (a fixed, seed-independent sample).
 MAX_TRAJECTORIES = 500
+# How the reference (fit) examples are walked for the statistics every family is built from: a
+# support vector without its own term w_i K(x_i, x_i), so the statistics describe new data. The
+# classifier is fitted with boundary="constant" and calibrated later, so "auto" would keep the
+# in-sample walks; the dashboard's default rule is the calibrated one, whose families and chosen
+# point are the library's best with leave-one-out walks (docs/calibration.md, "The reference walks").
+REFERENCE_WALKS = "leave-one-out"
 
 
 def content_hash(data: bytes) -> str:
@@ -195,7 +202,7 @@ class Walks:
     problem : Problem
     classifier : AttentiveClassifier
         Fitted on the fit part (``FrozenEstimator`` of the model), ``boundary="constant"``,
-        ``side="lower"``, threshold 0; every rule the dashboard shows is ``classifier.with_rule``.
+        ``reference_walks=REFERENCE_WALKS``, ``side="lower"``, threshold 0; every rule the dashboard shows is ``classifier.with_rule``.
     S : ndarray (n_test, n_terms), read-only
         ``classifier.partial_scores(X_test)``: the walks drawn, the budgeted curve and the τ sweep.
     full_score : ndarray
@@ -248,6 +255,7 @@ def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Wa
         FrozenEstimator(p.model),
         boundary="constant",
         centering=centering,
+        reference_walks=REFERENCE_WALKS,
         random_state=int(seed),
     ).fit(p.X_fit, p.y_fit)
     X_test = p.dataset.X_test

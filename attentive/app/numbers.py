@@ -239,6 +239,9 @@ class OperatingPointTable(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["att-op-table"],
         )
+        self.pending = pn.pane.Markdown(
+            "*Computing every rule's operating points…*", visible=False, margin=(0, 10)
+        )
         self.state.param.watch(self._update, "figures")
         self._drawn = None
         self._update()
@@ -248,6 +251,10 @@ class OperatingPointTable(pn.viewable.Viewer):
         if f is None or f.tradeoff is self._drawn:
             return
         self._drawn = f.tradeoff
+        if f.tradeoff is None:  # computed after the numbers; it follows
+            self.pending.visible = True
+            return
+        self.pending.visible = False
         t = f.tradeoff.table
         frame = t[[c for c in TABLE_COLUMNS if c in t]].rename(columns=TABLE_COLUMNS)
         # Scales in steps of 0.25: a readable table (the CSV holds every scale).
@@ -272,6 +279,7 @@ class OperatingPointTable(pn.viewable.Viewer):
                 margin=(0, 10),
             ),
             target,
+            self.pending,
             self.table,
             download,
             sizing_mode="stretch_width",

@@ -41,6 +41,7 @@ from attentive import (
     precision_recall,
     stop_error,
 )
+from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "rule_classifier",
     "snap_delta",
     "tradeoff",
+    "tradeoff_ready",
 ]
 
 DELTA_RANGE = (1e-4, 0.5)
@@ -246,9 +248,13 @@ def _curve_frame(curve) -> pd.DataFrame:
     return f.rename(columns={curve.parameter_name: "parameter"})
 
 
-@pn.cache(max_items=12, hash_funcs=WALKS_HASH)
+@shared(key=lambda walks, side, theta: (walks.key, side, float(theta)), max_items=12)
 def tradeoff(walks: Walks, side: str, theta: float) -> Tradeoff:
-    """The tradeoff of every family, the budgeted baseline, the τ sweep and the oracle floor."""
+    """The tradeoff of every family, the budgeted baseline, the τ sweep and the oracle floor.
+
+    Computed once per (walk, side, θ) even when several sessions ask at once;
+    ``tradeoff.peek(walks, side, theta)`` is the cached value or None (the state draws the
+    numbers first and computes a missing tradeoff in the background)."""
     from attentive.experiments.compute import family_tradeoffs
 
     base = _base(walks, side, theta)
@@ -270,6 +276,11 @@ def tradeoff(walks: Walks, side: str, theta: float) -> Tradeoff:
     )
     oracle = float(np.mean(base.oracle_n_evaluated(X))) / n
     return Tradeoff(families, budgeted, sweep, table, oracle, float(base.theta_s_))
+
+
+def tradeoff_ready(walks: Walks, side: str, theta: float) -> Tradeoff | None:
+    """The tradeoff if it is cached, else None (nothing is computed)."""
+    return tradeoff.peek(walks, side, theta)
 
 
 def cheapest(walks: Walks, side: str, theta: float, target: float) -> pd.Series:

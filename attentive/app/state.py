@@ -15,6 +15,14 @@ Two speeds of change:
   from the cached outcomes, synchronously; then the evaluator itself is timed on the test set
   (:func:`attentive.app.rules.measure`) through :attr:`measure_executor` (a thread when served).
 
+Every rule's tradeoff (:func:`attentive.app.rules.tradeoff`: every family at every scale, the
+slow part of a new walk, side or θ) only feeds the tradeoff plot and the table of operating
+points. With an inline :attr:`tradeoff_executor` (the default: tests, notebooks) it is part of
+the figure data; otherwise (served) the figure data leave it None when it is not cached, the
+numbers are shown, and the executor computes it and fills it in. ``hold_background=True`` holds
+the timing and tradeoff jobs until :meth:`start_background` gives them an executor: the served
+first page computes its numbers inline and sends them before either runs.
+
 Every error a user can cause (a bad file, a failed download, an untrusted model, a value out of
 range) is recorded in :attr:`last_error` (and counted in :attr:`n_errors`, which the dashboard
 turns into a notification) while the previous state stays: the offending control is put back.
@@ -30,6 +38,7 @@ others' attributes; about half the file is the parameters' declarations and thei
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable
@@ -230,7 +239,7 @@ class DashboardState(param.Parameterized):
         default="calibrated",
         objects=["calibrated"],
         label="Rule",
-        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population and regression: the other families; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
+        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
     )
     side = param.Selector(
         default="both",
@@ -292,7 +301,9 @@ class DashboardState(param.Parameterized):
         default=None, allow_None=True, precedence=-1, doc="A family's scale z chosen directly."
     )
 
-    def __init__(self, executor: Callable | None = None, **params):
+    def __init__(
+        self, executor: Callable | None = None, *, hold_background: bool = False, **params
+    ):
         self._uploads: dict[str, tuple[bytes, str]] = {}
         self._model_upload: tuple[bytes, str] | None = None
         self._pending_upload: tuple[bytes, str] | None = None
@@ -305,7 +316,10 @@ class DashboardState(param.Parameterized):
         self._generation = 0
         self._measure_generation = 0
         self.executor = executor or run_inline
-        self.measure_executor = executor or run_inline
+        # None: hold the jobs until start_background() (see the module's docstring).
+        self.measure_executor = None if hold_background else (executor or run_inline)
+        self.tradeoff_executor = None if hold_background else (executor or run_inline)
+        self._held: list[tuple[str, Callable, Callable, Callable]] = []
         super().__init__()
         self.param.dataset.objects = _registry_names()
         self.param.kernel.objects = _kinds()
@@ -337,6 +351,31 @@ class DashboardState(param.Parameterized):
             alpha=self.alpha,
             z=self.scale if self.boundary in rules.family_names() else None,
         )
+
+    def start_background(
+        self, measure: Callable | None = None, tradeoff: Callable | None = None
+    ) -> None:
+        """Give the evaluator's timing and / or the tradeoff their executors and run the jobs
+        held for them."""
+        if measure is not None:
+            self.measure_executor = measure
+        if tradeoff is not None:
+            self.tradeoff_executor = tradeoff
+        held, self._held = self._held, []
+        for kind, job, done, fail in held:
+            self._background(kind, job, done, fail)
+
+    def _background(self, kind: str, job: Callable, done: Callable, fail: Callable) -> None:
+        executor = self.measure_executor if kind == "measure" else self.tradeoff_executor
+        if executor is None:
+            self._held.append((kind, job, done, fail))
+        else:
+            executor(job, done, fail)
+
+    @property
+    def defers_tradeoff(self) -> bool:
+        """Whether a tradeoff that is not cached is computed after the numbers are shown."""
+        return self.tradeoff_executor is not run_inline
 
     def report(self, exc: BaseException | str) -> None:
         """Record a user-facing error (the dashboard shows it as a notification)."""
@@ -450,6 +489,7 @@ class DashboardState(param.Parameterized):
         """
         uploads = dict(self._uploads)
         model_upload = self._model_upload
+        with_tradeoff = not self.defers_tradeoff
 
         def job() -> Walks:
             data = data_source(inputs["dataset"], inputs["positive_class"], uploads)
@@ -464,8 +504,9 @@ class DashboardState(param.Parameterized):
                     inputs["kernel"], float(inputs["C"]), _parse_gamma(inputs["gamma"])
                 )
             built = walks(data, model, inputs["centering"], int(inputs["seed"]))
-            # The first rule's tables, off the event loop as well.
-            rules.tradeoff(built, self.side, float(self.theta))
+            if with_tradeoff:
+                # The first rule's tables, off the event loop as well.
+                rules.tradeoff(built, self.side, float(self.theta))
             return built
 
         return job
@@ -595,20 +636,60 @@ class DashboardState(param.Parameterized):
             return
         self._fast_applied = self._snapshot(FAST_CONTROLS)
         self.figures = figures
+        if figures.tradeoff is None:
+            self._request_tradeoff()
         self._measure()
 
     def compute_figures(self) -> Figures:
         """The figure data for the current controls (what a slider move recomputes)."""
         if self._walks is None:
             raise InvalidParameterError("no model is loaded yet.")
-        return compute_figures(self._walks, self.rule, self.n_trajectories)
+        return compute_figures(
+            self._walks, self.rule, self.n_trajectories, tradeoff=not self.defers_tradeoff
+        )
+
+    def _request_tradeoff(self) -> None:
+        """Compute the current (walk, side, θ)'s tradeoff through :attr:`tradeoff_executor` and
+        put it into the figure data, unless the walk, side or θ has changed by then."""
+        built, side, theta = self._walks, self.side, float(self.theta)
+
+        def current() -> bool:
+            f = self.figures
+            return (
+                f is not None
+                and self._walks is built
+                and f.rule.side == side
+                and float(f.rule.theta) == theta
+            )
+
+        def job():
+            return rules.tradeoff(built, side, theta)
+
+        job.stale = lambda: not current()
+
+        def done(result) -> None:
+            if current() and self.figures.tradeoff is None:
+                self.figures = dataclasses.replace(self.figures, tradeoff=result)
+                self._measure()  # the timing waited for the tradeoff (see _measure)
+
+        def fail(exc: BaseException) -> None:
+            if current():
+                self.report(exc)
+
+        self._background("tradeoff", job, done, fail)
 
     def _measure(self) -> None:
-        """Time the evaluator at the current rule (after the figures; in a thread when served)."""
+        """Time the evaluator at the current rule (after the figures; in a thread when served).
+
+        While the tradeoff is computed in the background the timing waits for it (it is started
+        again when the tradeoff arrives): a wall-clock time taken while another thread computes
+        every family's tradeoff measures the contention (a first page showed 0.28× for 2.5×)."""
         self._measure_generation += 1
         generation = self._measure_generation
         built, rule, f = self._walks, self.rule, self.figures
         self.measured = None
+        if f is not None and f.tradeoff is None:
+            return
 
         def job():
             current = rules.outcome(built, rule)
@@ -626,7 +707,7 @@ class DashboardState(param.Parameterized):
                 self.report(exc)
 
         if f is not None:
-            self.measure_executor(job, done, fail)
+            self._background("measure", job, done, fail)
 
     # -- uploads ------------------------------------------------------------------------------
     def upload_dataset(self, data: bytes, filename: str) -> bool:
@@ -709,6 +790,8 @@ class DashboardState(param.Parameterized):
         f = self.figures
         if f is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
+        if f.tradeoff is None and self.boundary != "budget":
+            return  # the curves are not drawn yet
         if self.boundary == "budget":
             self.set_controls(budget=min(1.0, max(1.0 / f.n_terms, fraction)))
             return

@@ -234,12 +234,15 @@ def test_controls_move_numbers_and_the_url_holds_them(page, server_url):
     seed_input.press("Enter")
     after_seed = wait_for_change(page, "evaluated", before)
     wait_for_query(page, "seed", "11")
-    # δ up (log-scaled slider, keyboard): the calibrated rule may disagree more and stops sooner.
+    # δ up (log-scaled slider, keyboard): the calibrated rule is calibrated again. Its cost is
+    # not monotone in δ (family="auto" may rank another family first: on seed 11 with
+    # leave-one-out reference walks, δ = 1 % picks finite-population at 108.5 terms and
+    # δ = 1.12 % heteroscedastic at 182.4), so only the move is checked here; the numbers
+    # themselves are checked against Python below.
     press(page, "delta", "PageUp", 3)
     after_delta = wait_for_change(page, "evaluated", after_seed)
     page.wait_for_function("() => !location.search.includes('delta=0.01&')")
     assert float(query(page)["delta"]) > 0.01
-    assert evaluated_terms(after_delta)[0] < evaluated_terms(after_seed)[0]
     # θ moves the decision threshold, so which walks are protected and where they stop.
     press(page, "theta", "PageUp", 3)
     after_theta = wait_for_change(page, "evaluated", after_delta)

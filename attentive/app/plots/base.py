@@ -20,7 +20,7 @@ from bokeh.plotting import figure
 
 from attentive.app.state import DashboardState
 
-__all__ = ["COLORS", "PlotView", "col", "extent", "thin"]
+__all__ = ["COLORS", "PlotView", "col", "extent", "hv_plots", "thin"]
 
 # Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
 COLORS = {
@@ -32,6 +32,22 @@ COLORS = {
     "simulation": "#E69F00",
     "theta": "#8c8c8c",
 }
+
+
+def hv_plots():
+    """:mod:`attentive.plots` (HoloViews) with HoloViews' Bokeh backend loaded and current.
+
+    Imported when a HoloViews plot is first drawn, not with the dashboard: ``pn.extension`` loads
+    HoloViews' plotting backend (with matplotlib, about 0.4 s) whenever HoloViews is already
+    imported, and the first page's numbers need neither; the plots that do are drawn after it."""
+    import holoviews as hv
+    import holoviews.plotting.bokeh  # the backend, registered on import
+
+    from attentive import plots
+
+    if hv.Store.current_backend != "bokeh":
+        hv.Store.set_current_backend("bokeh")
+    return plots
 
 
 # ----------------------------------------------------------------------------- plots
@@ -184,6 +200,9 @@ class PlotView(pn.viewable.Viewer):
     def _axis_labels(self, f) -> tuple[str, str]:
         return self.xlabel, self.ylabel
 
+    def _title(self, f) -> str:
+        return self.title
+
     def _set_data(self, src: ColumnDataSource, data: dict[str, np.ndarray]) -> None:
         old = src.data
         if old.keys() == data.keys() and all(same(old[k], v) for k, v in data.items()):
@@ -195,6 +214,9 @@ class PlotView(pn.viewable.Viewer):
             return
         for name, data in self._data(f).items():
             self._set_data(self._sources[name], data)
+        title = self._title(f)
+        if self._fig.title.text != title:
+            self._fig.title.text = title
         for key, text in self._labels(f).items():
             item = self._items[key]
             if item.label != value(text):

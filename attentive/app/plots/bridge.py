@@ -12,8 +12,7 @@ from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
-from attentive.app.plots.base import COLORS
-from attentive.plots import decision_error_plot, stopping_time_plot
+from attentive.app.plots.base import COLORS, hv_plots
 
 __all__ = ["BridgeTab"]
 
@@ -76,7 +75,7 @@ class BridgeTab(pn.viewable.Viewer):
         # The paper's Figure 3, (a) and (b): the HoloViews elements the notebooks and the
         # reproduced figures draw, here redrawn on every move (a teaching tab, not on the 50 ms
         # path of the rule's sliders; benchmarks/bench_app.py times it).
-        hv_pane = {"sizing_mode": "stretch_width", "height": PLOT_HEIGHT}
+        hv_pane = {"backend": "bokeh", "sizing_mode": "stretch_width", "height": PLOT_HEIGHT}
         self._errors = pn.pane.HoloViews(None, **hv_pane)
         self._times = pn.pane.HoloViews(None, **hv_pane)
         return walks
@@ -87,8 +86,9 @@ class BridgeTab(pn.viewable.Viewer):
         self._walks.data = {"x": f.x, "y": f.y}
         self._stops.data = {"t": f.stop_t, "s": f.stop_s}
         self._tau.location = f.tau
-        self._errors.object = decision_error_plot(f.decision_error, f.delta, PLOT_HEIGHT)
-        self._times.object = stopping_time_plot(f.stopping_time, height=PLOT_HEIGHT)
+        plots = hv_plots()
+        self._errors.object = plots.decision_error_plot(f.decision_error, f.delta, PLOT_HEIGHT)
+        self._times.object = plots.stopping_time_plot(f.stopping_time, height=PLOT_HEIGHT)
         stopped = f.stop_t.size
         self.summary.object = (
             f"τ(δ = {f.delta:g}) = **{f.tau:.1f}** for n = {f.n:,} (V = n). "

@@ -11,9 +11,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from attentive.app.plots.base import COLORS
+from attentive.app.plots.base import COLORS, hv_plots
 from attentive.app.state import DashboardState
-from attentive.plots import precision_recall_plot
 
 __all__ = ["PrecisionRecallView"]
 
@@ -44,7 +43,9 @@ class PrecisionRecallView(pn.viewable.Viewer):
                 k: f"{NAMES.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS
             }
         colors = {k: COLORS[k] for k in self.METHODS}
-        element = precision_recall_plot(pr, labels, self.title, colors=colors, height=self.HEIGHT)
+        element = hv_plots().precision_recall_plot(
+            pr, labels, self.title, colors=colors, height=self.HEIGHT
+        )
         return element.opts(
             ylim=(0.0, 1.02), toolbar="above", hooks=[_page_scrolls], backend="bokeh"
         )
@@ -58,7 +59,7 @@ class PrecisionRecallView(pn.viewable.Viewer):
     def __panel__(self):
         if self._pane is None:
             self._pane = pn.pane.HoloViews(
-                self._element(), sizing_mode="stretch_width", min_height=300
+                self._element(), backend="bokeh", sizing_mode="stretch_width", min_height=300
             )
             self.state.param.watch(self._on_measured, "measured")
         return self._pane

@@ -88,7 +88,13 @@ class TradeoffView(PlotView):
     def _data(self, f):
         out = {}
         t = f.tradeoff
-        if t is not getattr(self, "_drawn_tradeoff", None):  # cached per walk, side and θ
+        if t is None:  # computed after the numbers: the curves follow (the star is drawn now)
+            self._drawn_tradeoff = None
+            empty = np.empty(0, dtype=np.float32)
+            for name in (*family_names(), "budgeted", "sweep", "oracle"):
+                out[name] = {c: empty for c in self._sources[name].data}
+            self._oracle.location = None
+        elif t is not getattr(self, "_drawn_tradeoff", None):  # cached per walk, side and θ
             self._drawn_tradeoff = t
             fam = t.families
             for name in family_names():
@@ -114,10 +120,17 @@ class TradeoffView(PlotView):
         }
         return out
 
+    def _title(self, f) -> str:
+        return self.title if f.tradeoff is not None else f"{self.title} (computing the curves…)"
+
     def _labels(self, f):
+        if f.tradeoff is None:
+            return {"oracle floor": "oracle floor"}
         return {"oracle floor": f"oracle floor ({f.tradeoff.oracle_fraction:.0%} of terms)"}
 
     def _hidden(self, f):
+        if f.tradeoff is None:
+            return set()
         return set() if len(f.tradeoff.sweep) else {"paper's τ sweep: stop-error"}
 
     def _ranges(self, f):

@@ -1,0 +1,92 @@
+"""A cache shared by every session that computes each value once, even when asked at once.
+
+``pn.cache`` computes a value again in every session that asks for it before the first one has
+stored it: eight sessions opening the same dataset at once trained eight models. :func:`shared`
+keeps ``pn.cache``'s role (a bounded least-recently-used store of values that are never
+modified) and adds two things the dashboard needs: callers asking for the same key while it is
+being computed wait for that computation instead of repeating it, and :meth:`Shared.peek` tells
+whether a value is ready without computing it (the state draws the numbers first and leaves the
+tradeoff to a background job when it is not).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+__all__ = ["Shared", "shared"]
+
+_MISSING = object()
+
+
+class Shared:
+    """``fn`` with a bounded shared cache keyed by ``key(*args)``; see :func:`shared`."""
+
+    def __init__(self, fn: Callable, key: Callable[..., Hashable], max_items: int):
+        self.fn = fn
+        self.key = key
+        self.max_items = int(max_items)
+        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._running: dict[Hashable, threading.Lock] = {}
+        self._guard = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def peek(self, *args) -> Any:
+        """The cached value for ``args``, or None if it is not computed yet (nothing runs)."""
+        k = self.key(*args)
+        with self._guard:
+            value = self._values.get(k, _MISSING)
+            if value is _MISSING:
+                return None
+            self._values.move_to_end(k)
+            return value
+
+    def __call__(self, *args):
+        k = self.key(*args)
+        while True:
+            with self._guard:
+                value = self._values.get(k, _MISSING)
+                if value is not _MISSING:
+                    self._values.move_to_end(k)
+                    return value
+                running = self._running.get(k)
+                if running is None:
+                    running = self._running[k] = threading.Lock()
+                    running.acquire()
+                    break
+            # Another caller is computing this key: wait for it, then read its value (or, if it
+            # failed, compute it here).
+            with running:
+                pass
+        try:
+            value = self.fn(*args)
+        except BaseException:
+            with self._guard:
+                del self._running[k]
+            running.release()
+            raise
+        with self._guard:
+            self._values[k] = value
+            self._values.move_to_end(k)
+            while len(self._values) > self.max_items:
+                self._values.popitem(last=False)
+            del self._running[k]
+        running.release()
+        return value
+
+    def clear(self) -> None:
+        with self._guard:
+            self._values.clear()
+
+
+def shared(key: Callable[..., Hashable], max_items: int) -> Callable[[Callable], Shared]:
+    """Decorator: cache ``fn``'s results by ``key(*args)`` (at most ``max_items``, least recently
+    used dropped first), computing each key once when several threads ask for it at once."""
+
+    def wrap(fn: Callable) -> Shared:
+        return Shared(fn, key, max_items)
+
+    return wrap
