@@ -180,13 +180,16 @@ class ReferenceStats:
         )
 
 
-def reference_statistics(walk: Walk, X_ref, *, leave_own_out: bool = False) -> ReferenceStats:
+def reference_statistics(
+    walk: Walk, X_ref, *, leave_own_out: bool = False, own=None
+) -> ReferenceStats:
     """Accumulate V, per-term moments, ``M_t`` and ``D_t`` over the reference examples ``X_ref``.
 
     Rows are processed in chunks so memory stays bounded for large reference sets. Moments are
     accumulated around a first-chunk estimate so that variances do not vanish by cancellation.
     ``leave_own_out``: ``X_ref`` is the model's training data, walked without each example's own
-    support vector (:meth:`attentive.walk.Walk.leave_own_out`).
+    support vector (:meth:`attentive.walk.Walk.leave_own_out`; ``own``: each row's own term
+    index, when known).
     """
     Xp = walk.prepare(X_ref)
     m = Xp.shape[0]
@@ -200,7 +203,7 @@ def reference_statistics(walk: Walk, X_ref, *, leave_own_out: bool = False) -> R
     for rows in row_chunks(m, n):
         values = walk.terms.term_values(Xp[rows], walk.order)  # h_{π(k)}(x), computed once
         if leave_own_out:
-            walk.leave_own_out(Xp[rows], values)
+            walk.leave_own_out(Xp[rows], values, 0, None if own is None else own[rows])
         contrib = (values - walk.ordered_mu) * walk.ordered_weights
         s_n = contrib.sum(axis=1)
         v_terms += float(((contrib - (s_n / n)[:, None]) ** 2).sum())

@@ -25,6 +25,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
+    _num_samples,
     check_consistent_length,
     check_is_fitted,
     validate_data,
@@ -63,7 +64,7 @@ from attentive.grid import (
     reference_profile,
     walk_grid_outcomes,
 )
-from attentive.terms import decompose
+from attentive.terms import _unwrap, decompose
 from attentive.validation import (
     check_alpha,
     check_calibration_size,
@@ -154,7 +155,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         the statistics describe new data; ``"in-sample"`` walks it as it is (SPEC §2 read
         literally). ``"auto"``: leave-one-out for ``boundary="calibrated"``, whose guarantee
         comes from calibration and whose family only needs the right shape; in-sample for the
-        paper's uncalibrated boundaries. Only kernel models have such terms.
+        other boundaries (fitted without calibration; pass ``"leave-one-out"`` to fit with it and
+        :meth:`calibrate` later). A model fitted here knows its support vectors' rows
+        (``support_``); a frozen model's are found by equal values. Only kernel models have such
+        terms.
     budget : int or float, default=None
         For ``boundary="budget"``: number of terms (int ≥ 1) or fraction of terms (float in
         (0, 1]); ``None`` means half of the terms.
@@ -209,6 +213,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The bridge variance used by the constant boundary.
     reference_walks_ : str
         ``"leave-one-out"`` or ``"in-sample"``: how the reference walks were taken.
+    n_own_terms_ : int
+        With leave-one-out walks, how many reference examples had their own support vector left
+        out (0 otherwise, or for a frozen model whose training rows are not in the reference set).
     n_terms_ : int
     n_features_in_ : int
     """
@@ -347,7 +354,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     f"cannot hold out calibration_size={self.calibration_size!r} of {len(y)} "
                     f"examples with both classes on each side: {exc}"
                 ) from None
-        if isinstance(self.estimator, FrozenEstimator):
+        self._frozen = isinstance(self.estimator, FrozenEstimator)
+        if self._frozen:
             self.estimator_ = self.estimator
             if self.boundary == "calibrated":
                 warnings.warn(
@@ -390,13 +398,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         is_pos = y == self.classes_[1]
         self.reference_walks_ = self._resolved_reference_walks()
         loo = self.reference_walks_ == "leave-one-out"
+        own = self._own_terms(X) if loo else None
+        self.n_own_terms_ = 0 if own is None else int((own >= 0).sum())
         self.class_stats_ = {
-            "positive": reference_statistics(
-                self.walk_, _safe_indexing(X, np.flatnonzero(is_pos)), leave_own_out=loo
-            ),
-            "negative": reference_statistics(
-                self.walk_, _safe_indexing(X, np.flatnonzero(~is_pos)), leave_own_out=loo
-            ),
+            name: reference_statistics(
+                self.walk_,
+                _safe_indexing(X, rows),
+                leave_own_out=loo,
+                own=None if own is None else own[rows],
+            )
+            for name, rows in (
+                ("positive", np.flatnonzero(is_pos)),
+                ("negative", np.flatnonzero(~is_pos)),
+            )
         }
         pooled = ReferenceStats.pool(self.class_stats_["positive"], self.class_stats_["negative"])
         self.reference_stats_ = pooled if ref_mask.all() else self.class_stats_["positive"]
@@ -409,10 +423,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             negative=self.class_stats_["negative"],
             pooled=pooled,
             variance=self.variance_,
-            spread=spread_table(self.walk_, X, regression_statistics(pooled), leave_own_out=loo),
+            spread=spread_table(
+                self.walk_, X, regression_statistics(pooled), leave_own_out=loo, own=own
+            ),
         )
         self.side_ = self.side
-        self.reference_profile_ = self._reference_profile(X)
+        self.reference_profile_ = self._reference_profile(X, own)
         self.calibration_ = None
         if self.boundary == "calibrated":
             self._calibrate(X_cal, self.delta, self.alpha, None, self.family)
@@ -420,7 +436,20 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self.boundary_ = self._make_boundary()
         return self
 
-    def _reference_profile(self, X) -> dict:
+    def _own_terms(self, X) -> np.ndarray:
+        """Each reference row's own term (−1: none). A model fitted here on ``X`` says which rows
+        became its support vectors (``support_``, in the order of its terms), so duplicates and
+        transforms that give other values in ``fit_transform`` than in ``transform`` cannot
+        confuse it; a frozen model is matched by value."""
+        final = _unwrap(self.estimator_)[1]
+        support = getattr(final, "support_", None)
+        if self.terms_.kind == "kernel" and support is not None and not self._frozen:
+            own = np.full(_num_samples(X), -1, dtype=np.int64)
+            own[np.asarray(support)] = np.arange(len(support))
+            return own
+        return self.terms_.own_terms(self.walk_.prepare(X))
+
+    def _reference_profile(self, X, own=None) -> dict:
         """Each family's tradeoff on (a sample of) the reference set, for ``family="auto"``."""
         families = [
             make_family(name, self.walk_statistics_, self.theta_s_, self.side_)
@@ -432,6 +461,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             families,
             max_rows=_PROFILE_ROWS,
             leave_own_out=self.reference_walks_ == "leave-one-out",
+            own=own,
         )
 
     def _resolved_reference_walks(self) -> str:

@@ -170,7 +170,7 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
 
 
 def walk_grid_outcomes(
-    walk, X, families, grid=None, *, leave_own_out: bool = False
+    walk, X, families, grid=None, *, leave_own_out: bool = False, own=None
 ) -> list[GridOutcomes]:
     """:func:`grid_outcomes` of raw examples ``X`` for several families, in bounded memory.
 
@@ -185,7 +185,12 @@ def walk_grid_outcomes(
     m = Xp.shape[0]
     parts: list[list[GridOutcomes]] = [[] for _ in families]
     for rows in row_chunks(m, walk.n_terms):
-        S = walk.partial_scores(Xp[rows], prepared=True, leave_own_out=leave_own_out)
+        S = walk.partial_scores(
+            Xp[rows],
+            prepared=True,
+            leave_own_out=leave_own_out,
+            own=None if own is None else own[rows],
+        )
         for k, fam in enumerate(families):
             parts[k].append(grid_outcomes(S, fam, grid))
     if m == 0:
@@ -195,7 +200,14 @@ def walk_grid_outcomes(
 
 
 def reference_profile(
-    walk, X, families, *, max_rows: int = 2000, seed: int = 0, leave_own_out: bool = False
+    walk,
+    X,
+    families,
+    *,
+    max_rows: int = 2000,
+    seed: int = 0,
+    leave_own_out: bool = False,
+    own=None,
 ) -> dict:
     """Each family's tradeoff on reference examples: ``{name: (disagreement, evaluated fraction)}``
     per scale of the default grid, on at most ``max_rows`` of ``X`` (a seeded sample), walked
@@ -212,7 +224,11 @@ def reference_profile(
     if n_rows > max_rows:
         rows = np.sort(np.random.default_rng(seed).choice(n_rows, max_rows, replace=False))
     outcomes = walk_grid_outcomes(
-        walk, _safe_indexing(X, rows), families, leave_own_out=leave_own_out
+        walk,
+        _safe_indexing(X, rows),
+        families,
+        leave_own_out=leave_own_out,
+        own=None if own is None else np.asarray(own)[rows],
     )
     return {
         fam.name: (out.disagreement_rates(), out.evaluated_fractions())

@@ -149,24 +149,31 @@ class Walk:
         stop: int | None = None,
         *,
         leave_own_out: bool = False,
+        own: np.ndarray | None = None,
     ) -> np.ndarray:
         """``w_{π(k)} X_{π(k)}(x)`` for walk positions ``k = start .. stop-1`` (0-based).
 
-        ``leave_own_out``: for reference (training) examples, see :meth:`leave_own_out`.
+        ``leave_own_out``, ``own``: for reference (training) examples, see :meth:`leave_own_out`.
         """
         stop = self.n_terms if stop is None else stop
         idx = self.order[start:stop]
         values = self.terms.term_values(X_prepared, idx)
         if leave_own_out:
-            self.leave_own_out(X_prepared, values, start)
+            self.leave_own_out(X_prepared, values, start, own)
         values -= self.ordered_mu[start:stop]
         values *= self.ordered_weights[start:stop]
         return values
 
-    def leave_own_out(self, X_prepared, values: np.ndarray, start: int = 0) -> np.ndarray:
+    def leave_own_out(
+        self, X_prepared, values: np.ndarray, start: int = 0, own: np.ndarray | None = None
+    ) -> np.ndarray:
         """Set to 0, in place, the value ``h_i(x_i)`` of each example's own term (the support
-        vector that is the example itself, :meth:`TermDecomposition.own_terms`) among the walk
-        positions ``start .. start + values.shape[1] − 1``; returns ``values``.
+        vector that is the example itself) among the walk positions
+        ``start .. start + values.shape[1] − 1``; returns ``values``.
+
+        ``own`` gives each row's own term index (−1: none), as the model's ``support_`` says when
+        it was fitted on these rows; without it, rows are matched to the support vectors by
+        value (:meth:`TermDecomposition.own_terms`).
 
         The walk of a training example that is a support vector holds ``w_i K(x_i, x_i)``, a
         term no new example has: on an RBF SVM it pins most training scores to the margin
@@ -175,7 +182,7 @@ class Walk:
         estimate of the example's score (Jaakkola & Haussler), and the walk is one a new example
         could have.
         """
-        own = self.terms.own_terms(X_prepared)
+        own = self.terms.own_terms(X_prepared) if own is None else np.asarray(own)
         rows = np.flatnonzero(own >= 0)
         if rows.size:
             pos = self.positions[own[rows]] - start
@@ -191,15 +198,20 @@ class Walk:
         return pos
 
     def partial_scores(
-        self, X, *, prepared: bool = False, leave_own_out: bool = False
+        self,
+        X,
+        *,
+        prepared: bool = False,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
     ) -> np.ndarray:
         """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms).
 
-        ``leave_own_out``: walks of reference examples without their own term
+        ``leave_own_out``, ``own``: walks of reference examples without their own term
         (:meth:`leave_own_out`).
         """
         Xp = X if prepared else self.prepare(X)
-        S = self.contributions(Xp, leave_own_out=leave_own_out)
+        S = self.contributions(Xp, leave_own_out=leave_own_out, own=own)
         np.cumsum(S, axis=1, out=S)
         return S
 

@@ -226,6 +226,41 @@ def test_heteroscedastic_family_against_its_definition(problem):
     np.testing.assert_allclose(as_regression.upper[:-1], reference.upper[:-1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+def test_heteroscedastic_tied_knots_stop_alike_in_calibration_and_evaluation(problem, side):
+    """Knots at the same estimate (ties, as boosting's few distinct scores give) with different
+    spreads: the grid's stops (crossing scores) and the deployed boundary's agree at every scale,
+    also for walks whose estimate sits exactly on the tie."""
+    import dataclasses
+
+    from attentive.families.heteroscedastic import SpreadTable
+
+    clf, _, _, S = problem
+    reg = clf.boundary_family("regression").regression
+    n = clf.n_terms_
+    theta = clf.theta_s_
+    centers = np.tile([theta - 1.0, theta - 0.2, theta - 0.2, theta + 0.5], (n, 1))
+    spreads = np.tile([0.3, 0.05, 0.7, 0.4], (n, 1))  # g at the tie: 4 and 0.2857, off the grid
+    stats = dataclasses.replace(
+        clf.walk_statistics_, spread=SpreadTable(centers, spreads, n_reference=1)
+    )
+    fam = make_family("heteroscedastic", stats, theta, side)
+    # Walks whose estimate is exactly on the tie at some positions.
+    W = S[:300].copy()
+    ok = reg.slope[:-1] > 0
+    tie = (theta - 0.2 - reg.intercept[:-1]) / np.where(ok, reg.slope[:-1], 1.0)
+    W[:100, :-1] = np.where(ok, tie, W[:100, :-1])
+    grid = default_grid()
+    out = grid_outcomes(W, fam, grid)
+    stopped = 0
+    for j in range(grid.size):
+        ev = apply_boundary(W, fam.boundary(grid[j]), theta)
+        np.testing.assert_array_equal(out.n_evaluated[:, j], ev.n_evaluated)
+        np.testing.assert_array_equal(out.positive[:, j], ev.positive)
+        stopped += ev.stopped[:100].sum()
+    assert stopped > 0
+
+
 # ----------------------------------------------------------------------------- oracle
 
 

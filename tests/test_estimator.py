@@ -200,15 +200,19 @@ def test_reference_walks_leave_each_support_vector_out(binary_problem):
     assert cal.fit(Xtr, ytr).reference_walks_ == "leave-one-out"
     # A copy with another rule keeps the walks it shares, and says so in its parameters.
     assert cal.with_rule("curved").get_params()["reference_walks"] == "leave-one-out"
-    model = SVC(gamma=0.2).fit(Xtr, ytr)
+    # Twenty rows repeated with the other label: a copy of a support vector is not that support
+    # vector (the model fitted here says which rows are, by its support_).
+    Xd, yd = np.vstack([Xtr, Xtr[:20]]), np.concatenate([ytr, 1 - ytr[:20]])
     stats = {}
     for mode in ("in-sample", "leave-one-out"):
-        clf = AttentiveClassifier(FrozenEstimator(model), reference_walks=mode).fit(Xtr, ytr)
+        clf = AttentiveClassifier(SVC(gamma=0.2, C=10), reference_walks=mode).fit(Xd, yd)
         stats[mode] = clf.class_stats_["positive"]
-    f = model.decision_function(Xtr)
+    model = clf.estimator_
+    assert clf.n_own_terms_ == model.support_.size
+    f = model.decision_function(Xd)
     loo = f.copy()
     loo[model.support_] -= model.dual_coef_[0]  # RBF: K(x, x) = 1
-    pos = ytr == 1
+    pos = yd == 1
     assert stats["in-sample"].score_mean == pytest.approx(f[pos].mean() - clf.offset_, rel=1e-9)
     assert stats["leave-one-out"].score_mean == pytest.approx(
         loo[pos].mean() - clf.offset_, rel=1e-9
@@ -216,3 +220,21 @@ def test_reference_walks_leave_each_support_vector_out(binary_problem):
     assert stats["leave-one-out"].score_var == pytest.approx(loo[pos].var(), rel=1e-9)
     with pytest.raises(InvalidParameterError, match="reference_walks"):
         AttentiveClassifier(SVC(), reference_walks="loo").fit(Xtr, ytr)
+
+
+def test_leave_one_out_through_a_pipeline_whose_fit_transform_differs(binary_problem):
+    """Randomized PCA gives other values in fit_transform than in transform, so no stored support
+    vector equals a transformed training row; the model's support_ still says which rows are."""
+    from sklearn.decomposition import PCA
+
+    Xtr, ytr, _, _ = binary_problem
+    pipe = make_pipeline(PCA(5, svd_solver="randomized", random_state=0), SVC(gamma=0.3))
+    clf = AttentiveClassifier(pipe, reference_walks="leave-one-out").fit(Xtr, ytr)
+    svc = clf.estimator_[-1]
+    assert clf.n_own_terms_ == svc.support_.size > 20
+    loo = clf.estimator_.decision_function(Xtr)
+    loo[svc.support_] -= svc.dual_coef_[0]
+    pos = ytr == 1
+    assert clf.class_stats_["positive"].score_mean == pytest.approx(
+        loo[pos].mean() - clf.offset_, rel=1e-9
+    )

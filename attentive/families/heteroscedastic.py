@@ -51,13 +51,14 @@ def spread_table(
     regression: RegressionStats,
     *,
     leave_own_out: bool = False,
+    own=None,
     bins: int = BINS,
     shrink: float = SHRINK,
     seed: int = 0,
 ) -> SpreadTable:
     """The :class:`SpreadTable` of reference examples ``X_ref`` (a seeded sample of at most
-    ``MAX_ROWS`` of them, fewer when the walk is long, so that at most ``MAX_VALUES`` partial
-    scores are held), walked as the reference statistics were (``leave_own_out``)."""
+    ``MAX_ROWS`` of them; with a long walk fewer, about ``MAX_VALUES`` partial scores but at
+    least 200 rows), walked as the reference statistics were (``leave_own_out``, ``own``)."""
     from sklearn.utils import _safe_indexing
     from sklearn.utils.validation import _num_samples
 
@@ -67,7 +68,11 @@ def spread_table(
     rows = np.arange(m)
     if keep < m:
         rows = np.sort(np.random.default_rng(seed).choice(m, keep, replace=False))
-    S = walk.partial_scores(_safe_indexing(X_ref, rows), leave_own_out=leave_own_out)
+    S = walk.partial_scores(
+        _safe_indexing(X_ref, rows),
+        leave_own_out=leave_own_out,
+        own=None if own is None else np.asarray(own)[rows],
+    )
     a, b = np.asarray(regression.intercept), np.asarray(regression.slope)
     sd = np.asarray(regression.residual_std)
     est = a + b * S  # (rows, n), in place of S from here on
@@ -82,8 +87,7 @@ def spread_table(
     sums = np.stack([res_sorted[g].sum(axis=0) for g in groups], axis=1)
     counts = np.array([g.size for g in groups], dtype=np.float64)
     spreads = np.sqrt((sums + shrink * sd[:, None] ** 2) / (counts + shrink))
-    # Equal centres (a position where every estimate is the same) would make a zero-width piece.
-    centers = np.maximum.accumulate(centers, axis=1)
+    centers = np.maximum.accumulate(centers, axis=1)  # rounding could break the order
     return SpreadTable(
         centers=frozen_array(centers), spreads=frozen_array(spreads), n_reference=int(keep)
     )
@@ -112,7 +116,18 @@ class HeteroscedasticFamily(BoundaryFamily):
             centers = np.zeros((self.n_terms, 1))
             spreads = np.asarray(reg.residual_std)[:, None].copy()
         else:
-            centers, spreads = np.asarray(table.centers), np.asarray(table.spreads)
+            centers = np.maximum.accumulate(np.asarray(table.centers, dtype=np.float64), axis=1)
+            spreads = np.array(table.spreads, dtype=np.float64)
+        # Knots at the same estimate (ties, e.g. boosting's few distinct scores) would make σ
+        # jump there, and the envelope and the roots would read the jump differently: tied
+        # knots take their largest spread, so σ is continuous.
+        for _ in range(centers.shape[1] - 1):
+            tied = centers[:, 1:] <= centers[:, :-1]
+            if not tied.any():
+                break
+            top = np.maximum(spreads[:, 1:], spreads[:, :-1])
+            spreads[:, 1:] = np.where(tied, top, spreads[:, 1:])
+            spreads[:, :-1] = np.where(tied, top, spreads[:, :-1])
         floor = 1e-12 * max(np.sqrt(max(self.stats.pooled.score_var, 0.0)), 1e-300)
         spreads = np.maximum(spreads, floor)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -123,28 +138,39 @@ class HeteroscedasticFamily(BoundaryFamily):
         n1 = head.shape[1]
         reg = self.regression
         a, b = np.asarray(reg.intercept)[:n1], np.asarray(reg.slope)[:n1]
-        est = a + b * head
         centers, spreads, g, h = self._table
-        c, sp_ = centers[:n1], spreads[:n1]
+        c, sd = centers[:n1], spreads[:n1]
         k = c.shape[1]
-        t = np.arange(n1)[None, :]
-        # σ_t(e): linear between the knots, constant beyond them (k is small: one pass per knot).
-        below = sum((est >= c[:, j]) for j in range(k))  # knots ≤ e
-        left, right = np.clip(below - 1, 0, k - 1), np.clip(below, 0, k - 1)
-        c_l, c_r, s_l, s_r = c[t, left], c[t, right], sp_[t, left], sp_[t, right]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(c_r > c_l, (est - c_l) / (c_r - c_l), 0.0)
-        sigma = s_l + (s_r - s_l) * frac
-        score = ((est - self.theta_s) if upper else (self.theta_s - est)) / sigma
-        # The envelope: the best score at any knot further from θ_S's side than the estimate.
+        est = a + b * head
+        # σ_t(e) = s_0 + Σ_j q_j · clip(e − c_{j−1}, 0, c_j − c_{j−1}): linear between the knots,
+        # constant beyond them; a few passes over one scratch array (k is small).
+        sigma = np.broadcast_to(sd[:, 0], est.shape).copy()
+        ramp = np.empty_like(est)
+        for j in range(1, k):
+            width = c[:, j] - c[:, j - 1]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.where(width > 0, (sd[:, j] - sd[:, j - 1]) / width, 0.0)
+            np.subtract(est, c[:, j - 1], out=ramp)
+            np.clip(ramp, 0.0, width, out=ramp)
+            ramp *= q
+            sigma += ramp
+        score = np.subtract(est, self.theta_s) if upper else np.subtract(self.theta_s, est)
+        score /= sigma
+        del sigma, ramp
+        # The envelope: the best score at any knot further out than the estimate (upper: knots
+        # ≤ e, the running maximum from the left; lower: knots ≥ e, from the right).
+        best = np.full_like(est, -np.inf)
         if upper:
-            knots = np.maximum.accumulate(h[:n1], axis=1)  # best over knots ≤ e
-            best = np.where(below > 0, knots[t, np.maximum(below - 1, 0)], -np.inf)
+            knots = np.maximum.accumulate(h[:n1], axis=1)
+            for j in range(k):  # ascending: the last knot ≤ e wins
+                np.copyto(best, np.broadcast_to(knots[:, j], est.shape), where=est >= c[:, j])
         else:
-            knots = np.maximum.accumulate(g[:n1, ::-1], axis=1)[:, ::-1]  # best over knots ≥ e
-            first = sum((est > c[:, j]) for j in range(k))  # index of the first knot ≥ e
-            best = np.where(first < k, knots[t, np.minimum(first, k - 1)], -np.inf)
-        return np.where(b > 0, np.maximum(score, best), -np.inf)
+            knots = np.maximum.accumulate(g[:n1, ::-1], axis=1)[:, ::-1]
+            for j in reversed(range(k)):  # descending: the first knot ≥ e wins
+                np.copyto(best, np.broadcast_to(knots[:, j], est.shape), where=est <= c[:, j])
+        np.maximum(score, best, out=score)
+        score[:, b <= 0] = -np.inf
+        return score
 
     def _thresholds(self, z: float, upper: bool) -> np.ndarray:
         """Per position, the estimate at which the side stops for scale z: the largest root of
