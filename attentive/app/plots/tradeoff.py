@@ -15,7 +15,7 @@ from attentive.app.rules import family_names
 
 __all__ = ["FAMILY_COLORS", "TradeoffView"]
 
-FAMILY_COLORS = ["#CC79A7", "#56B4E9", "#E69F00", "#0072B2", "#999933", "#882255"]
+FAMILY_COLORS = ["#CC79A7", "#56B4E9", "#E69F00", "#0072B2", "#882255", "#999933"]
 
 
 def family_color(name: str) -> str:
