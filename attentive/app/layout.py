@@ -181,27 +181,21 @@ class Dashboard(pn.viewable.Viewer):
         It starts after a short pause and not at all if a newer move has made it stale
         (``job.stale()``): a slider dragged through ten values is timed once, at its last value,
         and several sessions moving at once do not queue timings nobody will see."""
-        stale = getattr(job, "stale", lambda: False)
-
-        async def run():
-            await asyncio.sleep(MEASURE_PAUSE)
-            if stale() or self._closed:
-                return
-            try:
-                result = await asyncio.to_thread(job)
-            except Exception as exc:
-                self._apply(fail, exc)
-            else:
-                self._apply(done, result)
-
-        pn.state.execute(run)
+        self._in_thread(job, done, fail, pause=MEASURE_PAUSE)
 
     def compute_in_background(self, job, done, fail) -> None:
         """Executor for figure data that follows the numbers (every rule's tradeoff): a thread
         at once, no spinner; dropped if a newer move has made it stale before it starts."""
+        self._in_thread(job, done, fail, pause=0.0)
+
+    def _in_thread(self, job, done, fail, *, pause: float) -> None:
+        """Run ``job`` in a thread after ``pause`` seconds unless it is stale by then (or the
+        session closed); ``done(result)`` or ``fail(exc)`` back on the session's thread."""
         stale = getattr(job, "stale", lambda: False)
 
         async def run():
+            if pause:
+                await asyncio.sleep(pause)
             if stale() or self._closed:
                 return
             try:
