@@ -101,9 +101,11 @@ class TermDecomposition:
         vector equal to it, as a training example of a kernel model is — or −1.
 
         A training example that became a support vector carries its own term
-        ``w_i K(x_i, x_i)`` in its walk; no new example does. Reference statistics leave that
-        term out (:meth:`attentive.walk.Walk.contributions`), so that walks of the training set
+        ``w_i K(x_i, x_i)`` in its walk; no new example does. Reference statistics can leave that
+        term out (:meth:`attentive.walk.Walk.leave_own_out`), so that walks of the training set
         look like walks of new data. Only kernel models have such terms; other kinds give −1.
+        Rows are matched by exact value, so a row equal to a support vector is taken for it; a
+        model fitted on known rows says better (its ``support_``, as the estimator uses).
         """
         m = X.shape[0]
         own = np.full(m, -1, dtype=np.int64)
