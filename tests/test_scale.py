@@ -268,4 +268,35 @@ def test_killing_a_worker_mid_run_still_gives_the_full_correct_output(tmp_path, 
         assert pids[0] not in c.run(os.getpid).values()
     assert result["summary"].rows == X.shape[0]
     assert len(list(out.glob("part-*.parquet"))) == 60
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # no half-written part
     assert_same_as_in_memory(_read_scores(out), clf, X)
+
+
+def test_a_part_interrupted_mid_write_is_invisible_to_parquet_readers(tmp_path, monkeypatch):
+    """A worker killed between writing a part's temporary file and renaming it leaves that file
+    behind; its hidden name keeps it out of every reader of the directory."""
+    import pandas as pd
+
+    from attentive.scale import files
+
+    frame = pd.DataFrame(
+        {
+            "decision": [0.5, -1.0],
+            "positive": [True, False],
+            "n_evaluated": [3, 10],
+            "stopped": [True, False],
+            "stop_side": [1, 0],
+        }
+    )
+    files._write_part(frame, str(tmp_path / "part-000000.parquet"))
+
+    def killed(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        files._write_part(frame, str(tmp_path / "part-000001.parquet"))
+    monkeypatch.undo()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers and all(name.startswith(".") for name in leftovers)
+    assert len(pd.read_parquet(tmp_path)) == 2  # the finished part only

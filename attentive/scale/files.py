@@ -313,7 +313,10 @@ def _write_part(frame: pd.DataFrame, path: str) -> dict[str, int]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    # A hidden name: a worker killed mid-write leaves a file that Parquet readers of the
+    # directory skip (they ignore names starting with "." or "_"); the run removes it at the end.
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp)
     os.replace(tmp, path)
     stopped = frame["stopped"].to_numpy()
@@ -405,6 +408,8 @@ def write_scores(
             seconds=time.perf_counter() - started,
             output=str(output),
         )
+        for leftover in tmp.glob(".*.tmp"):  # parts a killed worker was writing (then redone)
+            leftover.unlink(missing_ok=True)
         (tmp / SUMMARY_NAME).write_text(json.dumps(asdict(summary), indent=2) + "\n")
         if output.exists():
             old = output.with_name(f".{output.name}.{uuid.uuid4().hex}.old")
