@@ -98,3 +98,34 @@ def test_bokeh_keep_alive_race_is_recognised():
         other = sys.exc_info()
     assert not server_log.is_closed_socket_ping(_record(other))
     assert not server_log.is_closed_socket_ping(_record(None))
+
+
+def test_a_patch_after_the_session_was_detached_is_dropped_from_bokehs_log(caplog):
+    """A patch the browser sent just before closing, handled after the session was detached:
+    Bokeh's protocol handler logs the same assertion; other errors there stay in the log."""
+    from bokeh.server.connection import ServerConnection
+
+    connection = ServerConnection.__new__(ServerConnection)
+    connection._session = None
+
+    def patch():  # what bokeh.server.session's patch handler does
+        return connection.session._handle_patch(None, connection)
+
+    try:
+        patch()
+    except AssertionError:
+        detached = sys.exc_info()
+    try:
+        raise RuntimeError("a real error")
+    except RuntimeError:
+        real = sys.exc_info()
+    loop = asyncio.new_event_loop()
+    try:
+        server_log.install(loop)
+    finally:
+        loop.close()
+    log = logging.getLogger("bokeh.server.protocol_handler")
+    with caplog.at_level(logging.ERROR, logger="bokeh.server.protocol_handler"):
+        log.error("error handling message", exc_info=detached)
+        log.error("error handling message", exc_info=real)
+    assert [r.exc_info[0] for r in caplog.records] == [RuntimeError]

@@ -1,4 +1,4 @@
-"""A quiet server log when browser tabs close: two tracebacks that only say "the tab was closed".
+"""A quiet server log when browser tabs close: tracebacks that only say "the tab was closed".
 
 Closing a tab while the server is writing to it is normal use, yet two layers below the dashboard
 print a traceback for it:
@@ -10,10 +10,13 @@ print a traceback for it:
   because the socket was closed are never awaited — asyncio logs each one when it is collected.
 * **"Uncaught exception GET /app/ws … AssertionError"** (tornado's request log). Bokeh's keep-alive
   ping finds the closed socket and detaches its session; when tornado then calls the socket's
-  ``on_close``, Bokeh asks for that session again (``ServerConnection.session`` asserts).
+  ``on_close``, Bokeh asks for that session again (``ServerConnection.session`` asserts). The
+  same assertion is logged as **"error handling message … AssertionError"**
+  (``bokeh.server.protocol_handler``) when a patch the browser sent just before closing arrives
+  after the session was detached.
 
 :func:`install` (called by every served session; it acts once per server process and event loop)
-drops exactly these two records and passes everything else on unchanged: any other exception of
+drops exactly these records and passes everything else on unchanged: any other exception of
 a task goes to the loop's previous (or default) handler, any other tornado error stays logged.
 """
 
@@ -57,8 +60,9 @@ def _frames(tb: TracebackType | None):
 
 
 def is_closed_socket_ping(record: logging.LogRecord) -> bool:
-    """Whether a tornado log ``record`` is Bokeh's AssertionError on closing a websocket whose
-    session the keep-alive ping has already detached."""
+    """Whether a log ``record`` is Bokeh's AssertionError from a websocket connection whose
+    session was already detached (``ServerConnection.session``: ``assert self._session is not
+    None``), on closing the socket or on a message that arrived after the detach."""
     if not record.exc_info or record.exc_info[0] is not AssertionError:
         return False
     codes = list(_frames(record.exc_info[2]))
@@ -66,7 +70,6 @@ def is_closed_socket_ping(record: logging.LogRecord) -> bool:
         bool(codes)
         and codes[-1].co_name == "session"
         and codes[-1].co_filename.replace("\\", "/").endswith("bokeh/server/connection.py")
-        and any(c.co_name == "on_close" for c in codes)
     )
 
 
@@ -92,7 +95,8 @@ def install(loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Keep closed tabs out of the server log (once per event loop and process; idempotent)."""
     global _filter_installed
     if not _filter_installed:
-        logging.getLogger("tornado.application").addFilter(_DropClosedSocketPing())
+        for name in ("tornado.application", "bokeh.server.protocol_handler"):
+            logging.getLogger(name).addFilter(_DropClosedSocketPing())
         _filter_installed = True
     if loop is None:
         try:
