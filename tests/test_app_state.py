@@ -236,3 +236,29 @@ def test_served_first_page_computes_the_numbers_and_holds_the_tradeoff_and_the_t
     assert not job.stale()
     done(job())
     assert state.figures.tradeoff.theta_s == pytest.approx(state.figures.theta_s)
+
+
+def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_the_fastest():
+    """A stall during one run (the server's other threads, the machine) must not show as a
+    speed-up: the sides alternate within each round and each keeps its fastest run."""
+    import time as _time
+
+    from attentive.app.rules import interleaved_times
+
+    calls = []
+
+    def rule():
+        calls.append("rule")
+        _time.sleep(0.05 if len(calls) == 1 else 0.002)  # stalled the first time only
+        return "r"
+
+    def full():
+        calls.append("full")
+        _time.sleep(0.004)
+        return "f"
+
+    (t_rule, t_full), out = interleaved_times([rule, full], rounds=3)
+    assert calls == ["rule", "full"] * 3
+    assert out == ["r", "f"]
+    assert t_rule < 0.02 and t_full >= 0.004
+    assert t_full / t_rule > 1.0  # without the stall the rule is the faster side

@@ -307,19 +307,21 @@ class Measurement:
         return self.full_seconds / self.seconds if self.seconds > 0 else float("nan")
 
 
-def _best_time(fn, repeat: int = 2):
-    best, out = math.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
+#: Rounds of the timing: each times the rule and full evaluation back to back.
+TIMING_ROUNDS = 5
+
+
+def interleaved_times(fns, rounds: int = TIMING_ROUNDS) -> tuple[list[float], list]:
+    """The fastest of ``rounds`` runs of each of ``fns``, run in turn within each round (so a
+    stall of the machine or of the server's other threads hits one run, not one side of the
+    ratio), and each function's last result."""
+    best, out = [math.inf] * len(fns), [None] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            out[i] = fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best, out
-
-
-@pn.cache(max_items=6, hash_funcs=WALKS_HASH)
-def _full_time(walks: Walks) -> float:
-    full = walks.classifier.with_rule("full")
-    return _best_time(lambda: full.evaluate(walks.X_test))[0]
 
 
 def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
@@ -329,7 +331,10 @@ def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
     the same mean cost."""
     clf = copy.copy(rule_classifier(walks, rule)).set_params(stopped_score="boundary")
     X = walks.X_test
-    seconds, ev = _best_time(lambda: clf.evaluate(X))
+    full = walks.classifier.with_rule("full")
+    (seconds, full_seconds), (ev, _) = interleaved_times(
+        [lambda: clf.evaluate(X), lambda: full.evaluate(X)]
+    )
     agrees = bool(
         np.array_equal(ev.positive, current.positive)
         and np.array_equal(ev.n_evaluated, current.n_evaluated)
@@ -354,7 +359,7 @@ def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
     )
     return Measurement(
         seconds=seconds,
-        full_seconds=_full_time(walks),
+        full_seconds=full_seconds,
         agrees=agrees,
         mean_evaluated=float(ev.n_evaluated.mean()),
         pr=pr,
@@ -399,5 +404,5 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
 
 
 def clear_caches() -> None:
-    for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff, _full_time):
+    for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff):
         fn.clear()
