@@ -41,3 +41,23 @@ def relative_error(a, b) -> float:
     """max |a - b| relative to the scale of b (at least 1)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+def curved_boundary_for_test(lower, upper, side, rng):
+    """A boundary of kind "curved" with the given thresholds, the other side's removed for a
+    one-sided ``side`` (in place), an estimate ``S_t + random intercept`` for stopped scores."""
+    from attentive.boundaries import Boundary
+
+    n = lower.shape[0]
+    if side == "lower":
+        upper[:] = np.inf
+    if side == "upper":
+        lower[:] = -np.inf
+    return Boundary(
+        "curved",
+        side,
+        lower,
+        upper,
+        estimate_slope=np.ones(n),
+        estimate_intercept=rng.normal(size=n),
+    )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import curved_boundary_for_test
 from sklearn.svm import SVC
 
 import attentive.evaluator.dense as dense
-from attentive.boundaries import Boundary, full_boundary
+from attentive.boundaries import full_boundary
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import evaluate_blocked
 from attentive.evaluator.plan import (
@@ -83,18 +84,7 @@ def _boundary(S, rng, side, gap):
         t[:] = nearest + np.where(rng.random(n) < 0.5, -gap, gap) * spread
     lower[~active] = -np.inf
     upper[~active] = np.inf
-    if side == "lower":
-        upper[:] = np.inf
-    if side == "upper":
-        lower[:] = -np.inf
-    return Boundary(
-        "curved",
-        side,
-        lower,
-        upper,
-        estimate_slope=np.ones(n),
-        estimate_intercept=rng.normal(size=n),
-    )
+    return curved_boundary_for_test(lower, upper, side, rng)
 
 
 def _same(ev, ref):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import curved_boundary_for_test
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.svm import SVC
@@ -138,18 +139,7 @@ def test_rbf_paths_equal_reference_with_thresholds_off_the_walks(rbf_walk, data)
         near = np.abs(S - t).min(axis=0) < 1e-6 * spread
         t[near] += 1e-5 * spread
     side = data.draw(st.sampled_from(["lower", "upper", "both"]))
-    if side == "lower":
-        upper[:] = np.inf
-    if side == "upper":
-        lower[:] = -np.inf
-    boundary = Boundary(
-        "curved",
-        side,
-        lower,
-        upper,
-        estimate_slope=np.ones(n),
-        estimate_intercept=rng.normal(size=n),
-    )
+    boundary = curved_boundary_for_test(lower, upper, side, rng)
     theta_s = walk.theta_s(0.0)
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
     band = 1e-5 * float(np.abs(walk.ordered_weights).sum())
