@@ -61,12 +61,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fitted(name: str, dataset, seed: int = 0, reference_walks: str = "leave-one-out"):
-    """The classifier fitted as boundary='calibrated' fits it, and its calibration part."""
+def calibration_split(dataset, seed: int = 0):
+    """``(X_fit, X_cal, y_fit)``: the training part split as ``boundary="calibrated"`` splits it
+    (``calibration_size="auto"``, stratified), seeded."""
     from sklearn.model_selection import train_test_split
 
     from attentive import AttentiveClassifier
-    from attentive.models import default_model_params, make_model
 
     probe = AttentiveClassifier(None, boundary="calibrated", delta=DELTA, alpha=ALPHA)
     size = probe._calibration_examples(len(dataset.y_train))
@@ -77,15 +77,29 @@ def _fitted(name: str, dataset, seed: int = 0, reference_walks: str = "leave-one
         stratify=dataset.y_train,
         random_state=seed,
     )
-    model = make_model(**default_model_params(name))
+    return X_fit, X_cal, y_fit
+
+
+def fitted_classifier(name: str, X_fit, y_fit, seed: int = 0, reference_walks="leave-one-out"):
+    """The dataset's preset model in a classifier fitted on ``(X_fit, y_fit)`` as
+    ``boundary="calibrated"`` fits it (its reference set walked ``reference_walks``)."""
+    from attentive import AttentiveClassifier
+    from attentive.models import default_model_params, make_model
+
     clf = AttentiveClassifier(
-        model,
+        make_model(**default_model_params(name)),
         boundary="curved",
         side="both",
         reference_walks=reference_walks,  # leave-one-out: as boundary="calibrated" walks it
         random_state=seed,
     )
-    return clf.fit(X_fit, y_fit), X_cal
+    return clf.fit(X_fit, y_fit)
+
+
+def _fitted(name: str, dataset, seed: int = 0, reference_walks: str = "leave-one-out"):
+    """The classifier fitted as boundary='calibrated' fits it, and its calibration part."""
+    X_fit, X_cal, y_fit = calibration_split(dataset, seed)
+    return fitted_classifier(name, X_fit, y_fit, seed, reference_walks), X_cal
 
 
 def measure_problem(
