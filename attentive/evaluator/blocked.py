@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from attentive.boundaries import Boundary
 from attentive.evaluator.dense import (
     MIN_CHUNK,
+    NonFiniteInput,
     RBFTerms,
     as_rows,
     prefix_sums,
@@ -55,7 +56,7 @@ from attentive.outcome import budget_evaluation, check_boundary_length, finish_e
 from attentive.validation import check_precision, check_size
 from attentive.walk import Walk
 
-__all__ = ["evaluate_blocked"]
+__all__ = ["NonFiniteInput", "evaluate_blocked", "rejects_non_finite"]
 
 # Walking buffers hold block × chunk values; chunks are wide (the cost beyond the terms is mostly
 # per-call overhead of per-position vector operations, so smaller, cache-sized tiles measured
@@ -63,6 +64,22 @@ __all__ = ["evaluate_blocked"]
 _TILE_ELEMENTS = 2**21
 _MAX_CHUNK = 8192
 _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
+
+
+def rejects_non_finite(walk: Walk, X) -> bool:
+    """Whether :func:`evaluate_blocked` raises :class:`NonFiniteInput` for any example of ``X``
+    with a NaN or infinite value, at no extra cost: RBF models on a dense array, with no
+    transform before the kernel. Every path then computes each example's squared norm (``|x|²``
+    or ``|x − c|²``) before using it, and a finite one proves the example finite
+    (:func:`attentive.evaluator.dense.check_finite_rows`). Elsewhere there is no such
+    guarantee: non-finite values may be evaluated as they are (the estimator checks them)."""
+    return (
+        isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and walk.n_terms >= 1
+        and walk.terms.head is None
+        and walk_plan(walk).sv_scaled is not None
+    )
 
 
 def evaluate_blocked(
@@ -122,6 +139,12 @@ def evaluate_blocked(
     Returns
     -------
     Evaluation
+
+    Raises
+    ------
+    NonFiniteInput
+        A ValueError, for an example with a NaN or infinite value where
+        :func:`rejects_non_finite` says so.
     """
     chunk_size = check_size(chunk_size, "chunk_size")
     block_size = check_size(block_size, "block_size")

@@ -28,10 +28,12 @@ from attentive.walk import Walk
 
 __all__ = [
     "ColumnTerms",
+    "NonFiniteInput",
     "RBFTerms",
     "Stops",
     "Terms",
     "as_rows",
+    "check_finite_rows",
     "prefix_sums",
     "term_source",
     "walk_rows",
@@ -43,6 +45,24 @@ FULL_TILE_ELEMENTS_WIDE = 2**18  # the same with more than AUGMENT_MAX_FEATURES 
 MIN_CHUNK = 64
 AUGMENT_MAX_FEATURES = 64  # the double RBF walk holds an augmented copy up to this many features
 _TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
+
+
+class NonFiniteInput(ValueError):
+    """Examples with a NaN or infinite value, found by an RBF path on dense data."""
+
+
+def check_finite_rows(norms2: np.ndarray, X: np.ndarray) -> None:
+    """Raise :class:`NonFiniteInput` when a row of ``X`` holds a NaN or an infinite value, from
+    the rows' squared norms ``norms2`` (which the RBF paths compute anyway).
+
+    A finite ``|x|²`` (or ``|x − c|²`` with a finite ``c``) proves its row finite: NaN and ±inf
+    propagate into a sum of squares. Only rows whose norm is not finite — non-finite values, or
+    finite ones whose squares overflow — are looked at value by value, so finite rows cost one
+    pass over ``m`` norms."""
+    if np.isfinite(norms2).all():
+        return
+    if not np.isfinite(X[~np.isfinite(norms2)]).all():
+        raise NonFiniteInput("Input X contains NaN or infinity.")
 
 
 class Terms:
@@ -136,8 +156,10 @@ class RBFTerms(Terms):
         return self.mode == "raw" and remaining * self.restrict_gain >= self.restrict_cost
 
     def _row(self) -> np.ndarray:
-        if self.row is None:
-            self.row = -self.plan.rbf_gamma * np.einsum("ij,ij->i", self.X, self.X)
+        if self.row is None:  # raw mode: self.X holds the rows as given
+            norms2 = np.einsum("ij,ij->i", self.X, self.X)
+            check_finite_rows(norms2, self.X)
+            self.row = -self.plan.rbf_gamma * norms2
         return self.row
 
     def keep(self, idx):
@@ -192,7 +214,9 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     (``|k| · max|l| ≥ 2^24``, by Cauchy–Schwarz).
 
     Tiles of rows are scaled, rounded and checked over all columns (contiguous passes in cache),
-    then the plan's column runs are copied into float32 (slices: faster than ``np.take``)."""
+    then the plan's column runs are copied into float32 (slices: faster than ``np.take``). Rows
+    it accepts are finite (NaN fails the check, ±inf the bound), as :func:`check_finite_rows`
+    would find."""
     s = plan.rbf_grid
     cols = plan.rbf_columns
     m, d = idx.size, X.shape[1]
@@ -278,6 +302,7 @@ def augmented_rows(plan: WalkPlan, X) -> tuple[np.ndarray, float]:
     centred = out[:, :d]
     np.subtract(X, plan.rbf_centre, out=centred)
     norms2 = np.einsum("ij,ij->i", centred, centred)
+    check_finite_rows(norms2, X)
     centred *= 2.0 * g
     out[:, d] = 1.0
     np.multiply(norms2, -g, out=out[:, d + 1])
@@ -307,7 +332,9 @@ def restricted_augmented_rows(plan: WalkPlan, X: np.ndarray, scratch=None) -> np
     centred = scratch[:m]
     np.subtract(X, plan.rbf_centre, out=centred)
     out = np.empty((m, k + 2))
-    np.multiply(np.einsum("ij,ij->i", centred, centred), -g, out=out[:, k + 1])
+    norms2 = np.einsum("ij,ij->i", centred, centred)
+    check_finite_rows(norms2, X)
+    np.multiply(norms2, -g, out=out[:, k + 1])
     take_columns(plan, centred, out)
     out[:, :k] *= 2.0 * g
     out[:, k] = 1.0

@@ -21,6 +21,7 @@ from attentive.evaluator.dense import (
     Stops,
     Terms,
     augmented_rows,
+    check_finite_rows,
     rbf_row_cost,
     walk_rows,
 )
@@ -260,6 +261,7 @@ class RBFTermsSingleProduct(Terms):
         X = np.asarray(X, dtype=np.float64)
         d = X.shape[1]
         norms2 = np.einsum("ij,ij->i", X, X)
+        check_finite_rows(norms2, X)
         # The rows as given until the first compaction gathers the survivors into float32:
         # converting every row up front would cost about as much as the first block.
         super().__init__(walk, plan, X)
