@@ -175,6 +175,23 @@ def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
     assert "double" in modes  # the chunk holding row 5 (others may be on the grid)
 
 
+def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(grid_problem, modes):
+    """The grid is checked on the products' columns: values elsewhere (where every support
+    vector is 0) only enter |x|², which comes from the rows as given, over every column."""
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    outside = np.setdiff1d(np.arange(X.shape[1]), plan.rbf_columns)
+    X = X.copy()
+    X[::3, outside[0]] = 0.3337  # off the grid, and large enough to move every walk
+    X[1::3, outside[-1]] = np.pi
+    S = walk.partial_scores(X)
+    boundary = _boundary(S, np.random.default_rng(13), "both", gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    _same(evaluate_blocked(walk, X, boundary, theta_s, precision="double"), ref)
+    assert "grid" in modes and "double" not in modes
+
+
 def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes):
     """Integers (grid step 1) large enough that |k| · max|l| ≥ 2^24: not exact in float32."""
     rng = np.random.default_rng(5)

@@ -205,27 +205,31 @@ class RBFTerms(Terms):
 
 
 _GRID_TILE = 256  # rows converted at a time (kept in cache between the passes)
+# Slack on |k| ≤ s |x| for the rounding of s x and of the computed |x|² (≤ d u, d < 10^9).
+_NORM_SLACK = 1.0 + 1e-6
 
 
 def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     """Rows ``X[idx]`` on the plan's columns as integers ``k = s x`` in float32, with their
-    ``−γ|x|²`` (from ``|k|²``, exact for 8-bit data); None when one of them is not on the grid
-    (``s x`` not an integer exactly) or could make a product's partial sums reach 2^24
-    (``|k| · max|l| ≥ 2^24``, by Cauchy–Schwarz).
+    ``−γ|x|²`` (over all columns, as :meth:`RBFTerms._row` computes it); None when one of them is
+    not on the grid on these columns (``s x`` not an integer exactly) or could make a product's
+    partial sums reach 2^24 (``s |x| · max|l| ≥ 2^24``, by Cauchy–Schwarz, as ``|k| ≤ s |x|``).
 
-    Tiles of rows are scaled, rounded and checked over all columns (contiguous passes in cache),
-    then the plan's column runs are copied into float32 (slices: faster than ``np.take``). Rows
-    it accepts are finite (NaN fails the check, ±inf the bound), as :func:`check_finite_rows`
-    would find."""
+    Per tile of rows: ``|x|²`` (the one pass over all columns, the tile then in cache), the
+    plan's column runs copied side by side (slices: faster than ``np.take``), then scaled,
+    rounded, checked and converted to float32 over those columns only. Rows it accepts are
+    finite (NaN fails the check, ±inf or NaN in any column the bound), as
+    :func:`check_finite_rows` would find."""
     s = plan.rbf_grid
     cols = plan.rbf_columns
     m, d = idx.size, X.shape[1]
-    out = np.empty((m, d if cols is None else cols.size), dtype=np.float32)
+    k = d if cols is None else cols.size
+    out = np.empty((m, k), dtype=np.float32)
     norms2 = np.empty(m)
     T = min(m, _GRID_TILE)
-    scaled = np.empty((T, d))
-    rounded = np.empty((T, d))
-    differ = np.empty((T, d), dtype=bool)
+    gathered = np.empty((T, k))
+    rounded = np.empty((T, k))
+    differ = np.empty((T, k), dtype=bool)
     contiguous = m == X.shape[0]  # idx is every row, in order (from flatnonzero)
     raw = None if contiguous else np.empty((T, d))
     runs = plan.rbf_runs if cols is not None else ((0, d, 0),)
@@ -233,17 +237,20 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
         hi = min(m, lo + _GRID_TILE)
         r = hi - lo
         tile = X[lo:hi] if contiguous else np.take(X, idx[lo:hi], axis=0, out=raw[:r])
-        t = np.multiply(tile, s, out=scaled[:r])
-        k = np.rint(t, out=rounded[:r])
-        if np.not_equal(t, k, out=differ[:r]).any():
+        np.einsum("ij,ij->i", tile, tile, out=norms2[lo:hi])
+        t = gathered[:r]
+        for first, stop, at in runs:
+            np.copyto(t[:, at : at + stop - first], tile[:, first:stop])
+        t *= s
+        rint = np.rint(t, out=rounded[:r])
+        if np.not_equal(t, rint, out=differ[:r]).any():
             return None
-        np.einsum("ij,ij->i", k, k, out=norms2[lo:hi])  # |k|²
-        o = out[lo:hi]
-        for first, stop, at in runs:  # integers below 2^24 (checked below): exact in float32
-            o[:, at : at + stop - first] = k[:, first:stop]
-    if not np.sqrt(norms2.max(initial=0.0)) * plan.sv_grid_norm < GRID_LIMIT:
+        # Integers below 2^24 (checked below): exact in float32.
+        np.copyto(out[lo:hi], rint, casting="same_kind")
+    # NaN or ±inf anywhere in a row makes its |x|² NaN or inf, and this test false.
+    if not np.sqrt(norms2.max(initial=0.0)) * s * _NORM_SLACK * plan.sv_grid_norm < GRID_LIMIT:
         return None
-    return out, norms2 * (-plan.rbf_gamma / s**2)
+    return out, norms2 * -plan.rbf_gamma
 
 
 _EXACT_SINGLE_PRODUCTS: list[bool] = []
