@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import ndtr
 
-from attentive.boundaries import Boundary, ReferenceStats
+from attentive.boundaries import Boundary, ReferenceStats, frozen_array
 from attentive.validation import check_side
 
 
@@ -87,6 +87,23 @@ class BoundaryFamily(ABC):
     def crossing_scores(self, head: np.ndarray, upper: bool) -> np.ndarray:
         """Per example and position ``t < n`` (``head`` = ``S_1 .. S_{n−1}``): the score whose
         exceeding :meth:`thresholds` stops the walk on that side (``−inf``: never)."""
+
+    def _sided_boundary(self, z: float, lower, upper, slope, intercept) -> Boundary:
+        """The :class:`Boundary` of thresholds ``lower`` / ``upper`` on ``S_t``, with the side
+        this family does not use switched off, and the estimate ``intercept + slope · S_t``."""
+        if self.side == "upper":
+            lower = np.full_like(lower, -np.inf)
+        if self.side == "lower":
+            upper = np.full_like(upper, np.inf)
+        return Boundary(
+            kind=self.name,
+            side=self.side,
+            lower=frozen_array(lower),
+            upper=frozen_array(upper),
+            estimate_slope=frozen_array(slope),
+            estimate_intercept=frozen_array(intercept),
+            params={"z": float(z), "theta_s": self.theta_s},
+        )
 
     def thresholds(self, grid: np.ndarray, upper: bool) -> np.ndarray:
         """The crossing-score threshold of each scale (default: the scale itself)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attentive.boundaries import Boundary, frozen_array
+from attentive.boundaries import Boundary
 from attentive.families.base import BoundaryFamily, standardised
 from attentive.families.registry import register_family
 
@@ -42,19 +42,7 @@ class FinitePopulationFamily(BoundaryFamily):
         t = self._positions(n)
         lower = t / n * (self.theta_s - z * self.standard_error(False))
         upper = t / n * (self.theta_s + z * self.standard_error(True))
-        if self.side == "upper":
-            lower = np.full(n, -np.inf)
-        if self.side == "lower":
-            upper = np.full(n, np.inf)
-        return Boundary(
-            kind=self.name,
-            side=self.side,
-            lower=frozen_array(lower),
-            upper=frozen_array(upper),
-            estimate_slope=frozen_array(n / t),
-            estimate_intercept=frozen_array(np.zeros(n)),
-            params={"z": z, "theta_s": self.theta_s},
-        )
+        return self._sided_boundary(z, lower, upper, n / t, np.zeros(n))
 
     def crossing_scores(self, head, upper):
         n1 = head.shape[1]

@@ -210,16 +210,4 @@ class HeteroscedasticFamily(BoundaryFamily):
         lower = np.where(pos, (self._thresholds(z, upper=False) - a) / safe_b, -np.inf)
         upper = np.where(pos, (self._thresholds(z, upper=True) - a) / safe_b, np.inf)
         lower[-1], upper[-1] = self.theta_s, self.theta_s  # the last position: decide at θ_S
-        if self.side == "upper":
-            lower = np.full_like(lower, -np.inf)
-        if self.side == "lower":
-            upper = np.full_like(upper, np.inf)
-        return Boundary(
-            kind=self.name,
-            side=self.side,
-            lower=frozen_array(lower),
-            upper=frozen_array(upper),
-            estimate_slope=frozen_array(b),
-            estimate_intercept=frozen_array(a),
-            params={"z": z, "theta_s": self.theta_s},
-        )
+        return self._sided_boundary(z, lower, upper, b, a)
