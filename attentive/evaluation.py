@@ -133,8 +133,10 @@ def evaluate(
     precision : {"auto", "mixed", "double"}, optional
         RBF walks on dense data: ``"mixed"`` computes kernel values in single precision with a
         certified error bound and falls back to double precision wherever the bound leaves a
-        stop unsure, so the result is that of ``"double"``; ``"auto"`` (default) uses it where it
-        is expected to be faster (see :func:`attentive.evaluator.evaluate_blocked`).
+        stop unsure, so stops, sides, labels and full scores are those of ``"double"`` (a stopped
+        walk's score is within the error band of its double-precision value); ``"auto"``
+        (default) uses it where it is expected to be faster (see
+        :func:`attentive.evaluator.evaluate_blocked`).
     values : bool, default True
         False when only decisions are needed (``predict``): decision values of walks that never
         stop may then be single-precision estimates (accurate to ~1e-6 of ``Σ|w|``) where that

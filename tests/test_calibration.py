@@ -22,7 +22,7 @@ from attentive.calibration import (
     fixed_sequence_scan,
     minimum_calibration_size,
 )
-from attentive.evaluation import apply_boundary
+from attentive.evaluation import apply_boundary, evaluation_options
 from attentive.families import family_names, make_family
 from attentive.grid import default_grid, family_ranking, grid_outcomes, oracle_stop_positions
 
@@ -157,7 +157,8 @@ def test_finite_population_family_is_the_sampling_estimate():
         assert b.upper[t - 1] == pytest.approx(t / n * (clf.theta_s_ + z * se[1]), abs=1e-12)
     # A stopped walk scores c + (n/t)·S_t (then placed on its predicted side).
     S = clf.partial_scores(X[600:])
-    ev = clf.evaluate(X[600:])
+    with evaluation_options(precision="double"):  # S_t to the last bits, as partial_scores
+        ev = clf.evaluate(X[600:])
     stopped = np.flatnonzero(ev.stopped)
     assert stopped.size > 10
     t = ev.n_evaluated[stopped]

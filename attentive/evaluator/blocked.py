@@ -121,10 +121,13 @@ def evaluate_blocked(
         How an RBF walk on dense data computes its kernel values. ``"mixed"``: in single
         precision with a bound on the error of every running sum, stopping only where the bound
         makes the crossing certain, walking again in double precision where it does not, and
-        summing the walks that never stop in double precision (same result as ``"double"``).
+        summing the walks that never stop in double precision (same stops, sides, labels and
+        full scores as ``"double"``; a stopped walk's score, the rule's estimate at the stop,
+        comes from its single-precision running sum, within the error band of the double one).
         ``"double"``: double precision throughout. ``"auto"`` (default): mixed where it is
-        expected to be faster — this CPU's float32 ``exp`` is at least twice as fast as its float64
-        one (measured once per process) and a pilot of the first rows shows that most walks stop.
+        expected to be faster — this CPU's float32 ``exp`` is at least three times as fast as its
+        float64 one (measured once per process) and a pilot of the first rows shows that most
+        walks stop.
     values : bool, default True
         False when only the decisions are needed (``predict``): a mixed-precision walk that never
         stops then keeps its single-precision ``f(x)`` when the error band leaves its side of θ
