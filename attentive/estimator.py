@@ -183,6 +183,16 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         estimate of ``f(x)`` at the stop, or the paper's Algorithm 1 value ``c + τ_t``; either is
         moved to the predicted side of ``threshold`` if it is not there, so that
         ``predict(X) == classes_[(decision_function(X) >= threshold).astype(int)]`` always.
+    early_stopping : "auto" or bool, default="auto"
+        Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
+        the boundary. ``True``: always. ``"auto"``: wherever walking can save time, which is
+        everywhere except a linear model over a sparse matrix: its full evaluation is one
+        sparse product, which no walk beats (putting each row's non-zeros in walk order alone
+        costs more; docs/speed.md), so there every term is evaluated and each example gets the
+        full model's decision (``n_evaluated == n_terms_``; what the rule would have done is
+        still what :meth:`scale_outcomes`, calibration and ``early_stopping=True`` show).
+        ``False``: never (every term, whatever the rule). Only how examples are evaluated
+        changes: fitting, the boundary and calibration are the same for every value.
 
     Attributes
     ----------
@@ -239,6 +249,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         calibration_size="auto",
         family="auto",
         stopped_score="estimate",
+        early_stopping="auto",
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -255,6 +266,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.calibration_size = calibration_size
         self.family = family
         self.stopped_score = stopped_score
+        self.early_stopping = early_stopping
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
@@ -267,6 +279,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"family must be 'auto' or one of {family_names()}, got {self.family!r}."
             )
         check_stopped_score(self.stopped_score)
+        self._early_stopping()
         check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
@@ -287,6 +300,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.boundary == "calibrated":
             check_alpha(self.alpha)
             check_calibration_size(self.calibration_size)
+
+    def _early_stopping(self) -> tuple[bool, bool]:
+        """``early_stopping`` checked: (only where walking pays, walk at all)."""
+        early = self.early_stopping
+        if isinstance(early, str) and early == "auto":
+            return True, True
+        if isinstance(early, (bool, np.bool_)):
+            return False, bool(early)
+        raise InvalidParameterError(f"early_stopping must be 'auto', True or False, got {early!r}.")
 
     def _calibration_examples(self, n_examples: int):
         """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the
@@ -617,15 +639,17 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _evaluate(self, X, values: bool = True) -> Evaluation:
         check_is_fitted(self)
         X = self._check_X(X, evaluator_checks_finite=True)
+        auto, walks = self._early_stopping()
         try:
             return evaluate(
                 self.walk_,
                 X,
-                self.boundary_,
+                self.boundary_ if walks else full_boundary(self.n_terms_),
                 self.theta_s_,
                 values=values,
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
+                only_if_walking_pays=auto,
             )
         except NonFiniteInput:
             # The finiteness check was left to the evaluator (it is free there): scikit-learn's

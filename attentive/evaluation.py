@@ -109,6 +109,7 @@ def evaluate(
     values: bool = True,
     threshold: float | None = None,
     stopped_score: str = "estimate",
+    only_if_walking_pays: bool = False,
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -147,6 +148,11 @@ def evaluate(
     stopped_score : {"estimate", "boundary"}, default "estimate"
         A stopped example's score: the rule's estimate of ``f(x)`` or Algorithm 1's ``c + τ_t``
         (SPEC §2).
+    only_if_walking_pays : bool, default False
+        Evaluate every term, instead of walking, where no walk can be faster than that: a linear
+        model over a sparse matrix (:func:`attentive.evaluator.walking_pays`). No example then
+        stops, and each gets the full model's decision. ``AttentiveClassifier``'s
+        ``early_stopping="auto"``.
     """
     default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()
     return evaluate_blocked(
@@ -161,6 +167,7 @@ def evaluate(
         values=values,
         threshold=threshold,
         stopped_score=stopped_score,
+        only_if_walking_pays=only_if_walking_pays,
     )
 
 

@@ -121,8 +121,14 @@ def test_other_models_sparse_input_and_boosting_agree():
     for model, data in models.values():
         for boundary in ("curved", "regression", "finite-population", "budget"):
             for side in ("lower", "both"):
+                # early_stopping=True: the sparse linear model walks too ("auto" would evaluate
+                # it in full, tests/test_early_stopping.py).
                 clf = AttentiveClassifier(
-                    FrozenEstimator(model), boundary=boundary, side=side, delta=0.3
+                    FrozenEstimator(model),
+                    boundary=boundary,
+                    side=side,
+                    delta=0.3,
+                    early_stopping=True,
                 ).fit(data[:400], y[:400])
                 _agree(clf, data[400:])
 

@@ -65,7 +65,9 @@ def sparse_problem():
     X = sp.random(2400, 300, density=0.03, format="csr", random_state=rng)
     w = rng.normal(size=300)
     y = (X @ w > np.median(X @ w)).astype(int)
-    clf = AttentiveClassifier(LinearSVC(C=1.0), random_state=0).fit(X[:800], y[:800])
+    # Walks (early_stopping=True): the stops and sides must travel through Dask too.
+    clf = AttentiveClassifier(LinearSVC(C=1.0), random_state=0, early_stopping=True)
+    clf = clf.fit(X[:800], y[:800])
     return clf, X[800:].tocsr()
 
 

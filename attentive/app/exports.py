@@ -192,7 +192,7 @@ model = make_model("{src.kind}", C={src.C!r}, gamma={gamma}).fit(X_fit, y_fit)
 clf = AttentiveClassifier(
     FrozenEstimator(model), side="{rule.side}", threshold={rule.theta!r},
     centering="{state.centering}", reference_walks="{REFERENCE_WALKS}",
-    random_state={state.seed},
+    random_state={state.seed}, early_stopping=True,
 ).fit(X_fit, y_fit)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -257,6 +257,8 @@ def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Wa
         centering=centering,
         reference_walks=REFERENCE_WALKS,
         random_state=int(seed),
+        # The dashboard shows what the rule does, also where walking cannot save time.
+        early_stopping=True,
     ).fit(p.X_fit, p.y_fit)
     X_test = p.dataset.X_test
     S = frozen(clf.partial_scores(X_test), dtype=np.float64)

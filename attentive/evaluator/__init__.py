@@ -22,7 +22,12 @@ positions are identical except for a walk that lands within that distance of a t
 (the mixed-precision walk counts that distance in its error band).
 """
 
-from attentive.evaluator.blocked import NonFiniteInput, evaluate_blocked, rejects_non_finite
+from attentive.evaluator.blocked import (
+    NonFiniteInput,
+    evaluate_blocked,
+    rejects_non_finite,
+    walking_pays,
+)
 from attentive.evaluator.mixed import EXP32_RELATIVE_ERROR, rbf_error_band, single_exp_pays
 from attentive.evaluator.plan import BlockSchedule, block_schedule, survival_schedule
 from attentive.evaluator.threads import default_n_jobs
@@ -38,4 +43,5 @@ __all__ = [
     "rejects_non_finite",
     "single_exp_pays",
     "survival_schedule",
+    "walking_pays",
 ]

@@ -3,7 +3,8 @@
 1. Full and budgeted evaluation never test a boundary: one product per chunk of examples
    (:func:`attentive.evaluator.dense.prefix_sums`).
 2. Sparse linear models (CSR input) find stops without looping over positions
-   (:mod:`attentive.evaluator.sparse`).
+   (:mod:`attentive.evaluator.sparse`), or, with ``only_if_walking_pays``, are evaluated in full:
+   one sparse product, which no walk can beat (:func:`walking_pays`).
 3. Tiny problems compute every term at once (:func:`attentive.evaluator.dense.walk_small`).
 4. Everything else walks chunks of examples over blocks of positions
    (:func:`attentive.evaluator.dense.walk_rows`; RBF kernels optionally in mixed precision,
@@ -56,7 +57,7 @@ from attentive.outcome import budget_evaluation, check_boundary_length, finish_e
 from attentive.validation import check_precision, check_size
 from attentive.walk import Walk
 
-__all__ = ["NonFiniteInput", "evaluate_blocked", "rejects_non_finite"]
+__all__ = ["NonFiniteInput", "evaluate_blocked", "rejects_non_finite", "walking_pays"]
 
 # Walking buffers hold block × chunk values; chunks are wide (the cost beyond the terms is mostly
 # per-call overhead of per-position vector operations, so smaller, cache-sized tiles measured
@@ -82,6 +83,15 @@ def rejects_non_finite(walk: Walk, X) -> bool:
     )
 
 
+def walking_pays(walk: Walk, Xp) -> bool:
+    """Whether walking ``Xp`` (examples as the walk sees them, after any pipeline head) can take
+    less time than evaluating every term. False for a linear model over a sparse matrix: full
+    evaluation is then one sparse product, compiled and ``O(nnz)``, while any walk must first
+    put each row's non-zeros in walk order, which alone costs more (docs/speed.md, "Sparse
+    linear models"). True everywhere else: there a walk's cost follows the terms it evaluates."""
+    return not (walk.terms.kind == "linear" and sp.issparse(Xp))
+
+
 def evaluate_blocked(
     walk: Walk,
     X,
@@ -95,6 +105,7 @@ def evaluate_blocked(
     values: bool = True,
     threshold: float | None = None,
     stopped_score: str = "estimate",
+    only_if_walking_pays: bool = False,
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
@@ -138,6 +149,9 @@ def evaluate_blocked(
         side of it.
     stopped_score : {"estimate", "boundary"}, default "estimate"
         What a stopped walk scores (SPEC §2; see :func:`attentive.outcome.finish_evaluation`).
+    only_if_walking_pays : bool, default False
+        Where :func:`walking_pays` is False, evaluate every term instead of walking (no example
+        stops; each gets the full model's decision). Budgeted rules are unaffected.
 
     Returns
     -------
@@ -175,7 +189,8 @@ def evaluate_blocked(
     thr = thresholds(plan, boundary) if n > 1 else Thresholds(None, None)
     jobs = n_jobs if m * n >= PARALLEL_MIN_ELEMENTS else 1
 
-    if (thr.lower is None and thr.upper is None) or m == 0:
+    in_full = only_if_walking_pays and not walking_pays(walk, Xp)
+    if (thr.lower is None and thr.upper is None) or m == 0 or in_full:
         if n:
             s_n = prefix_sums(walk, plan, Xp, n, chunk_size, n_jobs) - plan.centring_sums[n - 1]
     elif walk.terms.kind == "linear" and sp.issparse(Xp):

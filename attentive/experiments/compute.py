@@ -240,6 +240,7 @@ def reproduce_dataset(
         centering="positive",
         random_state=seed,
         stopped_score="boundary",
+        early_stopping=True,  # the paper's walks, also on sparse linear models
     ).fit(dataset.X_train, dataset.y_train)
     S = clf.partial_scores(X)
     m, n = S.shape

@@ -1,0 +1,160 @@
+"""``early_stopping``: walk where it can save time, evaluate in full where it cannot.
+
+A linear model over a sparse matrix is evaluated in full by default (one sparse product; no walk
+beats it, docs/speed.md); ``early_stopping=True`` walks it anyway and ``False`` never walks.
+Each is checked against an independent computation: scikit-learn's own ``decision_function``
+for full evaluation, and the reference walk over every partial score
+(:func:`attentive.evaluation.apply_boundary`) for the walk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MaxAbsScaler
+from sklearn.svm import SVC, LinearSVC
+
+from attentive import AttentiveClassifier, InvalidParameterError
+from attentive.evaluation import apply_boundary, evaluate
+from attentive.evaluator import walking_pays
+
+
+def _reference(clf, X):
+    """The rule's walk, from every partial score (independent of the blocked evaluator)."""
+    return apply_boundary(
+        clf.partial_scores(X),
+        clf.boundary_,
+        clf.theta_s_,
+        clf.offset_,
+        clf.classes_,
+        threshold=clf.threshold,
+    )
+
+
+@pytest.fixture(scope="module")
+def sparse_linear(sparse_problem_module):
+    Xtr, ytr, Xte = sparse_problem_module
+    clf = AttentiveClassifier(
+        LinearSVC(random_state=0), boundary="constant", side="both", delta=0.1, random_state=0
+    ).fit(Xtr, ytr)
+    return clf, Xte
+
+
+@pytest.fixture(scope="module")
+def sparse_problem_module():
+    rng = np.random.default_rng(4)
+    X = sp.random(500, 80, density=0.15, format="csr", random_state=rng)
+    w = rng.normal(size=80)
+    y = (X @ w + 0.05 * rng.normal(size=500) > np.median(X @ w)).astype(int)
+    return X[:300], y[:300], X[300:]
+
+
+def test_auto_evaluates_a_sparse_linear_model_in_full(sparse_linear):
+    clf, Xte = sparse_linear
+    assert clf.early_stopping == "auto"
+    model = clf.estimator_
+    np.testing.assert_allclose(
+        clf.decision_function(Xte), model.decision_function(Xte), rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_array_equal(clf.predict(Xte), model.predict(Xte))
+    ev = clf.evaluate(Xte)
+    np.testing.assert_array_equal(ev.n_evaluated, clf.n_terms_)
+    assert not ev.stopped.any()
+    # The rule itself does stop these walks: that is what "auto" chose not to do.
+    assert _reference(clf, Xte).stopped.mean() > 0.2
+
+
+def test_true_walks_a_sparse_linear_model_as_the_reference_does(sparse_linear):
+    clf, Xte = sparse_linear
+    walking = _with(clf, early_stopping=True)
+    ev = walking.evaluate(Xte)
+    ref = _reference(walking, Xte)
+    assert ref.stopped.any() and not ref.stopped.all()
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(walking.predict(Xte), ref.labels)
+    # A new rule from with_rule keeps the setting.
+    assert walking.with_rule("regression", delta=0.1).early_stopping is True
+
+
+def _with(clf, **params):
+    import copy
+
+    return copy.copy(clf).set_params(**params)
+
+
+def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear):
+    clf, Xte = sparse_linear
+    dense = Xte.toarray()
+    auto, walking = clf.evaluate(dense), _with(clf, early_stopping=True).evaluate(dense)
+    assert auto.stopped.any()
+    np.testing.assert_array_equal(auto.n_evaluated, walking.n_evaluated)
+    np.testing.assert_array_equal(auto.positive, walking.positive)
+    assert walking_pays(clf.walk_, dense) and not walking_pays(clf.walk_, Xte)
+    # What the walk sees decides, not what the caller passed: a pipeline whose head keeps the
+    # rows sparse is a linear model over a sparse matrix.
+    rng = np.random.default_rng(5)
+    X = sp.random(400, 50, density=0.2, format="csr", random_state=rng) * 7.0
+    y = (X @ rng.normal(size=50) > 0).astype(int)
+    pipe = make_pipeline(MaxAbsScaler(), LinearSVC(random_state=0))
+    piped = AttentiveClassifier(pipe, boundary="curved", delta=0.2, random_state=0).fit(
+        X[:250], y[:250]
+    )
+    ev = piped.evaluate(X[250:])
+    np.testing.assert_array_equal(ev.n_evaluated, piped.n_terms_)
+    np.testing.assert_allclose(
+        ev.decision, piped.estimator_.decision_function(X[250:]), rtol=1e-12, atol=1e-12
+    )
+    assert _reference(piped, X[250:]).stopped.any()
+
+
+def test_false_never_stops_and_budgets_are_kept(binary_problem, sparse_linear):
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(
+        SVC(gamma=0.1), boundary="curved", side="both", delta=0.3, random_state=0
+    ).fit(Xtr, ytr)
+    assert clf.evaluate(Xte).stopped.any()
+    never = _with(clf, early_stopping=False)
+    ev = never.evaluate(Xte)
+    assert not ev.stopped.any()
+    np.testing.assert_allclose(
+        never.decision_function(Xte), clf.estimator_.decision_function(Xte), rtol=1e-9, atol=1e-9
+    )
+    # A budget is not a walk that might stop: "auto" keeps it on sparse linear models too.
+    sparse_clf, Xs = sparse_linear
+    budget = sparse_clf.with_rule("budget", budget=10)
+    np.testing.assert_array_equal(budget.evaluate(Xs).n_evaluated, 10)
+    S = sparse_clf.partial_scores(Xs)
+    n = sparse_clf.n_terms_
+    np.testing.assert_allclose(
+        budget.evaluate(Xs).decision,
+        np.where(
+            (sparse_clf.offset_ + n / 10 * S[:, 9] >= 0),
+            np.maximum(sparse_clf.offset_ + n / 10 * S[:, 9], 0.0),
+            sparse_clf.offset_ + n / 10 * S[:, 9],
+        ),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+
+
+@pytest.mark.parametrize("value", ["yes", None, 1, "Auto"])
+def test_bad_values_are_named(sparse_problem_module, sparse_linear, value):
+    Xtr, ytr, Xte = sparse_problem_module
+    with pytest.raises(InvalidParameterError, match="early_stopping must be 'auto', True or False"):
+        AttentiveClassifier(LinearSVC(), early_stopping=value).fit(Xtr, ytr)
+    clf, _ = sparse_linear
+    with pytest.raises(InvalidParameterError, match=repr(value)):
+        _with(clf, early_stopping=value).predict(Xte)
+
+
+def test_the_core_function_walks_unless_asked(sparse_linear):
+    clf, Xte = sparse_linear
+    walked = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_)
+    full = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_, only_if_walking_pays=True)
+    assert walked.stopped.any() and not full.stopped.any()
+    np.testing.assert_array_equal(walked.n_evaluated, _reference(clf, Xte).n_evaluated)
