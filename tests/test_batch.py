@@ -315,15 +315,24 @@ def test_threads_give_identical_results(problem, n_jobs):
 
 
 def test_tiny_problem_path_matches_reference(problem):
+    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+
     X, y, Xt = problem
-    for model, centering in ((SVC(gamma=0.3), "positive"), (LinearSVC(C=0.5), "all")):
-        walk = _walk(model.fit(X, y), X, y, centering=centering)
+    lengths = []
+    for model, centering, rows in (
+        (SVC(gamma=0.3), "positive", 400),  # n > SMALL_PREFIX_PRODUCT: cumsum
+        (SVC(gamma=0.3), "positive", 60),  # n ≤ SMALL_PREFIX_PRODUCT: triangular product
+        (LinearSVC(C=0.5), "all", 400),  # 8 features, not an RBF walk
+    ):
+        walk = _walk(model.fit(X[:rows], y[:rows]), X[:rows], y[:rows], centering=centering)
+        lengths.append(walk.n_terms)
         S = walk.partial_scores(Xt[:20])  # 20 × n terms: the one-tile path
         theta_s = walk.theta_s(0.0)
         for side in ("lower", "upper", "both"):
             boundary = _quantile_boundary(S, side, q=0.3)
             ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
             _assert_same(evaluate_blocked(walk, Xt[:20], boundary, theta_s), ref)
+    assert lengths[0] > SMALL_PREFIX_PRODUCT >= max(lengths[1:])
 
 
 def test_default_threads_from_environment(monkeypatch):

@@ -556,6 +556,21 @@ def walk_rows(
     return out
 
 
+# Walks of at most this many terms take their prefix sums from one product with a triangular
+# matrix (m·n² multiply-adds at ~0.05 ns against cumsum's ~3.5 ns per element: even at n = 64).
+SMALL_PREFIX_PRODUCT = 64
+
+
+def _prefix_matrix(plan: WalkPlan, weights: np.ndarray, kind: str) -> np.ndarray:
+    """``L[k, t] = weights[k]`` for ``k ≤ t``, else 0: ``H @ L`` is every prefix sum of the
+    weighted terms (cached per plan)."""
+    L = plan.prefix_matrices.get(kind)
+    if L is None:
+        n = weights.size
+        L = plan.prefix_matrices[kind] = np.triu(np.ones((n, n))) * weights[:, None]
+    return L
+
+
 def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
     """A tiny problem in one go: every term of every example, then the first crossings."""
     n = plan.n_terms
@@ -563,12 +578,18 @@ def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
         source = RBFTerms(walk, plan, Xp)
         H = np.empty((n, Xp.shape[0]))
         source.block(0, n, H)
-        H *= plan.weight_signs[:, None]
-        H = H.T
+        H, weights, kind = H.T, plan.weight_signs, "signs"
     else:
         H = walk.terms.term_values(Xp, plan.order)
-        H *= plan.ordered_weights
-    U = np.cumsum(H, axis=1)
+        weights, kind = plan.ordered_weights, "weights"
+    if n <= SMALL_PREFIX_PRODUCT:
+        # One small product gives every prefix sum, the weights (or signs) folded in: faster
+        # than numpy's cumsum (~3.5 ns per element, not vectorised) for walks this short, and
+        # equal to it to rounding (each sum of the same terms in another order).
+        U = H @ _prefix_matrix(plan, weights, kind)
+    else:
+        H *= weights
+        U = np.cumsum(H, axis=1)
     P = U[:, : n - 1]
     crossed = low = None
     if thr.lower is not None:
@@ -576,11 +597,11 @@ def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
     if thr.upper is not None:
         high = P > thr.upper
         crossed = high if crossed is None else np.logical_or(low, high, out=high)
-    hit = crossed.any(axis=1)
     first = np.argmax(crossed, axis=1)
+    rows = np.arange(P.shape[0])
+    hit = crossed[rows, first]  # argmax finds a True if there is one
     at = np.where(hit, first + 1, n)
     side = hit.astype(np.int8)
-    rows = np.arange(P.shape[0])
     if low is not None:
         side[low[rows, first] & hit] = -1
     return at, side, U[:, n - 1], U[rows, at - 1]

@@ -185,6 +185,9 @@ class WalkPlan:
     sv_grid_norm: float = 0.0
     inverse_order: np.ndarray | None = None  # walk position of each feature (linear models)
     boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
+    # Tiny problems: n × n matrices whose product with a block of (unsigned or unweighted)
+    # terms gives every prefix sum (attentive.evaluator.dense.walk_small), by kind of terms.
+    prefix_matrices: dict = field(default_factory=dict)
     offset: float = 0.0  # c = b + Σ w μ (walk.offset, computed once)
 
     @property
