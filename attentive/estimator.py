@@ -302,8 +302,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             check_calibration_size(self.calibration_size)
 
     def _early_stopping(self) -> tuple[bool, bool]:
-        """``early_stopping`` checked: (only where walking pays, walk at all)."""
-        early = self.early_stopping
+        """``early_stopping`` checked: (only where walking pays, walk at all). A classifier saved
+        before the parameter existed has the default."""
+        early = getattr(self, "early_stopping", "auto")
         if isinstance(early, str) and early == "auto":
             return True, True
         if isinstance(early, (bool, np.bool_)):

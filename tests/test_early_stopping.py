@@ -158,3 +158,19 @@ def test_the_core_function_walks_unless_asked(sparse_linear):
     full = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_, only_if_walking_pays=True)
     assert walked.stopped.any() and not full.stopped.any()
     np.testing.assert_array_equal(walked.n_evaluated, _reference(clf, Xte).n_evaluated)
+
+
+def test_a_classifier_saved_before_the_parameter_existed_has_the_default(sparse_linear):
+    import skops.io as sio
+
+    from attentive.models import load_model
+
+    clf, Xte = sparse_linear
+    old = _with(clf)
+    del old.early_stopping  # as a classifier saved by an earlier version holds it
+    ev = old.evaluate(Xte)
+    np.testing.assert_array_equal(ev.n_evaluated, clf.n_terms_)
+    # The parameter survives the project's safe skops round trip (trusted types only).
+    again = load_model(sio.dumps(_with(clf, early_stopping=True)))
+    assert again.early_stopping is True
+    assert again.evaluate(Xte).stopped.any()
