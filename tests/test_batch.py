@@ -335,6 +335,34 @@ def test_tiny_problem_path_matches_reference(problem):
     assert lengths[0] > SMALL_PREFIX_PRODUCT >= max(lengths[1:])
 
 
+@pytest.mark.parametrize("n_tasks", [1, 2, 7, 164])
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_run_tasks_calls_each_task_once_and_keeps_the_order(n_tasks, n_jobs):
+    import threading
+    import time
+
+    from attentive.evaluator.threads import run_tasks
+
+    calls, threads = [], {}
+
+    def task(i):
+        def go():
+            calls.append(i)
+            threads.setdefault(threading.current_thread().name, []).append(i)
+            time.sleep(0.001)  # long enough for every thread to be working at once
+            return i * i
+
+        return go
+
+    assert run_tasks([task(i) for i in range(n_tasks)], n_jobs) == [i * i for i in range(n_tasks)]
+    assert sorted(calls) == list(range(n_tasks))
+    # One contiguous share per thread (one hand-off each): at most n_jobs threads, each running
+    # a run of consecutive tasks in order.
+    assert len(threads) <= min(n_jobs, n_tasks)
+    for ran in threads.values():
+        assert ran == list(range(ran[0], ran[0] + len(ran)))
+
+
 def test_default_threads_from_environment(monkeypatch):
     from attentive.evaluator import default_n_jobs
 
