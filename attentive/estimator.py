@@ -191,8 +191,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         costs more; docs/speed.md), so there every term is evaluated and each example gets the
         full model's decision (``n_evaluated == n_terms_``; what the rule would have done is
         still what :meth:`scale_outcomes`, calibration and ``early_stopping=True`` show).
-        ``False``: never (every term, whatever the rule). Only how examples are evaluated
-        changes: fitting, the boundary and calibration are the same for every value.
+        ``False``: never — every term of every example, whatever the rule (a budget too).
+        Only how examples are evaluated changes: fitting, the boundary and calibration are the
+        same for every value. A classifier saved before this parameter existed loads with
+        ``"auto"``.
 
     Attributes
     ----------
@@ -301,10 +303,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             check_alpha(self.alpha)
             check_calibration_size(self.calibration_size)
 
+    def __setstate__(self, state):
+        # A classifier saved (pickle or skops) before a parameter existed gets its default.
+        if isinstance(state, dict):
+            state = {"early_stopping": "auto", **state}
+        super().__setstate__(state)
+
     def _early_stopping(self) -> tuple[bool, bool]:
-        """``early_stopping`` checked: (only where walking pays, walk at all). A classifier saved
-        before the parameter existed has the default."""
-        early = getattr(self, "early_stopping", "auto")
+        """``early_stopping`` checked: (only where walking pays, walk at all)."""
+        early = self.early_stopping
         if isinstance(early, str) and early == "auto":
             return True, True
         if isinstance(early, (bool, np.bool_)):

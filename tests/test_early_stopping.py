@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import MaxAbsScaler
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.svm import SVC, LinearSVC
 
 from attentive import AttentiveClassifier, InvalidParameterError
@@ -34,21 +34,12 @@ def _reference(clf, X):
 
 
 @pytest.fixture(scope="module")
-def sparse_linear(sparse_problem_module):
-    Xtr, ytr, Xte = sparse_problem_module
+def sparse_linear(sparse_problem):
+    Xtr, ytr, Xte, _ = sparse_problem
     clf = AttentiveClassifier(
         LinearSVC(random_state=0), boundary="constant", side="both", delta=0.1, random_state=0
     ).fit(Xtr, ytr)
     return clf, Xte
-
-
-@pytest.fixture(scope="module")
-def sparse_problem_module():
-    rng = np.random.default_rng(4)
-    X = sp.random(500, 80, density=0.15, format="csr", random_state=rng)
-    w = rng.normal(size=80)
-    y = (X @ w + 0.05 * rng.normal(size=500) > np.median(X @ w)).astype(int)
-    return X[:300], y[:300], X[300:]
 
 
 def test_auto_evaluates_a_sparse_linear_model_in_full(sparse_linear):
@@ -95,21 +86,35 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
     np.testing.assert_array_equal(auto.n_evaluated, walking.n_evaluated)
     np.testing.assert_array_equal(auto.positive, walking.positive)
     assert walking_pays(clf.walk_, dense) and not walking_pays(clf.walk_, Xte)
-    # What the walk sees decides, not what the caller passed: a pipeline whose head keeps the
-    # rows sparse is a linear model over a sparse matrix.
+    # What the walk sees decides, not what the caller passed: a head that makes sparse rows
+    # dense walks them, a head that makes dense rows sparse is evaluated in full.
     rng = np.random.default_rng(5)
     X = sp.random(400, 50, density=0.2, format="csr", random_state=rng) * 7.0
     y = (X @ rng.normal(size=50) > 0).astype(int)
-    pipe = make_pipeline(MaxAbsScaler(), LinearSVC(random_state=0))
-    piped = AttentiveClassifier(pipe, boundary="curved", delta=0.2, random_state=0).fit(
-        X[:250], y[:250]
-    )
-    ev = piped.evaluate(X[250:])
-    np.testing.assert_array_equal(ev.n_evaluated, piped.n_terms_)
-    np.testing.assert_allclose(
-        ev.decision, piped.estimator_.decision_function(X[250:]), rtol=1e-12, atol=1e-12
-    )
-    assert _reference(piped, X[250:]).stopped.any()
+    heads = {
+        "densify": (FunctionTransformer(lambda Z: Z.toarray(), accept_sparse=True), X),
+        "sparsify": (FunctionTransformer(sp.csr_matrix), X.toarray()),
+    }
+    for name, (head, data) in heads.items():
+        piped = AttentiveClassifier(
+            make_pipeline(head, LinearSVC(random_state=0)),
+            boundary="constant",
+            side="both",
+            delta=0.1,
+            random_state=0,
+        ).fit(data[:250], y[:250])
+        ev = piped.evaluate(data[250:])
+        assert _reference(piped, data[250:]).stopped.mean() > 0.2, name
+        if name == "densify":
+            assert ev.stopped.mean() > 0.2
+        else:
+            np.testing.assert_array_equal(ev.n_evaluated, piped.n_terms_)
+            np.testing.assert_allclose(
+                ev.decision,
+                piped.estimator_.decision_function(data[250:]),
+                rtol=1e-12,
+                atol=1e-12,
+            )
 
 
 def test_false_never_stops_and_budgets_are_kept(binary_problem, sparse_linear):
@@ -124,10 +129,16 @@ def test_false_never_stops_and_budgets_are_kept(binary_problem, sparse_linear):
     np.testing.assert_allclose(
         never.decision_function(Xte), clf.estimator_.decision_function(Xte), rtol=1e-9, atol=1e-9
     )
-    # A budget is not a walk that might stop: "auto" keeps it on sparse linear models too.
+    # A budget is not a walk that might stop: "auto" keeps it on sparse linear models too;
+    # False evaluates every term whatever the rule, a budget included.
     sparse_clf, Xs = sparse_linear
     budget = sparse_clf.with_rule("budget", budget=10)
     np.testing.assert_array_equal(budget.evaluate(Xs).n_evaluated, 10)
+    everything = _with(budget, early_stopping=False).evaluate(Xs)
+    np.testing.assert_array_equal(everything.n_evaluated, sparse_clf.n_terms_)
+    np.testing.assert_allclose(
+        everything.decision, sparse_clf.estimator_.decision_function(Xs), rtol=1e-12, atol=1e-12
+    )
     S = sparse_clf.partial_scores(Xs)
     n = sparse_clf.n_terms_
     np.testing.assert_allclose(
@@ -143,8 +154,8 @@ def test_false_never_stops_and_budgets_are_kept(binary_problem, sparse_linear):
 
 
 @pytest.mark.parametrize("value", ["yes", None, 1, "Auto"])
-def test_bad_values_are_named(sparse_problem_module, sparse_linear, value):
-    Xtr, ytr, Xte = sparse_problem_module
+def test_bad_values_are_named(sparse_problem, sparse_linear, value):
+    Xtr, ytr, Xte, _ = sparse_problem
     with pytest.raises(InvalidParameterError, match="early_stopping must be 'auto', True or False"):
         AttentiveClassifier(LinearSVC(), early_stopping=value).fit(Xtr, ytr)
     clf, _ = sparse_linear
@@ -160,17 +171,28 @@ def test_the_core_function_walks_unless_asked(sparse_linear):
     np.testing.assert_array_equal(walked.n_evaluated, _reference(clf, Xte).n_evaluated)
 
 
-def test_a_classifier_saved_before_the_parameter_existed_has_the_default(sparse_linear):
+@pytest.mark.parametrize("how", ["skops", "pickle"])
+def test_a_classifier_saved_before_the_parameter_existed_loads_with_the_default(sparse_linear, how):
+    import pickle
+
     import skops.io as sio
+    from sklearn.base import clone
 
     from attentive.models import load_model
 
     clf, Xte = sparse_linear
     old = _with(clf)
-    del old.early_stopping  # as a classifier saved by an earlier version holds it
-    ev = old.evaluate(Xte)
-    np.testing.assert_array_equal(ev.n_evaluated, clf.n_terms_)
-    # The parameter survives the project's safe skops round trip (trusted types only).
-    again = load_model(sio.dumps(_with(clf, early_stopping=True)))
-    assert again.early_stopping is True
-    assert again.evaluate(Xte).stopped.any()
+    del old.early_stopping  # what a classifier saved by an earlier version holds
+    if how == "skops":
+        again = load_model(sio.dumps(old))  # the project's loader: trusted types only
+    else:
+        again = pickle.loads(pickle.dumps(old))
+    assert again.early_stopping == "auto"
+    assert again.get_params()["early_stopping"] == "auto"
+    assert clone(again).early_stopping == "auto"
+    assert "AttentiveClassifier" in repr(again)
+    np.testing.assert_array_equal(again.evaluate(Xte).n_evaluated, clf.n_terms_)
+    assert again.with_rule("regression", delta=0.1).evaluate(Xte).n_evaluated.min() == clf.n_terms_
+    # A value that was saved is kept.
+    walking = load_model(sio.dumps(_with(clf, early_stopping=True)))
+    assert walking.early_stopping is True and walking.evaluate(Xte).stopped.any()
