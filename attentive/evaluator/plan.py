@@ -256,9 +256,7 @@ def walk_plan(walk: Walk) -> WalkPlan:
                 plan.sv_grid32 = np.ascontiguousarray(L, dtype=np.float32)
                 plan.sv_grid_norm = norm
     if terms.kind == "linear":
-        inverse = np.empty(w.size, dtype=np.int64)
-        inverse[plan.order] = np.arange(w.size)
-        plan.inverse_order = inverse
+        plan.inverse_order = walk.positions
     _PLANS[key] = (weakref.ref(walk, lambda _ref, _key=key: _PLANS.pop(_key, None)), plan)
     return plan
 
