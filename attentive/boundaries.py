@@ -267,6 +267,12 @@ class Boundary:
         For ``kind="budget"``: evaluate exactly this many terms (Algorithm 2).
     params : dict
         What built it (δ, V, z, ...), for reports.
+    mass : ndarray of shape (n_terms,) or None
+        A rule on a second running sum (beyond the paper): with it, ``lower``, ``upper`` and
+        the estimate apply to the rule's statistic ``V_t = S_t + mass[t-1] · A_t`` instead of
+        ``S_t``, where ``A_t = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` is the walk's running mass
+        (:meth:`attentive.walk.Walk.partial_masses`; the mass-regression family). None: the
+        statistic is ``S_t``.
     """
 
     kind: str
@@ -278,6 +284,7 @@ class Boundary:
     upper_estimate_intercept: np.ndarray | None = None
     budget: int | None = None
     params: dict | None = None
+    mass: np.ndarray | None = None
 
     def __post_init__(self):
         n = self.lower.shape[0]
@@ -286,6 +293,7 @@ class Boundary:
             "estimate_slope",
             "estimate_intercept",
             "upper_estimate_intercept",
+            "mass",
         ):
             value = getattr(self, name)
             if value is not None and np.shape(value) != (n,):
@@ -299,11 +307,36 @@ class Boundary:
     def n_terms(self) -> int:
         return int(self.lower.shape[0])
 
+    @property
+    def uses_mass(self) -> bool:
+        """Whether the rule's statistic involves the running mass ``A_t`` (see ``mass``)."""
+        return getattr(self, "mass", None) is not None
+
+    def statistic(self, S, A=None) -> np.ndarray:
+        """The statistic the thresholds apply to, for partial scores ``S`` (columns ``t − 1``,
+        any leading positions) and, for a rule with ``mass``, the running masses ``A`` alike:
+        ``S`` itself, or ``S + mass · A``."""
+        S = np.asarray(S, dtype=np.float64)
+        if not self.uses_mass:
+            return S
+        if A is None:
+            raise InvalidParameterError(
+                "this boundary stops on S_t + κ_t·A_t (a mass-regression rule): pass the "
+                "running masses A (Walk.partial_masses) along with the partial scores."
+            )
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != S.shape:
+            raise InvalidParameterError(
+                f"the running masses A must have the shape of S, {S.shape}, got {A.shape}."
+            )
+        return S + self.mass[: S.shape[-1]] * A
+
     def stop_estimate(self, at, side, S_at, stopped_score: str = "estimate") -> np.ndarray:
         """Estimates of ``S_n`` for stopped walks (SPEC §2), before moving them to their side.
 
         ``at`` are 0-based positions (``t − 1``), ``side`` −1 (lower) or +1 (upper), ``S_at`` the
-        partial scores ``S_t`` there. ``stopped_score="estimate"``: the rule's own estimate
+        rule's statistic there (:meth:`statistic`: the partial score ``S_t``, or ``V_t`` for a
+        rule with ``mass``). ``stopped_score="estimate"``: the rule's own estimate
         (``estimate_slope · S_t + intercept``, or the crossed threshold for a rule without one);
         ``"boundary"``: the crossed threshold ``τ_t`` (the paper's Algorithm 1).
         """

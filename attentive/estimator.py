@@ -57,7 +57,8 @@ from attentive.families import (
     make_family,
     regression_statistics,
 )
-from attentive.families.heteroscedastic import spread_table
+from attentive.families.heteroscedastic import reference_sample, spread_table_of
+from attentive.families.mass import mass_table
 from attentive.grid import (
     GridOutcomes,
     family_ranking,
@@ -449,15 +450,18 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
         self.variance_ = self.reference_stats_.variance(self.variance)
+        # One sample of reference walks, with their running masses, for the tables of the
+        # heteroscedastic and mass-regression families.
+        S_ref, A_ref = reference_sample(self.walk_, X, leave_own_out=loo, own=own, masses=True)
         self.walk_statistics_ = WalkStatistics(
             positive=self.class_stats_["positive"],
             negative=self.class_stats_["negative"],
             pooled=pooled,
             variance=self.variance_,
-            spread=spread_table(
-                self.walk_, X, regression_statistics(pooled), leave_own_out=loo, own=own
-            ),
+            spread=spread_table_of(S_ref, regression_statistics(pooled)),
+            mass=mass_table(S_ref, A_ref),
         )
+        del S_ref, A_ref
         self.side_ = self.side
         self.reference_profile_ = self._reference_profile(X, own)
         self.calibration_ = None
@@ -672,6 +676,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         return self.walk_.partial_scores(self._check_X(X))
+
+    def partial_masses(self, X) -> np.ndarray:
+        """Every running mass ``A_t(x) = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` (column ``t − 1``), shape
+        (n_examples, n_terms): what a rule of the mass-regression family stops on besides
+        ``S_t`` (:meth:`attentive.walk.Walk.partial_masses`; for plots and experiments)."""
+        check_is_fitted(self)
+        return self.walk_.partial_masses(self._check_X(X))
 
     def _is_plain_valid_input(self, X, evaluator_checks_finite: bool = False) -> bool:
         """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.

@@ -36,16 +36,19 @@ __all__ = [
 ]
 
 
-def first_crossing(S: np.ndarray, boundary: Boundary) -> tuple[np.ndarray, np.ndarray]:
+def first_crossing(
+    S: np.ndarray, boundary: Boundary, A: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's first stop position (1-based ``t``; ``n`` if none) and side (−1, +1, 0).
 
     Only positions ``t < n`` can stop. A row crossing both sides at the same ``t`` (possible only
-    with a boundary whose lower exceeds its upper) counts as a lower stop.
+    with a boundary whose lower exceeds its upper) counts as a lower stop. ``A``: the running
+    masses, for a boundary with ``mass`` (its thresholds apply to ``S_t + κ_t A_t``).
     """
     m, n = S.shape
     if n <= 1:
         return np.full(m, n, dtype=np.int64), np.zeros(m, dtype=np.int8)
-    head = S[:, : n - 1]
+    head = boundary.statistic(S[:, : n - 1], None if A is None else np.asarray(A)[:, : n - 1])
     lo = head < boundary.lower[: n - 1]
     up = head > boundary.upper[: n - 1]
     crossed = lo | up
@@ -67,12 +70,14 @@ def apply_boundary(
     *,
     threshold: float | None = None,
     stopped_score: str = "estimate",
+    A: np.ndarray | None = None,
 ) -> Evaluation:
     """Evaluate walks given their full partial scores ``S`` (column ``t-1`` = ``S_t``).
 
     The reference implementation of Algorithms 1 and 2; :func:`evaluate` must agree with it.
     ``threshold`` is θ on the decision scale (default ``offset + theta_s``): every returned
-    decision lies on its predicted side of it (SPEC §2).
+    decision lies on its predicted side of it (SPEC §2). ``A``: the walks' running masses
+    (:meth:`attentive.walk.Walk.partial_masses`), needed for a boundary with ``mass``.
     """
     S = np.asarray(S, dtype=np.float64)
     m, n = S.shape
@@ -80,14 +85,20 @@ def apply_boundary(
     if boundary.kind == "budget":
         B = boundary.budget
         return budget_evaluation((n / B) * S[:, B - 1], B, n, theta_s, offset, threshold, classes)
-    t, side = first_crossing(S, boundary)
+    t, side = first_crossing(S, boundary, A)
     rows = np.arange(m)
+    at = np.maximum(t - 1, 0)
+    if n and boundary.uses_mass:
+        # The rule's statistic at the stop, V_t = S_t + κ_t A_t: what its estimate is made of.
+        stop_scores = S[rows, at] + boundary.mass[at] * np.asarray(A, dtype=np.float64)[rows, at]
+    else:
+        stop_scores = S[rows, at] if n else np.zeros(m)
     return finish_evaluation(
         boundary,
         s_n=S[:, n - 1].copy() if n else np.zeros(m),
         n_evaluated=t,
         stop_side=side,
-        stop_scores=S[rows, np.maximum(t - 1, 0)] if n else np.zeros(m),
+        stop_scores=stop_scores,
         theta_s=theta_s,
         offset=offset,
         threshold=threshold,

@@ -124,11 +124,12 @@ class GridOutcomes:
         return self.n_evaluated.mean(axis=0) / self.n_terms
 
 
-def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
+def grid_outcomes(S, family: BoundaryFamily, grid=None, A=None) -> GridOutcomes:
     """Apply every scale of ``grid`` to walks with partial scores ``S`` at once.
 
-    Equals ``apply_boundary(S, family.boundary(z), θ_S)`` for each z (tested against it), but
-    costs one running maximum per example and side plus a binary search per example and scale.
+    Equals ``apply_boundary(S, family.boundary(z), θ_S, A=A)`` for each z (tested against it),
+    but costs one running maximum per example and side plus a binary search per example and
+    scale. ``A``: the walks' running masses, needed by a family that ``uses_mass``.
     """
     grid = check_grid(grid)
     S = np.asarray(S, dtype=np.float64)
@@ -136,6 +137,17 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
         raise InvalidParameterError(
             f"S must have shape (examples, {family.n_terms}), got {S.shape}."
         )
+    mass = None
+    if family.uses_mass:
+        if A is None:
+            raise InvalidParameterError(
+                f"the {family.name} family stops on S_t and the running mass A_t: pass A "
+                "(Walk.partial_masses) along with S."
+            )
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != S.shape:
+            raise InvalidParameterError(f"A must have the shape of S, {S.shape}, got {A.shape}.")
+        mass = A[:, : S.shape[1] - 1]
     m, n = S.shape
     K = grid.size
     full_positive = S[:, n - 1] >= family.theta_s if n else np.zeros(m, dtype=bool)
@@ -153,7 +165,12 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None) -> GridOutcomes:
         if not active:
             stop[upper] = np.full((m, K), n, dtype=np.int64)
             continue
-        running = np.maximum.accumulate(family.crossing_scores(head, upper), axis=1)
+        score = (
+            family.crossing_scores(head, upper, mass=mass)
+            if mass is not None
+            else family.crossing_scores(head, upper)
+        )
+        running = np.maximum.accumulate(score, axis=1)
         thr = family.thresholds(grid, upper)
         # The first t with running_t > thr is 1 + #{t : running_t ≤ thr}: running is
         # non-decreasing, so that count is a binary search (no crossing gives n).
@@ -174,8 +191,8 @@ def walk_grid_outcomes(
 ) -> list[GridOutcomes]:
     """:func:`grid_outcomes` of raw examples ``X`` for several families, in bounded memory.
 
-    The partial scores are computed a chunk of rows at a time (never the whole (m × n) matrix)
-    and shared by every family. ``leave_own_out``: ``X`` is reference data, walked without each
+    The partial scores (and, for a family that uses them, the running masses) are computed a
+    chunk of rows at a time (never the whole (m × n) matrix) and shared by every family. ``leave_own_out``: ``X`` is reference data, walked without each
     example's own term (:meth:`attentive.walk.Walk.leave_own_out`).
     """
     from attentive.walk import row_chunks
@@ -184,18 +201,22 @@ def walk_grid_outcomes(
     Xp = walk.prepare(X)
     m = Xp.shape[0]
     parts: list[list[GridOutcomes]] = [[] for _ in families]
-    for rows in row_chunks(m, walk.n_terms):
-        S = walk.partial_scores(
-            Xp[rows],
-            prepared=True,
-            leave_own_out=leave_own_out,
-            own=None if own is None else own[rows],
-        )
+    masses = any(fam.uses_mass for fam in families)
+    for rows in row_chunks(m, walk.n_terms * (2 if masses else 1)):
+        kwargs = {
+            "prepared": True,
+            "leave_own_out": leave_own_out,
+            "own": None if own is None else own[rows],
+        }
+        if masses:
+            S, A = walk.partial_scores_and_masses(Xp[rows], **kwargs)
+        else:
+            S, A = walk.partial_scores(Xp[rows], **kwargs), None
         for k, fam in enumerate(families):
-            parts[k].append(grid_outcomes(S, fam, grid))
+            parts[k].append(grid_outcomes(S, fam, grid, A=A))
     if m == 0:
         S = np.zeros((0, walk.n_terms))
-        return [grid_outcomes(S, fam, grid) for fam in families]
+        return [grid_outcomes(S, fam, grid, A=S) for fam in families]
     return [GridOutcomes.concatenate(p) for p in parts]
 
 

@@ -87,8 +87,9 @@ def finish_evaluation(
 ) -> Evaluation:
     """The :class:`Evaluation` of walks whose stops are known (shared by every evaluation path).
 
-    ``s_n`` holds ``S_n`` of walks that did not stop, ``stop_scores`` ``S_t`` at the stop of
-    those that did (other entries are ignored). Decisions of stopped walks are the rule's
+    ``s_n`` holds ``S_n`` of walks that did not stop, ``stop_scores`` the rule's statistic at
+    the stop of those that did (``S_t``, or ``S_t + κ_t A_t`` for a boundary with ``mass``;
+    other entries are ignored). Decisions of stopped walks are the rule's
     estimate (``stopped_score``); every decision is then placed on its predicted side of
     ``threshold`` (default ``offset + theta_s``).
     """

@@ -215,6 +215,43 @@ class Walk:
         np.cumsum(S, axis=1, out=S)
         return S
 
+    def partial_masses(
+        self,
+        X,
+        *,
+        prepared: bool = False,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """All running masses: column ``t-1`` holds ``A_t(x) = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)``
+        (uncentred), shape (n_examples, n_terms). For an RBF SVM, how much kernel mass near
+        ``x`` the walk has met; with ``S_t`` it is the sums of the positive- and negative-weight
+        terms separately. What a rule with a ``mass`` coefficient stops on besides ``S_t``
+        (:class:`attentive.boundaries.Boundary`)."""
+        return self.partial_scores_and_masses(
+            X, prepared=prepared, leave_own_out=leave_own_out, own=own
+        )[1]
+
+    def partial_scores_and_masses(
+        self,
+        X,
+        *,
+        prepared: bool = False,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`partial_scores` and :meth:`partial_masses` from one computation of the terms."""
+        Xp = X if prepared else self.prepare(X)
+        values = self.terms.term_values(Xp, self.order)
+        if leave_own_out:
+            self.leave_own_out(Xp, values, 0, own)
+        A = values * np.abs(self.ordered_weights)
+        values -= self.ordered_mu
+        values *= self.ordered_weights
+        np.cumsum(values, axis=1, out=values)
+        np.cumsum(A, axis=1, out=A)
+        return values, A
+
 
 def make_walk(
     terms: TermDecomposition,

@@ -40,6 +40,15 @@ def problem():
     return clf, X, y, S
 
 
+@pytest.fixture(scope="module")
+def masses(problem):
+    """The running masses ``A_t`` of the pool's walks (what the mass-regression family needs)."""
+    clf, X, _, S = problem
+    A = clf.walk_.partial_masses(X[400:])
+    assert A.shape == S.shape
+    return A
+
+
 def _family(clf, kind, side):
     return make_family(kind, clf.walk_statistics_, clf.theta_s_, side)
 
@@ -94,15 +103,15 @@ def test_fixed_sequence_scan_stops_at_the_first_failure():
 
 @pytest.mark.parametrize("kind", family_names())
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
-def test_grid_outcomes_match_apply_boundary(problem, kind, side):
+def test_grid_outcomes_match_apply_boundary(problem, masses, kind, side):
     clf, _, _, S = problem
-    S = S[:600]
+    S, A = S[:600], masses[:600]
     fam = _family(clf, kind, side)
     grid = default_grid()
-    out = grid_outcomes(S, fam, grid)
+    out = grid_outcomes(S, fam, grid, A=A)
     n_stopped = 0
     for j in range(0, grid.size, 7):
-        ev = apply_boundary(S, fam.boundary(grid[j]), clf.theta_s_)
+        ev = apply_boundary(S, fam.boundary(grid[j]), clf.theta_s_, A=A)
         np.testing.assert_array_equal(out.n_evaluated[:, j], ev.n_evaluated)
         np.testing.assert_array_equal(out.positive[:, j], ev.positive)
         n_stopped += ev.stopped.sum()
@@ -124,14 +133,14 @@ def test_family_rejects_budget(problem):
         clf.boundary_family("budget")
 
 
-def test_walk_grid_outcomes_in_chunks_equal_the_whole_matrix(problem, monkeypatch):
+def test_walk_grid_outcomes_in_chunks_equal_the_whole_matrix(problem, masses, monkeypatch):
     """Calibration walks a few rows at a time; the result equals the whole-matrix computation."""
     import attentive.walk as walk_module
     from attentive.grid import walk_grid_outcomes
 
     clf, X, _, S = problem
     fams = [_family(clf, k, "both") for k in family_names()]
-    whole = [grid_outcomes(S[:500], f) for f in fams]
+    whole = [grid_outcomes(S[:500], f, A=masses[:500]) for f in fams]
     monkeypatch.setattr(walk_module, "_CHUNK_ELEMENTS", 37 * clf.n_terms_)  # 37-row chunks
     chunked = walk_grid_outcomes(clf.walk_, X[400:900], fams)
     for a, b in zip(whole, chunked, strict=True):
@@ -308,20 +317,21 @@ def test_oracle_is_a_floor_for_the_curved_family(problem):
         ("regression", "both"),
         ("finite-population", "both"),
         ("heteroscedastic", "both"),
+        ("mass-regression", "both"),
         ("constant", "both"),
         ("auto", "both"),
         ("auto", "lower"),
         ("auto-reference", "both"),
     ],
 )
-def test_calibration_guarantee_holds_over_random_splits(problem, kind, side):
+def test_calibration_guarantee_holds_over_random_splits(problem, masses, kind, side):
     """Repeat calibration on 300 random calibration/test splits: the test disagreement of the
     chosen scale exceeds δ in at most α of them (plus 3 binomial standard errors). ``auto``
     chooses the family on each split, after seeing the calibration data."""
     clf, _, _, S = problem
     delta, alpha, m_cal, n_splits = 0.03, 0.1, 300, 300
     names = family_names() if kind.startswith("auto") else (kind,)
-    outs = {name: grid_outcomes(S, _family(clf, name, side)) for name in names}
+    outs = {name: grid_outcomes(S, _family(clf, name, side), A=masses) for name in names}
     pool = S.shape[0]
     rng = np.random.default_rng(7)
     violations = naive_violations = chosen_any = 0

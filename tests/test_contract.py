@@ -57,10 +57,10 @@ def test_scores_agree_with_predictions_for_every_rule(mnist, boundary, side, del
     ).fit(X_ref, y_ref)
     ev = _agree(clf, ds.X_test)
     # Same stops, sides and scores as the reference on the full partial scores.
-    S = clf.partial_scores(ds.X_test)
+    S, A = clf.partial_scores(ds.X_test), clf.partial_masses(ds.X_test)
     for score in ("estimate", "boundary"):
         ref = apply_boundary(
-            S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, stopped_score=score
+            S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, stopped_score=score, A=A
         )
         if score == "estimate":
             np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
@@ -119,7 +119,7 @@ def test_other_models_sparse_input_and_boosting_agree():
         "pipeline": (make_pipeline(StandardScaler(), SVC()).fit(X[:400], y[:400]), X),
     }
     for model, data in models.values():
-        for boundary in ("curved", "regression", "finite-population", "budget"):
+        for boundary in ("curved", "regression", "finite-population", "mass-regression", "budget"):
             for side in ("lower", "both"):
                 # early_stopping=True: the sparse linear model walks too ("auto" would evaluate
                 # it in full, tests/test_early_stopping.py).

@@ -3,12 +3,13 @@
 1. Full and budgeted evaluation never test a boundary: one product per chunk of examples
    (:func:`attentive.evaluator.dense.prefix_sums`).
 2. Sparse linear models (CSR input) find stops without looping over positions
-   (:mod:`attentive.evaluator.sparse`), or, with ``only_if_walking_pays``, are evaluated in full:
+   (:mod:`attentive.evaluator.sparse`; a rule on the running mass walks them as in 4), or, with ``only_if_walking_pays``, are evaluated in full:
    one sparse product, which no walk can beat (:func:`walking_pays`).
 3. Tiny problems compute every term at once (:func:`attentive.evaluator.dense.walk_small`).
 4. Everything else walks chunks of examples over blocks of positions
    (:func:`attentive.evaluator.dense.walk_rows`; RBF kernels optionally in mixed precision,
-   :mod:`attentive.evaluator.mixed`). A pilot of the first rows of a call, walked first (its
+   :mod:`attentive.evaluator.mixed`, except under a rule on the running mass, which keeps a
+   second running sum and runs in double precision). A pilot of the first rows of a call, walked first (its
    results are kept), gives the survival curve from which the blocks are chosen
    (:func:`attentive.evaluator.plan.survival_schedule`); it is kept per walk and boundary.
 """
@@ -193,7 +194,7 @@ def evaluate_blocked(
     if (thr.lower is None and thr.upper is None) or m == 0 or in_full:
         if n:
             s_n = prefix_sums(walk, plan, Xp, n, chunk_size, n_jobs) - plan.centring_sums[n - 1]
-    elif walk.terms.kind == "linear" and sp.issparse(Xp):
+    elif walk.terms.kind == "linear" and sp.issparse(Xp) and thr.mass is None:
         step = chunk_size or max(1, -(-m // jobs))
 
         def sparse_task(lo, hi):
@@ -217,9 +218,14 @@ def evaluate_blocked(
         # no faster than the double walk on MNIST, see docs/speed.md); with few, exp in float32
         # where that is faster than in float64 on this CPU.
         single_product = source is RBFTerms and Xp.shape[1] >= SINGLE_PRODUCT_MIN_FEATURES
-        mixed = source is RBFTerms and (
-            precision == "mixed"
-            or (precision == "auto" and not single_product and single_exp_pays())
+        # A rule on the running mass runs in double precision (the error band covers U_t only).
+        mixed = (
+            source is RBFTerms
+            and thr.mass is None
+            and (
+                precision == "mixed"
+                or (precision == "auto" and not single_product and single_exp_pays())
+            )
         )
         walk_mixed = walk_rows_single_product if single_product else walk_rows_mixed
 
@@ -275,7 +281,8 @@ def evaluate_blocked(
         ):
             record(lo, res)
 
-    # S_t = U_t − C_t at each stop (other entries are not used).
+    # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass;
+    # other entries are not used).
     stop_scores = stop_u - plan.centring_sums[np.maximum(n_evaluated, 1) - 1] if n else stop_u
     return finish_evaluation(
         boundary,

@@ -453,10 +453,20 @@ def walk_rows(
     A walk that stops has its sum set to NaN (no comparison crosses it again) and stays among the
     rows held until gathering the others into a compact copy costs less than carrying it:
     ``(held − live) × next block ≥ row_cost × live`` (in units of one term).
+
+    With ``thr.mass`` (a rule on a second running sum) the walk also keeps each row's running
+    mass ``A_t = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` and compares ``U_t + κ_t A_t`` with the
+    thresholds; a stop's ``value`` is that statistic. (No error band: such rules run in double
+    precision.)
     """
     plan = source.plan
     n = int(schedule.edges[-1])
     lower, upper = thr.lower, thr.upper
+    kappa = thr.mass
+    if kappa is not None:
+        if band is not None or row_band is not None:
+            raise ValueError("a rule on the running mass is walked without an error band.")
+        mass_sum = np.zeros(m)
     lower_test, upper_test = lower, upper
     if band is not None:
         lower_test = None if lower is None else lower + band
@@ -482,6 +492,8 @@ def walk_rows(
             alive = np.ones(live, dtype=bool)
             if row_band is not None:
                 scale, A = scale[keep], A[keep]
+            if kappa is not None:
+                mass_sum = mass_sum[keep]
         k = held.size
         H = bufs.get("terms", (size, k))
         source.block(start, stop, H)
@@ -489,12 +501,25 @@ def walk_rows(
             A += H.sum(axis=0)
             beta = scale * A
             beta += allowance[stop - 1]
+        if kappa is not None:
+            # |w| h: the block itself for a source of magnitudes, else the signed terms unsigned.
+            M = bufs.get("mass", (size, k))
+            if source.magnitudes:
+                np.copyto(M, H)
+            else:
+                np.multiply(H, plan.weight_signs[start:stop, None], out=M)
+            M = _running_sums(M, mass_sum, None, False)
+            mass_sum = M[size - 1].copy()
         P = _running_sums(H, U, plan.weight_signs[start:stop], source.magnitudes)
         U = P[size - 1].copy()
         checked = min(stop, n - 1) - start
         if checked <= 0:
             break
         P = P[:checked]
+        if kappa is not None:
+            # The rule's statistic U_t + κ_t A_t (a NaN sum stays NaN: a stopped walk).
+            V = np.multiply(M[:checked], kappa[start : start + checked, None], out=M[:checked])
+            P = np.add(V, P, out=V)
         crossed = low = None
         if lower is not None:
             Q = P
@@ -579,9 +604,18 @@ def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
         H = np.empty((n, Xp.shape[0]))
         source.block(0, n, H)
         H, weights, kind = H.T, plan.weight_signs, "signs"
+        mass_weights, mass_kind = np.ones(n), "ones"
     else:
         H = walk.terms.term_values(Xp, plan.order)
         weights, kind = plan.ordered_weights, "weights"
+        mass_weights, mass_kind = np.abs(plan.ordered_weights), "magnitudes"
+    V = None
+    if thr.mass is not None:
+        # The running mass A_t (H holds |w| h, or h), and the rule's statistic U_t + κ_t A_t.
+        if n <= SMALL_PREFIX_PRODUCT:
+            A = H @ _prefix_matrix(plan, mass_weights, mass_kind)
+        else:
+            A = np.cumsum(H * mass_weights, axis=1)
     if n <= SMALL_PREFIX_PRODUCT:
         # One small product gives every prefix sum, the weights (or signs) folded in: faster
         # than numpy's cumsum (~3.5 ns per element, not vectorised) for walks this short, and
@@ -591,6 +625,10 @@ def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
         H *= weights
         U = np.cumsum(H, axis=1)
     P = U[:, : n - 1]
+    if thr.mass is not None:
+        V = U.copy()
+        V[:, : n - 1] += thr.mass * A[:, : n - 1]
+        P = V[:, : n - 1]
     crossed = low = None
     if thr.lower is not None:
         low = crossed = P < thr.lower
@@ -604,4 +642,4 @@ def walk_small(walk: Walk, plan: WalkPlan, Xp, thr: Thresholds):
     side = hit.astype(np.int8)
     if low is not None:
         side[low[rows, first] & hit] = -1
-    return at, side, U[:, n - 1], U[rows, at - 1]
+    return at, side, U[:, n - 1], (U if V is None else V)[rows, at - 1]

@@ -300,13 +300,18 @@ class Thresholds:
 
     lower: np.ndarray | None  # None: side unused
     upper: np.ndarray | None
+    # κ_t for t < n of a boundary with ``mass``: the thresholds apply to U_t + κ_t A_t, with A_t
+    # the running mass Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x) (None: to U_t).
+    mass: np.ndarray | None = None
     tables: dict = field(default_factory=dict)  # sparse tables of g (sparse linear walk)
     stops: np.ndarray | None = None  # stop positions of a pilot's walks (survival schedule)
     schedules: dict = field(default_factory=dict)  # survival schedules by row cost
 
 
 def thresholds(plan: WalkPlan, boundary: Boundary) -> Thresholds:
-    """Cached per (walk, boundary): ``lower_t + C_t`` and ``upper_t + C_t`` for ``t < n``."""
+    """Cached per (walk, boundary): ``lower_t + C_t`` and ``upper_t + C_t`` for ``t < n`` (and
+    the boundary's ``mass`` coefficients: ``V_t = S_t + κ_t A_t < lower_t`` is tested as
+    ``U_t + κ_t A_t < lower_t + C_t``)."""
     key = id(boundary)
     entry = plan.boundaries.get(key)
     if entry is not None and entry[0]() is boundary:
@@ -320,6 +325,11 @@ def thresholds(plan: WalkPlan, boundary: Boundary) -> Thresholds:
     out = Thresholds(
         lower=lower if use_lower else None,
         upper=upper if use_upper else None,
+        mass=(
+            np.asarray(boundary.mass[: n - 1], dtype=np.float64)
+            if boundary.uses_mass and (use_lower or use_upper)
+            else None
+        ),
     )
     try:
         ref = weakref.ref(boundary, lambda _ref, _key=key: plan.boundaries.pop(_key, None))

@@ -9,6 +9,7 @@ from attentive.families import (  # noqa: F401
     curved,
     finite_population,
     heteroscedastic,  # imports (so registers) regression before itself
+    mass,
     regression,
 )
 from attentive.families.base import BoundaryFamily, WalkStatistics

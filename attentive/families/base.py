@@ -41,6 +41,10 @@ class WalkStatistics:
         The residual spread of the regression's estimate by estimate (the heteroscedastic
         family's table, :func:`attentive.families.heteroscedastic.spread_table`); without it that
         family is the regression family.
+    mass : MassTable or None
+        The least-squares lines of ``S_n`` on ``S_t`` and the running mass ``A_t``
+        (:func:`attentive.families.mass.mass_table`); without it the mass-regression family is
+        the regression family.
     """
 
     positive: ReferenceStats
@@ -48,6 +52,7 @@ class WalkStatistics:
     pooled: ReferenceStats
     variance: float
     spread: object | None = None
+    mass: object | None = None
 
     @property
     def n_terms(self) -> int:
@@ -74,6 +79,12 @@ class BoundaryFamily(ABC):
     def n_terms(self) -> int:
         return self.stats.n_terms
 
+    @property
+    def uses_mass(self) -> bool:
+        """Whether :meth:`crossing_scores` needs the running masses ``A_t`` (``mass=``) besides
+        the partial scores, and the boundaries stop on ``S_t + κ_t A_t``."""
+        return False
+
     @staticmethod
     def nominal_delta(z) -> np.ndarray:
         """``δ' = Φ(−z)``: the δ whose normal quantile is z (labels a scale for people)."""
@@ -86,7 +97,8 @@ class BoundaryFamily(ABC):
     @abstractmethod
     def crossing_scores(self, head: np.ndarray, upper: bool) -> np.ndarray:
         """Per example and position ``t < n`` (``head`` = ``S_1 .. S_{n−1}``): the score whose
-        exceeding :meth:`thresholds` stops the walk on that side (``−inf``: never)."""
+        exceeding :meth:`thresholds` stops the walk on that side (``−inf``: never). A family
+        that :attr:`uses_mass` takes ``mass=`` (``A_1 .. A_{n−1}``) too."""
 
     def _sided_boundary(self, z: float, lower, upper, slope, intercept) -> Boundary:
         """The :class:`Boundary` of thresholds ``lower`` / ``upper`` on ``S_t``, with the side

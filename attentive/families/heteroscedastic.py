@@ -45,6 +45,33 @@ class SpreadTable:
     n_reference: int
 
 
+def reference_sample(
+    walk, X_ref, *, leave_own_out: bool = False, own=None, seed: int = 0, masses: bool = False
+):
+    """The walks of a seeded sample of reference examples ``X_ref`` (at most ``MAX_ROWS``; with
+    a long walk fewer, about ``MAX_VALUES`` partial scores but at least 200 rows), walked as the
+    reference statistics were (``leave_own_out``, ``own``): their partial scores, and with
+    ``masses`` their running masses too (``(S, A)``). What :func:`spread_table` and
+    :func:`attentive.families.mass.mass_table` are fitted on."""
+    from sklearn.utils import _safe_indexing
+    from sklearn.utils.validation import _num_samples
+
+    n = walk.n_terms
+    m = _num_samples(X_ref)
+    keep = int(min(m, MAX_ROWS, max(200, MAX_VALUES // max(n, 1))))
+    rows = np.arange(m)
+    if keep < m:
+        rows = np.sort(np.random.default_rng(seed).choice(m, keep, replace=False))
+    kwargs = {
+        "leave_own_out": leave_own_out,
+        "own": None if own is None else np.asarray(own)[rows],
+    }
+    X = _safe_indexing(X_ref, rows)
+    if masses:
+        return walk.partial_scores_and_masses(X, **kwargs)
+    return walk.partial_scores(X, **kwargs)
+
+
 def spread_table(
     walk,
     X_ref,
@@ -56,23 +83,16 @@ def spread_table(
     shrink: float = SHRINK,
     seed: int = 0,
 ) -> SpreadTable:
-    """The :class:`SpreadTable` of reference examples ``X_ref`` (a seeded sample of at most
-    ``MAX_ROWS`` of them; with a long walk fewer, about ``MAX_VALUES`` partial scores but at
-    least 200 rows), walked as the reference statistics were (``leave_own_out``, ``own``)."""
-    from sklearn.utils import _safe_indexing
-    from sklearn.utils.validation import _num_samples
+    """The :class:`SpreadTable` of the walks of :func:`reference_sample` (same arguments)."""
+    S = reference_sample(walk, X_ref, leave_own_out=leave_own_out, own=own, seed=seed)
+    return spread_table_of(S, regression, bins=bins, shrink=shrink)
 
-    n = walk.n_terms
-    m = _num_samples(X_ref)
-    keep = int(min(m, MAX_ROWS, max(200, MAX_VALUES // max(n, 1))))
-    rows = np.arange(m)
-    if keep < m:
-        rows = np.sort(np.random.default_rng(seed).choice(m, keep, replace=False))
-    S = walk.partial_scores(
-        _safe_indexing(X_ref, rows),
-        leave_own_out=leave_own_out,
-        own=None if own is None else np.asarray(own)[rows],
-    )
+
+def spread_table_of(
+    S: np.ndarray, regression: RegressionStats, *, bins: int = BINS, shrink: float = SHRINK
+) -> SpreadTable:
+    """The :class:`SpreadTable` of reference walks with partial scores ``S`` (m, n)."""
+    keep = S.shape[0]
     a, b = np.asarray(regression.intercept), np.asarray(regression.slope)
     sd = np.asarray(regression.residual_std)
     est = a + b * S  # (rows, n), in place of S from here on

@@ -1,0 +1,247 @@
+"""The mass-regression family: its table against least squares, its rule against the reference
+on every evaluation path, and the running masses against a loop over the model's terms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.ensemble import AdaBoostClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.svm import SVC, LinearSVC
+
+from attentive import AttentiveClassifier, InvalidParameterError
+from attentive.data import load_dataset
+from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.families import WalkStatistics, make_family
+from attentive.families.mass import mass_table
+
+
+def _lstsq_table(S, A):
+    """Per position, numpy's least squares of S_n on [1, S_t, A_t] and the residual spread."""
+    m, n = S.shape
+    coef, spread = np.empty((n, 3)), np.empty(n)
+    for t in range(n):
+        design = np.column_stack([np.ones(m), S[:, t], A[:, t]])
+        beta = np.linalg.lstsq(design, S[:, -1], rcond=None)[0]
+        coef[t] = beta
+        spread[t] = np.sqrt(np.mean((S[:, -1] - design @ beta) ** 2))
+    return coef, spread
+
+
+def test_mass_table_is_least_squares_per_position():
+    rng = np.random.default_rng(0)
+    m, n = 400, 30
+    terms = rng.normal(size=(m, n)) * rng.uniform(0.5, 2.0, size=n)
+    mass_terms = np.abs(terms) + rng.normal(scale=0.1, size=(m, n))
+    S, A = np.cumsum(terms, axis=1), np.cumsum(mass_terms, axis=1)
+    S[:, -1] += 0.5 * A[:, 10]  # S_n depends on an early mass: c_t is not zero
+    S[:, :-1] = S[:, :-1]  # (the last column is the target of every position)
+    table = mass_table(S, A)
+    coef, spread = _lstsq_table(S, A)
+    np.testing.assert_allclose(table.intercept[:-1], coef[:-1, 0], atol=1e-9)
+    np.testing.assert_allclose(table.slope[:-1], coef[:-1, 1], atol=1e-9)
+    np.testing.assert_allclose(table.mass_slope[:-1], coef[:-1, 2], atol=1e-9)
+    np.testing.assert_allclose(table.residual_std[:-1], spread[:-1], atol=1e-9)
+    assert np.abs(table.mass_slope[10:-1]).max() > 0.1
+    # The last position decides at S_n itself.
+    assert (table.intercept[-1], table.slope[-1], table.mass_slope[-1]) == (0.0, 1.0, 0.0)
+    assert table.residual_std[-1] == 0.0 and table.n_reference == m
+
+
+def test_collinear_mass_falls_back_to_the_regression_on_s():
+    """Weights of one sign make A_t = S_t + a constant per position: no second regressor."""
+    rng = np.random.default_rng(1)
+    S = np.cumsum(rng.normal(size=(300, 12)), axis=1)
+    A = S + np.arange(12.0)
+    table = mass_table(S, A)
+    assert np.all(table.mass_slope == 0.0)
+    for t in range(11):
+        slope, intercept = np.polyfit(S[:, t], S[:, -1], 1)
+        assert table.slope[t] == pytest.approx(slope, rel=1e-9, abs=1e-12)
+        assert table.intercept[t] == pytest.approx(intercept, rel=1e-9, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def rbf_problem():
+    X, y = make_classification(
+        n_samples=2400, n_features=8, n_informative=5, flip_y=0.05, random_state=2
+    )
+    clf = AttentiveClassifier(
+        SVC(C=1.0), boundary="mass-regression", side="both", delta=0.05, random_state=0
+    ).fit(X[:600], y[:600])
+    return clf, X[600:]
+
+
+def test_running_masses_against_a_loop_over_the_terms(rbf_problem):
+    clf, X = rbf_problem
+    svc = clf.estimator_
+    walk = clf.walk_
+    K = rbf_kernel(X[:50], svc.support_vectors_, gamma=svc._gamma)
+    A = np.zeros((50, clf.n_terms_))
+    total = np.zeros(50)
+    for k, i in enumerate(walk.order):
+        total = total + np.abs(svc.dual_coef_[0, i]) * K[:, i]
+        A[:, k] = total
+    np.testing.assert_allclose(clf.partial_masses(X[:50]), A, rtol=1e-12, atol=1e-12)
+    S, A2 = walk.partial_scores_and_masses(X[:50])
+    np.testing.assert_array_equal(S, clf.partial_scores(X[:50]))
+    np.testing.assert_array_equal(A2, clf.partial_masses(X[:50]))
+
+
+def test_the_rule_stops_on_the_estimate_with_the_mass(rbf_problem):
+    """The boundary on V_t = S_t + κ_t A_t is the family's rule written out: stop lower where
+    a_t + b_t S_t + c_t A_t < θ_S − z σ_t; a stopped walk scores c + a_t + b_t V_t."""
+    clf, X = rbf_problem
+    table = clf.walk_statistics_.mass
+    assert table is not None and np.abs(np.asarray(table.mass_slope)[:-1]).max() > 0
+    b = clf.boundary_
+    assert b.uses_mass
+    z = b.params["z"]
+    S, A = clf.partial_scores(X), clf.partial_masses(X)
+    a, bs, c, sd = (
+        np.asarray(v) for v in (table.intercept, table.slope, table.mass_slope, table.residual_std)
+    )
+    est = a + bs * S + c * A
+    theta = clf.theta_s_
+    n = clf.n_terms_
+    ok = bs[: n - 1] > 0
+    low = (est[:, : n - 1] < theta - z * sd[: n - 1]) & ok
+    high = (est[:, : n - 1] > theta + z * sd[: n - 1]) & ok
+    crossed = low | high
+    first = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1) + 1, n)
+    ev = clf.evaluate(X)
+    np.testing.assert_array_equal(ev.n_evaluated, first)
+    assert ev.stopped.mean() > 0.3
+    rows = np.flatnonzero(ev.stopped)
+    t = ev.n_evaluated[rows] - 1
+    score = clf.offset_ + est[rows, t]
+    # z > 0: a stop's estimate lies beyond θ on its side, so the score is the estimate itself.
+    assert z > 0
+    np.testing.assert_allclose(ev.decision[rows], score, rtol=1e-9, atol=1e-9)
+
+
+def test_without_a_table_the_family_is_the_regression(rbf_problem):
+    clf, _ = rbf_problem
+    s = clf.walk_statistics_
+    plain = WalkStatistics(s.positive, s.negative, s.pooled, s.variance)
+    mass = make_family("mass-regression", plain, clf.theta_s_, "both").boundary(2.0)
+    reg = make_family("regression", plain, clf.theta_s_, "both").boundary(2.0)
+    assert not mass.uses_mass
+    np.testing.assert_allclose(mass.lower, reg.lower)
+    np.testing.assert_allclose(mass.upper, reg.upper)
+
+
+def test_a_mass_rule_needs_the_masses(rbf_problem):
+    clf, X = rbf_problem
+    S = clf.partial_scores(X[:20])
+    with pytest.raises(InvalidParameterError, match="running masses A"):
+        apply_boundary(S, clf.boundary_, clf.theta_s_)
+    with pytest.raises(InvalidParameterError, match="shape of S"):
+        apply_boundary(S, clf.boundary_, clf.theta_s_, A=S[:, :5])
+    fam = clf.boundary_family()
+    from attentive.grid import grid_outcomes
+
+    with pytest.raises(InvalidParameterError, match="pass A"):
+        grid_outcomes(S, fam)
+
+
+def _assert_as_reference(clf, X, **options):
+    S, A = clf.partial_scores(X), clf.partial_masses(X)
+    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, A=A)
+    with evaluation_options(**options):
+        ev = clf.evaluate(X)
+        labels = clf.predict(X)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(labels, ref.labels)
+    return ref
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # pilot, survival schedule, blocks
+        {"block_size": 16, "n_jobs": 2},
+        {"block_size": 5, "chunk_size": 97, "precision": "mixed"},  # mixed asked: double
+    ],
+)
+def test_evaluator_equals_the_reference_few_features(rbf_problem, options):
+    clf, X = rbf_problem
+    ref = _assert_as_reference(clf, X, **options)
+    assert 0.2 < ref.stopped.mean() < 1.0
+
+
+def test_evaluator_equals_the_reference_tiny_call(rbf_problem):
+    """A few rows: every term at once (walks longer than the triangular product's limit)."""
+    from attentive.evaluator.blocked import _SMALL_PROBLEM
+    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+
+    clf, X = rbf_problem
+    rows = _SMALL_PROBLEM // clf.n_terms_
+    assert clf.n_terms_ > SMALL_PREFIX_PRODUCT and rows >= 20
+    ref = _assert_as_reference(clf, X[:rows])
+    assert ref.stopped.any()
+
+
+def test_evaluator_equals_the_reference_on_mnist():
+    """784 features, pixels on a grid: the raw and grid copies of the double-precision walk."""
+    ds = load_dataset("mnist-t10k-3v8")
+    clf = AttentiveClassifier(
+        FrozenEstimator(SVC(gamma=0.05).fit(ds.X_train[:600], ds.y_train[:600])),
+        boundary="mass-regression",
+        side="both",
+        delta=0.05,
+        random_state=0,
+    ).fit(ds.X_train[:600], ds.y_train[:600])
+    assert clf.boundary_.uses_mass
+    for options in ({}, {"block_size": 32, "n_jobs": 2}):
+        ref = _assert_as_reference(clf, ds.X_test, **options)
+        assert ref.stopped.mean() > 0.3
+
+
+def test_evaluator_equals_the_reference_for_other_models():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 30))
+    X[np.abs(X) < 1.0] = 0.0
+    y = (X[:, 0] - X[:, 1] + 0.5 * X[:, 2] + 0.3 * rng.normal(size=900) > 0).astype(int)
+    Xs = sp.csr_matrix(X)
+    models = {
+        "linear-sparse": (LinearSVC().fit(Xs[:400], y[:400]), Xs),
+        "logistic": (LogisticRegression().fit(X[:400], y[:400]), X),
+        "adaboost": (AdaBoostClassifier(n_estimators=40).fit(X[:400], y[:400]), X),
+        "poly": (SVC(kernel="poly", degree=2).fit(X[:400], y[:400]), X),
+    }
+    for name, (model, data) in models.items():
+        clf = AttentiveClassifier(
+            FrozenEstimator(model),
+            boundary="mass-regression",
+            side="both",
+            delta=0.2,
+            early_stopping=True,  # the sparse linear model walks too
+            random_state=0,
+        ).fit(data[:400], y[:400])
+        stopped = 0
+        for options in ({}, {"block_size": 4}):
+            # 500 rows: the tiny problems' one-go walk where rows × terms is small, else blocks.
+            stopped += _assert_as_reference(clf, data[400:], **options).stopped.sum()
+        assert stopped > 0, name
+
+
+def test_a_calibrated_mass_rule_survives_the_trusted_skops_round_trip(rbf_problem, tmp_path):
+    from attentive.models import load_model, save_model
+
+    clf, X = rbf_problem
+    path = save_model(clf, tmp_path / "mass.skops")
+    loaded = load_model(path)
+    assert loaded.boundary_.uses_mass
+    np.testing.assert_array_equal(loaded.boundary_.mass, clf.boundary_.mass)
+    np.testing.assert_array_equal(loaded.predict(X), clf.predict(X))
+    np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+    np.testing.assert_array_equal(
+        loaded.boundary_family().boundary(1.5).mass, clf.boundary_family().boundary(1.5).mass
+    )
