@@ -3,6 +3,11 @@
 The numbers come from :mod:`attentive.app.rules` (the classifier's public API); this module only
 selects, cuts and labels them — walks as NaN-separated paths ending at their stops, the boundary
 the rule uses (``boundary_`` of the exported classifier), the tradeoff curves, the theory check.
+
+The walks drawn are those of the statistic the rule's boundary applies to
+(``Boundary.statistic``): the partial score ``S_t`` for every rule but one of the mass-regression
+family, whose thresholds apply to ``V_t = S_t + κ_t·A_t`` (``A_t`` the running mass); then the
+walks of ``V_t`` are drawn, so that each stop sits on its boundary as it does for the others.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import pandas as pd
 from attentive.app import rules
 from attentive.app.models import Walks
 
-__all__ = ["Figures", "compute_figures", "trajectory_paths"]
+__all__ = ["Figures", "compute_figures", "trajectory_paths", "walk_statistic"]
 
 # Longest walk drawn point by point; longer walks are drawn every ⌈n / this⌉ terms (stops exact).
 MAX_DRAWN_POSITIONS = 1000
@@ -28,9 +33,12 @@ THEORY_DELTAS = np.geomspace(*rules.DELTA_RANGE, 40)
 class Figures:
     """Everything the views draw for one setting of the controls.
 
-    ``trajectories`` maps the full-evaluation class to one float32 path with NaN gaps (``S_0``
-    first, the stop last); ``stops`` the drawn walks that stopped; ``boundary`` the rule's lower
-    and upper boundary, θ_S and the Brownian-bridge band in S space; ``tradeoff`` every rule on one
+    ``trajectories`` maps the full-evaluation class to one float32 path with NaN gaps (the
+    statistic at t = 0 first, the stop last); ``stops`` the drawn walks that stopped (``s``: the
+    statistic at the stop); ``boundary`` the rule's lower and upper boundary, θ_S and the
+    Brownian-bridge band in S space; ``uses_mass`` whether the statistic drawn is the rule's
+    ``V_t = S_t + κ_t·A_t`` rather than ``S_t`` (a mass-regression rule, whose boundary applies
+    to ``V_t``; the bridge band, in S space, does not apply to it); ``tradeoff`` every rule on one
     plot (:class:`attentive.app.rules.Tradeoff`), or None while it is computed in the background
     (the numbers are shown first; the state fills it in when it arrives); ``operating_point`` the current rule's point;
     ``calibrated_point`` the calibrated rule at the current δ and α with its report; ``theory``
@@ -55,6 +63,7 @@ class Figures:
     positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
     full_positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
     budget_line: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"t": [], "s": []}))
+    uses_mass: bool = False
 
 
 def _drawn_positions(n: int) -> np.ndarray:
@@ -62,13 +71,23 @@ def _drawn_positions(n: int) -> np.ndarray:
     return np.unique(np.append(np.arange(0, n + 1, stride), n))
 
 
-def trajectory_paths(walks: Walks, n_evaluated, full_positive, n_draw: int):
-    """NaN-separated paths of the first ``n_draw`` sampled walks, each cut at its stop."""
+def walk_statistic(walks: Walks, idx, boundary=None) -> np.ndarray:
+    """The statistic ``boundary`` applies to along the walks of test examples ``idx``, column
+    ``t`` at position t (column 0: t = 0, where it is 0): ``S_t``, or for a boundary that uses
+    the running mass ``V_t = S_t + κ_t·A_t`` (``Boundary.statistic``)."""
+    S, A = walks.S[idx], walks.A[idx]
+    stat = S if boundary is None or not boundary.uses_mass else boundary.statistic(S, A)
+    return np.concatenate([np.zeros((stat.shape[0], 1)), stat], axis=1)
+
+
+def trajectory_paths(walks: Walks, n_evaluated, full_positive, n_draw: int, boundary=None):
+    """NaN-separated paths of the first ``n_draw`` sampled walks, each cut at its stop: walks of
+    the statistic ``boundary`` stops on (:func:`walk_statistic`; ``S_t`` without a boundary)."""
     idx = walks.sample[: max(0, int(n_draw))]
     n = walks.n_terms
     grid = _drawn_positions(n)
     k = idx.size
-    S0 = np.concatenate([np.zeros((k, 1)), walks.S[idx]], axis=1)  # column t = S_t, S_0 = 0
+    S0 = walk_statistic(walks, idx, boundary)  # column t = the statistic at t, 0 at t = 0
     stop_t = np.asarray(n_evaluated)[idx]
     y = S0[:, grid].astype(np.float32)
     x = np.broadcast_to(grid.astype(np.float32), y.shape).copy()
@@ -171,7 +190,7 @@ def compute_figures(
     )
     metrics.update({"theta_s": theta_s, "offset": walks.offset, "variance": clf.variance_})
     paths, stops = trajectory_paths(
-        walks, current.n_evaluated, current.full_positive, n_trajectories
+        walks, current.n_evaluated, current.full_positive, n_trajectories, clf.boundary_
     )
     point = {
         "mean_evaluated_fraction": metrics["mean_evaluated_fraction"],
@@ -197,4 +216,5 @@ def compute_figures(
         positive=current.positive,
         full_positive=current.full_positive,
         budget_line=_budget_line(clf.boundary_.budget, paths),
+        uses_mass=clf.boundary_.uses_mass,
     )

@@ -205,6 +205,10 @@ class Walks:
         ``reference_walks=REFERENCE_WALKS``, ``side="lower"``, threshold 0; every rule the dashboard shows is ``classifier.with_rule``.
     S : ndarray (n_test, n_terms), read-only
         ``classifier.partial_scores(X_test)``: the walks drawn, the budgeted curve and the τ sweep.
+    A : ndarray (n_test, n_terms), read-only
+        The running masses ``A_t = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` of the same walks
+        (``classifier.partial_masses(X_test)``): with ``S``, the
+        statistic ``S_t + κ_t·A_t`` a mass-regression rule stops on (``Boundary.statistic``).
     full_score : ndarray
         ``f(x) = c + S_n(x)`` on the test set.
     y_test : ndarray of bool
@@ -217,6 +221,7 @@ class Walks:
     problem: Problem
     classifier: AttentiveClassifier
     S: np.ndarray
+    A: np.ndarray
     full_score: np.ndarray
     y_test: np.ndarray
     sample: np.ndarray
@@ -261,7 +266,10 @@ def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Wa
         early_stopping=True,
     ).fit(p.X_fit, p.y_fit)
     X_test = p.dataset.X_test
+    # Through the classifier's public methods, which check the examples as predict does (an
+    # uploaded file's features may be sparse or need converting).
     S = frozen(clf.partial_scores(X_test), dtype=np.float64)
+    A = frozen(clf.partial_masses(X_test), dtype=np.float64)
     y_test = frozen(np.asarray(p.dataset.y_test) == clf.classes_[1])
     # A fixed order of the test examples (seed-independent: moving the seed changes the walks,
     # not which examples are drawn).
@@ -271,6 +279,7 @@ def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Wa
         problem=p,
         classifier=clf,
         S=S,
+        A=A,
         full_score=frozen(clf.offset_ + S[:, -1]),
         y_test=y_test,
         sample=sample,

@@ -239,7 +239,7 @@ class DashboardState(param.Parameterized):
         default="calibrated",
         objects=["calibrated"],
         label="Rule",
-        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
+        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families on S_t; mass-regression: a regression of S_n on S_t and the walk's running mass A_t = Σ|w|·h (beyond the paper), so it stops on the statistic S_t + κ_t·A_t rather than on S_t; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
     )
     side = param.Selector(
         default="both",

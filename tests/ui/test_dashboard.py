@@ -45,8 +45,10 @@ def wait_for_change(page, key: str, before: str, timeout: float = 90_000) -> str
     return number(page, key)
 
 
+# Plots by title, or by figure name where the title follows the rule: the walks plot's names the
+# statistic drawn (S_t, or S_t + κ_t·A_t for a mass-regression rule such as the default's).
 MAIN_PLOTS = (
-    "Walks of the partial score S_t",
+    "TrajectoryView",
     "Tradeoff of every rule",
     "Precision–recall against the true labels",
     "Theory check: actual against required δ",
@@ -64,7 +66,9 @@ def wait_for_plots(page, timeout: float = 120_000) -> None:
             if (typeof Bokeh === 'undefined' || !Bokeh.documents.length) return false;
             const have = new Set();
             for (const d of Bokeh.documents) {
-                for (const m of d.all_models) if (m.title && m.title.text) have.add(m.title.text);
+                for (const m of d.all_models) {
+                    if (m.title && m.title.text) have.add(m.title.text).add(m.name);
+                }
             }
             return titles.every((t) => have.has(t));
         }""",
@@ -137,7 +141,7 @@ def percent(text: str) -> float:
 # Bokeh models of the page (the plots are one Bokeh document).
 LEGEND = """(title) => {
     const models = [...Bokeh.documents[0].all_models];
-    const fig = models.find((m) => m.title && m.title.text === title);
+    const fig = models.find((m) => m.title && (m.title.text === title || m.name === title));
     if (!fig) return null;
     const out = [];
     for (const l of [...fig.center, ...fig.above, ...fig.below, ...fig.right]) {
@@ -161,7 +165,7 @@ SNIPPET = """() => {
 }"""
 RANGES = """(title) => {
     for (const m of Bokeh.documents[0].all_models) {
-        if (m.title && m.title.text === title) {
+        if (m.title && (m.title.text === title || m.name === title)) {
             return [m.x_range.start, m.x_range.end, m.y_range.start, m.y_range.end];
         }
     }
@@ -169,7 +173,7 @@ RANGES = """(title) => {
 }"""
 ZOOM = """([title, r]) => {
     for (const m of Bokeh.documents[0].all_models) {
-        if (m.title && m.title.text === title) {
+        if (m.title && (m.title.text === title || m.name === title)) {
             m.x_range.setv({start: r[0], end: r[1]});
             m.y_range.setv({start: r[2], end: r[3]});
         }
@@ -177,7 +181,9 @@ ZOOM = """([title, r]) => {
 }"""
 TAP_POINT = """([title, x, y]) => {
     const find = (v) => {
-        if (v.model && v.model.title && v.model.title.text === title) return v;
+        if (v.model && v.model.title && (v.model.title.text === title || v.model.name === title)) {
+            return v;
+        }
         for (const c of (v.child_views ?? [])) { const r = find(c); if (r) return r; }
         return null;
     };

@@ -1,19 +1,33 @@
 """The walks plot: partial scores ``S_t`` against t, each stopped walk ending at its stop, with the
 rule's boundary, θ_S, the budget B and the Brownian bridge the constant boundary assumes.
-A click on a stop shows that example (:mod:`attentive.app.focus`)."""
+A click on a stop shows that example (:mod:`attentive.app.focus`).
+
+A mass-regression rule's boundary applies to ``V_t = S_t + κ_t·A_t``, not to ``S_t``: for it the
+walks drawn are those of ``V_t`` (:attr:`Figures.uses_mass`; computed in
+:mod:`attentive.app.figures`), labelled so, and the bridge band (in S space) is hidden."""
 
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import TapTool
+from bokeh.models import TapTool, Title
 
 from attentive.app.plots.base import COLORS, PlotView, class_label, col, extent, thin
 
 __all__ = ["TrajectoryView"]
 
+BRIDGE = "Brownian bridge ± z·√(V t (n − t)) / n"
+# A mass-regression rule: its boundary applies to V_t = S_t + κ_t·A_t, whose walks are drawn.
+MASS_TITLE = "Walks of the rule's statistic S_t + κ_t·A_t"
+MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
+MASS_CAPTION = (
+    "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass; κ_t: its weight, fitted on reference walks.\n"
+    "The boundary applies to S_t + κ_t·A_t (which is S_n at t = n), not to S_t."
+)
+
 
 class TrajectoryView(PlotView):
-    """Partial scores ``S_t`` against t, stopped walks ending at their stop, with τ and θ_S."""
+    """Partial scores ``S_t`` (a mass rule: its statistic ``V_t``) against t, stopped walks ending
+    at their stop, with τ and θ_S."""
 
     title = "Walks of the partial score S_t"
     xlabel = "t — terms evaluated"
@@ -56,9 +70,17 @@ class TrajectoryView(PlotView):
                 "budget B": [r_budget],
                 "θ_S (decision threshold)": [r_theta],
                 "stopped here (click for the example)": [r_stops],
-                "Brownian bridge ± z·√(V t (n − t)) / n": [r_band, r_mid],
+                BRIDGE: [r_band, r_mid],
             },
         )
+        self._caption = Title(
+            text=MASS_CAPTION,
+            align="center",
+            text_font_size="8pt",
+            text_font_style="italic",
+            visible=False,
+        )
+        fig.add_layout(self._caption, "below")
         fig.add_tools(TapTool(renderers=[r_stops], behavior="select"))
         stops.selected.on_change("indices", self._on_select)
 
@@ -95,13 +117,36 @@ class TrajectoryView(PlotView):
             },
         }
 
+    def _title(self, f) -> str:
+        return MASS_TITLE if f.uses_mass else self.title
+
+    def _refresh(self, f) -> None:
+        super()._refresh(f)
+        if f is not None and self._caption.visible != f.uses_mass:
+            self._caption.visible = f.uses_mass
+
+    def _axis_labels(self, f) -> tuple[str, str]:
+        return self.xlabel, MASS_YLABEL if f.uses_mass else self.ylabel
+
+    def _fit_key(self, f):
+        # S_t and V_t are different scales: a change between them refits the axes.
+        return f.uses_mass
+
     def _labels(self, f):
         s = self.state
-        return {"negative": class_label(s, False), "positive": class_label(s, True)}
+        return {
+            "negative": class_label(s, False),
+            "positive": class_label(s, True),
+            "boundary τ": "boundary τ on S_t + κ_t·A_t" if f.uses_mass else "boundary τ",
+        }
 
     def _hidden(self, f):
         # The budget rule stops at B, not at a boundary τ.
-        return {"boundary τ"} if f.budget is not None else {"budget B"}
+        hidden = {"boundary τ"} if f.budget is not None else {"budget B"}
+        if f.uses_mass:
+            # The bridge describes S_t, not the statistic V_t drawn for a mass rule.
+            hidden.add(BRIDGE)
+        return hidden
 
     def _ranges(self, f):
         yn, yp = f.trajectories["negative"][1], f.trajectories["positive"][1]

@@ -1,0 +1,156 @@
+"""The walks plot draws the statistic the rule's boundary applies to: ``S_t`` for every rule but a
+mass-regression one, whose thresholds apply to ``V_t = S_t + κ_t·A_t`` (``A_t`` the running mass),
+so that each stop sits beyond the boundary drawn at its position, whatever the family.
+
+The statistic is recomputed here from the classifier's public ``partial_scores`` and
+``partial_masses`` and the boundary's ``mass``, not taken from the dashboard's arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.document import Document
+
+from attentive.app import rules
+from attentive.app.plots import TrajectoryView
+from attentive.app.plots.walks import BRIDGE, MASS_TITLE, MASS_YLABEL
+from attentive.app.state import DashboardState
+from attentive.evaluation import first_crossing
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
+
+
+@pytest.fixture
+def state():
+    return DashboardState()
+
+
+def segments(x: np.ndarray, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The NaN-separated paths of one class."""
+    gaps = np.flatnonzero(np.isnan(x))
+    out, start = [], 0
+    for g in gaps:
+        out.append((x[start:g], y[start:g]))
+        start = g + 1
+    return out
+
+
+def independent_statistic(state) -> tuple[np.ndarray, object]:
+    """The rule's statistic on the test set, from the public API: ``S``, or ``S + κ·A``."""
+    clf = rules.rule_classifier(state.walks, state.rule)
+    X = state.walks.X_test
+    S = clf.partial_scores(X)
+    b = clf.boundary_
+    if b.mass is None:
+        return S, b
+    return S + b.mass * clf.partial_masses(X), b
+
+
+def check_stops_on_the_statistic(state) -> None:
+    f = state.figures
+    V, b = independent_statistic(state)
+    n = f.n_terms
+    stops = f.stops
+    assert len(stops) > 0
+    t = stops["t"].to_numpy()
+    ex = stops["example"].to_numpy()
+    # Each drawn stop is the statistic at the stop, beyond the drawn boundary there.
+    np.testing.assert_allclose(stops["s"].to_numpy(), V[ex, t - 1], rtol=1e-9, atol=1e-9)
+    beyond = (stops["s"].to_numpy() < b.lower[t - 1]) | (stops["s"].to_numpy() > b.upper[t - 1])
+    assert beyond.all()
+    drawn = f.boundary.set_index("t")
+    at = np.isin(t, drawn.index)
+    lo = drawn.loc[t[at], "lower"].fillna(-np.inf).to_numpy()
+    up = drawn.loc[t[at], "upper"].fillna(np.inf).to_numpy()
+    s_at = stops["s"].to_numpy()[at]
+    assert ((s_at < lo) | (s_at > up)).all()
+    # The paths end at their stops (last point of each path: (t, statistic at t)), in float32.
+    ends = {}
+    for name in ("negative", "positive"):
+        for x, y in segments(*f.trajectories[name]):
+            assert x[0] == 0 and y[0] == 0  # every walk starts at 0
+            ends.setdefault((name, int(x[-1])), []).append(float(y[-1]))
+    for ti, si, cls in zip(t, stops["s"], stops["full_class"], strict=True):
+        assert ti < n
+        assert np.float32(si) in np.float32(ends[(cls, int(ti))])
+    # The stops are the rule's: its first crossing of the boundary by the statistic.
+    clf = rules.rule_classifier(state.walks, state.rule)
+    A = clf.partial_masses(state.walks.X_test) if b.uses_mass else None
+    first, _ = first_crossing(clf.partial_scores(state.walks.X_test), b, A)
+    np.testing.assert_array_equal(first, f.n_evaluated)
+
+
+def test_the_walks_hold_read_only_running_masses_of_the_same_walks(state):
+    w = state.walks
+    clf = w.classifier
+    assert not w.A.flags.writeable and not w.S.flags.writeable
+    np.testing.assert_allclose(w.S, clf.partial_scores(w.X_test), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w.A, clf.partial_masses(w.X_test), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("side", ["lower", "both"])
+def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(state, side):
+    state.set_controls(boundary="mass-regression", side=side, delta=0.05)
+    assert state.n_errors == 0, state.last_error
+    f = state.figures
+    assert f.uses_mass
+    V, _ = independent_statistic(state)
+    assert not np.allclose(V, state.walks.S)  # a different quantity from S_t
+    check_stops_on_the_statistic(state)
+
+
+def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state):
+    state.set_controls(dataset="mnist-t10k-3v8", boundary="calibrated")
+    assert state.n_errors == 0, state.last_error
+    f = state.figures
+    report = f.calibration
+    assert f.uses_mass == (not report.fallback and report.family == "mass-regression")
+    if not f.uses_mass:
+        pytest.skip(f"calibration chose {report.family}, not mass-regression")
+    check_stops_on_the_statistic(state)
+
+
+@pytest.mark.parametrize("kind", ["constant", "heteroscedastic", "regression"])
+def test_other_rules_draw_the_partial_score_as_before(state, kind):
+    state.set_controls(boundary=kind, side="both", delta=0.05)
+    f = state.figures
+    assert not f.uses_mass
+    check_stops_on_the_statistic(state)  # the statistic is S_t itself
+    w = state.walks
+    stops = f.stops
+    np.testing.assert_array_equal(
+        stops["s"].to_numpy(), w.S[stops["example"].to_numpy(), stops["t"].to_numpy() - 1]
+    )
+
+
+def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
+    state = DashboardState(boundary="constant", side="both", delta=0.05)
+    view = TrajectoryView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    fig = view._fig
+
+    def legend() -> dict[str, bool]:
+        return {it.label.value: it.visible for it in fig.above[0].items}
+
+    assert fig.title.text == TrajectoryView.title
+    assert fig.yaxis[0].axis_label == TrajectoryView.ylabel
+    assert legend()[BRIDGE] and legend()["boundary τ"]
+    fig.y_range.update(start=-0.5, end=0.1)  # the user zooms on S_t
+    state.set_controls(boundary="mass-regression")
+    assert fig.title.text == MASS_TITLE
+    assert fig.yaxis[0].axis_label == MASS_YLABEL
+    shown = legend()
+    assert not shown[BRIDGE] and shown["boundary τ on S_t + κ_t·A_t"]
+    # Another quantity: the axes are refit to it, the zoom on S_t is not kept.
+    assert (fig.y_range.start, fig.y_range.end) != (-0.5, 0.1)
+    state.set_controls(boundary="constant")
+    assert fig.title.text == TrajectoryView.title
+    assert fig.yaxis[0].axis_label == TrajectoryView.ylabel
+    assert legend()[BRIDGE] and legend()["boundary τ"]
