@@ -272,7 +272,9 @@ class Boundary:
         the estimate apply to the rule's statistic ``V_t = S_t + mass[t-1] · A_t`` instead of
         ``S_t``, where ``A_t = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` is the walk's running mass
         (:meth:`attentive.walk.Walk.partial_masses`; the mass-regression family). None: the
-        statistic is ``S_t``.
+        statistic is ``S_t``. (``stopped_score="boundary"`` then scores a stop ``c`` plus the
+        crossed threshold, which is one on ``V_t``; the default estimate is on the scale of
+        ``S_n``.)
     """
 
     kind: str

@@ -46,9 +46,10 @@ def first_crossing(
     masses, for a boundary with ``mass`` (its thresholds apply to ``S_t + κ_t A_t``).
     """
     m, n = S.shape
+    V = boundary.statistic(S, A)  # S itself, or for a rule on the running mass S + κ A
     if n <= 1:
         return np.full(m, n, dtype=np.int64), np.zeros(m, dtype=np.int8)
-    head = boundary.statistic(S[:, : n - 1], None if A is None else np.asarray(A)[:, : n - 1])
+    head = V[:, : n - 1]
     lo = head < boundary.lower[: n - 1]
     up = head > boundary.upper[: n - 1]
     crossed = lo | up

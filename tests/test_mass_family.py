@@ -3,6 +3,8 @@ on every evaluation path, and the running masses against a loop over the model's
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -15,7 +17,7 @@ from sklearn.svm import SVC, LinearSVC
 
 from attentive import AttentiveClassifier, InvalidParameterError
 from attentive.data import load_dataset
-from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.evaluation import apply_boundary, evaluation_options, first_crossing
 from attentive.families import WalkStatistics, make_family
 from attentive.families.mass import mass_table
 
@@ -38,8 +40,7 @@ def test_mass_table_is_least_squares_per_position():
     terms = rng.normal(size=(m, n)) * rng.uniform(0.5, 2.0, size=n)
     mass_terms = np.abs(terms) + rng.normal(scale=0.1, size=(m, n))
     S, A = np.cumsum(terms, axis=1), np.cumsum(mass_terms, axis=1)
-    S[:, -1] += 0.5 * A[:, 10]  # S_n depends on an early mass: c_t is not zero
-    S[:, :-1] = S[:, :-1]  # (the last column is the target of every position)
+    S[:, -1] += 0.5 * A[:, 10]  # S_n (every position's target) depends on an early mass
     table = mass_table(S, A)
     coef, spread = _lstsq_table(S, A)
     np.testing.assert_allclose(table.intercept[:-1], coef[:-1, 0], atol=1e-9)
@@ -61,8 +62,38 @@ def test_collinear_mass_falls_back_to_the_regression_on_s():
     assert np.all(table.mass_slope == 0.0)
     for t in range(11):
         slope, intercept = np.polyfit(S[:, t], S[:, -1], 1)
+        spread = np.sqrt(np.mean((S[:, -1] - slope * S[:, t] - intercept) ** 2))
         assert table.slope[t] == pytest.approx(slope, rel=1e-9, abs=1e-12)
         assert table.intercept[t] == pytest.approx(intercept, rel=1e-9, abs=1e-12)
+        assert table.residual_std[t] == pytest.approx(spread, rel=1e-9, abs=1e-12)
+
+
+def test_regressors_constant_up_to_rounding_are_left_out():
+    """A first term that is the same for every walk (a bias feature) predicts nothing: its
+    position gets slope 0 and the whole spread, not a slope of 1e15 fitted to rounding."""
+    rng = np.random.default_rng(3)
+    m, n = 500, 8
+    terms = rng.normal(size=(m, n))
+    terms[:, 0] = 0.7 + 3e-16 * rng.normal(size=m)  # 0.7 up to a few ulps
+    S = np.cumsum(terms, axis=1)
+    A = np.cumsum(np.abs(terms), axis=1)
+    A[:, 1] = 3.1 * (1.0 + 3e-16 * rng.normal(size=m))  # a mass constant up to a few ulps
+    table = mass_table(S, A)
+    assert table.slope[0] == 0.0 and table.mass_slope[0] == 0.0
+    assert table.residual_std[0] == pytest.approx(S[:, -1].std(), rel=1e-9)
+    assert table.mass_slope[1] == 0.0
+    slope = np.polyfit(S[:, 1], S[:, -1], 1)[0]
+    assert table.slope[1] == pytest.approx(slope, rel=1e-9)
+    # Elsewhere both regressors are used.
+    assert np.all(table.mass_slope[2:-1] != 0.0)
+
+
+def test_tiny_inputs():
+    S = np.array([[1.0, 2.0], [0.5, -1.0], [-1.0, 0.0]])
+    table = mass_table(S, np.abs(S))
+    assert table.n_reference == 3 and np.all(np.isfinite(table.residual_std))
+    one = mass_table(np.array([[1.0], [2.0]]), np.array([[1.0], [2.0]]))
+    assert (one.slope[0], one.intercept[0], one.residual_std[0]) == (1.0, 0.0, 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +171,9 @@ def test_a_mass_rule_needs_the_masses(rbf_problem):
     S = clf.partial_scores(X[:20])
     with pytest.raises(InvalidParameterError, match="running masses A"):
         apply_boundary(S, clf.boundary_, clf.theta_s_)
+    # (also where there is no position to stop at)
+    with pytest.raises(InvalidParameterError, match="running masses A"):
+        first_crossing(S[:, :1], dataclasses.replace(clf.boundary_, **_first(clf.boundary_)))
     with pytest.raises(InvalidParameterError, match="shape of S"):
         apply_boundary(S, clf.boundary_, clf.theta_s_, A=S[:, :5])
     fam = clf.boundary_family()
@@ -147,6 +181,40 @@ def test_a_mass_rule_needs_the_masses(rbf_problem):
 
     with pytest.raises(InvalidParameterError, match="pass A"):
         grid_outcomes(S, fam)
+
+
+def _first(boundary):
+    """The fields of ``boundary`` cut to its first position."""
+    return {
+        name: getattr(boundary, name)[:1]
+        for name in ("lower", "upper", "estimate_slope", "estimate_intercept", "mass")
+    }
+
+
+def test_reference_walks_leave_their_own_term_out_of_the_mass(rbf_problem):
+    clf, _ = rbf_problem
+    walk = clf.walk_
+    X_ref = clf.estimator_.support_vectors_[:30]
+    own = np.arange(30)  # row i is support vector i
+    S, A = walk.partial_scores_and_masses(X_ref, leave_own_out=True, own=own)
+    values = walk.terms.term_values(walk.prepare(X_ref), walk.order)
+    pos = walk.positions[own]
+    values[np.arange(30), pos] = 0.0
+    np.testing.assert_allclose(A, np.cumsum(values * np.abs(walk.ordered_weights), axis=1))
+    np.testing.assert_allclose(S, walk.partial_scores(X_ref, leave_own_out=True, own=own))
+    full = walk.partial_masses(X_ref)
+    assert np.all(full[:, -1] > A[:, -1])  # each had its own term, now left out
+
+
+def test_a_mass_free_table_gives_a_plain_boundary(rbf_problem):
+    """κ = 0 everywhere: no mass on the boundary, so every evaluation path runs it as it is."""
+    clf, _ = rbf_problem
+    s = clf.walk_statistics_
+    t = s.mass
+    flat = dataclasses.replace(t, mass_slope=np.zeros_like(t.mass_slope))
+    stats = dataclasses.replace(s, mass=flat)
+    b = make_family("mass-regression", stats, clf.theta_s_, "both").boundary(2.0)
+    assert not b.uses_mass and b.mass is None
 
 
 def _assert_as_reference(clf, X, **options):
@@ -174,6 +242,35 @@ def test_evaluator_equals_the_reference_few_features(rbf_problem, options):
     clf, X = rbf_problem
     ref = _assert_as_reference(clf, X, **options)
     assert 0.2 < ref.stopped.mean() < 1.0
+
+
+@pytest.mark.parametrize("side", ["lower", "upper"])
+def test_evaluator_equals_the_reference_one_side(rbf_problem, side):
+    clf, X = rbf_problem
+    one = clf.with_rule("mass-regression", side=side, delta=0.05)
+    assert one.boundary_.uses_mass
+    for options in ({}, {"block_size": 8}):
+        ref = _assert_as_reference(one, X, **options)
+        assert ref.stopped.any()
+        assert set(np.unique(ref.stop_side[ref.stopped])) == {-1 if side == "lower" else 1}
+
+
+def test_evaluator_equals_the_reference_short_rbf_walk():
+    """An RBF model of at most 64 terms: the one-go walk's triangular product for the mass."""
+    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+
+    X, y = make_classification(n_samples=1000, n_features=6, class_sep=2.0, random_state=5)
+    clf = AttentiveClassifier(
+        SVC(C=0.5, gamma=0.05),
+        boundary="mass-regression",
+        side="both",
+        delta=0.1,
+        random_state=0,
+    ).fit(X[:300], y[:300])
+    assert clf.n_terms_ <= SMALL_PREFIX_PRODUCT and clf.boundary_.uses_mass
+    ref = _assert_as_reference(clf, X[300:])
+    assert ref.stopped.any()
+    _assert_as_reference(clf, X[300:], block_size=6)
 
 
 def test_evaluator_equals_the_reference_tiny_call(rbf_problem):

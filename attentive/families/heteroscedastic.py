@@ -49,14 +49,14 @@ def reference_sample(
     walk, X_ref, *, leave_own_out: bool = False, own=None, seed: int = 0, masses: bool = False
 ):
     """The walks of a seeded sample of reference examples ``X_ref`` (at most ``MAX_ROWS``; with
-    a long walk fewer, about ``MAX_VALUES`` partial scores but at least 200 rows), walked as the
+    a long walk fewer, about ``MAX_VALUES`` values kept but at least 200 rows), walked as the
     reference statistics were (``leave_own_out``, ``own``): their partial scores, and with
     ``masses`` their running masses too (``(S, A)``). What :func:`spread_table` and
     :func:`attentive.families.mass.mass_table` are fitted on."""
     from sklearn.utils import _safe_indexing
     from sklearn.utils.validation import _num_samples
 
-    n = walk.n_terms
+    n = walk.n_terms * (2 if masses else 1)  # values per row kept
     m = _num_samples(X_ref)
     keep = int(min(m, MAX_ROWS, max(200, MAX_VALUES // max(n, 1))))
     rows = np.arange(m)

@@ -20,6 +20,7 @@ elsewhere) the family is the regression family.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -33,6 +34,10 @@ from attentive.families.regression import regression_statistics
 # Least squares on S_t and A_t falls back to S_t alone where the two are this correlated (e.g. a
 # model whose weights all have one sign, where A_t is S_t plus a constant).
 _COLLINEAR = 1.0 - 1e-9
+# A regressor whose sum of squared deviations is below this share of its scale is constant up to
+# rounding (the regression family's cut).
+_ROUNDING = 1e-12
+_COLUMNS = 2**20  # values per centred copy in mass_table
 
 
 @dataclass(frozen=True)
@@ -49,29 +54,39 @@ class MassTable:
 
 def mass_table(S: np.ndarray, A: np.ndarray) -> MassTable:
     """The :class:`MassTable` of reference walks with partial scores ``S`` and running masses
-    ``A`` (both (m, n); :meth:`attentive.walk.Walk.partial_scores_and_masses`)."""
+    ``A`` (both (m, n); :meth:`attentive.walk.Walk.partial_scores_and_masses`).
+
+    A regressor whose spread over the walks is rounding-sized (``S_t`` next to ``S_n``'s spread,
+    as the regression family judges it; ``A_t`` next to its own size) is left out, and so is
+    ``A_t`` where it is collinear with ``S_t``."""
     S = np.asarray(S, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
-    m = S.shape[0]
+    m, n = S.shape
     y = S[:, -1]
     y_c = y - y.mean()
-    s_c = S - S.mean(axis=0)
-    a_c = A - A.mean(axis=0)
-    ss = np.einsum("ij,ij->j", s_c, s_c)
-    aa = np.einsum("ij,ij->j", a_c, a_c)
-    sa = np.einsum("ij,ij->j", s_c, a_c)
-    sy = y_c @ s_c
-    ay = y_c @ a_c
     yy = float(y_c @ y_c)
-    tiny = 1e-300
+    mean_s, mean_a = S.mean(axis=0), A.mean(axis=0)
+    ss, aa, sa, sy, ay, a2 = (np.empty(n) for _ in range(6))
+    step = max(1, _COLUMNS // max(m, 1))
+    for lo in range(0, n, step):  # centred copies of a few columns at a time
+        cols = slice(lo, min(n, lo + step))
+        s_c = S[:, cols] - mean_s[cols]
+        a_c = A[:, cols] - mean_a[cols]
+        ss[cols] = np.einsum("ij,ij->j", s_c, s_c)
+        aa[cols] = np.einsum("ij,ij->j", a_c, a_c)
+        sa[cols] = np.einsum("ij,ij->j", s_c, a_c)
+        sy[cols] = y_c @ s_c
+        ay[cols] = y_c @ a_c
+        a2[cols] = np.einsum("ij,ij->j", A[:, cols], A[:, cols])
+    has_s = ss > _ROUNDING * max(yy, 1e-300)
+    has_a = aa > _ROUNDING * np.maximum(a2, 1e-300)
     det = ss * aa - sa**2
-    both = (det > (1.0 - _COLLINEAR**2) * ss * aa) & (ss > tiny) & (aa > tiny)
+    both = has_s & has_a & (det > (1.0 - _COLLINEAR**2) * ss * aa)
     safe_det = np.where(both, det, 1.0)
-    b = np.where(
-        both, (sy * aa - ay * sa) / safe_det, np.where(ss > tiny, sy / np.maximum(ss, tiny), 0.0)
-    )
+    simple = np.where(has_s, sy / np.where(has_s, ss, 1.0), 0.0)
+    b = np.where(both, (sy * aa - ay * sa) / safe_det, simple)
     c = np.where(both, (ay * ss - sy * sa) / safe_det, 0.0)
-    a = y.mean() - b * S.mean(axis=0) - c * A.mean(axis=0)
+    a = y.mean() - b * mean_s - c * mean_a
     residual = np.maximum(yy - b * sy - c * ay, 0.0) / max(m, 1)
     a[-1], b[-1], c[-1], residual[-1] = 0.0, 1.0, 0.0, 0.0
     return MassTable(
@@ -118,18 +133,11 @@ class MassRegressionFamily(BoundaryFamily):
         lower = np.where(pos, (self.theta_s - z * sd - a) / safe_b, -np.inf)
         upper = np.where(pos, (self.theta_s + z * sd - a) / safe_b, np.inf)
         out = self._sided_boundary(z, lower, upper, b, a)
-        if not self.uses_mass:
+        kappa = np.where(pos, c / safe_b, 0.0)
+        if not self.uses_mass or not kappa.any():
+            # No mass anywhere: a threshold on S_t, which every evaluation path runs as it is.
             return out
-        return Boundary(
-            kind=out.kind,
-            side=out.side,
-            lower=out.lower,
-            upper=out.upper,
-            estimate_slope=out.estimate_slope,
-            estimate_intercept=out.estimate_intercept,
-            params=out.params,
-            mass=frozen_array(np.where(pos, c / safe_b, 0.0)),
-        )
+        return dataclasses.replace(out, mass=frozen_array(kappa))
 
     def crossing_scores(self, head, upper, mass=None):
         n1 = head.shape[1]
