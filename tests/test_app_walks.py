@@ -18,12 +18,11 @@ from attentive.app.plots.walks import BRIDGE, MASS_TITLE, MASS_YLABEL
 from attentive.app.state import DashboardState
 from attentive.evaluation import first_crossing
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-@pytest.fixture(autouse=True)
-def _offline(offline_data_home):
-    """No network; models trained once per test session."""
+# No network; models trained once per test session.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.usefixtures("offline_data_home"),
+]
 
 
 @pytest.fixture
