@@ -57,7 +57,7 @@ from attentive.families import (
     make_family,
     regression_statistics,
 )
-from attentive.families.heteroscedastic import reference_sample, spread_table_of
+from attentive.families.heteroscedastic import reference_sample, spread_table
 from attentive.families.mass import mass_table
 from attentive.grid import (
     GridOutcomes,
@@ -458,7 +458,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             negative=self.class_stats_["negative"],
             pooled=pooled,
             variance=self.variance_,
-            spread=spread_table_of(S_ref, regression_statistics(pooled)),
+            spread=spread_table(S_ref, regression_statistics(pooled)),
             mass=mass_table(S_ref, A_ref),
         )
         del S_ref, A_ref

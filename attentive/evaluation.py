@@ -45,8 +45,12 @@ def first_crossing(
     with a boundary whose lower exceeds its upper) counts as a lower stop. ``A``: the running
     masses, for a boundary with ``mass`` (its thresholds apply to ``S_t + κ_t A_t``).
     """
-    m, n = S.shape
-    V = boundary.statistic(S, A)  # S itself, or for a rule on the running mass S + κ A
+    return _first_crossing_of(boundary.statistic(S, A), boundary)
+
+
+def _first_crossing_of(V: np.ndarray, boundary: Boundary) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_crossing` of walks of the rule's statistic ``V`` (``S``, or ``S + κ A``)."""
+    m, n = V.shape
     if n <= 1:
         return np.full(m, n, dtype=np.int64), np.zeros(m, dtype=np.int8)
     head = V[:, : n - 1]
@@ -86,20 +90,17 @@ def apply_boundary(
     if boundary.kind == "budget":
         B = boundary.budget
         return budget_evaluation((n / B) * S[:, B - 1], B, n, theta_s, offset, threshold, classes)
-    t, side = first_crossing(S, boundary, A)
+    # The rule's statistic (S_t, or S_t + κ_t A_t): where it crosses and what its estimate at the
+    # stop is made of.
+    V = boundary.statistic(S, A)
+    t, side = _first_crossing_of(V, boundary)
     rows = np.arange(m)
-    at = np.maximum(t - 1, 0)
-    if n and boundary.uses_mass:
-        # The rule's statistic at the stop, V_t = S_t + κ_t A_t: what its estimate is made of.
-        stop_scores = S[rows, at] + boundary.mass[at] * np.asarray(A, dtype=np.float64)[rows, at]
-    else:
-        stop_scores = S[rows, at] if n else np.zeros(m)
     return finish_evaluation(
         boundary,
         s_n=S[:, n - 1].copy() if n else np.zeros(m),
         n_evaluated=t,
         stop_side=side,
-        stop_scores=stop_scores,
+        stop_scores=V[rows, np.maximum(t - 1, 0)] if n else np.zeros(m),
         theta_s=theta_s,
         offset=offset,
         threshold=threshold,

@@ -73,25 +73,10 @@ def reference_sample(
 
 
 def spread_table(
-    walk,
-    X_ref,
-    regression: RegressionStats,
-    *,
-    leave_own_out: bool = False,
-    own=None,
-    bins: int = BINS,
-    shrink: float = SHRINK,
-    seed: int = 0,
-) -> SpreadTable:
-    """The :class:`SpreadTable` of the walks of :func:`reference_sample` (same arguments)."""
-    S = reference_sample(walk, X_ref, leave_own_out=leave_own_out, own=own, seed=seed)
-    return spread_table_of(S, regression, bins=bins, shrink=shrink)
-
-
-def spread_table_of(
     S: np.ndarray, regression: RegressionStats, *, bins: int = BINS, shrink: float = SHRINK
 ) -> SpreadTable:
-    """The :class:`SpreadTable` of reference walks with partial scores ``S`` (m, n)."""
+    """The :class:`SpreadTable` of reference walks with partial scores ``S`` (m, n; the walks of
+    :func:`reference_sample`)."""
     keep = S.shape[0]
     a, b = np.asarray(regression.intercept), np.asarray(regression.slope)
     sd = np.asarray(regression.residual_std)

@@ -20,8 +20,9 @@ BRIDGE = "Brownian bridge ± z·√(V t (n − t)) / n"
 MASS_TITLE = "Walks of the rule's statistic S_t + κ_t·A_t"
 MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
 MASS_CAPTION = (
-    "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass; κ_t: its weight, fitted on reference walks.\n"
-    "The boundary applies to S_t + κ_t·A_t (which is S_n at t = n), not to S_t."
+    "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass.\n"
+    "κ_t: its weight, fitted on reference walks. The boundary applies to\n"
+    "S_t + κ_t·A_t (which is S_n at t = n), not to S_t."
 )
 
 
