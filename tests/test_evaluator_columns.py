@@ -108,6 +108,26 @@ def test_the_plan_restricts_columns_and_finds_the_grid(grid_problem):
     )
 
 
+@pytest.mark.parametrize("rows", ["all", "every third", "shuffled, over two tiles"])
+def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, monkeypatch):
+    """grid_rows against a brute-force computation: the integers 255 x on the plan's columns,
+    and −γ|x|² over all columns, for every row in order and for rows gathered by index."""
+    monkeypatch.setattr(dense, "_GRID_TILE", 64)  # several tiles, the last one partial
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    rng = np.random.default_rng(5)
+    idx = {
+        "all": np.arange(len(X)),
+        "every third": np.arange(0, len(X), 3),
+        "shuffled, over two tiles": rng.permutation(len(X))[:100],
+    }[rows]
+    ints, row = dense.grid_rows(plan, X, idx)
+    assert ints.dtype == np.float32
+    expected = np.rint(X[idx][:, plan.rbf_columns] * 255.0)
+    np.testing.assert_array_equal(ints, expected.astype(np.float32))
+    np.testing.assert_allclose(row, -plan.rbf_gamma * (X[idx] ** 2).sum(axis=1), rtol=1e-13)
+
+
 def test_full_evaluation_on_restricted_columns_matches_sklearn(grid_problem):
     model, walk, X = grid_problem
     full = full_boundary(walk.n_terms)
