@@ -212,6 +212,30 @@ def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(gr
     assert "grid" in modes and "double" not in modes
 
 
+def test_a_grid_on_every_column_walks_on_the_grid(modes):
+    """Support vectors non-zero in every column (no restriction, plan.rbf_columns is None): the
+    grid copy holds every column, equal to a brute-force computation, and the walk decides
+    knife edges as the reference does."""
+    rng = np.random.default_rng(8)
+    X, y = _images(rng, 900)
+    X = np.rint(np.clip(X + rng.uniform(0.0, 0.05, X.shape), 0.0, 1.0) * 255.0) / 255.0
+    model = SVC(gamma=0.05, C=1.0).fit(X[:300], y[:300])
+    walk = make_walk(decompose(model), X[:300], y[:300], random_state=4)[0]
+    plan = walk_plan(walk)
+    assert plan.rbf_columns is None and plan.rbf_grid == 255.0
+    Xe = X[300:]
+    idx = np.arange(0, len(Xe), 2)
+    ints, row = dense.grid_rows(plan, Xe, idx)
+    np.testing.assert_array_equal(ints, np.rint(Xe[idx] * 255.0).astype(np.float32))
+    np.testing.assert_allclose(row, -plan.rbf_gamma * (Xe[idx] ** 2).sum(axis=1), rtol=1e-13)
+    S = walk.partial_scores(Xe)
+    boundary = _boundary(S, np.random.default_rng(2), "both", gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    _same(evaluate_blocked(walk, Xe, boundary, theta_s, precision="double"), ref)
+    assert "grid" in modes and "double" not in modes
+
+
 def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes):
     """Integers (grid step 1) large enough that |k| · max|l| ≥ 2^24: not exact in float32."""
     rng = np.random.default_rng(5)
