@@ -95,6 +95,20 @@ def _same(ev, ref):
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
 
 
+def _knife_edges(walk, X, seed, side="both"):
+    """A boundary 1e-9 from the walks' values of X, θ_S and the reference's result."""
+    S = walk.partial_scores(X)
+    boundary = _boundary(S, np.random.default_rng(seed), side, gap=1e-9)
+    theta_s = walk.theta_s(0.0)
+    return boundary, theta_s, apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+
+
+def _walks_as_reference(walk, X, seed, **kwargs):
+    """evaluate_blocked (with kwargs) on knife edges gives the reference's result."""
+    boundary, theta_s, ref = _knife_edges(walk, X, seed)
+    _same(evaluate_blocked(walk, X, boundary, theta_s, **kwargs), ref)
+
+
 def test_the_plan_restricts_columns_and_finds_the_grid(grid_problem):
     model, walk, _ = grid_problem
     plan = walk_plan(walk)
@@ -143,11 +157,7 @@ def test_full_evaluation_on_restricted_columns_matches_sklearn(grid_problem):
 )
 def test_grid_walk_equals_reference_on_knife_edges(grid_problem, modes, side, kwargs):
     _, walk, X = grid_problem
-    S = walk.partial_scores(X)
-    rng = np.random.default_rng(7)
-    boundary = _boundary(S, rng, side, gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    boundary, theta_s, ref = _knife_edges(walk, X, 7, side)
     assert ref.stopped.any() and not ref.stopped.all()
     for values in (True, False):
         ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
@@ -163,10 +173,7 @@ def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem,
     """The knife-edge test can fail: rows rounded to float32 off the grid (a product with errors
     of ~1e-7 of its value) change stops."""
     _, walk, X = grid_problem
-    S = walk.partial_scores(X)
-    boundary = _boundary(S, np.random.default_rng(7), "both", gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    boundary, theta_s, ref = _knife_edges(walk, X, 7)
     plan = walk_plan(walk)
     # Pretend the data were on a grid of step 1 / 255.5: the rows' integers become inexact.
     monkeypatch.setattr(plan, "rbf_grid", 255.5)
@@ -187,11 +194,7 @@ def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
     _, walk, X = grid_problem
     X = X.copy()
     X[5, 40] += 1e-3  # one value off the grid: its chunk walks in double precision
-    S = walk.partial_scores(X)
-    boundary = _boundary(S, np.random.default_rng(11), "both", gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-    _same(evaluate_blocked(walk, X, boundary, theta_s, block_size=8), ref)
+    _walks_as_reference(walk, X, 11, block_size=8)
     assert "double" in modes  # the chunk holding row 5 (others may be on the grid)
 
 
@@ -204,11 +207,7 @@ def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(gr
     X = X.copy()
     X[::3, outside[0]] = 0.3337  # off the grid, and large enough to move every walk
     X[1::3, outside[-1]] = np.pi
-    S = walk.partial_scores(X)
-    boundary = _boundary(S, np.random.default_rng(13), "both", gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-    _same(evaluate_blocked(walk, X, boundary, theta_s, precision="double"), ref)
+    _walks_as_reference(walk, X, 13, precision="double")
     assert "grid" in modes and "double" not in modes
 
 
@@ -228,11 +227,7 @@ def test_a_grid_on_every_column_walks_on_the_grid(modes):
     ints, row = dense.grid_rows(plan, Xe, idx)
     np.testing.assert_array_equal(ints, np.rint(Xe[idx] * 255.0).astype(np.float32))
     np.testing.assert_allclose(row, -plan.rbf_gamma * (Xe[idx] ** 2).sum(axis=1), rtol=1e-13)
-    S = walk.partial_scores(Xe)
-    boundary = _boundary(S, np.random.default_rng(2), "both", gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-    _same(evaluate_blocked(walk, Xe, boundary, theta_s, precision="double"), ref)
+    _walks_as_reference(walk, Xe, 2, precision="double")
     assert "grid" in modes and "double" not in modes
 
 
@@ -247,11 +242,7 @@ def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes)
     assert plan.rbf_grid is not None
     assert plan.rbf_grid * np.linalg.norm(X[250:], axis=1).max() * plan.sv_grid_norm > GRID_LIMIT
     Xe = X[250:]
-    S = walk.partial_scores(Xe)
-    boundary = _boundary(S, np.random.default_rng(1), "both", gap=1e-9)
-    theta_s = walk.theta_s(0.0)
-    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-    _same(evaluate_blocked(walk, Xe, boundary, theta_s, block_size=8), ref)
+    _walks_as_reference(walk, Xe, 1, block_size=8)
     assert modes and "grid" not in modes
 
 
