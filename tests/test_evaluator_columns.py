@@ -142,11 +142,61 @@ def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, monkeypat
     np.testing.assert_allclose(row, -plan.rbf_gamma * (X[idx] ** 2).sum(axis=1), rtol=1e-13)
 
 
-def test_full_evaluation_on_restricted_columns_matches_sklearn(grid_problem):
+@pytest.fixture
+def full_tiles(monkeypatch):
+    """How many tiles of rows full evaluation took on the grid and off it."""
+    seen = {"grid": 0, "off": 0}
+    original = dense.grid_rows
+
+    def grid_rows(plan, X, idx):
+        out = original(plan, X, idx)
+        seen["off" if out is None else "grid"] += 1
+        return out
+
+    monkeypatch.setattr(dense, "grid_rows", grid_rows)
+    return seen
+
+
+def test_full_evaluation_on_the_grid_matches_sklearn(grid_problem, full_tiles):
     model, walk, X = grid_problem
     full = full_boundary(walk.n_terms)
     for chunk_size in (None, 7):
         ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
+        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+    assert full_tiles["grid"] > 1 and full_tiles["off"] == 0
+
+
+def test_full_evaluation_with_rows_off_the_grid_matches_sklearn(grid_problem, full_tiles):
+    """A tile holding a row off the grid takes the double-precision product; the others stay
+    on the grid."""
+    model, walk, X = grid_problem
+    X = X.copy()
+    X[30, 40] += 1e-3
+    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0), chunk_size=25)
+    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+    assert full_tiles["off"] == 1 and full_tiles["grid"] == -(-len(X) // 25) - 1
+
+
+@pytest.mark.parametrize("budget", [1, 37])
+def test_budgeted_prefix_sums_on_the_grid_by_brute_force(grid_problem, full_tiles, budget):
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    U = dense.prefix_sums(walk, plan, X, budget, None, 1)
+    terms = walk.terms.term_values(walk.prepare(X), walk.order[:budget])
+    np.testing.assert_allclose(U, terms @ walk.ordered_weights[:budget], rtol=1e-11, atol=1e-13)
+    assert full_tiles["grid"] > 0 and full_tiles["off"] == 0
+
+
+def test_an_inexact_float32_product_would_fail_full_evaluation(grid_problem, monkeypatch):
+    """The comparison with scikit-learn can fail: float32 products of rows that are not exact
+    integers (errors of ~1e-7 of the product) miss rtol=1e-9."""
+    model, walk, X = grid_problem
+    plan = walk_plan(walk)
+    monkeypatch.setattr(plan, "rbf_grid", 255.5)
+    monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
+    monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
+    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    with pytest.raises(AssertionError):
         np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
 
 

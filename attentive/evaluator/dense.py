@@ -371,6 +371,11 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     out = np.empty(m)
     idx = plan.order[:budget]
     rbf = plan.sv_augmented is not None and not sp.issparse(Xp)
+    # Support vectors on an integer grid (MNIST's pixels / 255): rows on it take the walk's exact
+    # float32 product of integers (RBFTerms), 1.75× faster than the float64 augmented product on
+    # MNIST; a tile with a row off the grid falls back to the latter.
+    grid = rbf and Xp.shape[1] > AUGMENT_MAX_FEATURES and plan.rbf_grid is not None
+    grid = grid and exact_single_products()
     # Many features: the product dominates and BLAS runs faster on taller tiles (MNIST: 512 rows
     # measured 12% faster than 103).
     tile = FULL_TILE_ELEMENTS if Xp.shape[1] <= AUGMENT_MAX_FEATURES else FULL_TILE_ELEMENTS_WIDE
@@ -379,7 +384,23 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     def task(lo, hi):
         def go():
             X = Xp[lo:hi]
-            if rbf:
+            on_grid = None
+            if grid:
+                X = np.asarray(X, dtype=np.float64)
+                on_grid = grid_rows(plan, X, np.arange(hi - lo))
+            if on_grid is not None:
+                # |w| K = exp((k · l) 2γ/s² + (−γ|y|² + log|w|) − γ|x|²), k · l exact in float32.
+                K, row = on_grid
+                H = np.multiply(
+                    K @ plan.sv_grid32[:budget].T,
+                    2.0 * plan.rbf_gamma / plan.rbf_grid**2,
+                    dtype=np.float64,
+                )
+                H += plan.sv_offset[:budget]
+                H += row[:, None]
+                np.exp(H, out=H)
+                np.matmul(H, plan.weight_signs[:budget], out=out[lo:hi])
+            elif rbf:
                 # Cache-sized tiles of centred augmented rows on the columns where some support
                 # vector is non-zero: one product, one exp, one sum.
                 H = restricted_augmented_rows(plan, np.asarray(X, dtype=np.float64))
