@@ -175,7 +175,9 @@ def test_full_evaluation_with_rows_off_the_grid_matches_sklearn(grid_problem, fu
     X[30, 40] += 1e-3
     ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0), chunk_size=25)
     np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
-    assert full_tiles.count("off") == 1 and full_tiles.count("grid") == -(-len(X) // 25) - 1
+    # Chunks of at most 25 rows (more when the rows are split evenly over the threads).
+    assert full_tiles.count("off") == 1 and full_tiles.count("grid") == len(full_tiles) - 1
+    assert len(full_tiles) >= -(-len(X) // 25)
 
 
 @pytest.mark.parametrize("budget", [1, 37])

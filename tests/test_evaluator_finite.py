@@ -63,6 +63,7 @@ PATHS = {
     "single product": ("images", "curved", {"precision": "mixed"}, None),
     "full": ("images", "full", {}, None),
     "budget": ("low", "budget", {"chunk_size": 100}, None),
+    "budget, grid": ("images", "budget", {"chunk_size": 100, "n_jobs": 2}, None),
     "tiny": ("images", "curved", {}, 20),
 }
 
