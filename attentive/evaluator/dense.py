@@ -374,7 +374,7 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     # Support vectors on an integer grid (MNIST's pixels / 255): rows on it take the walk's exact
     # float32 product of integers (RBFTerms), about 1.75× faster than the float64 augmented
     # product on MNIST; a tile with a row off the grid falls back to the latter (after the part
-    # of grid_rows that found it off the grid: float32 input of pixels / 255 never is on it).
+    # of grid_rows that found it off the grid: float32 pixels / 255 are off it but for 0 and 1).
     grid = rbf and Xp.shape[1] > AUGMENT_MAX_FEATURES and plan.rbf_grid is not None
     grid = grid and exact_single_products()
     # Many features: the product dominates and BLAS runs faster on taller tiles (MNIST: 512 rows
