@@ -3,14 +3,15 @@
 1. Full and budgeted evaluation never test a boundary: one product per chunk of examples
    (:func:`attentive.evaluator.dense.prefix_sums`).
 2. Sparse linear models (CSR input) find stops without looping over positions
-   (:mod:`attentive.evaluator.sparse`; a rule on the running mass walks them as in 4), or, with ``only_if_walking_pays``, are evaluated in full:
-   one sparse product, which no walk can beat (:func:`walking_pays`).
+   (:mod:`attentive.evaluator.sparse`; a rule on the running mass walks them as in 4), or,
+   with ``only_if_walking_pays``, are evaluated in full: one sparse product, which no walk can
+   beat (:func:`walking_pays`).
 3. Tiny problems compute every term at once (:func:`attentive.evaluator.dense.walk_small`).
 4. Everything else walks chunks of examples over blocks of positions
    (:func:`attentive.evaluator.dense.walk_rows`; RBF kernels optionally in mixed precision,
    :mod:`attentive.evaluator.mixed`, except under a rule on the running mass, which keeps a
-   second running sum and runs in double precision). A pilot of the first rows of a call, walked first (its
-   results are kept), gives the survival curve from which the blocks are chosen
+   second running sum and runs in double precision). A pilot of the first rows of a call,
+   walked first (its results are kept), gives the survival curve from which the blocks are chosen
    (:func:`attentive.evaluator.plan.survival_schedule`); it is kept per walk and boundary.
 """
 
