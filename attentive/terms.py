@@ -140,10 +140,28 @@ def kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
     if kernel == "linear":
         return linear_kernel(X, Y)
     if kernel == "poly":
-        return polynomial_kernel(
-            X, Y, degree=params["degree"], gamma=params["gamma"], coef0=params["coef0"]
-        )
+        # γ x · y + c0 from scikit-learn (its checks, sparse input), then the power by repeated
+        # squaring: numpy's ``**`` with an integer exponent other than 0, 1, 2 calls ``pow``,
+        # ~48 ns per value here against ~0.3 ns per multiply (25-40× faster term values).
+        base = polynomial_kernel(X, Y, degree=1, gamma=params["gamma"], coef0=params["coef0"])
+        return integer_power(base, int(params["degree"]))
     return sigmoid_kernel(X, Y, gamma=params["gamma"], coef0=params["coef0"])
+
+
+def integer_power(base: np.ndarray, degree: int) -> np.ndarray:
+    """``base ** degree`` for an integer ``degree ≥ 0`` by repeated squaring, multiplied in the
+    order of libsvm's ``powi`` (which scikit-learn's SVC evaluates its polynomial kernel with);
+    ``base`` is overwritten."""
+    if degree < 0:
+        raise ValueError(f"the polynomial kernel's degree must be ≥ 0; got {degree}")
+    result = None
+    while degree:
+        if degree & 1:
+            result = base.copy() if result is None else np.multiply(result, base, out=result)
+        degree >>= 1
+        if degree:
+            np.multiply(base, base, out=base)
+    return np.ones_like(base) if result is None else result
 
 
 def _unwrap(estimator):

@@ -8,12 +8,14 @@ from conftest import relative_error
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from attentive import UnsupportedModelError, decompose
+from attentive.terms import integer_power
 
 KERNELS = ["linear", "rbf", "poly", "sigmoid"]
 
@@ -83,6 +85,50 @@ def test_adaboost_samme_terms_are_weak_learners(binary_problem):
     assert terms.kind == "boosting"
     h = terms.term_values(Xte)
     assert set(np.unique(h)) <= {-1.0, 1.0}
+    assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+def _libsvm_powi(base: float, times: int) -> float:
+    """libsvm's ``powi`` (svm.cpp), one value at a time."""
+    tmp, ret, t = base, 1.0, times
+    while t > 0:
+        if t % 2 == 1:
+            ret *= tmp
+        tmp = tmp * tmp
+        t //= 2
+    return ret
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2, 3, 4, 5, 7, 8])
+def test_integer_power_multiplies_in_libsvms_order(degree):
+    rng = np.random.default_rng(degree)
+    base = rng.normal(scale=1.5, size=(7, 11))
+    expected = np.array([[_libsvm_powi(float(v), degree) for v in row] for row in base])
+    got = integer_power(base.copy(), degree)
+    np.testing.assert_array_equal(got, expected)  # the same products, so the same bits
+    np.testing.assert_allclose(got, base.astype(np.longdouble) ** degree, rtol=4e-15 * degree)
+
+
+def test_integer_power_refuses_a_negative_degree():
+    with pytest.raises(ValueError, match="degree must be ≥ 0; got -1"):
+        integer_power(np.ones((2, 2)), -1)
+
+
+@pytest.mark.parametrize("degree", [0, 2, 5])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_polynomial_terms_match_scikit_learn_for_any_degree(
+    binary_problem, sparse_problem, degree, sparse
+):
+    Xtr, ytr, Xte, _ = sparse_problem if sparse else binary_problem
+    model = SVC(kernel="poly", degree=degree, gamma=0.3, coef0=0.7).fit(Xtr, ytr)
+    terms = decompose(model)
+    # scikit-learn's polynomial_kernel refuses degree 0, which SVC accepts (every value is 1).
+    want = (
+        polynomial_kernel(Xte, model.support_vectors_, degree=degree, gamma=0.3, coef0=0.7)
+        if degree
+        else np.ones((Xte.shape[0], terms.n_terms))
+    )
+    np.testing.assert_allclose(terms.term_values(Xte), want, rtol=1e-13, atol=1e-300)
     assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
 
 
