@@ -33,6 +33,7 @@ __all__ = [
 
 
 KERNELS = ("linear", "rbf", "poly", "sigmoid")
+DOT_KERNELS = ("linear", "poly", "sigmoid")  # kernels that are a function of x · y alone
 
 
 @dataclass(frozen=True)
@@ -135,17 +136,55 @@ def _row_keys(M) -> list[bytes]:
 
 def kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
     """``K(x, y)`` for rows of ``X`` against rows of ``Y`` with an SVC's resolved parameters."""
+    if kernel in DOT_KERNELS and not sp.issparse(X) and not sp.issparse(Y):
+        return _dense_kernel_values(X, Y, kernel, params)
     if kernel == "rbf":
         return rbf_kernel(X, Y, gamma=params["gamma"])
     if kernel == "linear":
         return linear_kernel(X, Y)
     if kernel == "poly":
-        # γ x · y + c0 from scikit-learn (its checks, sparse input), then the power by repeated
-        # squaring: numpy's ``**`` with an integer exponent other than 0, 1, 2 calls ``pow``,
-        # ~48 ns per value here against ~0.3 ns per multiply (25-40× faster term values).
+        # Sparse rows: γ x · y + c0 from scikit-learn, then the power by repeated squaring: numpy's
+        # ``**`` with an integer exponent other than 0, 1, 2 calls ``pow``, ~48 ns per value here
+        # against ~0.3 ns per multiply (25-40× faster term values).
         base = polynomial_kernel(X, Y, degree=1, gamma=params["gamma"], coef0=params["coef0"])
         return integer_power(base, int(params["degree"]))
     return sigmoid_kernel(X, Y, gamma=params["gamma"], coef0=params["coef0"])
+
+
+def _dense_kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
+    """Linear, polynomial and sigmoid kernels of dense rows, computed as scikit-learn's pairwise
+    functions do (``X Yᵀ``, then :func:`dot_kernel`) without their checks of both arrays on every
+    call: ~135 µs here, as long as the product of 133 rows × 1,967 support vectors × 20 features
+    they wrap (full evaluation of such a model runs in tiles of that size)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    X = finite_rows(X)
+    if X.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError(
+            f"expected examples as a 2-D array of {Y.shape[1]} features; got shape {X.shape}"
+        )
+    return dot_kernel(X @ Y.T, kernel, params)
+
+
+def finite_rows(X) -> np.ndarray:
+    """Dense examples as float64, refusing NaN and infinity as scikit-learn's kernels do."""
+    X = np.asarray(X, dtype=np.float64)
+    if not np.isfinite(X).all():
+        raise ValueError("Input contains NaN or infinity.")
+    return X
+
+
+def dot_kernel(K: np.ndarray, kernel: str, params: dict) -> np.ndarray:
+    """Kernel values from the dot products ``K = x · y`` for the kernels that depend on them only
+    (linear, polynomial, sigmoid), in scikit-learn's order of operations: times γ, plus c0, then
+    the power or ``tanh``. ``K`` is overwritten; the values are returned (``K`` itself, or a new
+    array for a polynomial of odd degree > 1)."""
+    if kernel == "linear":
+        return K
+    K *= params["gamma"]
+    K += params["coef0"]
+    if kernel == "poly":
+        return integer_power(K, int(params["degree"]))
+    return np.tanh(K, out=K)
 
 
 def integer_power(base: np.ndarray, degree: int) -> np.ndarray:

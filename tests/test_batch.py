@@ -21,6 +21,7 @@ from attentive.errors import InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator import block_schedule, evaluate_blocked
+from attentive.evaluator.dense import DotKernelTerms
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -156,6 +157,44 @@ def test_other_models_and_sparse_input(problem, name):
         _assert_same(evaluate_blocked(walk, Xeval, boundary, theta_s, block_size=4), ref)
     full = evaluate_blocked(walk, Xeval, full_boundary(walk.n_terms), theta_s)
     np.testing.assert_allclose(full.decision, model.decision_function(Xeval), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        SVC(kernel="linear", C=0.3),
+        SVC(kernel="poly", degree=3, gamma=0.2, coef0=0.5),
+        SVC(kernel="sigmoid", gamma=0.05, coef0=-0.2),
+    ],
+    ids=["linear", "poly-3", "sigmoid"],
+)
+def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
+    """Dense linear / polynomial / sigmoid kernels: blocks are products with the support vectors
+    in walk order (DotKernelTerms), checked against the reference walk and scikit-learn."""
+    X, y, Xt = problem
+    model = model.fit(X, y)
+    walk = _walk(model, X, y, centering="all")
+    calls = []
+    block = DotKernelTerms.block
+    monkeypatch.setattr(
+        DotKernelTerms, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
+    )
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    for side in ("lower", "both"):
+        boundary = _quantile_boundary(S, side, q=0.2)
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+        _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, block_size=8), ref)
+    assert calls and calls[0] == (0, 8)
+    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+    budget = budget_boundary(walk.n_terms, walk.n_terms // 2)
+    ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
+    _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
+    bad = Xt.copy()
+    bad[5, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        evaluate_blocked(walk, bad, boundary, theta_s, block_size=8)
 
 
 def test_estimator_goes_through_blocked_path_with_options(problem):

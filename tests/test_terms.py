@@ -8,7 +8,7 @@ from conftest import relative_error
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics.pairwise import polynomial_kernel
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, sigmoid_kernel
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
@@ -130,6 +130,36 @@ def test_polynomial_terms_match_scikit_learn_for_any_degree(
     )
     np.testing.assert_allclose(terms.term_values(Xte), want, rtol=1e-13, atol=1e-300)
     assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
+@pytest.mark.parametrize(
+    ("kernel", "reference"),
+    [
+        ("linear", lambda X, Y: linear_kernel(X, Y)),
+        ("poly", lambda X, Y: polynomial_kernel(X, Y, degree=2, gamma=0.3, coef0=0.7)),
+        ("sigmoid", lambda X, Y: sigmoid_kernel(X, Y, gamma=0.3, coef0=0.7)),
+    ],
+)
+def test_dense_kernel_values_are_scikit_learns_bit_for_bit(binary_problem, kernel, reference):
+    """Dense rows skip scikit-learn's checks but not its arithmetic (degree 2: one square)."""
+    Xtr, ytr, Xte, _ = binary_problem
+    model = SVC(kernel=kernel, degree=2, gamma=0.3, coef0=0.7).fit(Xtr, ytr)
+    terms = decompose(model)
+    idx = np.random.default_rng(0).permutation(terms.n_terms)[:17]
+    got = terms.term_values(Xte, idx)
+    np.testing.assert_array_equal(got, reference(Xte, model.support_vectors_[idx]))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "poly", "sigmoid"])
+def test_dense_kernel_values_refuse_non_finite_and_misshapen_rows(binary_problem, kernel):
+    Xtr, ytr, Xte, _ = binary_problem
+    terms = decompose(SVC(kernel=kernel).fit(Xtr, ytr))
+    bad = Xte[:5].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        terms.term_values(bad)
+    with pytest.raises(ValueError, match=f"2-D array of {Xtr.shape[1]} features; got shape"):
+        terms.term_values(Xte[:, :-1])
 
 
 def test_term_subset_matches_columns_of_full_matrix(binary_problem):

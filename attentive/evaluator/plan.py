@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from attentive.boundaries import Boundary
 from attentive.errors import InvalidParameterError
+from attentive.terms import DOT_KERNELS
 from attentive.walk import Walk
 
 __all__ = [
@@ -184,6 +185,9 @@ class WalkPlan:
     sv_grid32: np.ndarray | None = None
     sv_grid_norm: float = 0.0
     inverse_order: np.ndarray | None = None  # walk position of each feature (linear models)
+    # Linear, polynomial and sigmoid kernels with dense support vectors: the support vectors in
+    # walk order (dense.DotKernelTerms), so that a block is one product without a gather.
+    sv_ordered: np.ndarray | None = None
     boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
     # Tiny problems: n × n matrices whose product with a block of (unsigned or unweighted)
     # terms gives every prefix sum (attentive.evaluator.dense.walk_small), by kind of terms.
@@ -255,6 +259,8 @@ def walk_plan(walk: Walk) -> WalkPlan:
                 plan.rbf_grid = scale
                 plan.sv_grid32 = np.ascontiguousarray(L, dtype=np.float32)
                 plan.sv_grid_norm = norm
+    elif terms.kind == "kernel" and terms.kernel in DOT_KERNELS and not sp.issparse(sv):
+        plan.sv_ordered = np.ascontiguousarray(np.asarray(sv, dtype=np.float64)[walk.order])
     if terms.kind == "linear":
         plan.inverse_order = walk.positions
     _PLANS[key] = (weakref.ref(walk, lambda _ref, _key=key: _PLANS.pop(_key, None)), plan)
