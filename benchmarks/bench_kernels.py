@@ -1,0 +1,106 @@
+"""Every SVC kernel on the synthetic problem: scikit-learn vs full vs attentive evaluation.
+
+Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--rounds 7] [--quick]``
+
+For the linear, polynomial (degree 3), sigmoid and RBF kernels, each fitted on the same data:
+``SVC.decision_function``, full evaluation and the walk of a curved two-sided rule (δ = 0.01)
+through ``AttentiveClassifier.predict``, on one thread and on the default, in interleaved rounds
+(medians). BLAS is held to one thread throughout, as in ``python -m attentive bench``: otherwise
+its threads, still spinning after a call on one thread, slow the next call on two.
+Prints the ratios measured side by side; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+
+
+def main(argv=None) -> int:
+    from threadpoolctl import threadpool_limits
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    ap.add_argument("--quick", action="store_true", help="a small problem and 2 rounds")
+    args = ap.parse_args(argv)
+    with threadpool_limits(1):
+        return _run(args)
+
+
+def _run(args) -> int:
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.svm import SVC
+
+    from attentive.bench import _time_interleaved
+    from attentive.data import load_dataset
+    from attentive.estimator import AttentiveClassifier
+    from attentive.evaluation import evaluation_options
+    from attentive.evaluator.threads import default_n_jobs
+
+    sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+    rounds = 2 if args.quick else args.rounds
+    ds = load_dataset("synthetic", **sizes)
+    X = ds.X_test
+    jobs = default_n_jobs()
+    report = {"n_test": int(X.shape[0]), "rounds": rounds, "n_jobs": jobs, "kernels": {}}
+    for kernel in ("linear", "poly", "sigmoid", "rbf"):
+        model = SVC(kernel=kernel, C=1.0, gamma="scale", degree=3).fit(ds.X_train, ds.y_train)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the rule's own fit warnings are not the subject
+            full = AttentiveClassifier(FrozenEstimator(model), boundary="full")
+            full.fit(ds.X_train, ds.y_train)
+            att = AttentiveClassifier(
+                FrozenEstimator(model), boundary="curved", delta=0.01, random_state=0
+            ).fit(ds.X_train, ds.y_train)
+        diff = float(np.max(np.abs(full.decision_function(X) - model.decision_function(X))))
+
+        def on(clf, n_jobs, method):
+            def call():
+                with evaluation_options(n_jobs=n_jobs):
+                    return getattr(clf, method)(X)
+
+            return call
+
+        t = _time_interleaved(
+            {
+                "sklearn": lambda model=model: model.decision_function(X),
+                "full_1": on(full, 1, "decision_function"),
+                "predict_1": on(att, 1, "predict"),
+                "full": on(full, jobs, "decision_function"),
+                "predict": on(att, jobs, "predict"),
+            },
+            rounds,
+        )
+        f = att.evaluate(X).mean_evaluated_fraction
+        r = {
+            "n_terms": int(full.n_terms_),
+            "f": f,
+            "full_vs_sklearn_max_abs_diff": diff,
+            "ms": {k: v * 1e3 for k, v in t.items()},
+            "sklearn_over_full_1": t["sklearn"] / t["full_1"],
+            "predict_over_full_1": t["predict_1"] / t["full_1"],
+            "sklearn_over_full": t["sklearn"] / t["full"],
+            "predict_over_full": t["predict"] / t["full"],
+        }
+        report["kernels"][kernel] = r
+        print(
+            f"{kernel}: {r['n_terms']} terms, f={f:.3f}, full to {diff:.1e} of scikit-learn | "
+            f"sklearn {t['sklearn'] * 1e3:.1f} ms | 1 thread: full {t['full_1'] * 1e3:.1f} ms "
+            f"({r['sklearn_over_full_1']:.1f}x sklearn), predict {t['predict_1'] * 1e3:.1f} ms "
+            f"({r['predict_over_full_1']:.2f} of full) | {jobs} threads: full "
+            f"{t['full'] * 1e3:.1f} ms ({r['sklearn_over_full']:.1f}x), predict "
+            f"{t['predict'] * 1e3:.1f} ms ({r['predict_over_full']:.2f} of full)",
+            flush=True,
+        )
+    report["load_average"] = list(os.getloadavg())
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
