@@ -13,6 +13,7 @@ __all__ = [
     "DownloadError",
     "FeatureMismatchError",
     "InvalidParameterError",
+    "NonFiniteInput",
     "UnsupportedModelError",
     "UntrustedModelError",
 ]
@@ -40,6 +41,11 @@ class UnsupportedModelError(AttentiveError, TypeError):
 
 class UntrustedModelError(AttentiveError, TypeError):
     """A model file is a pickle/joblib file, or a skops file containing untrusted types."""
+
+
+class NonFiniteInput(AttentiveError, ValueError):
+    """Examples with a NaN or infinite value, found by the evaluator where it checks them itself
+    (the estimator then raises scikit-learn's own error for the same input)."""
 
 
 class FeatureMismatchError(AttentiveError, ValueError):

@@ -8,6 +8,7 @@ walk can be computed one block of terms at a time.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from sklearn.metrics.pairwise import (
     sigmoid_kernel,
 )
 
-from attentive.errors import UnsupportedModelError
+from attentive.errors import NonFiniteInput, UnsupportedModelError
 
 __all__ = [
     "KERNELS",
@@ -157,27 +158,31 @@ def _dense_kernel_values(X, Y, kernel: str, params: dict) -> np.ndarray:
     call: ~135 µs here, as long as the product of 133 rows × 1,967 support vectors × 20 features
     they wrap (full evaluation of such a model runs in tiles of that size)."""
     Y = np.asarray(Y, dtype=np.float64)
-    X = finite_rows(X)
-    if X.ndim != 2 or X.shape[1] != Y.shape[1]:
-        raise ValueError(
-            f"expected examples as a 2-D array of {Y.shape[1]} features; got shape {X.shape}"
-        )
-    return dot_kernel(X @ Y.T, kernel, params)
+    return dot_kernel(checked_rows(X, Y.shape[1]) @ Y.T, kernel, params)
 
 
-def finite_rows(X) -> np.ndarray:
-    """Dense examples as float64, refusing NaN and infinity as scikit-learn's kernels do."""
+def checked_rows(X, width: int) -> np.ndarray:
+    """Dense examples as a float64 array of ``width`` features, refusing another shape
+    (``ValueError``) and NaN or infinite values (:class:`attentive.errors.NonFiniteInput`), as
+    scikit-learn's kernels refuse them."""
     X = np.asarray(X, dtype=np.float64)
-    if not np.isfinite(X).all():
-        raise ValueError("Input contains NaN or infinity.")
+    if X.ndim != 2 or X.shape[1] != width:
+        raise ValueError(
+            f"expected examples as a 2-D array of {width} features; got shape {X.shape}"
+        )
+    # A finite sum proves every value finite (NaN and ±inf propagate): one pass, no boolean
+    # array; only a sum that overflows needs the value-by-value check.
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = math.isfinite(float(np.einsum("ij->", X)))
+    if not finite and not np.isfinite(X).all():
+        raise NonFiniteInput("Input X contains NaN or infinity.")
     return X
 
 
 def dot_kernel(K: np.ndarray, kernel: str, params: dict) -> np.ndarray:
     """Kernel values from the dot products ``K = x · y`` for the kernels that depend on them only
     (linear, polynomial, sigmoid), in scikit-learn's order of operations: times γ, plus c0, then
-    the power or ``tanh``. ``K`` is overwritten; the values are returned (``K`` itself, or a new
-    array for a polynomial of odd degree > 1)."""
+    the power or ``tanh``. In place: returns ``K``."""
     if kernel == "linear":
         return K
     K *= params["gamma"]
@@ -188,19 +193,23 @@ def dot_kernel(K: np.ndarray, kernel: str, params: dict) -> np.ndarray:
 
 
 def integer_power(base: np.ndarray, degree: int) -> np.ndarray:
-    """``base ** degree`` for an integer ``degree ≥ 0`` by repeated squaring, multiplied in the
-    order of libsvm's ``powi`` (which scikit-learn's SVC evaluates its polynomial kernel with);
-    ``base`` is overwritten."""
+    """``base ** degree`` for an integer ``degree ≥ 0`` by repeated squaring, the products taken
+    as libsvm's ``powi`` takes them (which scikit-learn's SVC evaluates its polynomial kernel
+    with). In place: returns ``base``."""
     if degree < 0:
         raise ValueError(f"the polynomial kernel's degree must be ≥ 0; got {degree}")
-    result = None
-    while degree:
+    if degree == 0:
+        base.fill(1.0)
+        return base
+    result = None  # powi's ``ret`` (1 until a set bit), ``base`` its ``tmp``
+    while degree > 1:
         if degree & 1:
             result = base.copy() if result is None else np.multiply(result, base, out=result)
         degree >>= 1
-        if degree:
-            np.multiply(base, base, out=base)
-    return np.ones_like(base) if result is None else result
+        np.multiply(base, base, out=base)
+    if result is not None:  # the top bit: ret · tmp (one rounded product, in either order)
+        np.multiply(result, base, out=base)
+    return base
 
 
 def _unwrap(estimator):

@@ -17,10 +17,11 @@ from attentive.boundaries import (
     full_boundary,
     reference_statistics,
 )
-from attentive.errors import InvalidParameterError
+from attentive.errors import InvalidParameterError, NonFiniteInput
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator import block_schedule, evaluate_blocked
+from attentive.evaluator import dense as dense_module
 from attentive.evaluator.dense import DotKernelTerms
 from attentive.terms import decompose
 from attentive.walk import make_walk
@@ -174,10 +175,14 @@ def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
     X, y, Xt = problem
     model = model.fit(X, y)
     walk = _walk(model, X, y, centering="all")
-    calls = []
+    calls, kernel_calls = [], []
     block = DotKernelTerms.block
     monkeypatch.setattr(
         DotKernelTerms, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
+    )
+    kernel = dense_module.dot_kernel
+    monkeypatch.setattr(
+        dense_module, "dot_kernel", lambda K, *a: (kernel_calls.append(K.shape), kernel(K, *a))[1]
     )
     theta_s = walk.theta_s(0.0)
     S = walk.partial_scores(Xt)
@@ -186,15 +191,34 @@ def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
         _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, block_size=8), ref)
     assert calls and calls[0] == (0, 8)
+    # Full and budgeted evaluation: one product per tile of rows against sv_ordered.
+    del kernel_calls[:]
     full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
     np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
-    budget = budget_boundary(walk.n_terms, walk.n_terms // 2)
+    assert kernel_calls == [(len(Xt), walk.n_terms)]
+    half = walk.n_terms // 2
+    budget = budget_boundary(walk.n_terms, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
+    assert kernel_calls[1:] == [(len(Xt), half)]
+    # Non-finite rows are refused on every path: walk, full, budget, a tiny problem in one go.
     bad = Xt.copy()
     bad[5, 2] = np.inf
-    with pytest.raises(ValueError, match="NaN or infinity"):
-        evaluate_blocked(walk, bad, boundary, theta_s, block_size=8)
+    tiny = bad[:40]
+    assert tiny.shape[0] * walk.n_terms <= 2**15
+    for rows, b, kw in [
+        (bad, boundary, {"block_size": 8}),
+        (bad, full_boundary(walk.n_terms), {}),
+        (bad, budget, {}),
+        (tiny, boundary, {}),
+    ]:
+        with pytest.raises(NonFiniteInput, match="Input X contains NaN or infinity"):
+            evaluate_blocked(walk, rows, b, theta_s, **kw)
+    with pytest.raises(ValueError, match=r"2-D array \(n_examples, n_features\); got shape \(8,\)"):
+        evaluate_blocked(walk, Xt[0], full_boundary(walk.n_terms), theta_s)
+    for b in (boundary, full_boundary(walk.n_terms)):
+        with pytest.raises(ValueError, match="2-D array of 8 features; got shape"):
+            evaluate_blocked(walk, Xt[:, :-1], b, theta_s)
 
 
 def test_estimator_goes_through_blocked_path_with_options(problem):

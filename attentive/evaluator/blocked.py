@@ -172,6 +172,10 @@ def evaluate_blocked(
     n = walk.n_terms
     classes = np.asarray(walk.terms.classes)
     Xp = as_rows(walk.prepare(X))
+    if Xp.ndim != 2:
+        raise ValueError(
+            f"expected examples as a 2-D array (n_examples, n_features); got shape {Xp.shape}"
+        )
     m = Xp.shape[0]
     check_boundary_length(boundary, n)
     plan = walk_plan(walk)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from attentive.errors import NonFiniteInput
 from attentive.evaluator.plan import (
     GRID_LIMIT,
     BlockSchedule,
@@ -24,7 +25,7 @@ from attentive.evaluator.plan import (
     expected_remaining,
 )
 from attentive.evaluator.threads import PARALLEL_MIN_ELEMENTS, run_tasks, split_rows
-from attentive.terms import dot_kernel, finite_rows
+from attentive.terms import checked_rows, dot_kernel
 from attentive.walk import Walk
 
 __all__ = [
@@ -46,10 +47,6 @@ FULL_TILE_ELEMENTS = 2**18  # chunk × terms of the one-pass (full / budget) eva
 MIN_CHUNK = 64
 AUGMENT_MAX_FEATURES = 64  # the double RBF walk holds an augmented copy up to this many features
 _TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
-
-
-class NonFiniteInput(ValueError):
-    """Examples with a NaN or infinite value, found by an RBF path on dense data."""
 
 
 def check_finite_rows(norms2: np.ndarray, X: np.ndarray) -> None:
@@ -301,14 +298,11 @@ class DotKernelTerms(Terms):
     transposed copy), then ``k`` and the weights in place."""
 
     def __init__(self, walk, plan, X):
-        super().__init__(walk, plan, finite_rows(X))
+        super().__init__(walk, plan, checked_rows(X, plan.sv_ordered.shape[1]))
 
     def block(self, start, stop, out):
         np.matmul(self.plan.sv_ordered[start:stop], self.X.T, out=out)
-        terms = self.walk.terms
-        values = dot_kernel(out, terms.kernel, terms.kernel_params)
-        if values is not out:
-            np.copyto(out, values)
+        dot_kernel(out, self.walk.terms.kernel, self.walk.terms.kernel_params)
         out *= self.plan.ordered_weights[start:stop, None]
 
 
@@ -400,8 +394,8 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     grid = grid and exact_single_products()
     # Tiles of 2^18 values (2 MB): MNIST's products run faster on taller tiles (512 rows 12%
     # faster than 103), and with few features fewer, larger tiles cost less Python per value
-    # and share better between threads (synthetic RBF: 1.09× / 1.26× faster than 2^16 values
-    # on one / two threads, sigmoid and linear kernels 1.35-1.75×).
+    # and share better between threads (synthetic RBF: 1.1× / 1.2-1.4× faster than 2^16 values
+    # on one / two threads, sigmoid and linear kernels 1.3-1.8×).
     step = chunk_size or max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, budget))
 
     def task(lo, hi):
@@ -431,8 +425,8 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
                 np.exp(H, out=H)
                 np.matmul(H, plan.weight_signs[:budget], out=out[lo:hi])
             elif plan.sv_ordered is not None and not sp.issparse(X):
-                H = finite_rows(X) @ plan.sv_ordered[:budget].T
-                H = dot_kernel(H, walk.terms.kernel, walk.terms.kernel_params)
+                H = checked_rows(X, plan.sv_ordered.shape[1]) @ plan.sv_ordered[:budget].T
+                dot_kernel(H, walk.terms.kernel, walk.terms.kernel_params)
                 np.matmul(H, plan.ordered_weights[:budget], out=out[lo:hi])
             else:
                 out[lo:hi] = walk.terms.term_values(X, idx) @ plan.ordered_weights[:budget]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from attentive.evaluator.dense import (
-    FULL_TILE_ELEMENTS,
     MIN_CHUNK,
     RBFTerms,
     Stops,
@@ -119,11 +118,14 @@ def rbf_error_band(
     return band
 
 
+_TOTALS_TILE_ELEMENTS = 2**16  # kept when full evaluation's tiles grew to 2^18 (not re-measured)
+
+
 def rbf_totals(plan: WalkPlan, X_augmented: np.ndarray) -> np.ndarray:
     """``U_n`` in double precision for augmented examples, in cache-sized pieces."""
     m, n = X_augmented.shape[0], plan.sv_augmented.shape[0]
     out = np.empty(m)
-    step = max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, n))
+    step = max(MIN_CHUNK, _TOTALS_TILE_ELEMENTS // max(1, n))
     for lo in range(0, m, step):
         H = X_augmented[lo : lo + step] @ plan.sv_augmented.T
         np.exp(H, out=H)
