@@ -232,6 +232,7 @@ def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem,
     monkeypatch.setattr(plan, "rbf_grid", 255.5)
     monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
     monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
+    monkeypatch.setattr(dense, "row_on_grid", lambda plan, x: True)
     ev = evaluate_blocked(walk, X, boundary, theta_s)
     assert not np.array_equal(ev.n_evaluated, ref.n_evaluated)
 
@@ -249,6 +250,36 @@ def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
     X[5, 40] += 1e-3  # one value off the grid: its chunk walks in double precision
     _walks_as_reference(walk, X, 11, block_size=8)
     assert "double" in modes  # the chunk holding row 5 (others may be on the grid)
+
+
+def test_one_row_tells_whether_rows_are_on_the_grid(grid_problem):
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    outside = np.setdiff1d(np.arange(X.shape[1]), plan.rbf_columns)
+    x = X[0].copy()
+    assert dense.row_on_grid(plan, x)
+    x[outside[0]] = 0.3337  # off the grid where every support vector is 0: no matter
+    assert dense.row_on_grid(plan, x)
+    x[plan.rbf_columns[3]] += 1e-9
+    assert not dense.row_on_grid(plan, x)
+    x = X[0].copy()
+    x[plan.rbf_columns[0]] = np.nan
+    assert not dense.row_on_grid(plan, x)
+
+
+def test_input_off_the_grid_in_every_row_walks_in_double_precision(grid_problem, modes):
+    """Pixels / 255 in float32 (read back as float64) are off the grid but for 0 and 1: the first
+    row says so, so the walk plans its copies for double-precision products, and neither it nor
+    full evaluation converts rows onto the grid."""
+    model, walk, X = grid_problem
+    X = ((X * 255).astype(np.float32) / np.float32(255)).astype(np.float64)
+    assert not dense.row_on_grid(walk_plan(walk), X[0])
+    assert dense.RBFTerms(walk, walk_plan(walk), X[:50]).grid is False
+    assert dense.RBFTerms(walk, walk_plan(walk), np.rint(X[:50] * 255) / 255).grid is True
+    _walks_as_reference(walk, X, 17, precision="double", block_size=8)
+    assert modes and "grid" not in modes
+    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
 
 
 def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(grid_problem, modes):

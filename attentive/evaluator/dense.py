@@ -139,6 +139,7 @@ class RBFTerms(Terms):
             # and what the copy of a row costs (measured on MNIST: a gather ≈ 0.9 µs, the grid
             # conversion and its check ≈ 1.4 µs, a term ≈ 36 ns over 784 columns in float64).
             self.grid = plan.rbf_grid is not None and exact_single_products()
+            self.grid = self.grid and len(X) > 0 and row_on_grid(plan, X[0])
             if self.grid:
                 self.restrict_gain = 1.0 - 0.4 * (k + 8.0) / (d + 8.0)
                 self.restrict_cost = 2.5 * self.row_cost
@@ -207,6 +208,15 @@ _GRID_TILE = 256  # rows converted at a time (kept in cache between the passes)
 _NORM_SLACK = 1.0 + 1e-6
 
 
+def row_on_grid(plan: WalkPlan, x: np.ndarray) -> bool:
+    """Whether one row lies on the plan's grid on its columns. Input off the grid is most often
+    off it in every row (float32 pixels / 255, scaled features), so one row tells before a tile
+    of 256 is converted for nothing, or a walk plans its copies for products it will not get."""
+    x = x if plan.rbf_columns is None else x[plan.rbf_columns]
+    scaled = x * plan.rbf_grid
+    return bool(np.array_equal(np.rint(scaled), scaled))
+
+
 def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     """Rows ``X[idx]`` on the plan's columns as integers ``k = s x`` in float32, with their
     ``−γ|x|²`` (over all columns, as :meth:`RBFTerms._row` computes it); None when one of them is
@@ -226,6 +236,8 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     s = plan.rbf_grid
     cols = plan.rbf_columns
     m, d = idx.size, X.shape[1]
+    if m and not row_on_grid(plan, X[idx[0]]):
+        return None
     k = d if cols is None else cols.size
     out = np.empty((m, k), dtype=np.float32)
     norms2 = np.empty(m)
@@ -388,8 +400,9 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     rbf = plan.sv_augmented is not None and not sp.issparse(Xp)
     # Support vectors on an integer grid (MNIST's pixels / 255): rows on it take the walk's exact
     # float32 product of integers (RBFTerms), about 1.75× faster than the float64 augmented
-    # product on MNIST; a tile with a row off the grid falls back to the latter (after the part
-    # of grid_rows that found it off the grid: float32 pixels / 255 are off it but for 0 and 1).
+    # product on MNIST; a tile with a row off the grid falls back to the latter (grid_rows looks
+    # at the tile's first row before converting any: float32 pixels / 255, off the grid but for
+    # 0 and 1, cost no more than rows never tried on it).
     grid = rbf and Xp.shape[1] > AUGMENT_MAX_FEATURES and plan.rbf_grid is not None
     grid = grid and exact_single_products()
     # Tiles of 2^18 values (2 MB): MNIST's products run faster on taller tiles (512 rows 12%
