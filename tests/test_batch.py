@@ -150,14 +150,21 @@ def test_other_models_and_sparse_input(problem, name):
     model, Xfit = _models(X, y)[name]
     Xeval = Xt if not sp.issparse(Xfit) else sp.csr_matrix(np.where(np.abs(Xt) > 0.8, Xt, 0.0))
     walk = _walk(model, Xfit, y, centering="all")
+    _walks_and_full_evaluation_match(walk, model, Xeval, block_size=4)
+
+
+def _walks_and_full_evaluation_match(walk, model, X, block_size):
+    """Walks on two boundaries (lower, both) against the reference, full evaluation against
+    scikit-learn; returns the partial scores, θ_S and the two-sided boundary."""
     theta_s = walk.theta_s(0.0)
-    S = walk.partial_scores(Xeval)
+    S = walk.partial_scores(X)
     for side in ("lower", "both"):
         boundary = _quantile_boundary(S, side, q=0.2)
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-        _assert_same(evaluate_blocked(walk, Xeval, boundary, theta_s, block_size=4), ref)
-    full = evaluate_blocked(walk, Xeval, full_boundary(walk.n_terms), theta_s)
-    np.testing.assert_allclose(full.decision, model.decision_function(Xeval), rtol=1e-9, atol=1e-9)
+        _assert_same(evaluate_blocked(walk, X, boundary, theta_s, block_size=block_size), ref)
+    full = evaluate_blocked(walk, X, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
+    return S, theta_s, boundary
 
 
 @pytest.mark.parametrize(
@@ -184,23 +191,17 @@ def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
     monkeypatch.setattr(
         dense_module, "dot_kernel", lambda K, *a: (kernel_calls.append(K.shape), kernel(K, *a))[1]
     )
-    theta_s = walk.theta_s(0.0)
-    S = walk.partial_scores(Xt)
-    for side in ("lower", "both"):
-        boundary = _quantile_boundary(S, side, q=0.2)
-        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-        _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, block_size=8), ref)
+    S, theta_s, boundary = _walks_and_full_evaluation_match(walk, model, Xt, block_size=8)
     assert calls and calls[0] == (0, 8)
-    # Full and budgeted evaluation: one product per tile of rows against sv_ordered.
+    # Full and budgeted evaluation: one product per tile of rows against sv_ordered (the
+    # walk's blocks have 8 rows of kernel values).
+    assert kernel_calls[-1] == (len(Xt), walk.n_terms)
     del kernel_calls[:]
-    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
-    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
-    assert kernel_calls == [(len(Xt), walk.n_terms)]
     half = walk.n_terms // 2
     budget = budget_boundary(walk.n_terms, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
-    assert kernel_calls[1:] == [(len(Xt), half)]
+    assert kernel_calls == [(len(Xt), half)]
     # Non-finite rows are refused on every path: walk, full, budget, a tiny problem in one go.
     bad = Xt.copy()
     bad[5, 2] = np.inf
