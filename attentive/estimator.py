@@ -692,8 +692,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         writes the error messages), but its data-frame detection alone costs more than
         evaluating a small batch; anything else goes through it. With
         ``evaluator_checks_finite``, the values of an array the evaluator checks itself
-        (:func:`attentive.evaluator.rejects_non_finite`: RBF models on dense arrays, which
-        compute every row's norm anyway) are not looked at here: one pass over the input less.
+        (:func:`attentive.evaluator.rejects_non_finite`: kernel models on dense arrays) are
+        not looked at here: one pass over the input less.
         """
         if hasattr(self, "feature_names_in_") or _passes_raw_input(self.estimator_):
             return False

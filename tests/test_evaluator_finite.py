@@ -1,7 +1,8 @@
-"""NaN and infinite examples: RBF models on dense arrays find them in the evaluator, from the
-squared norms every path computes anyway (the estimator then skips its own pass over the input and
-raises scikit-learn's error); every other model is checked by the estimator as before. Finite
-values whose squares overflow are evaluated, not refused.
+"""NaN and infinite examples: kernel models on dense arrays find them in the evaluator (RBF from
+the squared norms every path computes anyway, linear / polynomial / sigmoid kernels from each tile
+or chunk they read), so the estimator skips its own pass over the input and raises scikit-learn's
+error; every other model is checked by the estimator as before. Finite values whose squares
+overflow are evaluated, not refused.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ def test_finite_values_whose_squares_overflow_are_evaluated(request, name):
 MODELS = {
     "rbf": (SVC(gamma=0.3), "low", True),
     "rbf on images": (SVC(gamma=0.05), "images", True),
-    "poly": (SVC(kernel="poly", degree=2), "low", False),
+    "poly": (SVC(kernel="poly", degree=2), "low", True),
+    "sigmoid": (SVC(kernel="sigmoid", gamma=0.05), "low", True),
     "linear": (LinearSVC(), "low", False),
     "pipeline": (make_pipeline(StandardScaler(), SVC(gamma=0.3)), "low", False),
 }

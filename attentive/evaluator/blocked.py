@@ -71,17 +71,20 @@ _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers ev
 
 def rejects_non_finite(walk: Walk, X) -> bool:
     """Whether :func:`evaluate_blocked` raises :class:`NonFiniteInput` for any example of ``X``
-    with a NaN or infinite value, at no extra cost: RBF models on a dense array, with no
-    transform before the kernel. Every path then computes each example's squared norm (``|x|²``
-    or ``|x − c|²``) before using it, and a finite one proves the example finite
-    (:func:`attentive.evaluator.dense.check_finite_rows`). Elsewhere there is no such
-    guarantee: non-finite values may be evaluated as they are (the estimator checks them)."""
+    with a NaN or infinite value: kernel models on a dense array, with no transform before the
+    kernel. For RBF kernels every path computes each example's squared norm (``|x|²`` or
+    ``|x − c|²``) before using it, and a finite one proves the example finite
+    (:func:`attentive.evaluator.dense.check_finite_rows`); linear, polynomial and sigmoid
+    kernels check each tile or chunk they read (:func:`attentive.terms.checked_rows`). Elsewhere
+    there is no such guarantee: non-finite values may be evaluated as they are (the estimator
+    checks them)."""
+    plan = walk_plan(walk) if walk.n_terms >= 1 else None
     return (
         isinstance(X, np.ndarray)
         and X.ndim == 2
-        and walk.n_terms >= 1
+        and plan is not None
         and walk.terms.head is None
-        and walk_plan(walk).sv_scaled is not None
+        and (plan.sv_scaled is not None or plan.sv_ordered is not None)
     )
 
 
