@@ -1,6 +1,11 @@
-"""Every SVC kernel on the synthetic problem: scikit-learn vs full vs attentive evaluation.
+"""Every SVC kernel on a synthetic problem: scikit-learn vs full vs attentive evaluation.
 
-Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--rounds 7] [--quick]``
+Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--data synthetic-sparse] [--rounds 7]
+[--quick]``
+
+``--data synthetic`` (default): 10,000 test rows × 20 dense features. ``--data
+synthetic-sparse``: Real-sim's shape, 2,000 sparse test rows × 20,958 features (sparse support
+vectors and rows).
 
 For the linear, polynomial (degree 3), sigmoid and RBF kernels, each fitted on the same data:
 ``SVC.decision_function``, full evaluation and the walk of a curved two-sided rule (δ = 0.01)
@@ -27,6 +32,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     ap.add_argument("--quick", action="store_true", help="a small problem and 2 rounds")
+    ap.add_argument(
+        "--data", choices=("synthetic", "synthetic-sparse"), default="synthetic", help="problem"
+    )
     args = ap.parse_args(argv)
     with threadpool_limits(1):
         return _run(args)
@@ -42,12 +50,21 @@ def _run(args) -> int:
     from attentive.evaluation import evaluation_options
     from attentive.evaluator.threads import default_n_jobs
 
-    sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+    if args.data == "synthetic":
+        sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+    else:
+        sizes = dict(n_train=500, n_test=500) if args.quick else dict(n_train=2000, n_test=2000)
     rounds = 2 if args.quick else args.rounds
-    ds = load_dataset("synthetic", **sizes)
+    ds = load_dataset(args.data, **sizes)
     X = ds.X_test
     jobs = default_n_jobs()
-    report = {"n_test": int(X.shape[0]), "rounds": rounds, "n_jobs": jobs, "kernels": {}}
+    report = {
+        "data": args.data,
+        "n_test": int(X.shape[0]),
+        "rounds": rounds,
+        "n_jobs": jobs,
+        "kernels": {},
+    }
     for kernel in ("linear", "poly", "sigmoid", "rbf"):
         model = SVC(kernel=kernel, C=1.0, gamma="scale", degree=3).fit(ds.X_train, ds.y_train)
         with warnings.catch_warnings():

@@ -341,6 +341,96 @@ def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
     np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        SVC(gamma=0.5),
+        SVC(kernel="linear", C=0.3),
+        SVC(kernel="poly", degree=3, gamma=0.5, coef0=0.5),
+        SVC(kernel="sigmoid", gamma=0.05, coef0=-0.2),
+    ],
+    ids=["rbf", "linear", "poly-3", "sigmoid"],
+)
+def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monkeypatch):
+    """Sparse support vectors and rows: a block is one sparse product with the rows held
+    transposed (SparseKernelTerms), checked against the reference walk (compactions, threads,
+    chunks) and scikit-learn; full and budgeted evaluation take the same product per tile."""
+    from attentive.evaluator import sparse as sparse_module
+    from attentive.evaluator.dense import SparseKernelTerms
+
+    if sparse_module.sparse_matmul_to_dense is None:
+        pytest.skip("scikit-learn < 1.8: sparse kernel models take the generic path")
+    X, y, Xt = sparse_problem
+    model = model.fit(X, y)
+    assert sp.issparse(model.support_vectors_)
+    walk = _walk(model, X, y, centering="all")
+    calls, kept = [], []
+    block, keep = SparseKernelTerms.block, SparseKernelTerms.keep
+    monkeypatch.setattr(
+        SparseKernelTerms, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
+    )
+    monkeypatch.setattr(
+        SparseKernelTerms, "keep", lambda self, idx: (kept.append(idx.size), keep(self, idx))[1]
+    )
+    products = []
+    product = sparse_module.sparse_matmul_to_dense
+    monkeypatch.setattr(
+        sparse_module,
+        "sparse_matmul_to_dense",
+        lambda A, B, out: (products.append(out.shape), product(A, B, out=out))[1],
+    )
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    boundaries = _sparse_boundaries(walk, S, theta_s, X, y)
+    for name in ("quantile-lower", "quantile-both", "curved-both"):
+        ref = apply_boundary(S, boundaries[name], theta_s, walk.offset, walk.terms.classes)
+        assert ref.stopped.any(), name
+        for kwargs in ({"block_size": 8}, {"chunk_size": 37, "n_jobs": 2}, {}):
+            _assert_same(evaluate_blocked(walk, Xt, boundaries[name], theta_s, **kwargs), ref)
+    assert calls and calls[0] == (0, 8)
+    assert kept, "no compaction of the rows held was exercised"
+    # The same rows as float32, each value split into two halves (duplicate entries, which
+    # scipy sums), the first halves in reverse order (unsorted indices).
+    counts = np.diff(Xt.indptr)
+    data, indices = [], []
+    for i in range(Xt.shape[0]):
+        row = slice(Xt.indptr[i], Xt.indptr[i + 1])
+        half = (Xt.data[row] / 2).astype(np.float32)
+        data += [half[::-1], half]
+        indices += [Xt.indices[row][::-1], Xt.indices[row]]
+    twice = sp.csr_matrix(
+        (np.concatenate(data), np.concatenate(indices), np.append(0, np.cumsum(2 * counts))),
+        shape=Xt.shape,
+    )
+    assert twice.dtype == np.float32 and not twice.has_canonical_format
+    ev = evaluate_blocked(walk, twice, boundaries["curved-both"], theta_s, block_size=8)
+    ref = apply_boundary(
+        walk.partial_scores(Xt.astype(np.float32).astype(np.float64)),
+        boundaries["curved-both"],
+        theta_s,
+        walk.offset,
+        walk.terms.classes,
+    )
+    _assert_same(ev, ref)
+    # Full and budgeted evaluation: one product per tile of rows, with every support vector.
+    del products[:]
+    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+    assert products == [(walk.n_terms, Xt.shape[0])]
+    half = walk.n_terms // 2
+    budget = budget_boundary(walk.n_terms, half)
+    ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
+    _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
+    # Without scikit-learn's product the generic path gives the same answers.
+    monkeypatch.setattr(sparse_module, "sparse_matmul_to_dense", None)
+    del calls[:]
+    ref = apply_boundary(S, boundaries["curved-both"], theta_s, walk.offset, walk.terms.classes)
+    _assert_same(evaluate_blocked(walk, Xt, boundaries["curved-both"], theta_s, block_size=8), ref)
+    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
+    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+    assert not calls
+
+
 def test_sparse_table_queries_against_brute_force():
     from attentive.evaluator.sparse import first_above, sparse_table
 

@@ -312,6 +312,9 @@ def test_evaluator_equals_the_reference_for_other_models():
         "logistic": (LogisticRegression().fit(X[:400], y[:400]), X),
         "adaboost": (AdaBoostClassifier(n_estimators=40).fit(X[:400], y[:400]), X),
         "poly": (SVC(kernel="poly", degree=2).fit(X[:400], y[:400]), X),
+        # Sparse support vectors and rows: blocks of magnitudes (RBF) or signed terms.
+        "rbf-sparse": (SVC(gamma=0.05).fit(Xs[:400], y[:400]), Xs),
+        "poly-sparse": (SVC(kernel="poly", degree=2).fit(Xs[:400], y[:400]), Xs),
     }
     for name, (model, data) in models.items():
         clf = AttentiveClassifier(

@@ -188,6 +188,11 @@ class WalkPlan:
     # Linear, polynomial and sigmoid kernels with dense support vectors: the support vectors in
     # walk order (dense.DotKernelTerms), so that a block is one product without a gather.
     sv_ordered: np.ndarray | None = None
+    # Kernel models with sparse support vectors: the support vectors in walk order as CSR
+    # (float64, sorted indices), and for RBF kernels −γ|y|² + log|w| of each (see
+    # attentive.evaluator.sparse.sparse_kernel_block).
+    sv_csr: sp.csr_matrix | None = None
+    sv_csr_offset: np.ndarray | None = None
     boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
     # Tiny problems: n × n matrices whose product with a block of (unsigned or unweighted)
     # terms gives every prefix sum (attentive.evaluator.dense.walk_small), by kind of terms.
@@ -261,6 +266,15 @@ def walk_plan(walk: Walk) -> WalkPlan:
                 plan.sv_grid_norm = norm
     elif terms.kind == "kernel" and terms.kernel in DOT_KERNELS and not sp.issparse(sv):
         plan.sv_ordered = np.ascontiguousarray(np.asarray(sv, dtype=np.float64)[walk.order])
+    elif terms.kind == "kernel" and sp.issparse(sv):
+        Y = sp.csr_matrix(sv, dtype=np.float64)[walk.order]
+        Y.sort_indices()
+        plan.sv_csr = Y
+        if terms.kernel == "rbf":
+            gamma = float(terms.kernel_params["gamma"])
+            with np.errstate(divide="ignore"):
+                log_w = np.log(np.abs(w))
+            plan.sv_csr_offset = -gamma * np.asarray(Y.multiply(Y).sum(axis=1)).ravel() + log_w
     if terms.kind == "linear":
         plan.inverse_order = walk.positions
     _PLANS[key] = (weakref.ref(walk, lambda _ref, _key=key: _PLANS.pop(_key, None)), plan)

@@ -1,4 +1,15 @@
-"""Sparse linear models (a term is a feature, CSR input): stops without looping over positions.
+"""Sparse input: linear models' stops without looping over positions, and kernel models' blocks
+of terms as one sparse product.
+
+Kernel models with sparse support vectors (:func:`sparse_kernel_block`): the rows are held
+transposed (CSR of ``Xᵀ``), so that a block is Gustavson's product of the block's support vectors
+(CSR, walk order) with them, written straight into the dense block (scikit-learn's
+``sparse_matmul_to_dense``, from version 1.8; before it these models take the generic path). Each
+support-vector non-zero is read once per block and multiplies the rows that share its feature, so
+the product's cost follows the terms computed, with nothing paid per block and row but the
+block's values. Holding a row costs its transposition (at the start and at each compaction).
+
+Sparse linear models (a term is a feature, CSR input):
 
 A row's ``U_t`` changes only at its non-zeros, so between two consecutive non-zeros (walk
 positions ``[p, q)``) ``U`` is a constant ``v`` and the first lower crossing is the first ``t`` in
@@ -16,8 +27,69 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.plan import Thresholds, WalkPlan
+from attentive.terms import TermDecomposition, dot_kernel
 
-__all__ = ["first_above", "sparse_linear_chunk", "sparse_table", "walk_order_rows"]
+try:  # scikit-learn ≥ 1.8: a sparse × sparse product written into a dense array
+    from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
+except ImportError:  # pragma: no cover - older scikit-learn: the generic path
+    sparse_matmul_to_dense = None
+
+__all__ = [
+    "first_above",
+    "sparse_kernel_block",
+    "sparse_kernel_rows",
+    "sparse_kernel_walks",
+    "sparse_linear_chunk",
+    "sparse_table",
+    "walk_order_rows",
+]
+
+
+def sparse_kernel_walks(plan: WalkPlan, Xp) -> bool:
+    """Whether ``Xp`` is walked by :func:`sparse_kernel_block`: sparse rows, a kernel model
+    with sparse support vectors, and a scikit-learn that has the product."""
+    return sparse_matmul_to_dense is not None and plan.sv_csr is not None and sp.issparse(Xp)
+
+
+def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X):
+    """CSR rows ``X`` as :func:`sparse_kernel_block` reads them: ``Xᵀ`` in CSR, and for an RBF
+    kernel ``−γ|x|²`` of each row (else None)."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    XT = X.T.tocsr()
+    row = None
+    if plan.sv_csr_offset is not None:
+        row = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+        row *= -float(terms.kernel_params["gamma"])
+    return XT, row
+
+
+def sparse_kernel_block(
+    plan: WalkPlan,
+    terms: TermDecomposition,
+    XT,
+    row,
+    start: int,
+    stop: int,
+    out: np.ndarray,
+    weighted: bool = True,
+) -> np.ndarray:
+    """Terms at walk positions ``[start, stop)`` of the rows in ``XT`` / ``row``
+    (:func:`sparse_kernel_rows`), written into ``out`` (stop − start, rows).
+
+    RBF kernels: ``|w| K(x, y) = exp(2γ x · y + (−γ|y|² + log|w|) − γ|x|²)``, magnitudes whose
+    signs are ``plan.weight_signs``. Other kernels: ``w k(x · y)``, or ``k(x · y)`` when
+    ``weighted`` is False."""
+    sparse_matmul_to_dense(plan.sv_csr[start:stop], XT, out=out)
+    if plan.sv_csr_offset is not None:
+        out *= 2.0 * float(terms.kernel_params["gamma"])
+        out += plan.sv_csr_offset[start:stop, None]
+        out += row
+        np.exp(out, out=out)
+    else:
+        dot_kernel(out, terms.kernel, terms.kernel_params)
+        if weighted:
+            out *= plan.ordered_weights[start:stop, None]
+    return out
 
 
 def sparse_table(g: np.ndarray) -> np.ndarray:
