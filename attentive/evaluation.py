@@ -143,7 +143,8 @@ def evaluate(
     n_jobs : int, optional
         Threads that evaluate chunks of examples in parallel; default: as set by
         :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
-        Small problems always use one.
+        Small problems always use one, and so do kernel models with sparse support vectors
+        on sparse rows (their sparse product holds the GIL).
     precision : {"auto", "mixed", "double"}, optional
         RBF walks on dense data: ``"mixed"`` computes kernel values in single precision with a
         certified error bound and falls back to double precision wherever the bound leaves a

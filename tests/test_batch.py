@@ -353,12 +353,19 @@ def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
 )
 def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monkeypatch):
     """Sparse support vectors and rows: a block is one sparse product with the rows held
-    transposed (SparseKernelTerms), checked against the reference walk (compactions, threads,
-    chunks) and scikit-learn; full and budgeted evaluation take the same product per tile."""
+    transposed (SparseKernelTerms), checked against the reference walk (compactions, chunks)
+    and scikit-learn; full and budgeted evaluation take the same product per tile, on one
+    thread; bad rows are refused on every path."""
+    import sklearn
+
+    from attentive.evaluator import blocked as blocked_module
     from attentive.evaluator import sparse as sparse_module
     from attentive.evaluator.dense import SparseKernelTerms
 
     if sparse_module.sparse_matmul_to_dense is None:
+        # The product is scikit-learn's from 1.8: fail, not skip, if a later one lost it.
+        version = tuple(int(p) for p in sklearn.__version__.split(".")[:2])
+        assert version < (1, 8), "scikit-learn's sparse_matmul_to_dense is missing"
         pytest.skip("scikit-learn < 1.8: sparse kernel models take the generic path")
     X, y, Xt = sparse_problem
     model = model.fit(X, y)
@@ -421,14 +428,42 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
     budget = budget_boundary(walk.n_terms, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
-    # Without scikit-learn's product the generic path gives the same answers.
-    monkeypatch.setattr(sparse_module, "sparse_matmul_to_dense", None)
-    del calls[:]
+    # NaN or infinite values and another width are refused on every path: walk, full, budget.
+    bad = Xt.copy()
+    bad.data[7] = np.nan
+    for rows, b, kw in [
+        (bad, boundaries["curved-both"], {"block_size": 8}),
+        (bad, full_boundary(walk.n_terms), {}),
+        (bad, budget, {}),
+    ]:
+        with pytest.raises(NonFiniteInput, match="Input X contains NaN or infinity"):
+            evaluate_blocked(walk, rows, b, theta_s, **kw)
+    narrow = Xt[:, :-1]
+    for b in (boundaries["curved-both"], full_boundary(walk.n_terms)):
+        with pytest.raises(ValueError, match="2-D array of 400 features; got shape"):
+            evaluate_blocked(walk, narrow, b, theta_s, block_size=8)
+    # One thread however many are asked for (the product holds the GIL); the generic path,
+    # without scikit-learn's product, still takes two, and gives the same answers.
+    jobs = []
+    for module in (blocked_module, dense_module):
+        monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
+        run = module.run_tasks
+        monkeypatch.setattr(
+            module, "run_tasks", lambda tasks, n, run=run: (jobs.append(n), run(tasks, n))[1]
+        )
     ref = apply_boundary(S, boundaries["curved-both"], theta_s, walk.offset, walk.terms.classes)
-    _assert_same(evaluate_blocked(walk, Xt, boundaries["curved-both"], theta_s, block_size=8), ref)
-    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
-    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
-    assert not calls
+    for generic in (False, True):
+        if generic:
+            monkeypatch.setattr(sparse_module, "sparse_matmul_to_dense", None)
+        del calls[:], jobs[:]
+        ev = evaluate_blocked(
+            walk, Xt, boundaries["curved-both"], theta_s, block_size=8, chunk_size=50, n_jobs=2
+        )
+        _assert_same(ev, ref)
+        full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s, n_jobs=2)
+        np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+        assert len(jobs) == 2 and set(jobs) == ({2} if generic else {1})
+        assert bool(calls) != generic
 
 
 def test_sparse_table_queries_against_brute_force():

@@ -132,7 +132,8 @@ def evaluate_blocked(
         Walk positions per block; default: chosen from the survival curve of a pilot of rows
         (16, doubling up to 64, before there is one; one block for tiny problems).
     n_jobs : int, optional
-        Threads; default :func:`default_n_jobs` (small problems always use one).
+        Threads; default :func:`default_n_jobs` (small problems always use one, and so do
+        kernel models with sparse support vectors on sparse rows, whose product holds the GIL).
     precision : {"auto", "mixed", "double"}, optional
         How an RBF walk on dense data computes its kernel values. ``"mixed"``: in single
         precision with a bound on the error of every running sum, stopping only where the bound

@@ -329,21 +329,23 @@ class SparseKernelTerms(Terms):
     one sparse product written straight into it (:func:`attentive.evaluator.sparse.
     sparse_kernel_block`). RBF kernels give magnitudes, their weights' logarithms folded in.
 
-    ``row_cost``: a block costs ~0.1 ms beyond its products (slicing the support vectors,
-    scikit-learn's checks of both arrays), ~30 terms per row of a 2,000-row chunk, and a row
-    costs as much again to transpose at a compaction. Measured on synthetic-sparse (walks at
-    f = 0.7-0.96): 1 and 4 are 1.1-1.4× slower than 16 to 128, which are alike."""
+    ``row_cost``: a block costs ~0.1 ms beyond its products (slicing the support vectors, the
+    Python around the product and the kernel), ~30 terms per row of a 2,000-row chunk, and a
+    row costs as much again to transpose at a compaction. Measured on synthetic-sparse (walks
+    at f = 0.7-0.96): 1 and 4 are 1.1-1.4× slower than 16 to 128, which are alike."""
 
     row_cost = 32.0
 
     def __init__(self, walk, plan, X):
-        super().__init__(walk, plan, sp.csr_matrix(X, dtype=np.float64))
+        X, self.XT, self.row = sparse_kernel_rows(plan, walk.terms, X)
+        super().__init__(walk, plan, X)
         self.magnitudes = plan.sv_csr_offset is not None
-        self.XT, self.row = sparse_kernel_rows(plan, walk.terms, self.X)
 
     def keep(self, idx):
         super().keep(idx)
-        self.XT, self.row = sparse_kernel_rows(self.plan, self.walk.terms, self.X)
+        self.XT = self.X.T.tocsr()
+        if self.row is not None:
+            self.row = self.row[idx]
 
     def block(self, start, stop, out):
         sparse_kernel_block(self.plan, self.walk.terms, self.XT, self.row, start, stop, out)
@@ -473,7 +475,7 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
                 np.exp(H, out=H)
                 np.matmul(H, plan.weight_signs[:budget], out=out[lo:hi])
             elif sparse:
-                XT, row = sparse_kernel_rows(plan, walk.terms, X)
+                _, XT, row = sparse_kernel_rows(plan, walk.terms, X)
                 H = np.empty((budget, hi - lo))
                 sparse_kernel_block(plan, walk.terms, XT, row, 0, budget, H, weighted=False)
                 weights = (

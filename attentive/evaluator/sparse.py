@@ -8,6 +8,7 @@ transposed (CSR of ``Xᵀ``), so that a block is Gustavson's product of the bloc
 support-vector non-zero is read once per block and multiplies the rows that share its feature, so
 the product's cost follows the terms computed, with nothing paid per block and row but the
 block's values. Holding a row costs its transposition (at the start and at each compaction).
+The product holds the GIL: these paths run on one thread.
 
 Sparse linear models (a term is a feature, CSR input):
 
@@ -23,9 +24,12 @@ are put in walk order by two counting sorts (scipy's CSR→CSC→CSR); per-row s
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
+from attentive.errors import NonFiniteInput
 from attentive.evaluator.plan import Thresholds, WalkPlan
 from attentive.terms import TermDecomposition, dot_kernel
 
@@ -52,15 +56,26 @@ def sparse_kernel_walks(plan: WalkPlan, Xp) -> bool:
 
 
 def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X):
-    """CSR rows ``X`` as :func:`sparse_kernel_block` reads them: ``Xᵀ`` in CSR, and for an RBF
-    kernel ``−γ|x|²`` of each row (else None)."""
+    """Rows ``X`` as :func:`sparse_kernel_block` reads them: CSR in float64, ``Xᵀ`` in CSR, and
+    for an RBF kernel ``−γ|x|²`` of each row (else None). Refuses rows of another width
+    (``ValueError``) and NaN or infinite values (:class:`attentive.errors.NonFiniteInput`), as
+    scikit-learn's kernels do."""
     X = sp.csr_matrix(X, dtype=np.float64)
-    XT = X.T.tocsr()
+    width = plan.sv_csr.shape[1]
+    if X.shape[1] != width:
+        raise ValueError(
+            f"expected examples as a 2-D array of {width} features; got shape {X.shape}"
+        )
+    # A finite sum proves every value finite (NaN and ±inf propagate).
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = math.isfinite(float(X.data.sum()))
+    if not finite and not np.isfinite(X.data).all():
+        raise NonFiniteInput("Input X contains NaN or infinity.")
     row = None
     if plan.sv_csr_offset is not None:
         row = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
         row *= -float(terms.kernel_params["gamma"])
-    return XT, row
+    return X, X.T.tocsr(), row
 
 
 def sparse_kernel_block(
