@@ -419,15 +419,24 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
         walk.terms.classes,
     )
     _assert_same(ev, ref)
-    # Full and budgeted evaluation: one product per tile of rows, with every support vector.
-    del products[:]
-    full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
-    np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
-    assert products == [(walk.n_terms, Xt.shape[0])]
-    half = walk.n_terms // 2
-    budget = budget_boundary(walk.n_terms, half)
+    # Full and budgeted evaluation: one product per tile of rows (rows × terms), with every
+    # support vector or the budget's first ones.
+    n = walk.n_terms
+    from attentive.evaluator.threads import split_rows
+
+    tiled = [hi - lo for lo, hi in split_rows(Xt.shape[0], 150, 1)]
+    assert len(tiled) > 1
+    for chunk, tiles in ((None, [Xt.shape[0]]), (150, tiled)):
+        del products[:]
+        full = evaluate_blocked(walk, Xt, full_boundary(n), theta_s, chunk_size=chunk)
+        np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
+        assert products == [(rows, n) for rows in tiles]
+    half = n // 2
+    budget = budget_boundary(n, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
+    del products[:]
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
+    assert products == [(Xt.shape[0], half)]
     # NaN or infinite values and another width are refused on every path: walk, full, budget.
     bad = Xt.copy()
     bad.data[7] = np.nan

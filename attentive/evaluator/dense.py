@@ -24,7 +24,12 @@ from attentive.evaluator.plan import (
     WalkPlan,
     expected_remaining,
 )
-from attentive.evaluator.sparse import sparse_kernel_block, sparse_kernel_rows, sparse_kernel_walks
+from attentive.evaluator.sparse import (
+    sparse_kernel_block,
+    sparse_kernel_rows,
+    sparse_kernel_sums,
+    sparse_kernel_walks,
+)
 from attentive.evaluator.threads import PARALLEL_MIN_ELEMENTS, run_tasks, split_rows
 from attentive.terms import checked_rows, dot_kernel
 from attentive.walk import Walk
@@ -46,10 +51,6 @@ __all__ = [
 ]
 
 FULL_TILE_ELEMENTS = 2**18  # chunk × terms of the one-pass (full / budget) evaluation
-# The same for a kernel model's sparse product: each tile reads every support vector's
-# non-zeros once, so taller tiles cost less (synthetic-sparse, 1,620 RBF support vectors:
-# 26 ms at 2^18, 16 at 2^20, 15 at 2^22); 2^21 is the walk's own buffer bound.
-SPARSE_TILE_ELEMENTS = 2**21
 MIN_CHUNK = 64
 AUGMENT_MAX_FEATURES = 64  # the double RBF walk holds an augmented copy up to this many features
 _TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
@@ -445,8 +446,7 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     # faster than 103), and with few features fewer, larger tiles cost less Python per value
     # and share better between threads (synthetic RBF: 1.1× / 1.2-1.4× faster than 2^16 values
     # on one / two threads, sigmoid and linear kernels 1.3-1.8×).
-    tile = SPARSE_TILE_ELEMENTS if sparse else FULL_TILE_ELEMENTS
-    step = chunk_size or max(MIN_CHUNK, tile // max(1, budget))
+    step = chunk_size or max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, budget))
 
     def task(lo, hi):
         def go():
@@ -475,13 +475,7 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
                 np.exp(H, out=H)
                 np.matmul(H, plan.weight_signs[:budget], out=out[lo:hi])
             elif sparse:
-                _, XT, row = sparse_kernel_rows(plan, walk.terms, X)
-                H = np.empty((budget, hi - lo))
-                sparse_kernel_block(plan, walk.terms, XT, row, 0, budget, H, weighted=False)
-                weights = (
-                    plan.weight_signs if plan.sv_csr_offset is not None else plan.ordered_weights
-                )
-                np.matmul(weights[:budget], H, out=out[lo:hi])
+                out[lo:hi] = sparse_kernel_sums(plan, walk.terms, X, budget)
             elif plan.sv_ordered is not None and not sp.issparse(X):
                 H = checked_rows(X, plan.sv_ordered.shape[1]) @ plan.sv_ordered[:budget].T
                 dot_kernel(H, walk.terms.kernel, walk.terms.kernel_params)

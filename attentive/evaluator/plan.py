@@ -193,6 +193,7 @@ class WalkPlan:
     # attentive.evaluator.sparse.sparse_kernel_block).
     sv_csr: sp.csr_matrix | None = None
     sv_csr_offset: np.ndarray | None = None
+    sv_csr_t: sp.csr_matrix | None = None  # sv_csr transposed (full evaluation), when first used
     boundaries: dict = field(default_factory=dict)  # per-boundary thresholds on U
     # Tiny problems: n × n matrices whose product with a block of (unsigned or unweighted)
     # terms gives every prefix sum (attentive.evaluator.dense.walk_small), by kind of terms.

@@ -8,7 +8,8 @@ transposed (CSR of ``Xᵀ``), so that a block is Gustavson's product of the bloc
 support-vector non-zero is read once per block and multiplies the rows that share its feature, so
 the product's cost follows the terms computed, with nothing paid per block and row but the
 block's values. Holding a row costs its transposition (at the start and at each compaction).
-The product holds the GIL: these paths run on one thread.
+Full and budgeted evaluation take the other orientation (:func:`sparse_kernel_sums`). The
+product holds the GIL: these paths run on one thread.
 
 Sparse linear models (a term is a feature, CSR input):
 
@@ -42,6 +43,7 @@ __all__ = [
     "first_above",
     "sparse_kernel_block",
     "sparse_kernel_rows",
+    "sparse_kernel_sums",
     "sparse_kernel_walks",
     "sparse_linear_chunk",
     "sparse_table",
@@ -55,9 +57,10 @@ def sparse_kernel_walks(plan: WalkPlan, Xp) -> bool:
     return sparse_matmul_to_dense is not None and plan.sv_csr is not None and sp.issparse(Xp)
 
 
-def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X):
-    """Rows ``X`` as :func:`sparse_kernel_block` reads them: CSR in float64, ``Xᵀ`` in CSR, and
-    for an RBF kernel ``−γ|x|²`` of each row (else None). Refuses rows of another width
+def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X, transpose: bool = True):
+    """Rows ``X`` as :func:`sparse_kernel_block` reads them: CSR in float64, ``Xᵀ`` in CSR (None
+    unless ``transpose``), and for an RBF kernel ``−γ|x|²`` of each row (else None). Refuses
+    rows of another width
     (``ValueError``) and NaN or infinite values (:class:`attentive.errors.NonFiniteInput`), as
     scikit-learn's kernels do."""
     X = sp.csr_matrix(X, dtype=np.float64)
@@ -75,7 +78,35 @@ def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X):
     if plan.sv_csr_offset is not None:
         row = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
         row *= -float(terms.kernel_params["gamma"])
-    return X, X.T.tocsr(), row
+    return X, X.T.tocsr() if transpose else None, row
+
+
+def sparse_kernel_sums(plan: WalkPlan, terms: TermDecomposition, X, budget: int) -> np.ndarray:
+    """``U_B(x) = Σ_{k≤B} w_{π(k)} h_{π(k)}(x)`` for CSR rows ``X`` (full and budgeted
+    evaluation): one product of the rows with the first ``B`` support vectors transposed, then
+    the kernel and one product with the weights (RBF: with their signs, ``log|w|`` folded in).
+
+    This orientation reads each row non-zero once and multiplies the support vectors that share
+    its feature, so its cost does not depend on how many rows a tile holds (synthetic-sparse,
+    1,620 RBF support vectors: 8.6 ms for 2,000 rows in tiles of 161, 647 or 2,000 rows); the
+    walk's orientation (:func:`sparse_kernel_block`) reads every support vector once per tile
+    and took 22 ms in tiles of 161 rows, 10 in tiles of 1,294."""
+    X, _, row = sparse_kernel_rows(plan, terms, X, transpose=False)
+    if budget == plan.n_terms:
+        if plan.sv_csr_t is None:
+            plan.sv_csr_t = plan.sv_csr.T.tocsr()
+        YT = plan.sv_csr_t
+    else:
+        YT = plan.sv_csr[:budget].T.tocsr()
+    H = sparse_matmul_to_dense(X, YT, out=np.empty((X.shape[0], budget)))
+    if plan.sv_csr_offset is not None:
+        H *= 2.0 * float(terms.kernel_params["gamma"])
+        H += plan.sv_csr_offset[:budget]
+        H += row[:, None]
+        np.exp(H, out=H)
+        return H @ plan.weight_signs[:budget]
+    dot_kernel(H, terms.kernel, terms.kernel_params)
+    return H @ plan.ordered_weights[:budget]
 
 
 def sparse_kernel_block(
@@ -86,14 +117,12 @@ def sparse_kernel_block(
     start: int,
     stop: int,
     out: np.ndarray,
-    weighted: bool = True,
 ) -> np.ndarray:
     """Terms at walk positions ``[start, stop)`` of the rows in ``XT`` / ``row``
     (:func:`sparse_kernel_rows`), written into ``out`` (stop − start, rows).
 
     RBF kernels: ``|w| K(x, y) = exp(2γ x · y + (−γ|y|² + log|w|) − γ|x|²)``, magnitudes whose
-    signs are ``plan.weight_signs``. Other kernels: ``w k(x · y)``, or ``k(x · y)`` when
-    ``weighted`` is False."""
+    signs are ``plan.weight_signs``. Other kernels: ``w k(x · y)``."""
     sparse_matmul_to_dense(plan.sv_csr[start:stop], XT, out=out)
     if plan.sv_csr_offset is not None:
         out *= 2.0 * float(terms.kernel_params["gamma"])
@@ -102,8 +131,7 @@ def sparse_kernel_block(
         np.exp(out, out=out)
     else:
         dot_kernel(out, terms.kernel, terms.kernel_params)
-        if weighted:
-            out *= plan.ordered_weights[start:stop, None]
+        out *= plan.ordered_weights[start:stop, None]
     return out
 
 
