@@ -166,17 +166,28 @@ def checked_rows(X, width: int) -> np.ndarray:
     (``ValueError``) and NaN or infinite values (:class:`attentive.errors.NonFiniteInput`), as
     scikit-learn's kernels refuse them."""
     X = np.asarray(X, dtype=np.float64)
+    check_width(X, width)
+    refuse_non_finite(X)
+    return X
+
+
+def check_width(X, width: int) -> None:
+    """Raise ``ValueError`` unless ``X`` (dense or sparse) is 2-D with ``width`` features."""
     if X.ndim != 2 or X.shape[1] != width:
         raise ValueError(
             f"expected examples as a 2-D array of {width} features; got shape {X.shape}"
         )
-    # A finite sum proves every value finite (NaN and ±inf propagate): one pass, no boolean
-    # array; only a sum that overflows needs the value-by-value check.
+
+
+def refuse_non_finite(values: np.ndarray) -> None:
+    """Raise :class:`attentive.errors.NonFiniteInput` if ``values`` hold a NaN or an infinity.
+
+    A finite sum proves every value finite (NaN and ±inf propagate): one pass, no boolean
+    array; only a sum that overflows needs the value-by-value check."""
     with np.errstate(over="ignore", invalid="ignore"):
-        finite = math.isfinite(float(np.einsum("ij->", X)))
-    if not finite and not np.isfinite(X).all():
+        finite = math.isfinite(float(np.einsum(values, list(range(values.ndim)), [])))
+    if not finite and not np.isfinite(values).all():
         raise NonFiniteInput("Input X contains NaN or infinity.")
-    return X
 
 
 def dot_kernel(K: np.ndarray, kernel: str, params: dict) -> np.ndarray:

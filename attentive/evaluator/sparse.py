@@ -25,14 +25,11 @@ are put in walk order by two counting sorts (scipy's CSR→CSC→CSR); per-row s
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 
-from attentive.errors import NonFiniteInput
 from attentive.evaluator.plan import Thresholds, WalkPlan
-from attentive.terms import TermDecomposition, dot_kernel
+from attentive.terms import TermDecomposition, check_width, dot_kernel, refuse_non_finite
 
 try:  # scikit-learn ≥ 1.8: a sparse × sparse product written into a dense array
     from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
@@ -47,6 +44,7 @@ __all__ = [
     "sparse_kernel_walks",
     "sparse_linear_chunk",
     "sparse_table",
+    "sparse_transposed_svs",
     "walk_order_rows",
 ]
 
@@ -60,20 +58,11 @@ def sparse_kernel_walks(plan: WalkPlan, Xp) -> bool:
 def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X, transpose: bool = True):
     """Rows ``X`` as :func:`sparse_kernel_block` reads them: CSR in float64, ``Xᵀ`` in CSR (None
     unless ``transpose``), and for an RBF kernel ``−γ|x|²`` of each row (else None). Refuses
-    rows of another width
-    (``ValueError``) and NaN or infinite values (:class:`attentive.errors.NonFiniteInput`), as
-    scikit-learn's kernels do."""
+    rows of another width (``ValueError``) and NaN or infinite values
+    (:class:`attentive.errors.NonFiniteInput`), as scikit-learn's kernels do."""
     X = sp.csr_matrix(X, dtype=np.float64)
-    width = plan.sv_csr.shape[1]
-    if X.shape[1] != width:
-        raise ValueError(
-            f"expected examples as a 2-D array of {width} features; got shape {X.shape}"
-        )
-    # A finite sum proves every value finite (NaN and ±inf propagate).
-    with np.errstate(over="ignore", invalid="ignore"):
-        finite = math.isfinite(float(X.data.sum()))
-    if not finite and not np.isfinite(X.data).all():
-        raise NonFiniteInput("Input X contains NaN or infinity.")
+    check_width(X, plan.sv_csr.shape[1])
+    refuse_non_finite(X.data)
     row = None
     if plan.sv_csr_offset is not None:
         row = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
@@ -81,29 +70,41 @@ def sparse_kernel_rows(plan: WalkPlan, terms: TermDecomposition, X, transpose: b
     return X, X.T.tocsr() if transpose else None, row
 
 
-def sparse_kernel_sums(plan: WalkPlan, terms: TermDecomposition, X, budget: int) -> np.ndarray:
+def _rbf_from_dots(H: np.ndarray, terms: TermDecomposition, sv_part, row_part) -> None:
+    """``|w| K(x, y) = exp(2γ x · y + (−γ|y|² + log|w|) − γ|x|²)`` in place from the dot
+    products ``H``, the support vectors' and the rows' parts shaped to broadcast against it."""
+    H *= 2.0 * float(terms.kernel_params["gamma"])
+    H += sv_part
+    H += row_part
+    np.exp(H, out=H)
+
+
+def sparse_transposed_svs(plan: WalkPlan, budget: int):
+    """The first ``budget`` support vectors (walk order) transposed, in CSR: what
+    :func:`sparse_kernel_sums` multiplies the rows with (every one of them kept in the plan)."""
+    if budget < plan.n_terms:
+        return plan.sv_csr[:budget].T.tocsr()
+    if plan.sv_csr_t is None:
+        plan.sv_csr_t = plan.sv_csr.T.tocsr()
+    return plan.sv_csr_t
+
+
+def sparse_kernel_sums(plan: WalkPlan, terms: TermDecomposition, X, YT) -> np.ndarray:
     """``U_B(x) = Σ_{k≤B} w_{π(k)} h_{π(k)}(x)`` for CSR rows ``X`` (full and budgeted
-    evaluation): one product of the rows with the first ``B`` support vectors transposed, then
-    the kernel and one product with the weights (RBF: with their signs, ``log|w|`` folded in).
+    evaluation): one product of the rows with the first ``B`` support vectors transposed
+    (``YT``, :func:`sparse_transposed_svs`), then the kernel and one product with the weights
+    (RBF: with their signs, ``log|w|`` folded in).
 
     This orientation reads each row non-zero once and multiplies the support vectors that share
     its feature, so its cost does not depend on how many rows a tile holds (synthetic-sparse,
     1,620 RBF support vectors: 8.6 ms for 2,000 rows in tiles of 161, 647 or 2,000 rows); the
     walk's orientation (:func:`sparse_kernel_block`) reads every support vector once per tile
     and took 22 ms in tiles of 161 rows, 10 in tiles of 1,294."""
+    budget = YT.shape[1]
     X, _, row = sparse_kernel_rows(plan, terms, X, transpose=False)
-    if budget == plan.n_terms:
-        if plan.sv_csr_t is None:
-            plan.sv_csr_t = plan.sv_csr.T.tocsr()
-        YT = plan.sv_csr_t
-    else:
-        YT = plan.sv_csr[:budget].T.tocsr()
     H = sparse_matmul_to_dense(X, YT, out=np.empty((X.shape[0], budget)))
     if plan.sv_csr_offset is not None:
-        H *= 2.0 * float(terms.kernel_params["gamma"])
-        H += plan.sv_csr_offset[:budget]
-        H += row[:, None]
-        np.exp(H, out=H)
+        _rbf_from_dots(H, terms, plan.sv_csr_offset[:budget], row[:, None])
         return H @ plan.weight_signs[:budget]
     dot_kernel(H, terms.kernel, terms.kernel_params)
     return H @ plan.ordered_weights[:budget]
@@ -121,14 +122,11 @@ def sparse_kernel_block(
     """Terms at walk positions ``[start, stop)`` of the rows in ``XT`` / ``row``
     (:func:`sparse_kernel_rows`), written into ``out`` (stop − start, rows).
 
-    RBF kernels: ``|w| K(x, y) = exp(2γ x · y + (−γ|y|² + log|w|) − γ|x|²)``, magnitudes whose
-    signs are ``plan.weight_signs``. Other kernels: ``w k(x · y)``."""
+    RBF kernels: ``|w| K(x, y)``, magnitudes whose signs are ``plan.weight_signs``. Other
+    kernels: ``w k(x · y)``."""
     sparse_matmul_to_dense(plan.sv_csr[start:stop], XT, out=out)
     if plan.sv_csr_offset is not None:
-        out *= 2.0 * float(terms.kernel_params["gamma"])
-        out += plan.sv_csr_offset[start:stop, None]
-        out += row
-        np.exp(out, out=out)
+        _rbf_from_dots(out, terms, plan.sv_csr_offset[start:stop, None], row)
     else:
         dot_kernel(out, terms.kernel, terms.kernel_params)
         out *= plan.ordered_weights[start:stop, None]
