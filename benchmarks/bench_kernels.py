@@ -5,7 +5,10 @@ Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--data synthetic-spars
 
 ``--data synthetic`` (default): 10,000 test rows × 20 dense features. ``--data
 synthetic-sparse``: Real-sim's shape, 2,000 sparse test rows × 20,958 features (sparse support
-vectors and rows).
+vectors and rows). ``--data mnist-float32``: MNIST t10k 3 vs 8 (the shipped files) with the
+pixels / 255 stored in float32, as image pipelines often hold them, and read back as float64: off
+any grid, so RBF walks and full evaluation take double-precision products (the test images ten
+times, 6,940 rows × 784 features, as in ``python -m attentive bench``).
 
 For the linear, polynomial (degree 3), sigmoid and RBF kernels, each fitted on the same data:
 ``SVC.decision_function``, full evaluation and the walk of a curved two-sided rule (δ = 0.01)
@@ -33,7 +36,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     ap.add_argument("--quick", action="store_true", help="a small problem and 2 rounds")
     ap.add_argument(
-        "--data", choices=("synthetic", "synthetic-sparse"), default="synthetic", help="problem"
+        "--data",
+        choices=("synthetic", "synthetic-sparse", "mnist-float32"),
+        default="synthetic",
+        help="problem",
     )
     args = ap.parse_args(argv)
     with threadpool_limits(1):
@@ -50,13 +56,19 @@ def _run(args) -> int:
     from attentive.evaluation import evaluation_options
     from attentive.evaluator.threads import default_n_jobs
 
-    if args.data == "synthetic":
-        sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
-    else:
-        sizes = dict(n_train=500, n_test=500) if args.quick else dict(n_train=2000, n_test=2000)
     rounds = 2 if args.quick else args.rounds
-    ds = load_dataset(args.data, **sizes)
-    X = ds.X_test
+    if args.data == "mnist-float32":
+        ds = load_dataset("mnist-t10k-3v8")
+        off_grid = lambda X: np.asarray(X, dtype=np.float32).astype(np.float64)  # noqa: E731
+        X_train, y_train = off_grid(ds.X_train), ds.y_train
+        X = np.tile(off_grid(ds.X_test), (1 if args.quick else 10, 1))
+    else:
+        if args.data == "synthetic":
+            sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+        else:
+            sizes = dict(n_train=500, n_test=500) if args.quick else dict(n_train=2000, n_test=2000)
+        ds = load_dataset(args.data, **sizes)
+        X_train, y_train, X = ds.X_train, ds.y_train, ds.X_test
     jobs = default_n_jobs()
     report = {
         "data": args.data,
@@ -66,14 +78,14 @@ def _run(args) -> int:
         "kernels": {},
     }
     for kernel in ("linear", "poly", "sigmoid", "rbf"):
-        model = SVC(kernel=kernel, C=1.0, gamma="scale", degree=3).fit(ds.X_train, ds.y_train)
+        model = SVC(kernel=kernel, C=1.0, gamma="scale", degree=3).fit(X_train, y_train)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the rule's own fit warnings are not the subject
             full = AttentiveClassifier(FrozenEstimator(model), boundary="full")
-            full.fit(ds.X_train, ds.y_train)
+            full.fit(X_train, y_train)
             att = AttentiveClassifier(
                 FrozenEstimator(model), boundary="curved", delta=0.01, random_state=0
-            ).fit(ds.X_train, ds.y_train)
+            ).fit(X_train, y_train)
         diff = float(np.max(np.abs(full.decision_function(X) - model.decision_function(X))))
 
         def on(clf, n_jobs, method):
