@@ -282,6 +282,42 @@ def test_input_off_the_grid_in_every_row_walks_in_double_precision(grid_problem,
     np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
 
 
+def test_restricted_rows_by_brute_force(grid_problem):
+    """The double-precision copy of rows off the grid: the rows asked for, on the products'
+    columns, with |x|² over every column, across tiles (1,000 rows: four tiles)."""
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    X = X + 1e-3 * np.random.default_rng(5).random(X.shape)  # every value off the grid
+    some = np.flatnonzero(np.random.default_rng(6).random(len(X)) < 0.6)
+    for idx in (np.arange(len(X)), some):
+        for norms in (True, False):
+            rows, norms2 = dense.restricted_rows(plan, X, idx, norms)
+            np.testing.assert_array_equal(rows, X[idx][:, plan.rbf_columns])
+            if norms:
+                np.testing.assert_allclose(norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
+            else:
+                assert norms2 is None
+
+
+def test_rows_off_the_grid_compacted_from_the_rows_as_given(grid_problem, monkeypatch):
+    """A walk off the grid that compacts before copying its rows gives the reference's stops and
+    decisions. (Walks expected to stop soon are not worth a copy before their first block;
+    here the copy is held off until the first compaction.)"""
+    _, walk, X = grid_problem
+    X = X + 1e-3 * np.random.default_rng(5).random(X.shape)
+    seen = []
+    original = dense.restricted_rows
+
+    def spy(plan, rows, idx, norms):
+        seen.append((idx.size < rows.shape[0], norms))
+        return original(plan, rows, idx, norms)
+
+    monkeypatch.setattr(dense, "restricted_rows", spy)
+    monkeypatch.setattr(dense.RBFTerms, "restrict_pays", lambda self, remaining: False)
+    _walks_as_reference(walk, X, 23, precision="double", block_size=32)
+    assert (True, False) in seen  # a compaction of raw rows: some of them, norms known
+
+
 def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(grid_problem, modes):
     """The grid is checked on the products' columns: values elsewhere (where every support
     vector is 0) only enter |x|², which comes from the rows as given, over every column."""

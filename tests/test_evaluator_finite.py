@@ -54,6 +54,15 @@ def images():
     return (*_walk_and_boundary(X[:300], y[:300], 0.05), X[300:])
 
 
+@pytest.fixture(scope="module")
+def images_off_grid(images):
+    """The same images read back from float32: off the grid, so the walk's one copy of the rows
+    holds them restricted to the products' columns in float64, their norms taken as it reads
+    them."""
+    walk, boundary, theta_s, X = images
+    return walk, boundary, theta_s, X.astype(np.float32).astype(np.float64)
+
+
 # (problem, boundary, evaluate_blocked options, rows): every path that computes RBF row norms.
 PATHS = {
     "augmented": ("low", "curved", {"precision": "double"}, None),
@@ -61,6 +70,7 @@ PATHS = {
     "grid copy": ("images", "curved", {"precision": "double"}, None),
     "grid copy, 2 threads": ("images", "curved", {"precision": "double", "n_jobs": 2}, None),
     "raw rows": ("images", "curved", {"precision": "double", "block_size": 600}, None),
+    "restricted copy": ("images_off_grid", "curved", {"precision": "double"}, None),
     "single product": ("images", "curved", {"precision": "mixed"}, None),
     "full": ("images", "full", {}, None),
     "budget": ("low", "budget", {"chunk_size": 100}, None),
@@ -87,7 +97,7 @@ def test_every_rbf_path_refuses_non_finite_rows(request, path, bad):
     evaluate_blocked(walk, X, boundary, theta_s, **options)  # finite: no error
     # The first row (a pilot's), the last (the last chunk's); an image's border column is one
     # where every support vector is 0, left out of the products (only |x|² reads it).
-    border = 0 if name == "images" else 3
+    border = 0 if name.startswith("images") else 3
     for row, col in ((0, 5), (X.shape[0] - 1, 5), (X.shape[0] // 2, border)):
         Xb = X.copy()
         Xb[row, col] = bad

@@ -46,6 +46,7 @@ __all__ = [
     "as_rows",
     "check_finite_rows",
     "prefix_sums",
+    "restricted_rows",
     "term_source",
     "walk_rows",
     "walk_small",
@@ -182,12 +183,12 @@ class RBFTerms(Terms):
             rows, self.row = grid
             self.mode = "grid"
         else:
-            self.row = self._row()[idx]
-            rows = self.X.take(idx, axis=0)
-            if self.plan.rbf_columns is not None:
-                rows = take_columns(
-                    self.plan, rows, np.empty((idx.size, self.plan.rbf_columns.size))
-                )
+            rows, norms2 = restricted_rows(self.plan, self.X, idx, self.row is None)
+            if norms2 is None:
+                self.row = self.row[idx]
+            else:  # no block yet: idx is every row, and the copy took their norms
+                check_finite_rows(norms2, self.X)
+                self.row = norms2 * -self.plan.rbf_gamma
             self.mode = "double"
         self.X = rows
 
@@ -277,6 +278,38 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     if not np.sqrt(norms2.max(initial=0.0)) * s * _NORM_SLACK * plan.sv_grid_norm < GRID_LIMIT:
         return None
     return out, norms2 * -plan.rbf_gamma
+
+
+def restricted_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray, norms: bool):
+    """Rows ``X[idx]`` on the plan's columns in float64, and with ``norms`` their ``|x|²`` over
+    all columns (else None), tile by tile as :func:`grid_rows` converts them: each tile's rows
+    gathered (not when ``idx`` is every row, in order), their norms taken while the tile is in
+    cache, then its columns in one ``np.take``. Gathering whole rows first and then their
+    columns copied the input once more (on MNIST off the grid, 6,940 rows: 10.2 ms)."""
+    cols = plan.rbf_columns
+    m, d = idx.size, X.shape[1]
+    k = d if cols is None else cols.size
+    out = np.empty((m, k))
+    norms2 = np.empty(m) if norms else None
+    contiguous = m == X.shape[0]  # idx is every row, in order (from flatnonzero)
+    if contiguous and cols is None:
+        np.copyto(out, X)
+        return out, None if norms2 is None else np.einsum("ij,ij->i", X, X, out=norms2)
+    T = min(m, _GRID_TILE)
+    raw = None if contiguous else np.empty((T, d))
+    for lo in range(0, m, _GRID_TILE):
+        hi = min(m, lo + _GRID_TILE)
+        if contiguous:
+            tile = X[lo:hi]
+        else:
+            tile = np.take(X, idx[lo:hi], axis=0, out=raw[: hi - lo], mode="clip")
+        if norms2 is not None:
+            np.einsum("ij,ij->i", tile, tile, out=norms2[lo:hi])
+        if cols is None:
+            np.copyto(out[lo:hi], tile)
+        else:
+            np.take(tile, cols, axis=1, out=out[lo:hi], mode="clip")
+    return out, norms2
 
 
 _EXACT_SINGLE_PRODUCTS: list[bool] = []
