@@ -665,3 +665,21 @@ def test_walks_after_the_pilot_use_the_survival_schedule_and_match_the_reference
     thr = thresholds(walk_plan(walk), boundary)
     assert thr.stops is not None and thr.schedules
     assert 0 < ref.mean_evaluated_fraction < 0.9
+    # 100 features: blocks up to 128 positions, and the schedule takes some (walks that go on).
+    (key, schedule), *_ = thr.schedules.items()
+    assert key[1] == 128 and 64 < schedule.sizes.max() <= 128
+
+
+def test_only_products_over_many_features_take_longer_blocks():
+    from attentive.evaluator import dense
+
+    assert dense.survival_max_block(dense.RBFTerms, 784) == 128
+    assert dense.survival_max_block(dense.DotKernelTerms, 65) == 128
+    for source, d in [
+        (dense.RBFTerms, 64),  # augmented rows: the block's buffer is the cost
+        (dense.DotKernelTerms, 20),
+        (dense.SparseKernelTerms, 20958),
+        (dense.ColumnTerms, 784),
+        (dense.Terms, 784),
+    ]:
+        assert dense.survival_max_block(source, d) == 64

@@ -28,6 +28,7 @@ from attentive.evaluator.dense import (
     as_rows,
     prefix_sums,
     rbf_row_cost,
+    survival_max_block,
     term_source,
     walk_rows,
     walk_small,
@@ -225,6 +226,7 @@ def evaluate_blocked(
     else:
         source = term_source(walk, plan, Xp)
         row_cost = rbf_row_cost(Xp.shape[1]) if source is RBFTerms else source.row_cost
+        max_block = survival_max_block(source, Xp.shape[1])
         # Mixed precision: with many features the product in float32 (asked for only: measured
         # no faster than the double walk on MNIST, see docs/speed.md); with few, exp in float32
         # where that is faster than in float64 on this CPU.
@@ -272,10 +274,12 @@ def evaluate_blocked(
             elif decide_mixed:
                 mixed = False
         if block_size is None and thr.stops is not None:
-            key = round(row_cost, 3)
+            key = (round(row_cost, 3), max_block)
             schedule = thr.schedules.get(key)
             if schedule is None:
-                schedule = thr.schedules[key] = survival_schedule(thr.stops, n, row_cost)
+                schedule = thr.schedules[key] = survival_schedule(
+                    thr.stops, n, row_cost, max_block=max_block
+                )
         else:
             schedule = block_schedule(n, block_size)
         max_block = int(schedule.sizes.max())

@@ -19,6 +19,8 @@ import scipy.sparse as sp
 from attentive.errors import NonFiniteInput
 from attentive.evaluator.plan import (
     GRID_LIMIT,
+    MAX_SURVIVAL_BLOCK,
+    WIDE_SURVIVAL_BLOCK,
     BlockSchedule,
     Thresholds,
     WalkPlan,
@@ -47,6 +49,7 @@ __all__ = [
     "check_finite_rows",
     "prefix_sums",
     "restricted_rows",
+    "survival_max_block",
     "term_source",
     "walk_rows",
     "walk_small",
@@ -384,6 +387,23 @@ class SparseKernelTerms(Terms):
 
     def block(self, start, stop, out):
         sparse_kernel_block(self.plan, self.walk.terms, self.XT, self.row, start, stop, out)
+
+
+def survival_max_block(source: type[Terms], d: int) -> int:
+    """The longest block a survival schedule may give ``source``'s walks over ``d`` features.
+
+    A block's product reads every row held once, whatever the block's length: for ``M``
+    positions a float64 product over MNIST's 512-532 columns cost ``1 + 15 / M`` times a tall
+    product's time per term (float32 on the grid: ``1 + 8 / M``), so where few walks stop
+    longer blocks pay. Dense RBF rows over more than :data:`AUGMENT_MAX_FEATURES` features
+    and dot kernels on dense rows of as many may take :data:`WIDE_SURVIVAL_BLOCK` positions
+    (measured in-process against 64, one thread, ``predict``: MNIST off the grid 4-9 % faster,
+    on it 0-5 %; polynomial, sigmoid and RBF models on MNIST and on 100-300 dense features
+    3-12 %; docs/speed.md). With fewer features a block's buffer of terms is what its cost is about, and
+    blocks stay at :data:`MAX_SURVIVAL_BLOCK`, where it stays in cache (synthetic RBF, 20
+    features: longer blocks measured 1.5-1.9× slower)."""
+    wide = source in (RBFTerms, DotKernelTerms) and d > AUGMENT_MAX_FEATURES
+    return WIDE_SURVIVAL_BLOCK if wide else MAX_SURVIVAL_BLOCK
 
 
 def term_source(walk: Walk, plan: WalkPlan, Xp) -> type[Terms]:

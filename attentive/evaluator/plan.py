@@ -39,9 +39,11 @@ __all__ = [
 # block) and double up to a cap.
 FIRST_BLOCK = 16
 MAX_BLOCK = 64
-# With one (survival_schedule): blocks between these sizes.
+# With one (survival_schedule): blocks between these sizes, and up to the wide cap for products
+# over many features (attentive.evaluator.dense.survival_max_block).
 MIN_SURVIVAL_BLOCK = 4
 MAX_SURVIVAL_BLOCK = 64
+WIDE_SURVIVAL_BLOCK = 128
 _CANDIDATE_EDGES = 256  # block edges the survival schedule chooses among
 # The pilot: the first rows of a call, walked before the others (their results are kept), whose
 # stops give the survival curve (and, for precision="auto", whether mixed precision pays).
@@ -326,7 +328,7 @@ class Thresholds:
     mass: np.ndarray | None = None
     tables: dict = field(default_factory=dict)  # sparse tables of g (sparse linear walk)
     stops: np.ndarray | None = None  # stop positions of a pilot's walks (survival schedule)
-    schedules: dict = field(default_factory=dict)  # survival schedules by row cost
+    schedules: dict = field(default_factory=dict)  # survival schedules by (row cost, longest block)
 
 
 def thresholds(plan: WalkPlan, boundary: Boundary) -> Thresholds:
