@@ -326,11 +326,13 @@ def _evaluator_path(clf, X) -> dict:
     d = int(plan.sv_scaled.shape[1])
     return {
         "features": d,
-        "columns": d if plan.rbf_columns is None else int(plan.rbf_columns.size),
-        "grid_scale": plan.rbf_grid,
+        "columns": d if plan.sv_columns is None else int(plan.sv_columns.size),
+        "grid_scale": plan.sv_grid_scale,
         "products": (
             "float32, exact (integer grid)"
-            if plan.rbf_grid is not None and exact_single_products() and d > AUGMENT_MAX_FEATURES
+            if plan.sv_grid_scale is not None
+            and exact_single_products()
+            and d > AUGMENT_MAX_FEATURES
             else "float64"
         ),
     }

@@ -5,10 +5,11 @@ Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--data synthetic-spars
 
 ``--data synthetic`` (default): 10,000 test rows × 20 dense features. ``--data
 synthetic-sparse``: Real-sim's shape, 2,000 sparse test rows × 20,958 features (sparse support
-vectors and rows). ``--data mnist-float32``: MNIST t10k 3 vs 8 (the shipped files) with the
-pixels / 255 stored in float32, as image pipelines often hold them, and read back as float64: off
-any grid, so RBF walks and full evaluation take double-precision products (the test images ten
-times, 6,940 rows × 784 features, as in ``python -m attentive bench``).
+vectors and rows). ``--data mnist``: MNIST t10k 3 vs 8 (the shipped files; the test images ten
+times, 6,940 rows × 784 features, as in ``python -m attentive bench``), pixels / 255 on their
+integer grid, so every kernel's products are exact float32 products of integers. ``--data
+mnist-float32``: the same with the pixels / 255 stored in float32, as image pipelines often hold
+them, and read back as float64: off any grid, so the products are in float64.
 
 For the linear, polynomial (degree 3), sigmoid and RBF kernels, each fitted on the same data:
 ``SVC.decision_function``, full evaluation and the walk of a curved two-sided rule (δ = 0.01)
@@ -37,7 +38,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small problem and 2 rounds")
     ap.add_argument(
         "--data",
-        choices=("synthetic", "synthetic-sparse", "mnist-float32"),
+        choices=("synthetic", "synthetic-sparse", "mnist", "mnist-float32"),
         default="synthetic",
         help="problem",
     )
@@ -57,14 +58,17 @@ def _run(args) -> int:
     from attentive.evaluator.threads import default_n_jobs
 
     rounds = 2 if args.quick else args.rounds
-    if args.data == "mnist-float32":
+    if args.data.startswith("mnist"):
         ds = load_dataset("mnist-t10k-3v8")
-        off_grid = lambda X: np.asarray(X, dtype=np.float32).astype(np.float64)  # noqa: E731
-        X_train, y_train = off_grid(ds.X_train), ds.y_train
-        X = np.tile(off_grid(ds.X_test), (1 if args.quick else 10, 1))
+        stored = np.float32 if args.data == "mnist-float32" else np.float64
+        X_train = np.asarray(ds.X_train, dtype=stored).astype(np.float64)
+        X = np.asarray(ds.X_test, dtype=stored).astype(np.float64)
+        y_train, X = ds.y_train, np.tile(X, (1 if args.quick else 10, 1))
     else:
         if args.data == "synthetic":
-            sizes = dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+            sizes = (
+                dict(n_train=800, n_test=1000) if args.quick else dict(n_train=3500, n_test=10000)
+            )
         else:
             sizes = dict(n_train=500, n_test=500) if args.quick else dict(n_train=2000, n_test=2000)
         ds = load_dataset(args.data, **sizes)

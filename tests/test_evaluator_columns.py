@@ -1,5 +1,6 @@
-"""The RBF evaluator over many features: the product restricted to the columns where some support
-vector is non-zero, and exact float32 products of data on an integer grid (8-bit images / 255).
+"""Kernel models over many features (RBF, and linear, polynomial and sigmoid kernels): the product
+restricted to the columns where some support vector is non-zero, and exact float32 products of
+data on an integer grid (8-bit images / 255).
 
 Everything is compared with a brute-force computation: scikit-learn's ``decision_function`` for
 full evaluation, ``apply_boundary`` on the full matrix of partial scores for the walks. Thresholds
@@ -9,13 +10,17 @@ about 1e-7) decides some of them wrongly, double precision and exact integer pro
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import curved_boundary_for_test
+from sklearn.base import clone
 from sklearn.svm import SVC
 
 import attentive.evaluator.dense as dense
-from attentive.boundaries import full_boundary
+from attentive.boundaries import budget_boundary, full_boundary
+from attentive.errors import NonFiniteInput
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import evaluate_blocked
 from attentive.evaluator.plan import (
@@ -114,9 +119,9 @@ def test_the_plan_restricts_columns_and_finds_the_grid(grid_problem):
     plan = walk_plan(walk)
     sv = model.support_vectors_
     used = np.flatnonzero(np.any(sv != 0, axis=0))
-    assert 0 < plan.rbf_columns.size < sv.shape[1]
-    np.testing.assert_array_equal(plan.rbf_columns, used)
-    assert plan.rbf_grid == 255.0
+    assert 0 < plan.sv_columns.size < sv.shape[1]
+    np.testing.assert_array_equal(plan.sv_columns, used)
+    assert plan.sv_grid_scale == 255.0
     np.testing.assert_array_equal(
         plan.sv_grid32, np.rint(sv[walk.order][:, used] * 255).astype(np.float32)
     )
@@ -135,11 +140,11 @@ def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, monkeypat
         "every third": np.arange(0, len(X), 3),
         "shuffled, over two tiles": rng.permutation(len(X))[:100],
     }[rows]
-    ints, row = dense.grid_rows(plan, X, idx)
+    ints, norms2 = dense.grid_rows(plan, X, idx)
     assert ints.dtype == np.float32
-    expected = np.rint(X[idx][:, plan.rbf_columns] * 255.0)
+    expected = np.rint(X[idx][:, plan.sv_columns] * 255.0)
     np.testing.assert_array_equal(ints, expected.astype(np.float32))
-    np.testing.assert_allclose(row, -plan.rbf_gamma * (X[idx] ** 2).sum(axis=1), rtol=1e-13)
+    np.testing.assert_allclose(norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
 
 
 @pytest.fixture
@@ -195,7 +200,7 @@ def test_an_inexact_float32_product_would_fail_full_evaluation(grid_problem, mon
     integers (errors of ~1e-7 of the product) miss rtol=1e-9."""
     model, walk, X = grid_problem
     plan = walk_plan(walk)
-    monkeypatch.setattr(plan, "rbf_grid", 255.5)
+    monkeypatch.setattr(plan, "sv_grid_scale", 255.5)
     monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
     monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
     ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
@@ -229,7 +234,7 @@ def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem,
     boundary, theta_s, ref = _knife_edges(walk, X, 7)
     plan = walk_plan(walk)
     # Pretend the data were on a grid of step 1 / 255.5: the rows' integers become inexact.
-    monkeypatch.setattr(plan, "rbf_grid", 255.5)
+    monkeypatch.setattr(plan, "sv_grid_scale", 255.5)
     monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
     monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
     monkeypatch.setattr(dense, "row_on_grid", lambda plan, x: True)
@@ -240,8 +245,8 @@ def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem,
 def _rounding_grid_rows(plan, X, idx):
     """grid_rows without its check: rows rounded to float32 whatever they are."""
     rows = X.take(idx, axis=0)
-    row = -plan.rbf_gamma * np.einsum("ij,ij->i", rows, rows)
-    return (rows[:, plan.rbf_columns] * plan.rbf_grid).astype(np.float32), row
+    norms2 = np.einsum("ij,ij->i", rows, rows)
+    return (rows[:, plan.sv_columns] * plan.sv_grid_scale).astype(np.float32), norms2
 
 
 def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
@@ -255,15 +260,15 @@ def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
 def test_one_row_tells_whether_rows_are_on_the_grid(grid_problem):
     _, walk, X = grid_problem
     plan = walk_plan(walk)
-    outside = np.setdiff1d(np.arange(X.shape[1]), plan.rbf_columns)
+    outside = np.setdiff1d(np.arange(X.shape[1]), plan.sv_columns)
     x = X[0].copy()
     assert dense.row_on_grid(plan, x)
     x[outside[0]] = 0.3337  # off the grid where every support vector is 0: no matter
     assert dense.row_on_grid(plan, x)
-    x[plan.rbf_columns[3]] += 1e-9
+    x[plan.sv_columns[3]] += 1e-9
     assert not dense.row_on_grid(plan, x)
     x = X[0].copy()
-    x[plan.rbf_columns[0]] = np.nan
+    x[plan.sv_columns[0]] = np.nan
     assert not dense.row_on_grid(plan, x)
 
 
@@ -292,7 +297,7 @@ def test_restricted_rows_by_brute_force(grid_problem):
     for idx in (np.arange(len(X)), some):
         for norms in (True, False):
             rows, norms2 = dense.restricted_rows(plan, X, idx, norms)
-            np.testing.assert_array_equal(rows, X[idx][:, plan.rbf_columns])
+            np.testing.assert_array_equal(rows, X[idx][:, plan.sv_columns])
             if norms:
                 np.testing.assert_allclose(norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
             else:
@@ -323,7 +328,7 @@ def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(gr
     vector is 0) only enter |x|², which comes from the rows as given, over every column."""
     _, walk, X = grid_problem
     plan = walk_plan(walk)
-    outside = np.setdiff1d(np.arange(X.shape[1]), plan.rbf_columns)
+    outside = np.setdiff1d(np.arange(X.shape[1]), plan.sv_columns)
     X = X.copy()
     X[::3, outside[0]] = 0.3337  # off the grid, and large enough to move every walk
     X[1::3, outside[-1]] = np.pi
@@ -332,7 +337,7 @@ def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(gr
 
 
 def test_a_grid_on_every_column_walks_on_the_grid(modes):
-    """Support vectors non-zero in every column (no restriction, plan.rbf_columns is None): the
+    """Support vectors non-zero in every column (no restriction, plan.sv_columns is None): the
     grid copy holds every column, equal to a brute-force computation, and the walk decides
     knife edges as the reference does."""
     rng = np.random.default_rng(8)
@@ -341,12 +346,12 @@ def test_a_grid_on_every_column_walks_on_the_grid(modes):
     model = SVC(gamma=0.05, C=1.0).fit(X[:300], y[:300])
     walk = make_walk(decompose(model), X[:300], y[:300], random_state=4)[0]
     plan = walk_plan(walk)
-    assert plan.rbf_columns is None and plan.rbf_grid == 255.0
+    assert plan.sv_columns is None and plan.sv_grid_scale == 255.0
     Xe = X[300:]
     idx = np.arange(0, len(Xe), 2)
-    ints, row = dense.grid_rows(plan, Xe, idx)
+    ints, norms2 = dense.grid_rows(plan, Xe, idx)
     np.testing.assert_array_equal(ints, np.rint(Xe[idx] * 255.0).astype(np.float32))
-    np.testing.assert_allclose(row, -plan.rbf_gamma * (Xe[idx] ** 2).sum(axis=1), rtol=1e-13)
+    np.testing.assert_allclose(norms2, (Xe[idx] ** 2).sum(axis=1), rtol=1e-13)
     _walks_as_reference(walk, Xe, 2, precision="double")
     assert "grid" in modes and "double" not in modes
 
@@ -359,8 +364,10 @@ def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes)
     model = SVC(gamma=1e-7, C=1.0).fit(X[:250], y[:250])
     walk = make_walk(decompose(model), X[:250], y[:250], random_state=0)[0]
     plan = walk_plan(walk)
-    assert plan.rbf_grid is not None
-    assert plan.rbf_grid * np.linalg.norm(X[250:], axis=1).max() * plan.sv_grid_norm > GRID_LIMIT
+    assert plan.sv_grid_scale is not None
+    assert (
+        plan.sv_grid_scale * np.linalg.norm(X[250:], axis=1).max() * plan.sv_grid_norm > GRID_LIMIT
+    )
     Xe = X[250:]
     _walks_as_reference(walk, Xe, 1, block_size=8)
     assert modes and "grid" not in modes
@@ -393,9 +400,9 @@ def test_column_runs_and_take_columns(grid_problem):
     assert column_runs(cols) == ((0, 3, 0), (5, 6, 3), (7, 9, 4), (20, 21, 6))
     _, walk, X = grid_problem
     plan = walk_plan(walk)
-    out = np.empty((X.shape[0], plan.rbf_columns.size), dtype=np.float32)
+    out = np.empty((X.shape[0], plan.sv_columns.size), dtype=np.float32)
     dense.take_columns(plan, X, out)
-    np.testing.assert_array_equal(out, X[:, plan.rbf_columns].astype(np.float32))
+    np.testing.assert_array_equal(out, X[:, plan.sv_columns].astype(np.float32))
 
 
 def test_expected_remaining_by_brute_force():
@@ -441,3 +448,113 @@ def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_proble
     np.testing.assert_allclose(
         full.decision_function(Xf), model.decision_function(X), rtol=1e-9, atol=1e-12
     )
+
+
+# ----------------------------------------------------------------- linear, polynomial, sigmoid
+
+DOT_MODELS = {
+    "linear": SVC(kernel="linear", C=0.5),
+    "poly-3": SVC(kernel="poly", degree=3, gamma=0.01, coef0=1.0),
+    "sigmoid": SVC(kernel="sigmoid", gamma=0.002, coef0=-0.5),
+}
+
+
+@pytest.fixture(scope="module", params=list(DOT_MODELS))
+def dot_problem(request):
+    rng = np.random.default_rng(8)
+    X, y = _images(rng, 1300)
+    model = clone(DOT_MODELS[request.param]).fit(X[:300], y[:300])
+    walk = make_walk(decompose(model), X[:300], y[:300], random_state=3)[0]
+    plan = walk_plan(walk)
+    assert plan.sv_columns is not None and plan.sv_grid_scale == 255.0
+    assert walk.n_terms * 1000 > 2**15  # not a tiny problem
+    return model, walk, X[300:]
+
+
+@pytest.fixture
+def dot_modes(monkeypatch):
+    """The modes DotKernelTerms ended in at each compaction or copy."""
+    seen = []
+    original = dense.DotKernelTerms.keep
+
+    def keep(self, idx):
+        original(self, idx)
+        seen.append(self.mode)
+
+    monkeypatch.setattr(dense.DotKernelTerms, "keep", keep)
+    return seen
+
+
+def test_dot_kernels_on_the_grid_walk_as_the_reference(dot_problem, dot_modes):
+    """Knife edges 1e-9 from the walks: the exact float32 products decide as the reference, with
+    the survival schedule (a copy onto the grid before the first block), with small blocks and
+    chunks (raw rows until the first compaction), and for labels only."""
+    _, walk, X = dot_problem
+    boundary, theta_s, ref = _knife_edges(walk, X, 29)
+    assert ref.stopped.any() and not ref.stopped.all()
+    for kwargs in ({}, {}, {"block_size": 5, "chunk_size": 64}, {"n_jobs": 2, "block_size": 16}):
+        for values in (True, False):
+            ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
+            np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+            np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+            np.testing.assert_array_equal(ev.labels, ref.labels)
+            if values:
+                _same(ev, ref)
+    assert "grid" in dot_modes and "double" not in dot_modes
+
+
+def test_dot_kernels_full_and_budgeted_evaluation_on_the_grid(dot_problem, full_tiles):
+    model, walk, X = dot_problem
+    full = full_boundary(walk.n_terms)
+    for chunk_size in (None, 7):
+        ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
+        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
+    assert full_tiles.count("grid") > 1 and "off" not in full_tiles
+    plan = walk_plan(walk)
+    for budget in (1, 37):
+        U = dense.prefix_sums(walk, plan, X, budget, None, 1)
+        terms = walk.terms.term_values(walk.prepare(X), walk.order[:budget])
+        np.testing.assert_allclose(U, terms @ walk.ordered_weights[:budget], rtol=1e-11, atol=1e-12)
+
+
+def test_dot_kernels_off_the_grid_take_the_support_vectors_columns(
+    dot_problem, dot_modes, full_tiles
+):
+    """Rows read back from float32 (off the grid): the walks copy them onto the support vectors'
+    columns in float64, full evaluation takes those columns too; both as the reference."""
+    model, walk, X = dot_problem
+    X = X.astype(np.float32).astype(np.float64)
+    X[:, 0] = 0.3337  # a border column (every support vector 0 there): it must not matter
+    _walks_as_reference(walk, X, 31, block_size=8)
+    _walks_as_reference(walk, X, 31)
+    assert dot_modes and set(dot_modes) == {"double"}
+    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
+    assert full_tiles and set(full_tiles) == {"off"}
+
+
+@pytest.mark.parametrize("where", ["border", "product column"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_dot_kernels_refuse_non_finite_rows_on_every_path(dot_problem, where, bad, monkeypatch):
+    """A row with a NaN or an infinity anywhere (also in a column every support vector ignores)
+    is refused by the walk (rows as given, the grid copy, the float64 copy), by full and by
+    budgeted evaluation."""
+    _, walk, X = dot_problem
+    boundary, theta_s, _ = _knife_edges(walk, X[:400], 5)
+    col = 0 if where == "border" else int(walk_plan(walk).sv_columns[3])
+    Xb = X[:400].copy()
+    Xb[250, col] = bad
+    for b, kwargs in [
+        (boundary, {}),  # survival schedule: the copy before the first block
+        (boundary, {"block_size": 4}),  # rows as given first
+        (full_boundary(walk.n_terms), {}),
+        (budget_boundary(walk.n_terms, 20), {"chunk_size": 50}),
+    ]:
+        with pytest.raises(NonFiniteInput), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            evaluate_blocked(walk, Xb, b, theta_s, **kwargs)
+    # Walks expected to stop soon are not worth a copy: the rows as given, in one block.
+    monkeypatch.setattr(dense.DotKernelTerms, "restrict_pays", lambda self, remaining: False)
+    with pytest.raises(NonFiniteInput), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        evaluate_blocked(walk, Xb, boundary, theta_s, block_size=walk.n_terms)

@@ -34,7 +34,7 @@ from attentive.evaluator.sparse import (
     sparse_transposed_svs,
 )
 from attentive.evaluator.threads import PARALLEL_MIN_ELEMENTS, run_tasks, split_rows
-from attentive.terms import checked_rows, dot_kernel
+from attentive.terms import check_width, checked_rows, dot_kernel, refuse_non_finite
 from attentive.walk import Walk
 
 __all__ = [
@@ -112,7 +112,63 @@ def rbf_row_cost(d: int) -> float:
     return 2.0 + 16.0 * d / (d + 48.0)
 
 
-class RBFTerms(Terms):
+class _OneCopy:
+    """Rows of many features held as given until one copy of them, which keeps only the
+    columns where some support vector is non-zero (``plan.sv_columns``): on the plan's integer
+    grid in float32 when the support vectors and the rows lie on it (exact products,
+    :func:`grid_rows`), else in float64 (:func:`restricted_rows`). The copy is made at the
+    first compaction, or before a block when :meth:`restrict_pays`. Shared by
+    :class:`RBFTerms` and :class:`DotKernelTerms`, which set ``mode`` and ``row_cost``."""
+
+    def _plan_copy(self, plan: WalkPlan, X: np.ndarray, d: int) -> None:
+        """Whether the rows will go onto the grid, and what the copy gains and costs. Leaves
+        ``mode`` "raw" when a copy gains something, else sets it to "double" (the rows as
+        given, every column a product column)."""
+        k = d if plan.sv_columns is None else plan.sv_columns.size
+        # In units of one term over all columns: what each later position saves per row, and
+        # what the copy of a row costs (measured on MNIST with RBF terms: a gather ≈ 0.9 µs,
+        # the grid conversion and its check ≈ 1.4 µs, a term ≈ 36 ns over 784 columns in
+        # float64).
+        self.grid = plan.sv_grid_scale is not None and exact_single_products()
+        self.grid = self.grid and len(X) > 0 and row_on_grid(plan, X[0])
+        if self.grid:
+            self.restrict_gain = 1.0 - 0.4 * (k + 8.0) / (d + 8.0)
+            self.restrict_cost = 2.5 * rbf_row_cost(d)
+        elif k < d:
+            self.restrict_gain = 1.0 - (k + 8.0) / (d + 8.0)
+            self.restrict_cost = 1.5 * rbf_row_cost(d)
+        else:
+            self.mode = "double"
+
+    def restrict_pays(self, remaining: float) -> bool:
+        """Whether copying the rows held (restricted, on the grid if they are) pays now, for
+        walks expected to go on for ``remaining`` more positions."""
+        return self.mode == "raw" and remaining * self.restrict_gain >= self.restrict_cost
+
+    def _grid_product(self, start: int, stop: int, out: np.ndarray, scale: float) -> None:
+        """``out = scale · (k · l)`` for the block's support vectors on the grid: the float32
+        product of integers is exact, so this is one rounding from ``scale / s² · (x · y)``."""
+        if self.buffer.size < out.size:
+            self.buffer = np.empty(out.size, dtype=np.float32)
+        single = self.buffer[: out.size].reshape(out.shape)
+        np.matmul(self.plan.sv_grid32[start:stop], self.X.T, out=single)  # exact integers
+        np.multiply(single, scale, out=out, dtype=np.float64)
+
+    def _copy(self, idx: np.ndarray, norms: bool):
+        """The copy of rows ``idx`` of the rows held as given: (rows, their ``|x|²`` over every
+        column or None, the mode it puts the walk in). Rows on the grid always come with their
+        norms (and are finite); restricted float64 rows with them when ``norms``. A row
+        non-finite in its norm is refused (:class:`NonFiniteInput`)."""
+        grid = grid_rows(self.plan, self.X, idx) if self.grid else None
+        if grid is not None:
+            return grid[0], grid[1], "grid"
+        rows, norms2 = restricted_rows(self.plan, self.X, idx, norms)
+        if norms2 is not None and not np.isfinite(norms2).all():
+            check_finite_rows(norms2, self.X[idx])
+        return rows, norms2, "double"
+
+
+class RBFTerms(_OneCopy, Terms):
     """Dense RBF kernel in double precision.
 
     With few features the rows are held as one centred augmented copy
@@ -146,25 +202,7 @@ class RBFTerms(Terms):
         self.row_cost = rbf_row_cost(d)
         self.buffer = np.empty(0, dtype=np.float32)
         if self.mode == "raw":
-            k = d if plan.rbf_columns is None else plan.rbf_columns.size
-            # In units of one term over all columns: what each later position saves per row,
-            # and what the copy of a row costs (measured on MNIST: a gather ≈ 0.9 µs, the grid
-            # conversion and its check ≈ 1.4 µs, a term ≈ 36 ns over 784 columns in float64).
-            self.grid = plan.rbf_grid is not None and exact_single_products()
-            self.grid = self.grid and len(X) > 0 and row_on_grid(plan, X[0])
-            if self.grid:
-                self.restrict_gain = 1.0 - 0.4 * (k + 8.0) / (d + 8.0)
-                self.restrict_cost = 2.5 * self.row_cost
-            elif k < d:
-                self.restrict_gain = 1.0 - (k + 8.0) / (d + 8.0)
-                self.restrict_cost = 1.5 * self.row_cost
-            else:
-                self.mode = "double"
-
-    def restrict_pays(self, remaining: float) -> bool:
-        """Whether copying the rows held (restricted, on the grid if they are) pays now, for
-        walks expected to go on for ``remaining`` more positions."""
-        return self.mode == "raw" and remaining * self.restrict_gain >= self.restrict_cost
+            self._plan_copy(plan, X, d)
 
     def _row(self) -> np.ndarray:
         if self.row is None:  # raw mode: self.X holds the rows as given
@@ -181,18 +219,8 @@ class RBFTerms(Terms):
             self.row = self.row[idx]
             self.X = self.X.take(idx, axis=0)
             return
-        grid = grid_rows(self.plan, self.X, idx) if self.grid else None
-        if grid is not None:
-            rows, self.row = grid
-            self.mode = "grid"
-        else:
-            rows, norms2 = restricted_rows(self.plan, self.X, idx, self.row is None)
-            if norms2 is None:
-                self.row = self.row[idx]
-            else:  # no block yet: idx is every row, and the copy took their norms
-                check_finite_rows(norms2, self.X)
-                self.row = norms2 * -self.plan.rbf_gamma
-            self.mode = "double"
+        rows, norms2, self.mode = self._copy(idx, self.row is None)
+        self.row = self.row[idx] if norms2 is None else norms2 * -self.plan.rbf_gamma
         self.X = rows
 
     def block(self, start, stop, out):
@@ -202,11 +230,7 @@ class RBFTerms(Terms):
             np.exp(out, out=out)
             return
         if self.mode == "grid":
-            if self.buffer.size < out.size:
-                self.buffer = np.empty(out.size, dtype=np.float32)
-            single = self.buffer[: out.size].reshape(out.shape)
-            np.matmul(plan.sv_grid32[start:stop], self.X.T, out=single)  # exact integers
-            np.multiply(single, 2.0 * plan.rbf_gamma / plan.rbf_grid**2, out=out, dtype=np.float64)
+            self._grid_product(start, stop, out, 2.0 * plan.rbf_gamma / plan.sv_grid_scale**2)
         else:
             sv = plan.sv_scaled if self.mode == "raw" else plan.sv_scaled_cols
             np.matmul(sv[start:stop], self.X.T, out=out)
@@ -224,14 +248,14 @@ def row_on_grid(plan: WalkPlan, x: np.ndarray) -> bool:
     """Whether one row lies on the plan's grid on its columns. Input off the grid is most often
     off it in every row (float32 pixels / 255, scaled features), so one row tells before a tile
     of 256 is converted for nothing, or a walk plans its copies for products it will not get."""
-    x = x if plan.rbf_columns is None else x[plan.rbf_columns]
-    scaled = x * plan.rbf_grid
+    x = x if plan.sv_columns is None else x[plan.sv_columns]
+    scaled = x * plan.sv_grid_scale
     return bool(np.array_equal(np.rint(scaled), scaled))
 
 
 def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     """Rows ``X[idx]`` on the plan's columns as integers ``k = s x`` in float32, with their
-    ``−γ|x|²`` (over all columns, as :meth:`RBFTerms._row` computes it); None when one of them is
+    ``|x|²`` (over all columns, as :meth:`RBFTerms._row` computes it); None when one of them is
     not on the grid on these columns (``s x`` not an integer exactly) or could make a product's
     partial sums reach 2^24 (``s |x| · max|l| ≥ 2^24``, by Cauchy–Schwarz, as ``|k| ≤ s |x|``).
 
@@ -245,8 +269,8 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     run copies do not (measured on MNIST tiles: 1.95× the throughput of one thread against
     1.1×). Rows are gathered with ``mode="clip"`` (the indices are valid): with ``out=``,
     numpy's default mode writes through a temporary copy, 2.5× slower here."""
-    s = plan.rbf_grid
-    cols = plan.rbf_columns
+    s = plan.sv_grid_scale
+    cols = plan.sv_columns
     m, d = idx.size, X.shape[1]
     if m and not row_on_grid(plan, X[idx[0]]):
         return None
@@ -280,7 +304,7 @@ def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     # NaN or ±inf anywhere in a row makes its |x|² NaN or inf, and this test false.
     if not np.sqrt(norms2.max(initial=0.0)) * s * _NORM_SLACK * plan.sv_grid_norm < GRID_LIMIT:
         return None
-    return out, norms2 * -plan.rbf_gamma
+    return out, norms2
 
 
 def restricted_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray, norms: bool):
@@ -289,7 +313,7 @@ def restricted_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray, norms: bool)
     gathered (not when ``idx`` is every row, in order), their norms taken while the tile is in
     cache, then its columns in one ``np.take``. Gathering whole rows first and then their
     columns copied the input once more (on MNIST off the grid, 6,940 rows: 10.2 ms)."""
-    cols = plan.rbf_columns
+    cols = plan.sv_columns
     m, d = idx.size, X.shape[1]
     k = d if cols is None else cols.size
     out = np.empty((m, k))
@@ -347,19 +371,49 @@ class ColumnTerms(Terms):
         np.multiply(self.X[:, start:stop].T, self.plan.ordered_weights[start:stop, None], out)
 
 
-class DotKernelTerms(Terms):
+class DotKernelTerms(_OneCopy, Terms):
     """Linear, polynomial and sigmoid kernels on dense rows: ``K(x, y) = k(x · y)`` is symmetric,
     so a block is one product of the block's support vectors (walk order, ``plan.sv_ordered``)
     with the rows held, written straight into the block (no gather of support vectors, no
-    transposed copy), then ``k`` and the weights in place."""
+    transposed copy), then ``k`` and the weights in place.
+
+    Over more than :data:`AUGMENT_MAX_FEATURES` features the rows make one copy as an RBF
+    walk's do (:class:`_OneCopy`): on the support vectors' columns only, and on their integer
+    grid in float32 when the rows lie on it, ``x · y = (k · l) / s²`` with the product exact
+    (MNIST's pixels / 255). Rows are refused if not finite (every column, as scikit-learn's
+    kernels refuse them) before a block reads them as given; a copy onto the grid proves them
+    finite, a float64 copy takes their norms."""
 
     def __init__(self, walk, plan, X):
-        super().__init__(walk, plan, checked_rows(X, plan.sv_ordered.shape[1]))
+        X = np.asarray(X, dtype=np.float64)
+        d = plan.sv_ordered.shape[1]
+        check_width(X, d)
+        super().__init__(walk, plan, X)
+        self.buffer = np.empty(0, dtype=np.float32)
+        self.checked = False  # the rows held found finite
+        self.mode = "raw" if d > AUGMENT_MAX_FEATURES else "given"
+        if self.mode == "raw":
+            self._plan_copy(plan, X, d)
+
+    def keep(self, idx):
+        if self.mode == "raw":
+            self.X, _, self.mode = self._copy(idx, not self.checked)
+            self.checked = True
+        else:
+            self.X = self.X.take(idx, axis=0)
 
     def block(self, start, stop, out):
-        np.matmul(self.plan.sv_ordered[start:stop], self.X.T, out=out)
+        plan = self.plan
+        if not self.checked:
+            refuse_non_finite(self.X)
+            self.checked = True
+        if self.mode == "grid":
+            self._grid_product(start, stop, out, 1.0 / plan.sv_grid_scale**2)
+        else:
+            sv = plan.sv_ordered_cols if self.mode == "double" else plan.sv_ordered
+            np.matmul(sv[start:stop], self.X.T, out=out)
         dot_kernel(out, self.walk.terms.kernel, self.walk.terms.kernel_params)
-        out *= self.plan.ordered_weights[start:stop, None]
+        out *= plan.ordered_weights[start:stop, None]
 
 
 class SparseKernelTerms(Terms):
@@ -442,12 +496,12 @@ def augmented_rows(plan: WalkPlan, X) -> tuple[np.ndarray, float]:
 
 
 def take_columns(plan: WalkPlan, X: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``X[:, plan.rbf_columns]`` written into ``out`` (its first columns; any float dtype), by
+    """``X[:, plan.sv_columns]`` written into ``out`` (its first columns; any float dtype), by
     slices of the column runs (a fancy-indexed copy is several times slower)."""
-    if plan.rbf_columns is None:
+    if plan.sv_columns is None:
         np.copyto(out[:, : X.shape[1]], X, casting="same_kind")
         return out
-    for first, stop, at in plan.rbf_runs:
+    for first, stop, at in plan.sv_column_runs:
         np.copyto(out[:, at : at + stop - first], X[:, first:stop], casting="same_kind")
     return out
 
@@ -458,7 +512,7 @@ def restricted_augmented_rows(plan: WalkPlan, X: np.ndarray, scratch=None) -> np
     ``[2γ(x − c)_S, 1, −γ|x − c|²]``, the norm over all columns."""
     g = plan.rbf_gamma
     m, d = X.shape
-    k = d if plan.rbf_columns is None else plan.rbf_columns.size
+    k = d if plan.sv_columns is None else plan.sv_columns.size
     if scratch is None or scratch.shape[0] < m:
         scratch = np.empty((m, d))
     centred = scratch[:m]
@@ -493,8 +547,9 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     # product on MNIST; a tile with a row off the grid falls back to the latter (grid_rows looks
     # at the tile's first row before converting any: float32 pixels / 255, off the grid but for
     # 0 and 1, cost no more than rows never tried on it).
-    grid = rbf and Xp.shape[1] > AUGMENT_MAX_FEATURES and plan.rbf_grid is not None
-    grid = grid and exact_single_products()
+    # Linear, polynomial and sigmoid kernels likewise (x · y = (k · l) / s²).
+    grid = Xp.shape[1] > AUGMENT_MAX_FEATURES and plan.sv_grid_scale is not None
+    grid = grid and not sp.issparse(Xp) and exact_single_products()
     sparse = sparse_kernel_walks(plan, Xp)
     YT = sparse_transposed_svs(plan, budget) if sparse else None  # once, for every tile
     # Tiles of 2^18 values (2 MB): MNIST's products run faster on taller tiles (512 rows 12%
@@ -509,19 +564,29 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
             on_grid = None
             if grid:
                 X = np.asarray(X, dtype=np.float64)
+                check_width(X, plan.sv_scaled.shape[1] if rbf else plan.sv_ordered.shape[1])
                 on_grid = grid_rows(plan, X, np.arange(hi - lo))
-            if on_grid is not None:
+            if on_grid is not None and rbf:
                 # |w| K = exp((k · l) 2γ/s² + (−γ|y|² + log|w|) − γ|x|²), k · l exact in float32.
-                K, row = on_grid
+                K, norms2 = on_grid
                 H = np.multiply(
                     K @ plan.sv_grid32[:budget].T,
-                    2.0 * plan.rbf_gamma / plan.rbf_grid**2,
+                    2.0 * plan.rbf_gamma / plan.sv_grid_scale**2,
                     dtype=np.float64,
                 )
                 H += plan.sv_offset[:budget]
-                H += row[:, None]
+                H -= plan.rbf_gamma * norms2[:, None]
                 np.exp(H, out=H)
                 np.matmul(H, plan.weight_signs[:budget], out=out[lo:hi])
+            elif on_grid is not None:
+                # x · y = (k · l) / s², k · l exact in float32.
+                H = np.multiply(
+                    on_grid[0] @ plan.sv_grid32[:budget].T,
+                    1.0 / plan.sv_grid_scale**2,
+                    dtype=np.float64,
+                )
+                dot_kernel(H, walk.terms.kernel, walk.terms.kernel_params)
+                np.matmul(H, plan.ordered_weights[:budget], out=out[lo:hi])
             elif rbf:
                 # Cache-sized tiles of centred augmented rows on the columns where some support
                 # vector is non-zero: one product, one exp, one sum.
@@ -532,7 +597,10 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
             elif sparse:
                 out[lo:hi] = sparse_kernel_sums(plan, walk.terms, X, YT)
             elif plan.sv_ordered is not None and not sp.issparse(X):
-                H = checked_rows(X, plan.sv_ordered.shape[1]) @ plan.sv_ordered[:budget].T
+                X = checked_rows(X, plan.sv_ordered.shape[1])
+                if plan.sv_columns is not None:  # x · y needs only the support vectors' columns
+                    X = np.take(X, plan.sv_columns, axis=1)
+                H = X @ plan.sv_ordered_cols[:budget].T
                 dot_kernel(H, walk.terms.kernel, walk.terms.kernel_params)
                 np.matmul(H, plan.ordered_weights[:budget], out=out[lo:hi])
             else:

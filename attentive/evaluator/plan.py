@@ -173,23 +173,26 @@ class WalkPlan:
     sv_augmented: np.ndarray | None = None  # (n, d + 2), walk order, centred, log|w| folded in
     sv_norms: np.ndarray | None = None  # |y − c| of each support vector, walk order
     sv_raw_norm: float = 0.0  # max |y| (uncentred), for the float64 rounding allowance
-    # Feature columns where some support vector is non-zero (None: all of them). Elsewhere every
-    # y is 0 (and so is the centre), so x · y and (x − c) · (y − c) need only these columns,
-    # while |x|² and |x − c|² need all; the *_cols arrays are restricted to them.
-    rbf_columns: np.ndarray | None = None
-    rbf_runs: tuple = ()  # (first, stop, offset): column runs, for copies by slices
-    sv_scaled_cols: np.ndarray | None = None  # sv_scaled[:, rbf_columns]
+    # Dense RBF and dot kernels: feature columns where some support vector is non-zero (None:
+    # all of them). Elsewhere every y is 0 (and so is the centre), so x · y and (x − c) · (y − c)
+    # need only these columns, while |x|² and |x − c|² need all; the *_cols arrays are
+    # restricted to them.
+    sv_columns: np.ndarray | None = None
+    sv_column_runs: tuple = ()  # (first, stop, offset): column runs, for copies by slices
+    sv_scaled_cols: np.ndarray | None = None  # sv_scaled[:, sv_columns]
     sv_scaled32_cols: np.ndarray | None = None  # the same in float32
-    sv_augmented_cols: np.ndarray | None = None  # sv_augmented on rbf_columns, then the 2 extras
+    sv_augmented_cols: np.ndarray | None = None  # sv_augmented on sv_columns, then the 2 extras
     # Support vectors on a grid (every value k / s with integer k, e.g. 8-bit pixels / 255): the
-    # integers l = s y on rbf_columns in float32, their largest norm, and s. See dense.RBFTerms.
-    rbf_grid: float | None = None
+    # integers l = s y on sv_columns in float32, their largest norm, and s. See dense.RBFTerms
+    # and dense.DotKernelTerms.
+    sv_grid_scale: float | None = None
     sv_grid32: np.ndarray | None = None
     sv_grid_norm: float = 0.0
     inverse_order: np.ndarray | None = None  # walk position of each feature (linear models)
     # Linear, polynomial and sigmoid kernels with dense support vectors: the support vectors in
     # walk order (dense.DotKernelTerms), so that a block is one product without a gather.
     sv_ordered: np.ndarray | None = None
+    sv_ordered_cols: np.ndarray | None = None  # sv_ordered[:, sv_columns] (or sv_ordered itself)
     # Kernel models with sparse support vectors: the support vectors in walk order as CSR
     # (float64, sorted indices), and for RBF kernels −γ|y|² + log|w| of each (see
     # attentive.evaluator.sparse.sparse_kernel_block).
@@ -248,27 +251,16 @@ def walk_plan(walk: Walk) -> WalkPlan:
             np.column_stack([Y, -gamma * norms2 + log_w, np.ones(len(Y))])
         )
         d = Y.shape[1]
-        cols = np.flatnonzero(np.any(np.asarray(sv, dtype=np.float64) != 0, axis=0))
-        if cols.size < d:
-            plan.rbf_columns = cols
-            plan.rbf_runs = column_runs(cols)
-            keep = np.append(cols, [d, d + 1])
-        else:
-            keep = np.arange(d + 2)
+        cols = _columns_and_grid(plan, np.asarray(sv, dtype=np.float64)[walk.order])
+        keep = np.append(cols, [d, d + 1])
         plan.sv_augmented_cols = np.ascontiguousarray(plan.sv_augmented[:, keep])
-        plan.sv_scaled_cols = np.ascontiguousarray(plan.sv_scaled[:, keep[:-2]])
+        plan.sv_scaled_cols = np.ascontiguousarray(plan.sv_scaled[:, cols])
         plan.sv_scaled32_cols = plan.sv_scaled_cols.astype(np.float32)
-        Y_raw = np.asarray(sv, dtype=np.float64)[walk.order][:, keep[:-2]]
-        scale = grid_scale(Y_raw)
-        if scale is not None:
-            L = np.rint(Y_raw * scale)
-            norm = float(np.sqrt(np.einsum("ij,ij->i", L, L).max(initial=0.0)))
-            if norm < GRID_LIMIT:
-                plan.rbf_grid = scale
-                plan.sv_grid32 = np.ascontiguousarray(L, dtype=np.float32)
-                plan.sv_grid_norm = norm
     elif terms.kind == "kernel" and terms.kernel in DOT_KERNELS and not sp.issparse(sv):
-        plan.sv_ordered = np.ascontiguousarray(np.asarray(sv, dtype=np.float64)[walk.order])
+        Y = np.ascontiguousarray(np.asarray(sv, dtype=np.float64)[walk.order])
+        plan.sv_ordered = Y
+        cols = _columns_and_grid(plan, Y)
+        plan.sv_ordered_cols = Y if cols.size == Y.shape[1] else np.ascontiguousarray(Y[:, cols])
     elif terms.kind == "kernel" and sp.issparse(sv):
         Y = sp.csr_matrix(sv, dtype=np.float64)[walk.order]
         Y.sort_indices()
@@ -285,6 +277,30 @@ def walk_plan(walk: Walk) -> WalkPlan:
 
 
 GRID_LIMIT = 2.0**24  # integers up to this are exact in float32, and so are sums of them
+
+
+def _columns_and_grid(plan: WalkPlan, Y: np.ndarray) -> np.ndarray:
+    """Set the plan's columns where some support vector (``Y``, dense, walk order) is non-zero
+    (``sv_columns`` and its runs; left None when that is every column) and, if the support
+    vectors lie on an integer grid there, its scale, their integers in float32 and the largest
+    norm of those. Returns the columns (every column when none is left out)."""
+    d = Y.shape[1]
+    cols = np.flatnonzero(np.any(Y != 0, axis=0))
+    if cols.size < d:
+        plan.sv_columns = cols
+        plan.sv_column_runs = column_runs(cols)
+    else:
+        cols = np.arange(d)
+    Y_cols = Y[:, cols]
+    scale = grid_scale(Y_cols)
+    if scale is not None:
+        L = np.rint(Y_cols * scale)
+        norm = float(np.sqrt(np.einsum("ij,ij->i", L, L).max(initial=0.0)))
+        if norm < GRID_LIMIT:
+            plan.sv_grid_scale = scale
+            plan.sv_grid32 = np.ascontiguousarray(L, dtype=np.float32)
+            plan.sv_grid_norm = norm
+    return cols
 
 
 def grid_scale(Y: np.ndarray) -> float | None:
