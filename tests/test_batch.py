@@ -683,3 +683,50 @@ def test_only_products_over_many_features_take_longer_blocks():
         (dense.Terms, 784),
     ]:
         assert dense.survival_max_block(source, d) == 64
+
+
+# ----------------------------------------------------------------------------- scratch arrays
+
+
+def test_scratch_arrays_are_kept_per_thread_and_bounded():
+    import threading
+
+    from attentive.evaluator.dense import _SCRATCH_MAX_BYTES, scratch
+
+    bufs = scratch()
+    assert scratch() is bufs
+    a = bufs.get("probe", (3, 4))
+    b = bufs.get("probe", (2, 5))  # smaller: the same memory
+    assert np.shares_memory(a, b)
+    assert not np.shares_memory(a, bufs.get("probe", (3, 4), np.float32))  # another dtype
+    c = bufs.get("probe", (40, 50))  # larger: grown, and kept
+    assert not np.shares_memory(a, c) and np.shares_memory(c, bufs.get("probe", (1, 7)))
+    rows = _SCRATCH_MAX_BYTES // 8 + 1
+    huge = bufs.get("huge", (rows, 1))
+    assert not np.shares_memory(huge, bufs.get("huge", (1, 1)))  # too large to keep
+    other = []
+    thread = threading.Thread(target=lambda: other.append(scratch()))
+    thread.start()
+    thread.join()
+    assert other[0] is not bufs
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_results_do_not_share_the_scratch_arrays(kernel):
+    """The walks' blocks are kept between calls: nothing a call returned may change with the next
+    call (a brute-force walk of the same rows is the reference)."""
+    X, y = make_classification(n_samples=1500, n_features=100, random_state=4)
+    walk = _walk(SVC(kernel=kernel, gamma="scale").fit(X[:400], y[:400]), X[:400], y[:400])
+    pos = reference_statistics(walk, X[:400][y[:400] == 1])
+    neg = reference_statistics(walk, X[:400][y[:400] == 0])
+    boundary = curved_boundary(pos, 0.1, walk.theta_s(0.0), "both", upper_stats=neg)
+    theta_s = walk.theta_s(0.0)
+    first, second = X[400:950], X[950:]
+    ref = apply_boundary(
+        walk.partial_scores(first), boundary, theta_s, walk.offset, walk.terms.classes
+    )
+    assert 0 < ref.stopped.mean() < 1
+    ev = evaluate_blocked(walk, first, boundary, theta_s, n_jobs=1, precision="double")
+    evaluate_blocked(walk, second, boundary, theta_s, n_jobs=1, precision="double")
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
