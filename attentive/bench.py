@@ -189,6 +189,11 @@ def _time_interleaved(methods: dict, rounds: int) -> dict:
 
 
 def _peak_mb(fn) -> float:
+    """Peak traced memory of one call, the evaluator's scratch arrays (kept between calls)
+    dropped first so that the call allocates and counts them."""
+    from attentive.evaluator import release_scratch
+
+    release_scratch()
     tracemalloc.start()
     try:
         fn()

@@ -691,6 +691,7 @@ def test_only_products_over_many_features_take_longer_blocks():
 def test_scratch_arrays_are_kept_per_thread_and_bounded():
     import threading
 
+    from attentive.evaluator import release_scratch
     from attentive.evaluator.dense import _SCRATCH_MAX_BYTES, scratch
 
     bufs = scratch()
@@ -709,6 +710,11 @@ def test_scratch_arrays_are_kept_per_thread_and_bounded():
     thread.start()
     thread.join()
     assert other[0] is not bufs
+    # Released, in every thread: the next request allocates.
+    kept = other[0].get("probe", (5, 5))
+    release_scratch()
+    assert not np.shares_memory(c, bufs.get("probe", (1, 7)))
+    assert not np.shares_memory(kept, other[0].get("probe", (5, 5)))
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])

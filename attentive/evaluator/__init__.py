@@ -11,7 +11,8 @@ Modules, one job each:
   order, the centring curve, thresholds on uncentred sums, blocks from a survival curve);
 * :mod:`~attentive.evaluator.threads`: thread count, pool and row ranges;
 * :mod:`~attentive.evaluator.dense`: term sources and the blocked walk over dense data, full and
-  budgeted prefix sums, tiny problems;
+  budgeted prefix sums, tiny problems, the scratch arrays kept per thread between calls
+  (:func:`release_scratch` drops them);
 * :mod:`~attentive.evaluator.mixed`: the RBF walk with single-precision ``exp`` and its certified
   error band;
 * :mod:`~attentive.evaluator.sparse`: sparse linear models without a loop over positions;
@@ -28,6 +29,7 @@ from attentive.evaluator.blocked import (
     rejects_non_finite,
     walking_pays,
 )
+from attentive.evaluator.dense import release_scratch
 from attentive.evaluator.mixed import EXP32_RELATIVE_ERROR, rbf_error_band, single_exp_pays
 from attentive.evaluator.plan import BlockSchedule, block_schedule, survival_schedule
 from attentive.evaluator.threads import default_n_jobs
@@ -41,6 +43,7 @@ __all__ = [
     "evaluate_blocked",
     "rbf_error_band",
     "rejects_non_finite",
+    "release_scratch",
     "single_exp_pays",
     "survival_schedule",
     "walking_pays",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "as_rows",
     "check_finite_rows",
     "prefix_sums",
+    "release_scratch",
     "restricted_rows",
     "survival_max_block",
     "term_source",
@@ -450,9 +452,9 @@ def survival_max_block(source: type[Terms], d: int) -> int:
     and dot kernels on dense rows of as many may take :data:`WIDE_SURVIVAL_BLOCK` positions
     (measured in-process against 64, one thread, ``predict``: MNIST off the grid 4-9 % faster,
     on it 0-5 %; polynomial, sigmoid and RBF models on MNIST and on 100-300 dense features
-    3-12 %; docs/speed.md). With fewer features a block's buffer of terms is what its cost is about, and
-    blocks stay at :data:`MAX_SURVIVAL_BLOCK`, where it stays in cache (synthetic RBF, 20
-    features: longer blocks measured 1.5-1.9× slower)."""
+    3-12 %; docs/speed.md). With fewer features a block's buffer of terms is what its cost is
+    about, and blocks stay at :data:`MAX_SURVIVAL_BLOCK`, where it stays in cache (synthetic
+    RBF, 20 features: longer blocks measured 1.5-1.9× slower)."""
     wide = source in (RBFTerms, DotKernelTerms) and d > AUGMENT_MAX_FEATURES
     return WIDE_SURVIVAL_BLOCK if wide else MAX_SURVIVAL_BLOCK
 
@@ -672,6 +674,7 @@ class _Buffers:
 # (a caller's own chunk_size or block_size) is allocated per call.
 _SCRATCH_MAX_BYTES = 16 * 2**20
 _SCRATCH = threading.local()
+_EVERY_SCRATCH: weakref.WeakSet = weakref.WeakSet()  # every thread's, for release_scratch
 
 
 def scratch() -> _Buffers:
@@ -680,7 +683,16 @@ def scratch() -> _Buffers:
     bufs = getattr(_SCRATCH, "buffers", None)
     if bufs is None:
         bufs = _SCRATCH.buffers = _Buffers()
+        _EVERY_SCRATCH.add(bufs)
     return bufs
+
+
+def release_scratch() -> None:
+    """Drop the scratch arrays every thread keeps between evaluations (after a large batch, or
+    before measuring an evaluation's memory). Safe at any time: an evaluation running in another
+    thread keeps the arrays it holds, and allocates again what it asks for next."""
+    for bufs in list(_EVERY_SCRATCH):
+        bufs.data.clear()
 
 
 def walk_rows(
