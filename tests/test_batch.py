@@ -670,6 +670,24 @@ def test_walks_after_the_pilot_use_the_survival_schedule_and_match_the_reference
     assert key[1] == 128 and 64 < schedule.sizes.max() <= 128
 
 
+def test_a_row_over_many_features_costs_as_much_for_every_kernel():
+    from attentive.evaluator import dense
+    from attentive.evaluator.plan import walk_plan
+
+    wide = dense.rbf_row_cost(784)
+    assert wide > dense.Terms.row_cost
+    assert dense.source_row_cost(dense.RBFTerms, 784) == wide
+    assert dense.source_row_cost(dense.DotKernelTerms, 784) == wide
+    assert dense.source_row_cost(dense.RBFTerms, 20) == dense.rbf_row_cost(20)
+    assert dense.source_row_cost(dense.DotKernelTerms, 20) == dense.DotKernelTerms.row_cost
+    assert dense.source_row_cost(dense.SparseKernelTerms, 784) == 32.0
+    # The walk's compactions use the schedule's row cost.
+    X, y = make_classification(n_samples=700, n_features=100, random_state=2)
+    walk = _walk(SVC(kernel="poly", degree=2).fit(X[:300], y[:300]), X[:300], y[:300])
+    terms = dense.DotKernelTerms(walk, walk_plan(walk), X[300:])
+    assert terms.row_cost == dense.source_row_cost(dense.DotKernelTerms, 100)
+
+
 def test_only_products_over_many_features_take_longer_blocks():
     from attentive.evaluator import dense
 

@@ -27,7 +27,7 @@ from attentive.evaluator.dense import (
     RBFTerms,
     as_rows,
     prefix_sums,
-    rbf_row_cost,
+    source_row_cost,
     survival_max_block,
     term_source,
     walk_rows,
@@ -225,7 +225,7 @@ def evaluate_blocked(
         s_n = U - plan.centring_sums[n - 1]
     else:
         source = term_source(walk, plan, Xp)
-        row_cost = rbf_row_cost(Xp.shape[1]) if source is RBFTerms else source.row_cost
+        row_cost = source_row_cost(source, Xp.shape[1])
         max_block = survival_max_block(source, Xp.shape[1])
         # Mixed precision: with many features the product in float32 (asked for only: measured
         # no faster than the double walk on MNIST, see docs/speed.md); with few, exp in float32
