@@ -735,6 +735,54 @@ def test_scratch_arrays_are_kept_per_thread_and_bounded():
     assert not np.shares_memory(kept, other[0].get("probe", (5, 5)))
 
 
+def test_release_scratch_while_threads_start_evaluating():
+    """release_scratch() from one thread while others make their first set: the registry of
+    every thread's set is changed under a lock (without it, iterating it raised RuntimeError)."""
+    import sys
+    import threading
+
+    from attentive.evaluator import dense, release_scratch
+
+    errors, done = [], threading.Event()
+    hold = threading.Event()
+
+    def holder():
+        dense.scratch()
+        hold.wait()
+
+    def releaser():
+        while not done.is_set():
+            try:
+                release_scratch()
+            except Exception as exc:  # any error is the failure looked for
+                errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        holders = [threading.Thread(target=holder) for _ in range(200)]
+        for t in holders:
+            t.start()
+        loop = threading.Thread(target=releaser)
+        loop.start()
+        for _ in range(60):
+            starters = [threading.Thread(target=dense.scratch) for _ in range(10)]
+            for t in starters:
+                t.start()
+            for t in starters:
+                t.join()
+        done.set()
+        loop.join()
+        hold.set()
+        for t in holders:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        done.set()
+        hold.set()
+    assert errors == []
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])
 def test_results_do_not_share_the_scratch_arrays(kernel):
     """The walks' blocks are kept between calls: nothing a call returned may change with the next

@@ -558,3 +558,30 @@ def test_dot_kernels_refuse_non_finite_rows_on_every_path(dot_problem, where, ba
     with pytest.raises(NonFiniteInput), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         evaluate_blocked(walk, Xb, boundary, theta_s, block_size=walk.n_terms)
+
+
+@pytest.mark.parametrize("data", ["on the grid", "off the grid", "few features"])
+@pytest.mark.parametrize("change", [-30, -1, 1, 20])
+def test_rbf_walks_and_full_evaluation_refuse_another_width(grid_problem, data, change):
+    """Rows with fewer or more columns than the support vectors are refused (ValueError) by the
+    walks and by full evaluation: the copies' column gather would otherwise clip the indices
+    (fewer) or ignore the extra columns (more)."""
+    _, walk, X = grid_problem
+    if data == "off the grid":
+        X = X.astype(np.float32).astype(np.float64)
+    elif data == "few features":
+        rng = np.random.default_rng(2)
+        Xs, ys = rng.normal(size=(400, 8)), rng.integers(0, 2, 400)
+        walk = make_walk(decompose(SVC(gamma=0.3).fit(Xs[:200], ys[:200])), Xs[:200], ys[:200])[0]
+        X = Xs[200:]
+    d = X.shape[1]
+    boundary, theta_s, _ = _knife_edges(walk, X, 3)
+    bad = X[:, :change] if change < 0 else np.hstack([X, np.full((len(X), change), 0.5)])
+    for b, kwargs in [
+        (boundary, {}),
+        (boundary, {"block_size": 4}),
+        (full_boundary(walk.n_terms), {}),
+        (budget_boundary(walk.n_terms, 5), {}),
+    ]:
+        with pytest.raises(ValueError, match=f"2-D array of {d} features; got shape"):
+            evaluate_blocked(walk, bad, b, theta_s, **kwargs)

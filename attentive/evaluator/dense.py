@@ -122,7 +122,8 @@ class _OneCopy:
     grid in float32 when the support vectors and the rows lie on it (exact products,
     :func:`grid_rows`), else in float64 (:func:`restricted_rows`). The copy is made at the
     first compaction, or before a block when :meth:`restrict_pays`. Shared by
-    :class:`RBFTerms` and :class:`DotKernelTerms`, which set ``mode`` and ``row_cost``."""
+    :class:`RBFTerms` and :class:`DotKernelTerms`, which set ``mode`` and ``row_cost``
+    (:func:`source_row_cost`)."""
 
     def _plan_copy(self, plan: WalkPlan, X: np.ndarray, d: int) -> None:
         """Whether the rows will go onto the grid, and what the copy gains and costs. Leaves
@@ -195,6 +196,7 @@ class RBFTerms(_OneCopy, Terms):
 
     def __init__(self, walk, plan, X):
         X = np.asarray(X, dtype=np.float64)
+        check_width(X, plan.sv_scaled.shape[1])  # a copy's np.take would clip a wrong one
         d = X.shape[1]
         self.mode = "augmented" if d <= AUGMENT_MAX_FEATURES else "raw"
         if self.mode == "augmented":
@@ -256,7 +258,7 @@ def row_on_grid(plan: WalkPlan, x: np.ndarray) -> bool:
 
 def grid_rows(plan: WalkPlan, X: np.ndarray, idx: np.ndarray):
     """Rows ``X[idx]`` on the plan's columns as integers ``k = s x`` in float32, with their
-    ``|x|²`` (over all columns, as :meth:`RBFTerms._row` computes it); None when one of them is
+    ``|x|²`` (over all columns, the norms :meth:`RBFTerms._row` scales by −γ); None when one is
     not on the grid on these columns (``s x`` not an integer exactly) or could make a product's
     partial sums reach 2^24 (``s |x| · max|l| ≥ 2^24``, by Cauchy–Schwarz, as ``|k| ≤ s |x|``).
 
@@ -568,6 +570,8 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
     # and share better between threads (synthetic RBF: 1.1× / 1.2-1.4× faster than 2^16 values
     # on one / two threads, sigmoid and linear kernels 1.3-1.8×).
     step = chunk_size or max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, budget))
+    if rbf or grid:  # dense rows against dense support vectors (np.take would clip a width)
+        check_width(Xp, plan.sv_scaled.shape[1] if rbf else plan.sv_ordered.shape[1])
 
     def task(lo, hi):
         def go():
@@ -575,7 +579,6 @@ def prefix_sums(walk: Walk, plan: WalkPlan, Xp, budget: int, chunk_size, n_jobs)
             on_grid = None
             if grid:
                 X = np.asarray(X, dtype=np.float64)
-                check_width(X, plan.sv_scaled.shape[1] if rbf else plan.sv_ordered.shape[1])
                 on_grid = grid_rows(plan, X, np.arange(hi - lo))
             if on_grid is not None and rbf:
                 # |w| K = exp((k · l) 2γ/s² + (−γ|y|² + log|w|) − γ|x|²), k · l exact in float32.
@@ -687,15 +690,18 @@ class _Buffers:
 _SCRATCH_MAX_BYTES = 16 * 2**20
 _SCRATCH = threading.local()
 _EVERY_SCRATCH: weakref.WeakSet = weakref.WeakSet()  # every thread's, for release_scratch
+_EVERY_SCRATCH_LOCK = threading.Lock()
 
 
 def scratch() -> _Buffers:
-    """This thread's scratch arrays (the evaluator's pool threads and the caller's each keep
-    one set: at most a few blocks' worth, ~25 MB with 784 features)."""
+    """This thread's scratch arrays. Every thread that evaluates keeps one set (the caller's,
+    and each of the evaluator's pool threads): at most a few blocks' worth, ~25 MB per thread
+    with 784 features, until :func:`release_scratch` or the thread's end."""
     bufs = getattr(_SCRATCH, "buffers", None)
     if bufs is None:
         bufs = _SCRATCH.buffers = _Buffers()
-        _EVERY_SCRATCH.add(bufs)
+        with _EVERY_SCRATCH_LOCK:
+            _EVERY_SCRATCH.add(bufs)
     return bufs
 
 
@@ -703,7 +709,9 @@ def release_scratch() -> None:
     """Drop the scratch arrays every thread keeps between evaluations (after a large batch, or
     before measuring an evaluation's memory). Safe at any time: an evaluation running in another
     thread keeps the arrays it holds, and allocates again what it asks for next."""
-    for bufs in list(_EVERY_SCRATCH):
+    with _EVERY_SCRATCH_LOCK:
+        every = list(_EVERY_SCRATCH)
+    for bufs in every:
         bufs.data.clear()
 
 
