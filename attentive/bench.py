@@ -19,10 +19,10 @@ model ``SVC(gamma=0.05, C=1)``) use the calibrated rule of the issue:
 random_state=0)`` fitted on the training part (``family="auto"``). Asked for by name only,
 ``mnist-t10k-AvB-float32`` is the same pair with the pixels / 255 stored in float32 (as image
 pipelines often hold them) and read back as float64: off any grid, so the RBF walks and full
-evaluation take double-precision products instead of exact float32 products of integers. The others are chosen on the
-benchmark's own test examples: for every boundary family (constant or curved, lower, upper or
-both sides) and every δ of a grid, the lowest ``f`` whose disagreement with the full decision is
-≤ ``--disagreement`` (1%). It then times the attentive tradeoff sweep
+evaluation take double-precision products instead of exact float32 products of integers. The
+others are chosen on the benchmark's own test examples: for every boundary family (constant or
+curved, lower, upper or both sides) and every δ of a grid, the lowest ``f`` whose disagreement
+with the full decision is ≤ ``--disagreement`` (1%). It then times the attentive tradeoff sweep
 (:class:`attentive.metrics.AttentiveSweep`, 200 τ) on 2,000 examples × all terms. The last line
 printed is one JSON object with every number.
 """

@@ -1,7 +1,7 @@
-"""Every SVC kernel on a synthetic problem: scikit-learn vs full vs attentive evaluation.
+"""Every SVC kernel on one problem: scikit-learn vs full vs attentive evaluation.
 
-Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--data synthetic-sparse] [--rounds 7]
-[--quick]``
+Usage: ``PYTHONPATH=. python benchmarks/bench_kernels.py [--data synthetic-sparse | mnist |
+mnist-float32] [--rounds 7] [--quick]``
 
 ``--data synthetic`` (default): 10,000 test rows × 20 dense features. ``--data
 synthetic-sparse``: Real-sim's shape, 2,000 sparse test rows × 20,958 features (sparse support

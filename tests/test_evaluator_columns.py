@@ -60,18 +60,24 @@ def grid_problem():
     return model, walk, X[400:]
 
 
-@pytest.fixture
-def modes(monkeypatch):
-    """The modes RBFTerms ended in (so a test cannot pass without using the path it tests)."""
+def _spy_modes(monkeypatch, source):
+    """The modes ``source``'s walks ended in at each compaction or copy (so that a test cannot
+    pass without using the path it tests)."""
     seen = []
-    original = dense.RBFTerms.keep
+    original = source.keep
 
     def keep(self, idx):
         original(self, idx)
         seen.append(self.mode)
 
-    monkeypatch.setattr(dense.RBFTerms, "keep", keep)
+    monkeypatch.setattr(source, "keep", keep)
     return seen
+
+
+@pytest.fixture
+def modes(monkeypatch):
+    """The modes RBFTerms ended in."""
+    return _spy_modes(monkeypatch, dense.RBFTerms)
 
 
 def _boundary(S, rng, side, gap):
@@ -163,13 +169,17 @@ def full_tiles(monkeypatch):
     return seen
 
 
-def test_full_evaluation_on_the_grid_matches_sklearn(grid_problem, full_tiles):
-    model, walk, X = grid_problem
+def _full_on_the_grid_matches_sklearn(model, walk, X, full_tiles, atol):
+    """Full evaluation, in the default tiles and in tiles of 7 rows, every tile on the grid."""
     full = full_boundary(walk.n_terms)
     for chunk_size in (None, 7):
         ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
-        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=atol)
     assert full_tiles.count("grid") > 1 and "off" not in full_tiles
+
+
+def test_full_evaluation_on_the_grid_matches_sklearn(grid_problem, full_tiles):
+    _full_on_the_grid_matches_sklearn(*grid_problem, full_tiles, atol=1e-12)
 
 
 def test_full_evaluation_with_rows_off_the_grid_matches_sklearn(grid_problem, full_tiles):
@@ -215,7 +225,14 @@ def test_an_inexact_float32_product_would_fail_full_evaluation(grid_problem, mon
 )
 def test_grid_walk_equals_reference_on_knife_edges(grid_problem, modes, side, kwargs):
     _, walk, X = grid_problem
-    boundary, theta_s, ref = _knife_edges(walk, X, 7, side)
+    _walks_and_labels_as_reference(walk, X, 7, side, **kwargs)
+    assert "grid" in modes and "double" not in modes
+
+
+def _walks_and_labels_as_reference(walk, X, seed, side="both", **kwargs):
+    """On knife edges, with and without decision values: the reference's stops, sides and
+    labels (and decisions, when asked for)."""
+    boundary, theta_s, ref = _knife_edges(walk, X, seed, side)
     assert ref.stopped.any() and not ref.stopped.all()
     for values in (True, False):
         ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
@@ -224,7 +241,6 @@ def test_grid_walk_equals_reference_on_knife_edges(grid_problem, modes, side, kw
         np.testing.assert_array_equal(ev.labels, ref.labels)
         if values:
             _same(ev, ref)
-    assert "grid" in modes and "double" not in modes
 
 
 def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem, monkeypatch):
@@ -473,16 +489,8 @@ def dot_problem(request):
 
 @pytest.fixture
 def dot_modes(monkeypatch):
-    """The modes DotKernelTerms ended in at each compaction or copy."""
-    seen = []
-    original = dense.DotKernelTerms.keep
-
-    def keep(self, idx):
-        original(self, idx)
-        seen.append(self.mode)
-
-    monkeypatch.setattr(dense.DotKernelTerms, "keep", keep)
-    return seen
+    """The modes DotKernelTerms ended in."""
+    return _spy_modes(monkeypatch, dense.DotKernelTerms)
 
 
 def test_dot_kernels_on_the_grid_walk_as_the_reference(dot_problem, dot_modes):
@@ -490,26 +498,14 @@ def test_dot_kernels_on_the_grid_walk_as_the_reference(dot_problem, dot_modes):
     the survival schedule (a copy onto the grid before the first block), with small blocks and
     chunks (raw rows until the first compaction), and for labels only."""
     _, walk, X = dot_problem
-    boundary, theta_s, ref = _knife_edges(walk, X, 29)
-    assert ref.stopped.any() and not ref.stopped.all()
     for kwargs in ({}, {}, {"block_size": 5, "chunk_size": 64}, {"n_jobs": 2, "block_size": 16}):
-        for values in (True, False):
-            ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
-            np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
-            np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
-            np.testing.assert_array_equal(ev.labels, ref.labels)
-            if values:
-                _same(ev, ref)
+        _walks_and_labels_as_reference(walk, X, 29, **kwargs)
     assert "grid" in dot_modes and "double" not in dot_modes
 
 
 def test_dot_kernels_full_and_budgeted_evaluation_on_the_grid(dot_problem, full_tiles):
     model, walk, X = dot_problem
-    full = full_boundary(walk.n_terms)
-    for chunk_size in (None, 7):
-        ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
-        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
-    assert full_tiles.count("grid") > 1 and "off" not in full_tiles
+    _full_on_the_grid_matches_sklearn(model, walk, X, full_tiles, atol=1e-9)
     plan = walk_plan(walk)
     for budget in (1, 37):
         U = dense.prefix_sums(walk, plan, X, budget, None, 1)
