@@ -446,12 +446,18 @@ class SparseKernelTerms(Terms):
         sparse_kernel_block(self.plan, self.walk.terms, self.XT, self.row, start, stop, out)
 
 
+def _wide_products(source: type[Terms], d: int) -> bool:
+    """Whether ``source``'s blocks are dense products over many features (RBF rows not held
+    augmented, dot kernels copied onto the support vectors' columns)."""
+    return source in (RBFTerms, DotKernelTerms) and d > AUGMENT_MAX_FEATURES
+
+
 def source_row_cost(source: type[Terms], d: int) -> float:
     """``row_cost`` of ``source``'s walks over ``d`` features: for products over many features
     a row is what it costs an RBF walk (:func:`rbf_row_cost`; a dot kernel's term is the same
     product). For dot kernels over MNIST's 784 features, against the generic 4 terms: ``predict``
     3-10 % faster (polynomial and sigmoid models on and off the grid, in-process A/B)."""
-    if source is RBFTerms or (source is DotKernelTerms and d > AUGMENT_MAX_FEATURES):
+    if source is RBFTerms or _wide_products(source, d):
         return rbf_row_cost(d)
     return source.row_cost
 
@@ -469,8 +475,7 @@ def survival_max_block(source: type[Terms], d: int) -> int:
     3-12 %; docs/speed.md). With fewer features a block's buffer of terms is what its cost is
     about, and blocks stay at :data:`MAX_SURVIVAL_BLOCK`, where it stays in cache (synthetic
     RBF, 20 features: longer blocks measured 1.5-1.9× slower)."""
-    wide = source in (RBFTerms, DotKernelTerms) and d > AUGMENT_MAX_FEATURES
-    return WIDE_SURVIVAL_BLOCK if wide else MAX_SURVIVAL_BLOCK
+    return WIDE_SURVIVAL_BLOCK if _wide_products(source, d) else MAX_SURVIVAL_BLOCK
 
 
 def term_source(walk: Walk, plan: WalkPlan, Xp) -> type[Terms]:
