@@ -735,6 +735,43 @@ def test_scratch_arrays_are_kept_per_thread_and_bounded():
     assert not np.shares_memory(kept, other[0].get("probe", (5, 5)))
 
 
+def test_one_pool_for_every_thread_count():
+    """Calls with n_jobs from 1 to 8 keep one pool of 8 threads (and so at most 8 pool threads'
+    scratch arrays), not a pool per thread count; results are those of one thread."""
+    import gc
+    import threading
+    import time
+
+    from attentive.evaluator import dense, release_scratch, threads
+
+    def pool_threads():
+        return [t for t in threading.enumerate() if t.name.startswith("attentive")]
+
+    def work(j):
+        dense.scratch().get("probe", (4, 4))  # every thread that runs a task keeps a set
+        time.sleep(0.002)  # long enough that each share finds a thread of its own
+        return threading.get_ident(), j
+
+    release_scratch()
+    size = max([8, *threads._POOL[1:]])  # an earlier test's larger pool stays as it is
+    used = set()
+    for n_jobs in range(1, 9):
+        tasks = [lambda j=j: work(j) for j in range(3 * n_jobs)]
+        got = threads.run_tasks(tasks, n_jobs)
+        assert [j for _, j in got] == list(range(3 * n_jobs))
+        idents = {ident for ident, _ in got}
+        assert len(idents) <= n_jobs  # at most one thread per share
+        used |= idents
+    deadline = time.monotonic() + 10
+    while len(pool_threads()) > size and time.monotonic() < deadline:
+        time.sleep(0.01)  # retired pools' threads end once idle
+    assert len(pool_threads()) <= size
+    gc.collect()
+    held = [b for b in list(dense._EVERY_SCRATCH) if b.data]
+    assert len(held) <= size + 1  # the pool's threads and this one
+    assert len(used) >= 8  # the shares did run on threads of their own
+
+
 def test_release_scratch_while_threads_start_evaluating():
     """release_scratch() from one thread while others make their first set: the registry of
     every thread's set is changed under a lock (without it, iterating it raised RuntimeError)."""

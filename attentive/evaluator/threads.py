@@ -44,17 +44,25 @@ def default_n_jobs() -> int:
     return max(1, min(cores, MAX_JOBS))
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL: list = []  # [the pool, its size]: one pool, grown to the largest n_jobs asked for
 _POOL_LOCK = threading.Lock()
 _BLAS: list = []
 
 
-def _pool(n_jobs: int) -> ThreadPoolExecutor:
+def _submit(work, shares: int, n_jobs: int) -> list:
+    """Futures of ``work(j)`` for ``j < shares`` on the evaluator's pool.
+
+    One pool for every thread count, replaced by a larger one when more threads are asked for
+    (the old one finishes what it holds, and its threads end): calls with ``n_jobs`` from 1 to 8
+    keep 8 threads, and so 8 threads' scratch arrays, not a pool per thread count (35 threads,
+    each with its set). Only ``shares`` tasks are submitted, so no more threads than that run a
+    call's work. Submitted under the lock, so that no other call retires the pool in between."""
     with _POOL_LOCK:
-        pool = _POOLS.get(n_jobs)
-        if pool is None:
-            pool = _POOLS[n_jobs] = ThreadPoolExecutor(n_jobs, thread_name_prefix="attentive")
-        return pool
+        if not _POOL or _POOL[1] < n_jobs:
+            if _POOL:
+                _POOL[0].shutdown(wait=False)
+            _POOL[:] = [ThreadPoolExecutor(n_jobs, thread_name_prefix="attentive"), n_jobs]
+        return [_POOL[0].submit(work, j) for j in range(shares)]
 
 
 def _one_blas_thread():
@@ -82,9 +90,8 @@ def run_tasks(tasks: list, n_jobs: int) -> list:
         return [task() for task in tasks]
     shares = min(n_jobs, len(tasks))
     with _one_blas_thread():
-        done = list(
-            _pool(n_jobs).map(lambda j: [task() for task in tasks[j::shares]], range(shares))
-        )
+        futures = _submit(lambda j: [task() for task in tasks[j::shares]], shares, n_jobs)
+        done = [future.result() for future in futures]
     results = [None] * len(tasks)
     for j, share in enumerate(done):
         results[j::shares] = share
