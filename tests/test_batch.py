@@ -1,5 +1,7 @@
 """The blocked evaluator against the reference (full partial scores + apply_boundary) and sklearn."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -735,41 +737,94 @@ def test_scratch_arrays_are_kept_per_thread_and_bounded():
     assert not np.shares_memory(kept, other[0].get("probe", (5, 5)))
 
 
-def test_one_pool_for_every_thread_count():
-    """Calls with n_jobs from 1 to 8 keep one pool of 8 threads (and so at most 8 pool threads'
-    scratch arrays), not a pool per thread count; results are those of one thread."""
-    import gc
+def test_evaluator_threads_one_per_share():
+    """Calls with n_jobs from 1 to 8 keep 8 threads (not a pool per thread count, 35), and a
+    call's share j always runs on the same thread: after them, calls with 2 threads leave
+    scratch arrays in 2 of the evaluator's threads only (one shared pool handed the shares to
+    whichever threads were idle, and over many calls every thread grew its scratch)."""
     import threading
     import time
 
     from attentive.evaluator import dense, release_scratch, threads
 
     def pool_threads():
-        return [t for t in threading.enumerate() if t.name.startswith("attentive")]
+        return [t for t in threading.enumerate() if t.name.startswith("attentive_")]
 
     def work(j):
         dense.scratch().get("probe", (4, 4))  # every thread that runs a task keeps a set
-        time.sleep(0.002)  # long enough that each share finds a thread of its own
+        time.sleep(0.001)
         return threading.get_ident(), j
 
-    release_scratch()
-    size = max([8, *threads._POOL[1:]])  # an earlier test's larger pool stays as it is
-    used = set()
+    size = max(8, len(getattr(threads, "_WORKERS", ())))  # an earlier test may have asked more
     for n_jobs in range(1, 9):
         tasks = [lambda j=j: work(j) for j in range(3 * n_jobs)]
         got = threads.run_tasks(tasks, n_jobs)
         assert [j for _, j in got] == list(range(3 * n_jobs))
-        idents = {ident for ident, _ in got}
-        assert len(idents) <= n_jobs  # at most one thread per share
-        used |= idents
-    deadline = time.monotonic() + 10
-    while len(pool_threads()) > size and time.monotonic() < deadline:
-        time.sleep(0.01)  # retired pools' threads end once idle
-    assert len(pool_threads()) <= size
-    gc.collect()
+    assert len(pool_threads()) == size
+    release_scratch()
+    per_call = []
+    for _ in range(40):
+        got = threads.run_tasks([lambda j=j: work(j) for j in range(4)], 2)
+        per_call.append((got[0][0], got[1][0]))  # tasks 0 and 2 are share 0, 1 and 3 share 1
+    assert len(set(per_call)) == 1 and len(set(per_call[0])) == 2
+    workers = {t.ident for t in pool_threads()}
+    assert set(per_call[0]) <= workers
     held = [b for b in list(dense._EVERY_SCRATCH) if b.data]
-    assert len(held) <= size + 1  # the pool's threads and this one
-    assert len(used) >= 8  # the shares did run on threads of their own
+    assert len(held) == 2  # the two threads of the calls (this thread ran no task)
+
+
+def test_an_evaluation_inside_an_evaluator_thread_runs_in_it():
+    """A task of the evaluator's threads that evaluates with threads itself (a callable kernel
+    that predicts, say) runs its tasks in its own thread: its shares would otherwise queue
+    behind the tasks that wait for them."""
+    import threading
+
+    from attentive.evaluator import threads
+
+    def outer(i):
+        inner = threads.run_tasks([lambda k=k: (i, k, threading.get_ident()) for k in range(4)], 2)
+        return inner, threading.get_ident()
+
+    result = []
+    caller = threading.Thread(
+        target=lambda: result.append(
+            threads.run_tasks([lambda i=i: outer(i) for i in range(6)], 3)
+        ),
+        daemon=True,
+    )
+    caller.start()
+    caller.join(60)
+    assert not caller.is_alive(), "nested evaluation deadlocked"
+    for i, (inner, ident) in enumerate(result[0]):
+        assert [(a, b) for a, b, _ in inner] == [(i, k) for k in range(4)]
+        assert {c for _, _, c in inner} == {ident}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_process_evaluates_with_threads_of_its_own():
+    """A child process has none of its parent's threads: its calls start threads of its own
+    instead of queueing shares for threads that are not there (and waiting for ever)."""
+    import time
+
+    from attentive.evaluator import threads
+
+    threads.run_tasks([lambda i=i: i for i in range(4)], 2)  # the parent's threads exist
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when the threads' results come back right
+        ok = threads.run_tasks([lambda i=i: i * i for i in range(6)], 3) == [0, 1, 4, 9, 16, 25]
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done, "the forked process's threaded call did not return"
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_release_scratch_while_threads_start_evaluating():

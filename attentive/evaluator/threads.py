@@ -1,16 +1,17 @@
 """Threads for the evaluator: how many, the pool, and how rows are split among them.
 
 Chunks of examples are independent and numpy's ufuncs and BLAS release the GIL, so chunks run on
-a thread pool, with BLAS held to one thread inside it so that the two levels do not
-oversubscribe the cores.
+the evaluator's own threads (kept between calls; share ``j`` of a call on thread ``j``), with
+BLAS held to one thread meanwhile so that the two levels do not oversubscribe the cores.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import nullcontext
 
 import numpy as np
@@ -44,25 +45,56 @@ def default_n_jobs() -> int:
     return max(1, min(cores, MAX_JOBS))
 
 
-_POOL: list = []  # [the pool, its size]: one pool, grown to the largest n_jobs asked for
-_POOL_LOCK = threading.Lock()
+_WORKERS: list = []  # the inboxes of the evaluator's threads; share j of a call runs on the j-th
+_WORKERS_LOCK = threading.Lock()
+_IN_WORKER = threading.local()
 _BLAS: list = []
 
 
-def _submit(work, shares: int, n_jobs: int) -> list:
-    """Futures of ``work(j)`` for ``j < shares`` on the evaluator's pool.
+def _work(inbox: queue.SimpleQueue) -> None:
+    _IN_WORKER.active = True
+    while True:
+        fn, future = inbox.get()
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the caller, as concurrent.futures does
+                future.set_exception(exc)
+        del fn, future  # hold nothing of a call (its rows) until the next one
 
-    One pool for every thread count, replaced by a larger one when more threads are asked for
-    (the old one finishes what it holds, and its threads end): calls with ``n_jobs`` from 1 to 8
-    keep 8 threads, and so 8 threads' scratch arrays, not a pool per thread count (35 threads,
-    each with its set). Only ``shares`` tasks are submitted, so no more threads than that run a
-    call's work. Submitted under the lock, so that no other call retires the pool in between."""
-    with _POOL_LOCK:
-        if not _POOL or _POOL[1] < n_jobs:
-            if _POOL:
-                _POOL[0].shutdown(wait=False)
-            _POOL[:] = [ThreadPoolExecutor(n_jobs, thread_name_prefix="attentive"), n_jobs]
-        return [_POOL[0].submit(work, j) for j in range(shares)]
+
+def _submit(work, shares: int) -> list:
+    """Futures of ``work(j)`` for ``j < shares``, share ``j`` on the evaluator's ``j``-th thread.
+
+    The threads are started when first needed and kept, as many as the most shares asked for.
+    Each thread keeps its scratch arrays (``dense.scratch``), so a call's shares always go to the
+    same threads: calls with ``n_jobs`` from 1 to 8 keep 8 threads, and calls with 2 after them
+    use (and grow the scratch of) the first two only. A pool per thread count kept 35 threads;
+    one shared pool handed the shares to whichever threads were idle, so over many calls every
+    thread grew its scratch. Submitted under the lock, so concurrent calls queue their shares on
+    each thread in one order."""
+    with _WORKERS_LOCK:
+        while len(_WORKERS) < shares:
+            inbox = queue.SimpleQueue()
+            name = f"attentive_{len(_WORKERS)}"
+            threading.Thread(target=_work, args=(inbox,), name=name, daemon=True).start()
+            _WORKERS.append(inbox)
+        futures = []
+        for j in range(shares):
+            future = Future()
+            _WORKERS[j].put((lambda j=j: work(j), future))
+            futures.append(future)
+        return futures
+
+
+def _after_fork() -> None:
+    global _WORKERS_LOCK
+    _WORKERS.clear()  # a child process has none of its parent's threads
+    _WORKERS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _one_blas_thread():
@@ -86,11 +118,13 @@ def run_tasks(tasks: list, n_jobs: int) -> list:
     on 20 features; 164 when the tiles were 4× smaller), and handing them out one by one cost
     more than the second thread gained (measured with the 164: ~20 ms on two threads as on
     one; 11.5–15.8 ms with one share per thread)."""
-    if n_jobs <= 1 or len(tasks) <= 1:
+    if n_jobs <= 1 or len(tasks) <= 1 or getattr(_IN_WORKER, "active", False):
+        # One thread, or a task of the evaluator's threads evaluating in its turn (its shares
+        # would queue behind the task that waits for them).
         return [task() for task in tasks]
     shares = min(n_jobs, len(tasks))
     with _one_blas_thread():
-        futures = _submit(lambda j: [task() for task in tasks[j::shares]], shares, n_jobs)
+        futures = _submit(lambda j: [task() for task in tasks[j::shares]], shares)
         done = [future.result() for future in futures]
     results = [None] * len(tasks)
     for j, share in enumerate(done):
