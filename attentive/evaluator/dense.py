@@ -700,8 +700,9 @@ _EVERY_SCRATCH_LOCK = threading.Lock()
 
 def scratch() -> _Buffers:
     """This thread's scratch arrays. Every thread that evaluates keeps one set (the caller's,
-    and each of the evaluator's pool threads): at most a few blocks' worth, ~25 MB per thread
-    with 784 features, until :func:`release_scratch` or the thread's end."""
+    and each of the evaluator's threads, :mod:`~attentive.evaluator.threads`): at most a few
+    blocks' worth, ~25 MB per thread with 784 features, until :func:`release_scratch` or the
+    thread's end."""
     bufs = getattr(_SCRATCH, "buffers", None)
     if bufs is None:
         bufs = _SCRATCH.buffers = _Buffers()
