@@ -79,6 +79,8 @@ from attentive.walk import CENTERINGS, ORDERS, REFERENCE_WALKS, make_walk, row_c
 
 __all__ = ["AttentiveClassifier"]
 
+# Examples to evaluate are taken in these dtypes as they are (others are converted to float64).
+_DTYPES = (np.float64, np.float32)
 # Reference examples on which family="auto" ranks the families (a seeded sample beyond this).
 _PROFILE_ROWS = 2000
 
@@ -186,16 +188,25 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``predict(X) == classes_[(decision_function(X) >= threshold).astype(int)]`` always.
     early_stopping : "auto" or bool, default="auto"
         Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
-        the boundary. ``True``: always. ``"auto"``: wherever walking can save time, which is
-        everywhere except a linear model over a sparse matrix: its full evaluation is one
-        sparse product, which no walk beats (putting each row's non-zeros in walk order alone
-        costs more; docs/speed.md), so there every term is evaluated and each example gets the
-        full model's decision (``n_evaluated == n_terms_``; what the rule would have done is
-        still what :meth:`scale_outcomes`, calibration and ``early_stopping=True`` show).
-        ``False``: never — every term of every example, whatever the rule (a budget too).
-        Only how examples are evaluated changes: fitting, the boundary and calibration are the
-        same for every value. A classifier saved before this parameter existed loads with
-        ``"auto"``.
+        the boundary. ``True``: always walk the rule. ``"auto"``: walk the rule unless that
+        would cost more time than evaluating every term — decided per call from a pilot of the
+        call's rows (where they are expected to stop) and the cost of a term and a row
+        (:mod:`attentive.evaluator.pilot`), and never for a linear model over a sparse matrix,
+        whose full evaluation is one sparse product no walk beats (docs/speed.md). Where every
+        term is evaluated, each example gets the full model's decision (``n_evaluated ==
+        n_terms_``, ``Evaluation.path == "full"``), which is what the rule approximates; what the
+        rule would have done is still what :meth:`scale_outcomes`, calibration and
+        ``early_stopping=True`` show. ``False``: never stop — every term of every example,
+        whatever the rule (a budget too). Only how examples are evaluated changes: fitting, the
+        boundary and calibration are the same for every value. A classifier saved before this
+        parameter existed loads with ``"auto"``.
+    precision : {"auto", "double"}, default="auto"
+        How RBF models over many dense features compute their terms. ``"auto"``: float32
+        products with a certified bound on each term's error — stops, sides and labels are
+        those of double precision (labels equal the model's own), decision values within the
+        bound, about 1e-6 of ``Σ|w h|`` (docs/speed.md, "Precision"). ``"double"``: double
+        precision throughout, decision values to about 1e-12. Other models are evaluated in
+        double precision (or exact float32 products of data on an integer grid) either way.
 
     Attributes
     ----------
@@ -253,6 +264,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         family="auto",
         stopped_score="estimate",
         early_stopping="auto",
+        precision="auto",
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -270,6 +282,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.family = family
         self.stopped_score = stopped_score
         self.early_stopping = early_stopping
+        self.precision = precision
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
@@ -283,6 +296,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         check_stopped_score(self.stopped_score)
         self._early_stopping()
+        if self.precision not in ("auto", "double"):
+            raise InvalidParameterError(
+                f"precision must be 'auto' or 'double', got {self.precision!r}."
+            )
         check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
@@ -307,16 +324,16 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def __setstate__(self, state):
         # A classifier saved (pickle or skops) before a parameter existed gets its default.
         if isinstance(state, dict):
-            state = {"early_stopping": "auto", **state}
+            state = {"early_stopping": "auto", "precision": "auto", **state}
         super().__setstate__(state)
 
-    def _early_stopping(self) -> tuple[bool, bool]:
-        """``early_stopping`` checked: (only where walking pays, walk at all)."""
+    def _early_stopping(self) -> str:
+        """``early_stopping`` checked, as the evaluator's path: "auto", "walk" or "full"."""
         early = self.early_stopping
         if isinstance(early, str) and early == "auto":
-            return True, True
+            return "auto"
         if isinstance(early, (bool, np.bool_)):
-            return False, bool(early)
+            return "walk" if early else "full"
         raise InvalidParameterError(f"early_stopping must be 'auto', True or False, got {early!r}.")
 
     def _calibration_examples(self, n_examples: int):
@@ -646,27 +663,28 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if _passes_raw_input(self.estimator_):
             validate_data(self, X, skip_check_array=True, reset=False)
             return X
-        return validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        # float32 rows stay float32: the evaluator multiplies them as they are.
+        return validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
 
-    def _evaluate(self, X, values: bool = True) -> Evaluation:
+    def _evaluate(self, X) -> Evaluation:
         check_is_fitted(self)
         X = self._check_X(X, evaluator_checks_finite=True)
-        auto, walks = self._early_stopping()
+        path = self._early_stopping()
         try:
             return evaluate(
                 self.walk_,
                 X,
-                self.boundary_ if walks else full_boundary(self.n_terms_),
+                full_boundary(self.n_terms_) if path == "full" else self.boundary_,
                 self.theta_s_,
-                values=values,
+                precision=self.precision,
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
-                only_if_walking_pays=auto,
+                path=path,
             )
         except NonFiniteInput:
             # The finiteness check was left to the evaluator (it is free there): scikit-learn's
             # own check raises its own error for the same X.
-            validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+            validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
             raise
 
     def partial_scores(self, X) -> np.ndarray:
@@ -687,7 +705,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _is_plain_valid_input(self, X, evaluator_checks_finite: bool = False) -> bool:
         """Whether ``X`` is already what ``validate_data`` would return, checked cheaply.
 
-        A float64 numpy array or CSR/CSC matrix of the fitted width with finite values, for an
+        A float64 or float32 numpy array or CSR/CSC matrix of the fitted width with finite values, for an
         estimator fitted without feature names. ``validate_data`` checks the same and more (and
         writes the error messages), but its data-frame detection alone costs more than
         evaluating a small batch; anything else goes through it. With
@@ -706,7 +724,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         else:
             return False
         if not (
-            X.dtype == np.float64
+            X.dtype in _DTYPES
             and X.ndim == 2
             and X.shape[0] >= 1
             and X.shape[1] == self.n_features_in_
@@ -830,7 +848,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Labels from ``classes_``: the side crossed if stopped, else ``f(x) ≥ θ``."""
-        return self._evaluate(X, values=False).labels
+        return self._evaluate(X).labels
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

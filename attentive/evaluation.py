@@ -15,6 +15,7 @@ import numpy as np
 
 from attentive.boundaries import Boundary
 from attentive.evaluator import evaluate_blocked
+from attentive.evaluator.crossing import stops_of
 from attentive.outcome import (
     Evaluation,
     budget_evaluation,
@@ -42,28 +43,11 @@ def first_crossing(
     """Each row's first stop position (1-based ``t``; ``n`` if none) and side (−1, +1, 0).
 
     Only positions ``t < n`` can stop. A row crossing both sides at the same ``t`` (possible only
-    with a boundary whose lower exceeds its upper) counts as a lower stop. ``A``: the running
+    with a boundary whose lower exceeds its upper) counts as a lower stop
+    (:mod:`attentive.evaluator.crossing`, the one statement of the rule). ``A``: the running
     masses, for a boundary with ``mass`` (its thresholds apply to ``S_t + κ_t A_t``).
     """
-    return _first_crossing_of(boundary.statistic(S, A), boundary)
-
-
-def _first_crossing_of(V: np.ndarray, boundary: Boundary) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`first_crossing` of walks of the rule's statistic ``V`` (``S``, or ``S + κ A``)."""
-    m, n = V.shape
-    if n <= 1:
-        return np.full(m, n, dtype=np.int64), np.zeros(m, dtype=np.int8)
-    head = V[:, : n - 1]
-    lo = head < boundary.lower[: n - 1]
-    up = head > boundary.upper[: n - 1]
-    crossed = lo | up
-    any_cross = crossed.any(axis=1)
-    idx = np.argmax(crossed, axis=1)
-    t = np.where(any_cross, idx + 1, n).astype(np.int64)
-    rows = np.arange(m)
-    side = np.zeros(m, dtype=np.int8)
-    side[any_cross] = np.where(lo[rows, idx][any_cross], -1, 1)
-    return t, side
+    return stops_of(boundary.statistic(S, A), boundary.lower, boundary.upper)
 
 
 def apply_boundary(
@@ -93,7 +77,7 @@ def apply_boundary(
     # The rule's statistic (S_t, or S_t + κ_t A_t): where it crosses and what its estimate at the
     # stop is made of.
     V = boundary.statistic(S, A)
-    t, side = _first_crossing_of(V, boundary)
+    t, side = stops_of(V, boundary.lower, boundary.upper)
     rows = np.arange(m)
     return finish_evaluation(
         boundary,
@@ -106,6 +90,7 @@ def apply_boundary(
         threshold=threshold,
         classes=classes,
         stopped_score=stopped_score,
+        path="reference",
     )
 
 
@@ -119,16 +104,16 @@ def evaluate(
     block_size: int | None = None,
     n_jobs: int | None = None,
     precision: str | None = None,
-    values: bool = True,
     threshold: float | None = None,
     stopped_score: str = "estimate",
-    only_if_walking_pays: bool = False,
+    path: str = "auto",
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
     Terms are computed block by block of walk positions, only for examples that have not stopped
-    yet (:func:`attentive.evaluator.evaluate_blocked`); the result equals
-    ``apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, classes)``.
+    yet (:func:`attentive.evaluator.evaluate_blocked`); with ``path="walk"`` the result equals
+    ``apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, classes)`` (the
+    same stops, sides and labels; decision values to the precision below).
 
     Parameters
     ----------
@@ -145,28 +130,24 @@ def evaluate(
         :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
         Small problems always use one, and so do kernel models with sparse support vectors
         on sparse rows (their sparse product holds the GIL).
-    precision : {"auto", "mixed", "double"}, optional
-        RBF walks on dense data: ``"mixed"`` computes kernel values in single precision with a
-        certified error bound and falls back to double precision wherever the bound leaves a
-        stop unsure, so stops, sides, labels and full scores are those of ``"double"`` (a stopped
-        walk's score is within the error band of its double-precision value); ``"auto"``
-        (default) uses it where it is expected to be faster (see
-        :func:`attentive.evaluator.evaluate_blocked`).
-    values : bool, default True
-        False when only decisions are needed (``predict``): decision values of walks that never
-        stop may then be single-precision estimates (accurate to ~1e-6 of ``Σ|w|``) where that
-        leaves their side of θ certain. Stops, sides, ``positive`` and ``labels`` are exact.
+    precision : {"auto", "single", "double"}, optional
+        ``"auto"`` (default) and ``"single"``: RBF models over many dense features compute their
+        products in float32 with a certified bound on each term's error; stops, sides and labels
+        are those of double precision, decision values within the bound (about 1e-6 of
+        ``Σ|w h|``). ``"double"``: double precision throughout (about 1e-12). See
+        :func:`attentive.evaluator.evaluate_blocked`.
     threshold : float, optional
         θ on the decision scale (default ``walk.offset + theta_s``); every decision lies on its
         predicted side of it.
     stopped_score : {"estimate", "boundary"}, default "estimate"
         A stopped example's score: the rule's estimate of ``f(x)`` or Algorithm 1's ``c + τ_t``
         (SPEC §2).
-    only_if_walking_pays : bool, default False
-        Evaluate every term, instead of walking, where no walk can be faster than that: a linear
-        model over a sparse matrix (:func:`attentive.evaluator.walking_pays`). No example then
-        stops, and each gets the full model's decision. ``AttentiveClassifier``'s
-        ``early_stopping="auto"``.
+    path : {"auto", "walk", "full"}, default "auto"
+        ``"auto"``: walk the rule unless the evaluator's pilot predicts that walking costs more
+        than evaluating every term (or walking can never pay, as for a linear model over a
+        sparse matrix); then evaluate every term, and every example gets the full model's
+        decision. ``"walk"``: always walk. ``"full"``: never stop. ``AttentiveClassifier``'s
+        ``early_stopping`` ("auto", True, False). The path taken is ``Evaluation.path``.
     """
     default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()
     return evaluate_blocked(
@@ -178,10 +159,9 @@ def evaluate(
         block_size=block_size if block_size is not None else default_block,
         n_jobs=n_jobs if n_jobs is not None else default_jobs,
         precision=precision if precision is not None else default_precision,
-        values=values,
         threshold=threshold,
         stopped_score=stopped_score,
-        only_if_walking_pays=only_if_walking_pays,
+        path=path,
     )
 
 

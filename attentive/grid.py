@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attentive.errors import InvalidParameterError
+from attentive.evaluator.crossing import combine_sides
 from attentive.families import BoundaryFamily
 
 __all__ = [
@@ -178,11 +179,8 @@ def grid_outcomes(S, family: BoundaryFamily, grid=None, A=None) -> GridOutcomes:
         for i in range(m):
             t[i] = 1 + np.searchsorted(running[i], thr, side="right")
         stop[upper] = t
-    t_lo, t_up = stop[False], stop[True]
-    n_evaluated = np.minimum(t_lo, t_up)
-    stopped = n_evaluated < n
-    # Both sides at the same t counts as a lower stop, as in ``first_crossing``.
-    positive = np.where(stopped, t_up < t_lo, full_positive[:, None])
+    n_evaluated, side = combine_sides(stop[False], stop[True], n)
+    positive = np.where(side != 0, side > 0, full_positive[:, None])
     return GridOutcomes(grid, positive, n_evaluated, full_positive, n)
 
 

@@ -47,6 +47,11 @@ class Evaluation:
     stop_side : ndarray of int8 (n_examples,)
         −1 stopped on the lower side, +1 on the upper side, 0 not stopped (budget: sign of estimate).
     n_terms : int
+    path : {"walk", "full", "budget", "reference"}
+        How the examples were evaluated: the rule's walk; every term (the full model's
+        decisions, where the evaluator found walking would cost more, or was asked to);
+        Algorithm 2's first ``B`` terms; or the reference on given partial scores
+        (:func:`attentive.evaluation.apply_boundary`).
     """
 
     decision: np.ndarray
@@ -56,6 +61,7 @@ class Evaluation:
     stopped: np.ndarray
     stop_side: np.ndarray
     n_terms: int
+    path: str = "walk"
 
     @property
     def mean_evaluated_fraction(self) -> float:
@@ -84,6 +90,7 @@ def finish_evaluation(
     threshold: float | None,
     classes,
     stopped_score: str = "estimate",
+    path: str = "walk",
 ) -> Evaluation:
     """The :class:`Evaluation` of walks whose stops are known (shared by every evaluation path).
 
@@ -114,6 +121,7 @@ def finish_evaluation(
         stopped=stopped,
         stop_side=stop_side,
         n_terms=n,
+        path=path,
     )
 
 
@@ -134,6 +142,7 @@ def budget_evaluation(
         stopped=stopped,
         stop_side=np.where(stopped, np.where(positive, 1, -1), 0).astype(np.int8),
         n_terms=n,
+        path="budget",
     )
 
 

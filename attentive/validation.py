@@ -12,6 +12,7 @@ import numpy as np
 from attentive.errors import InvalidParameterError
 
 __all__ = [
+    "PATHS",
     "PRECISIONS",
     "SIDES",
     "STOPPED_SCORES",
@@ -19,6 +20,7 @@ __all__ = [
     "check_calibration_size",
     "check_choice",
     "check_delta",
+    "check_path",
     "check_precision",
     "check_side",
     "check_size",
@@ -28,7 +30,10 @@ __all__ = [
 
 SIDES = ("lower", "upper", "both")
 STOPPED_SCORES = ("estimate", "boundary")
-PRECISIONS = ("auto", "mixed", "double")
+# "mixed" is the name an earlier release gave "single".
+PRECISIONS = ("auto", "single", "double", "mixed")
+#: What an evaluation may do: walk the rule, evaluate every term, or choose per call.
+PATHS = ("auto", "walk", "full")
 
 
 def check_choice(name: str, value, choices) -> str:
@@ -103,6 +108,15 @@ def check_size(value, name: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
     return int(value)
+
+
+def check_path(value) -> str:
+    """The evaluator's path option."""
+    if value in PATHS:
+        return value
+    raise InvalidParameterError(
+        f"path must be one of {', '.join(map(repr, PATHS))}, got {value!r}."
+    )
 
 
 def check_precision(value) -> str | None:

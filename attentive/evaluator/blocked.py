@@ -1,66 +1,38 @@
-"""``evaluate_blocked``: the evaluation path for each kind of model and input.
+"""``evaluate_blocked``: route a call to its term source, choose its path, run it.
 
-1. Full and budgeted evaluation never test a boundary: one product per chunk of examples
-   (:func:`attentive.evaluator.dense.prefix_sums`).
-2. Sparse linear models (CSR input) find stops without looping over positions
-   (:mod:`attentive.evaluator.sparse`; a rule on the running mass walks them as in 4), or,
-   with ``only_if_walking_pays``, are evaluated in full: one sparse product, which no walk can
-   beat (:func:`walking_pays`).
-3. Tiny problems compute every term at once (:func:`attentive.evaluator.dense.walk_small`).
-4. Everything else walks chunks of examples over blocks of positions
-   (:func:`attentive.evaluator.dense.walk_rows`; RBF kernels optionally in mixed precision,
-   :mod:`attentive.evaluator.mixed`, except under a rule on the running mass, which keeps a
-   second running sum and runs in double precision). A pilot of the first rows of a call,
-   walked first (its results are kept), gives the survival curve from which the blocks are chosen
-   (:func:`attentive.evaluator.plan.survival_schedule`); it is kept per walk and boundary.
+Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
+
+* ``"budget"``: Algorithm 2, the first ``B`` terms of every row (:mod:`~attentive.evaluator.totals`);
+* ``"full"``: every term of every row, no stop — for the full rule, where the caller asks for it,
+  or where the pilot predicts that walking would cost more than this
+  (:mod:`~attentive.evaluator.pilot`); every example then gets the full model's decision;
+* ``"walk"``: the rule's stops, found block by block for the walks still going
+  (:mod:`~attentive.evaluator.walk`), in chunks of rows on the evaluator's threads; tiny problems
+  in one go; sparse linear models by their own search.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from attentive.boundaries import Boundary
-from attentive.evaluator.dense import (
-    MIN_CHUNK,
-    NonFiniteInput,
-    RBFTerms,
-    as_rows,
-    prefix_sums,
-    source_row_cost,
-    survival_max_block,
-    term_source,
-    walk_rows,
-    walk_small,
-)
-from attentive.evaluator.mixed import (
-    SINGLE_PRODUCT_MIN_FEATURES,
-    mixed_pays,
-    single_exp_pays,
-    walk_rows_mixed,
-    walk_rows_single_product,
-)
-from attentive.evaluator.plan import (
-    PILOT_MIN,
-    Thresholds,
-    block_schedule,
-    pilot_rows,
-    survival_schedule,
-    thresholds,
-    walk_plan,
-)
-from attentive.evaluator.sparse import sparse_kernel_walks, sparse_linear_chunk
+from attentive.evaluator.pilot import pilot_for
+from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
+from attentive.evaluator.rows import as_rows
+from attentive.evaluator.sources import build_source, source_for
 from attentive.evaluator.threads import (
     PARALLEL_MIN_ELEMENTS,
     default_n_jobs,
     run_tasks,
     split_rows,
 )
+from attentive.evaluator.totals import MIN_CHUNK, totals
+from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole
 from attentive.outcome import budget_evaluation, check_boundary_length, finish_evaluation
-from attentive.validation import check_precision, check_size
+from attentive.validation import check_path, check_precision, check_size
 from attentive.walk import Walk
 
-__all__ = ["NonFiniteInput", "evaluate_blocked", "rejects_non_finite", "walking_pays"]
+__all__ = ["evaluate_blocked", "rejects_non_finite", "resolved_precision"]
 
 # Walking buffers hold block × chunk values; chunks are wide (the cost beyond the terms is mostly
 # per-call overhead of per-position vector operations, so smaller, cache-sized tiles measured
@@ -70,32 +42,32 @@ _MAX_CHUNK = 8192
 _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
 
 
+def resolved_precision(precision: str | None) -> str:
+    """``"single"`` (float32 products with a certified error bound where a source has them) or
+    ``"double"``, from what a caller may pass (``"auto"`` and ``"mixed"`` mean ``"single"``)."""
+    precision = check_precision(precision) or "auto"
+    return "double" if precision == "double" else "single"
+
+
 def rejects_non_finite(walk: Walk, X) -> bool:
-    """Whether :func:`evaluate_blocked` raises :class:`NonFiniteInput` for any example of ``X``
-    with a NaN or infinite value: kernel models on a dense array, with no transform before the
-    kernel. For RBF kernels every path computes each example's squared norm (``|x|²`` or
-    ``|x − c|²``) before using it, and a finite one proves the example finite
-    (:func:`attentive.evaluator.dense.check_finite_rows`); linear, polynomial and sigmoid
-    kernels check each tile or chunk they read (:func:`attentive.terms.checked_rows`). Elsewhere
-    there is no such guarantee: non-finite values may be evaluated as they are (the estimator
-    checks them)."""
-    plan = walk_plan(walk) if walk.n_terms >= 1 else None
+    """Whether :func:`evaluate_blocked` raises :class:`~attentive.errors.NonFiniteInput` for any
+    example of ``X`` with a NaN or infinite value: kernel models with dense support vectors on a
+    dense array, with no transform before the kernel. Every dense kernel source checks the rows
+    it holds (an RBF source from the squared norms it computes anyway: a finite one proves its
+    row finite; a grid copy by its bound; a dot-kernel source value by value). Elsewhere there is
+    no such guarantee: non-finite values may be evaluated as they are (the estimator checks
+    them)."""
+    terms = walk.terms
+    import scipy.sparse as sp
+
     return (
         isinstance(X, np.ndarray)
         and X.ndim == 2
-        and plan is not None
-        and walk.terms.head is None
-        and (plan.sv_scaled is not None or plan.sv_ordered is not None)
+        and terms.head is None
+        and terms.kind == "kernel"
+        and not sp.issparse(terms.support_vectors)
+        and walk.n_terms >= 1
     )
-
-
-def walking_pays(walk: Walk, Xp) -> bool:
-    """Whether walking ``Xp`` (examples as the walk sees them, after any pipeline head) can take
-    less time than evaluating every term. False for a linear model over a sparse matrix: full
-    evaluation is then one sparse product, compiled and ``O(nnz)``, while any walk must first
-    put each row's non-zeros in walk order, which alone costs more (docs/speed.md, "Sparse
-    linear models"). True everywhere else: there a walk's cost follows the terms it evaluates."""
-    return not (walk.terms.kind == "linear" and sp.issparse(Xp))
 
 
 def evaluate_blocked(
@@ -108,16 +80,15 @@ def evaluate_blocked(
     block_size: int | None = None,
     n_jobs: int | None = None,
     precision: str | None = None,
-    values: bool = True,
     threshold: float | None = None,
     stopped_score: str = "estimate",
-    only_if_walking_pays: bool = False,
+    path: str = "auto",
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
-    Same result as ``apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset,
-    classes)`` (SPEC §2 stopping rule: first ``t < n`` beyond a threshold), up to rounding in the
-    decision values of walks that were not stopped.
+    With ``path="walk"``, the same result as ``apply_boundary(walk.partial_scores(X), boundary,
+    theta_s, walk.offset, classes)`` (SPEC §2 stopping rule: first ``t < n`` beyond a
+    threshold): the same stops, sides and labels, decision values to within the precision below.
 
     Parameters
     ----------
@@ -130,39 +101,35 @@ def evaluate_blocked(
     chunk_size : int, optional
         Examples walked together; default: sized so that a block's buffers stay bounded.
     block_size : int, optional
-        Walk positions per block; default: chosen from the survival curve of a pilot of rows
-        (16, doubling up to 64, before there is one; one block for tiny problems).
+        Walk positions per block; default: from the pilot's survival curve
+        (:mod:`attentive.evaluator.pilot`; 16, doubling up to 64, without one).
     n_jobs : int, optional
-        Threads; default :func:`default_n_jobs` (small problems always use one, and so do
-        kernel models with sparse support vectors on sparse rows, whose product holds the GIL).
-    precision : {"auto", "mixed", "double"}, optional
-        How an RBF walk on dense data computes its kernel values. ``"mixed"``: in single
-        precision with a bound on the error of every running sum, stopping only where the bound
-        makes the crossing certain, walking again in double precision where it does not, and
-        summing the walks that never stop in double precision (same stops, sides, labels and
-        full scores as ``"double"``; a stopped walk's score, the rule's estimate at the stop,
-        comes from its single-precision running sum, within the error band of the double one).
-        ``"double"``: double precision throughout. ``"auto"`` (default): mixed where it is
-        expected to be faster — this CPU's float32 ``exp`` is at least three times as fast as its
-        float64 one (measured once per process) and a pilot of the first rows shows that most
-        walks stop.
-    values : bool, default True
-        False when only the decisions are needed (``predict``): a mixed-precision walk that never
-        stops then keeps its single-precision ``f(x)`` when the error band leaves its side of θ
-        certain (its decision value is then accurate to the band, about 1e-6 of ``Σ|w|``,
-        instead of 1e-9); stops, sides, ``positive`` and ``labels`` are exact either way.
+        Threads; default :func:`default_n_jobs` (small problems always use one, and so do kernel
+        models with sparse support vectors on sparse rows, whose product holds the GIL).
+    precision : {"auto", "single", "double"}, optional
+        ``"auto"`` (default) and ``"single"``: RBF models over more than 64 dense features compute
+        their products in float32 with a certified bound on every term's error; a walk stops
+        only where the bound makes its crossing certain (the rest are walked again in double
+        precision) and a label is decided in double precision wherever the bound leaves its side
+        of θ unsure. Stops, sides and labels are those of double precision; decision values are
+        within the bound (about 1e-6 of ``Σ|w h|``; docs/speed.md). ``"double"``: double
+        precision throughout (decision values to about 1e-12). Data on an integer grid (8-bit
+        images / 255 in float64) takes exact float32 products at either precision.
     threshold : float, optional
         θ on the decision scale (default ``offset + theta_s``); decisions lie on their predicted
         side of it.
     stopped_score : {"estimate", "boundary"}, default "estimate"
         What a stopped walk scores (SPEC §2; see :func:`attentive.outcome.finish_evaluation`).
-    only_if_walking_pays : bool, default False
-        Where :func:`walking_pays` is False, evaluate every term instead of walking (no example
-        stops; each gets the full model's decision). Budgeted rules are unaffected.
+    path : {"auto", "walk", "full"}, default "auto"
+        ``"walk"``: always walk the rule. ``"full"``: evaluate every term (no stop; the full
+        model's decisions). ``"auto"``: walk unless the pilot predicts that walking costs more
+        than evaluating every term, or walking can never pay (a linear model on sparse rows);
+        then evaluate in full. Budgeted rules are unaffected.
 
     Returns
     -------
     Evaluation
+        With ``path`` saying which path ran.
 
     Raises
     ------
@@ -173,7 +140,8 @@ def evaluate_blocked(
     chunk_size = check_size(chunk_size, "chunk_size")
     block_size = check_size(block_size, "block_size")
     n_jobs = check_size(n_jobs, "n_jobs") or default_n_jobs()
-    precision = check_precision(precision) or "auto"
+    precision = resolved_precision(precision)
+    path = check_path(path)
     n = walk.n_terms
     classes = np.asarray(walk.terms.classes)
     Xp = as_rows(walk.prepare(X))
@@ -185,120 +153,95 @@ def evaluate_blocked(
     check_boundary_length(boundary, n)
     plan = walk_plan(walk)
     offset = plan.offset
+    C = plan.centring_sums
 
     if boundary.kind == "budget":
         B = int(boundary.budget)
-        estimate = (n / B) * (
-            prefix_sums(walk, plan, Xp, B, chunk_size, n_jobs) - plan.centring_sums[B - 1]
+        # (n/B)(U_B − C_B) ≥ θ_S  ⟺  U_B ≥ θ_S B/n + C_B
+        final = theta_s * B / n + C[B - 1]
+        U = totals(walk, plan, Xp, B, precision, final, chunk_size, n_jobs)
+        return budget_evaluation(
+            (n / B) * (U - C[B - 1]), B, n, theta_s, offset, threshold, classes
         )
-        return budget_evaluation(estimate, B, n, theta_s, offset, threshold, classes)
+
+    thr = thresholds(plan, boundary)
+    final = float(theta_s + C[n - 1]) if n else None  # a label compares U_n with this
+    source_cls = source_for(walk, plan, Xp[:1], precision) if m and n else None
+    tiny = block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM
+    pilot = None
+    if source_cls is not None and thr.stops_anything and path != "full":
+        if path == "auto" and not getattr(source_cls, "walking_pays", True):
+            path = "full"
+        elif block_size is None and not tiny:
+            pilot = pilot_for(walk, plan, boundary, thr, source_cls, Xp, precision)
+            if path == "auto" and pilot is not None and not pilot.walk_pays:
+                path = "full"
+    if not thr.stops_anything or m == 0 or n == 0 or path == "full":
+        s_n = np.zeros(m)
+        if m and n:
+            s_n = totals(walk, plan, Xp, n, precision, final, chunk_size, n_jobs) - C[n - 1]
+        return finish_evaluation(
+            boundary,
+            s_n=s_n,
+            n_evaluated=np.full(m, n, dtype=np.int64),
+            stop_side=np.zeros(m, dtype=np.int8),
+            stop_scores=np.full(m, np.nan),
+            theta_s=theta_s,
+            offset=offset,
+            threshold=threshold,
+            classes=classes,
+            stopped_score=stopped_score,
+            path="full",
+        )
 
     n_evaluated = np.full(m, n, dtype=np.int64)
     stop_side = np.zeros(m, dtype=np.int8)
     s_n = np.full(m, np.nan)
-    stop_u = np.full(m, np.nan)  # U_t at the stop of walks that stopped
-    thr = thresholds(plan, boundary) if n > 1 else Thresholds(None, None)
-    # Kernel models on sparse rows: scikit-learn's sparse product holds the GIL, so a second
-    # thread would only split the chunks (measured 1.2-1.4× slower on synthetic-sparse).
-    jobs = n_jobs if m * n >= PARALLEL_MIN_ELEMENTS and not sparse_kernel_walks(plan, Xp) else 1
+    stop_u = np.full(m, np.nan)  # the rule's statistic (uncentred) at the stop
 
-    in_full = only_if_walking_pays and not walking_pays(walk, Xp)
-    if (thr.lower is None and thr.upper is None) or m == 0 or in_full:
-        if n:
-            s_n = prefix_sums(walk, plan, Xp, n, chunk_size, n_jobs) - plan.centring_sums[n - 1]
-    elif walk.terms.kind == "linear" and sp.issparse(Xp) and thr.mass is None:
-        step = chunk_size or max(1, -(-m // jobs))
+    def record(lo, res: Stops):
+        n_evaluated[lo + res.at[:, 0]] = res.at[:, 1]
+        stop_side[lo + res.at[:, 0]] = res.side
+        stop_u[lo + res.at[:, 0]] = res.value
+        s_n[lo + res.rows] = res.U - C[n - 1]
 
-        def sparse_task(lo, hi):
-            return lambda: sparse_linear_chunk(Xp[lo:hi], plan, thr, n)
+    if tiny:
+        # A tiny problem in one go, in double precision (no band to settle).
+        exact = source_cls.exact or source_cls
+        record(0, walk_whole(build_source(walk, plan, Xp, "double", cls=exact), thr))
+    else:
+        schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
+        survival = None if pilot is None else pilot.stops
+        one_thread = getattr(source_cls, "single_thread", False)
+        jobs = n_jobs if m * n >= PARALLEL_MIN_ELEMENTS and not one_thread else 1
+        step = chunk_size or max(
+            MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // int(schedule.sizes.max()))
+        )
+
+        def walk_chunk(Xc):
+            source = build_source(walk, plan, Xc, precision, cls=source_cls)
+            if source.walks_itself:
+                return Stops.of_all(*source.walk_chunk(thr))
+            res = walk_rows(source, schedule, thr, final, survival)
+            if not source.certified:
+                return res
+
+            def walk_exact(rows):
+                return walk_rows(type(source).exact(walk, plan, Xc[rows]), schedule, thr)
+
+            return settle(type(source), walk, plan, Xc, res, schedule, thr, final, walk_exact)
+
+        def task(lo, hi):
+            return lambda: walk_chunk(Xp[lo:hi])
 
         ranges = split_rows(m, step, jobs)
-        for (lo, hi), (at, side, u_stop, U) in zip(
-            ranges, run_tasks([sparse_task(lo, hi) for lo, hi in ranges], jobs), strict=True
-        ):
-            n_evaluated[lo:hi] = at
-            stop_side[lo:hi] = side
-            stop_u[lo:hi] = u_stop
-            s_n[lo:hi] = U - plan.centring_sums[n - 1]
-    elif block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM:
-        n_evaluated, stop_side, U, stop_u = walk_small(walk, plan, Xp, thr)
-        s_n = U - plan.centring_sums[n - 1]
-    else:
-        source = term_source(walk, plan, Xp)
-        row_cost = source_row_cost(source, Xp.shape[1])
-        max_block = survival_max_block(source, Xp.shape[1])
-        # Mixed precision: with many features the product in float32 (asked for only: measured
-        # no faster than the double walk on MNIST, see docs/speed.md); with few, exp in float32
-        # where that is faster than in float64 on this CPU.
-        single_product = source is RBFTerms and Xp.shape[1] >= SINGLE_PRODUCT_MIN_FEATURES
-        # A rule on the running mass runs in double precision (the error band covers U_t only).
-        mixed = (
-            source is RBFTerms
-            and thr.mass is None
-            and (
-                precision == "mixed"
-                or (precision == "auto" and not single_product and single_exp_pays())
-            )
-        )
-        walk_mixed = walk_rows_single_product if single_product else walk_rows_mixed
-
-        def record(lo, res):
-            n_evaluated[lo + res.at[:, 0]] = res.at[:, 1]
-            stop_side[lo + res.at[:, 0]] = res.side
-            stop_u[lo + res.at[:, 0]] = res.value
-            s_n[lo + res.rows] = res.U - plan.centring_sums[n - 1]
-
-        final = None if values else float(theta_s + plan.centring_sums[n - 1])
-        decide_mixed = mixed and precision == "auto" and values
-        if mixed and precision == "auto" and not values:
-            # Labels only: a walk that never stops needs its exact total only when its
-            # single-precision total is within the error band of θ, so mixed precision pays
-            # whatever the share of such walks (calls below PILOT_MIN rows: double).
-            mixed = m >= PILOT_MIN
-        first = 0
-        if (block_size is None and thr.stops is None) or decide_mixed:
-            # The pilot, walked in double precision (its results are kept): its stops give the
-            # survival curve, and whether mixed precision pays for a walk that never stops.
-            first = pilot_rows(m)
-            if first:
-                res = walk_rows(
-                    source(walk, plan, Xp[:first]), first, block_schedule(n, block_size), thr
-                )
-                record(0, res)
-                stops = np.full(first, n, dtype=np.int64)
-                stops[res.at[:, 0]] = res.at[:, 1]
-                stops[res.unsure] = n
-                thr.stops = stops
-                if decide_mixed:
-                    mixed = mixed_pays(res, n)
-            elif decide_mixed:
-                mixed = False
-        if block_size is None and thr.stops is not None:
-            key = (round(row_cost, 3), max_block)
-            schedule = thr.schedules.get(key)
-            if schedule is None:
-                schedule = thr.schedules[key] = survival_schedule(
-                    thr.stops, n, row_cost, max_block=max_block
-                )
-        else:
-            schedule = block_schedule(n, block_size)
-        max_block = int(schedule.sizes.max())
-        step = chunk_size or max(MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // max_block))
-
-        def walk_task(lo, hi):
-            if mixed:
-                return lambda: walk_mixed(walk, plan, Xp[lo:hi], schedule, thr, final)
-            return lambda: walk_rows(source(walk, plan, Xp[lo:hi]), hi - lo, schedule, thr)
-
-        ranges = [(first + lo, first + hi) for lo, hi in split_rows(m - first, step, jobs)]
         for (lo, _hi), res in zip(
-            ranges, run_tasks([walk_task(lo, hi) for lo, hi in ranges], jobs), strict=True
+            ranges, run_tasks([task(lo, hi) for lo, hi in ranges], jobs), strict=True
         ):
             record(lo, res)
 
-    # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass;
-    # other entries are not used).
-    stop_scores = stop_u - plan.centring_sums[np.maximum(n_evaluated, 1) - 1] if n else stop_u
+    # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass).
+    stop_scores = stop_u - C[np.maximum(n_evaluated, 1) - 1]
     return finish_evaluation(
         boundary,
         s_n=s_n,
@@ -310,4 +253,5 @@ def evaluate_blocked(
         threshold=threshold,
         classes=classes,
         stopped_score=stopped_score,
+        path="walk",
     )

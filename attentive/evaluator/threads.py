@@ -67,7 +67,7 @@ def _submit(work, shares: int) -> list:
     """Futures of ``work(j)`` for ``j < shares``, share ``j`` on the evaluator's ``j``-th thread.
 
     The threads are started when first needed and kept, as many as the most shares asked for.
-    Each thread keeps its scratch arrays (``dense.scratch``), so a call's shares always go to the
+    Each thread keeps its scratch arrays (:func:`attentive.evaluator.scratch.scratch`), so a call's shares always go to the
     same threads: calls with ``n_jobs`` from 1 to 8 keep 8 threads, and calls with 2 after them
     use (and grow the scratch of) the first two only. A pool per thread count kept 35 threads;
     one shared pool handed the shares to whichever threads were idle, so over many calls every

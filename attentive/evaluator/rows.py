@@ -1,0 +1,298 @@
+"""Examples as the dense kernel sources hold them: the columns where some support vector is
+non-zero, the integer grid of 8-bit images, and copies of rows made tile by tile.
+
+``x · y`` needs only the columns where ``y`` is non-zero, while ``|x|²`` (an RBF kernel's) needs
+all of them. The products take the smallest run of consecutive columns that holds every
+support vector's non-zeros (an image's border is zero in every support vector): a view of the
+rows, no copy. When the support vectors and the rows lie on or near a grid (every value ``k / s``
+with integer ``k``, as pixels / 255 do), the rows are held as the integers ``k`` in float32: a
+float32 product of integers whose every partial sum stays below 2^24 is exact in any summation
+order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from attentive.errors import NonFiniteInput
+from attentive.evaluator.scratch import scratch
+
+__all__ = [
+    "GRID_LIMIT",
+    "SupportColumns",
+    "as_rows",
+    "block_product",
+    "check_finite_rows",
+    "exact_single_products",
+    "grid_rows",
+    "grid_scale",
+    "restricted_rows",
+    "row_norms",
+    "support_columns",
+]
+
+U32_ROUNDING = 2.0**-23  # a generous bound on float32's relative rounding of one product
+GRID_LIMIT = 2.0**24  # integers up to this are exact in float32, and so are sums of them
+TILE = 512  # rows converted at a time (kept in cache between the passes)
+# Slack on |k| ≤ s |x| for the rounding of s x and of the computed |x|² (≤ d u, d < 10^9).
+_NORM_SLACK = 1.0 + 1e-6
+
+
+def as_rows(Xp):
+    """Prepared examples in a form whose rows can be sliced and fancy-indexed."""
+    if sp.issparse(Xp):
+        return Xp if Xp.format == "csr" else sp.csr_matrix(Xp)
+    return Xp if isinstance(Xp, np.ndarray) else np.asarray(Xp)
+
+
+def check_finite_rows(norms2: np.ndarray, X: np.ndarray) -> None:
+    """Raise :class:`NonFiniteInput` when a row of ``X`` holds a NaN or an infinite value, from
+    the rows' squared norms ``norms2`` (which the RBF paths compute anyway).
+
+    A finite ``|x|²`` (or ``|x − c|²`` with a finite ``c``) proves its row finite: NaN and ±inf
+    propagate into a sum of squares. Only rows whose norm is not finite — non-finite values, or
+    finite ones whose squares overflow — are looked at value by value, so finite rows cost one
+    pass over ``m`` norms."""
+    if np.isfinite(norms2).all():
+        return
+    if not np.isfinite(X[~np.isfinite(norms2)]).all():
+        raise NonFiniteInput("Input X contains NaN or infinity.")
+
+
+def row_norms(X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``|x|²`` of each row, accumulated in float64 whatever the rows' dtype (float32 rows are
+    converted a tile at a time: einsum's own conversion is 4-5× slower)."""
+    if X.dtype == np.float64:
+        return np.einsum("ij,ij->i", X, X, out=out)
+    m = X.shape[0]
+    out = np.empty(m) if out is None else out
+    buf = np.empty((min(m, TILE), X.shape[1]))
+    for lo in range(0, m, TILE):
+        tile = buf[: min(m, lo + TILE) - lo]
+        np.copyto(tile, X[lo : lo + TILE], casting="safe")
+        np.einsum("ij,ij->i", tile, tile, out=out[lo : lo + tile.shape[0]])
+    return out
+
+
+def block_product(X: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """``X Sᵀ`` (rows by support vectors) in float32 scratch. Rows by support vectors, not the
+    other way round: a block of few support vectors against thousands of rows runs 2-4× faster
+    in this orientation with OpenBLAS (which repacks the tall operand either way, but faster
+    untransposed; MNIST-sized blocks of 8-16 support vectors measured), and the caller turns the
+    result as it converts it to float64 anyway."""
+    out = scratch().get("product", (X.shape[0], S.shape[0]), np.float32)
+    return np.matmul(X, S.T, out=out)
+
+
+# Values within this many grid units of an integer are "near the grid" (float32 pixels / 255:
+# within 255 · 2^-24 ≈ 1.5e-5): their products are taken as integers, the distance bounded.
+NEAR_GRID = 2.0**-10
+
+
+def grid_scale(Y: np.ndarray) -> tuple[float, float] | None:
+    """A scale ``s`` with every ``s · y`` within :data:`NEAR_GRID` of an integer of magnitude
+    below 2^24 (``s`` from the smallest non-zero magnitude, 1, or 255), and the largest such
+    distance (0 for values exactly on the grid, as 8-bit pixels / 255 in float64 are; about
+    1.5e-5 for the same pixels stored in float32); None if there is none."""
+    mags = np.abs(Y[Y != 0])
+    if mags.size == 0 or not np.all(np.isfinite(mags)):
+        return None
+    smallest = float(mags.min())
+    for s in dict.fromkeys((float(np.rint(1.0 / smallest)), 1.0, 255.0)):
+        if not 1.0 <= s < GRID_LIMIT:
+            continue
+        t = mags * s
+        dev = float(np.abs(t - np.rint(t)).max())
+        if float(t.max()) < GRID_LIMIT and dev <= NEAR_GRID:
+            return s, dev
+    return None
+
+
+@dataclass(frozen=True)
+class SupportColumns:
+    """The columns ``[first, stop)``: the smallest run holding every column where some support
+    vector is non-zero (every column of a ``width``-wide row when no border is zero); and, if
+    the support vectors lie on or near an integer grid there (:func:`grid_scale`), its scale
+    ``s``, the nearest integers ``l`` of ``s y`` on those columns in float32 (walk order), the
+    largest ``|l|`` and ``‖l‖₁``, and the largest distance ``|s y − l|`` of any value."""
+
+    width: int
+    first: int
+    stop: int
+    grid_scale: float | None = None
+    grid32: np.ndarray | None = None
+    grid_norm: float = 0.0
+    grid_l1: float = 0.0
+    grid_dev: float = 0.0
+
+    @property
+    def n_columns(self) -> int:
+        return self.stop - self.first
+
+    @property
+    def whole(self) -> bool:
+        return self.first == 0 and self.stop == self.width
+
+    def view(self, X: np.ndarray) -> np.ndarray:
+        """``X`` on these columns: a view (no copy)."""
+        return X if self.whole else X[:, self.first : self.stop]
+
+    def take(self, Y: np.ndarray) -> np.ndarray:
+        """``Y`` on these columns, contiguous."""
+        return np.ascontiguousarray(self.view(Y))
+
+
+def support_columns(Y: np.ndarray) -> SupportColumns:
+    """The :class:`SupportColumns` of dense support vectors ``Y`` (walk order)."""
+    d = Y.shape[1]
+    nonzero = np.flatnonzero(np.any(Y != 0, axis=0))
+    first, stop = (int(nonzero[0]), int(nonzero[-1]) + 1) if nonzero.size else (0, 0)
+    if nonzero.size == 0:
+        first, stop = 0, d
+    span = Y[:, first:stop]
+    found = grid_scale(span)
+    if found is not None:
+        scale, dev = found
+        L = np.rint(span * scale)
+        norm = float(np.sqrt(np.einsum("ij,ij->i", L, L).max(initial=0.0)))
+        if norm < GRID_LIMIT and exact_single_products():
+            return SupportColumns(
+                d,
+                first,
+                stop,
+                scale,
+                np.ascontiguousarray(L, dtype=np.float32),
+                norm,
+                float(np.abs(L).sum(axis=1).max(initial=0.0)),
+                dev,
+            )
+    return SupportColumns(d, first, stop)
+
+
+_EXACT_SINGLE_PRODUCTS: list[bool] = []
+
+
+def exact_single_products() -> bool:
+    """Whether this BLAS computes float32 products of integers with partial sums below 2^24
+    exactly (IEEE float32 arithmetic in any order does; checked once on one product)."""
+    if not _EXACT_SINGLE_PRODUCTS:
+        rng = np.random.default_rng(0)
+        A = rng.integers(0, 256, size=(72, 256)).astype(np.float64)
+        B = rng.integers(0, 256, size=(256, 40)).astype(np.float64)
+        B[:, 0] = 255.0  # 255² · 256 = 16,646,400: just below 2^24
+        A[0] = 255.0
+        exact = A @ B
+        ok = bool(exact.max() < GRID_LIMIT) and np.array_equal(
+            (A.astype(np.float32) @ B.astype(np.float32)).astype(np.float64), exact
+        )
+        _EXACT_SINGLE_PRODUCTS.append(ok)
+    return _EXACT_SINGLE_PRODUCTS[0]
+
+
+def row_on_grid(columns: SupportColumns, x: np.ndarray) -> bool:
+    """Whether one row lies on or near the grid in every column. Input off the grid is most
+    often off it in every row (standardised features), so one row tells before a tile is
+    converted for nothing."""
+    if columns.grid_scale is None:
+        return False
+    t = np.asarray(x, dtype=np.float64) * columns.grid_scale
+    return bool(np.abs(t - np.rint(t)).max(initial=0.0) <= NEAR_GRID)
+
+
+@dataclass
+class GridRows:
+    """Rows held as the nearest integers ``k`` of ``s x`` (every column, float32), and what
+    that leaves out: ``|x|²`` over all columns, each row's largest distance ``e = max_i |s x_i −
+    k_i|`` (0 on the grid) and a bound on each ``|x|²``'s error (0 where it is exact)."""
+
+    K: np.ndarray
+    norms2: np.ndarray
+    dev: np.ndarray
+    norm_error: np.ndarray
+
+    @property
+    def exact(self) -> bool:
+        return not (self.dev.max(initial=0.0) > 0 or self.norm_error.max(initial=0.0) > 0)
+
+
+def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
+    """Rows ``X`` as :class:`GridRows`; None when a row is not within :data:`NEAR_GRID` of the
+    grid in some column, or could make a product's partial sums reach 2^24 (``|k| · max|l| ≥
+    2^24``, by Cauchy–Schwarz). Rows it accepts are finite (NaN fails the distance test, ±inf
+    the bound), as :func:`check_finite_rows` would find.
+
+    Per tile of rows, while it is in cache: scaled, rounded, measured. Float64 rows (pixels /
+    255 exactly) take ``|x|²`` from the rows themselves. Float32 rows (pixels / 255 as image
+    pipelines store them) stay in float32: ``s x`` is off by at most ``u32 |s x|`` (added to the
+    distance), and ``|x|²`` comes from the integers, exactly (sums of squares of integers up to
+    255 over at most 256 columns stay below 2^24, so float32 sums them exactly in any order),
+    off from the true norm by at most ``(2 e ‖k‖₁ + d e²) / s²``. Distances are taken per tile
+    (whole-tile reductions are several times faster than per-row ones)."""
+    s = columns.grid_scale
+    m, d = X.shape
+    if m and not row_on_grid(columns, X[0]):
+        return None
+    single = X.dtype == np.float32 and s <= _SQUARES_EXACT
+    work = np.float32 if single else np.float64
+    K = np.empty((m, d), dtype=np.float32)
+    norms2, dev = np.empty(m), np.empty(m)
+    T = min(m, TILE)
+    scaled = np.empty((T, d), dtype=work)
+    rounded = None if single else np.empty((T, d))
+    partial = np.empty((T, -(-d // _SQUARE_COLUMNS)), dtype=np.float32) if single else None
+    for lo in range(0, m, TILE):
+        hi = min(m, lo + TILE)
+        r = hi - lo
+        tile = X[lo:hi]
+        t = np.multiply(tile, work(s), out=scaled[:r], dtype=work)
+        if single:
+            rint = np.rint(t, out=K[lo:hi])
+            for j, c0 in enumerate(range(0, d, _SQUARE_COLUMNS)):
+                block = rint[:, c0 : c0 + _SQUARE_COLUMNS]
+                np.einsum("ij,ij->i", block, block, out=partial[:r, j])  # integers < 2^24
+            np.sum(partial[:r], axis=1, dtype=np.float64, out=norms2[lo:hi])
+        else:
+            row_norms(tile, out=norms2[lo:hi])
+            rint = np.rint(t, out=rounded[:r])
+            np.copyto(K[lo:hi], rint, casting="same_kind")  # integers below 2^24: exact
+        t -= rint
+        dev[lo:hi] = max(float(t.max(initial=0.0)), -float(t.min(initial=0.0)))
+        if single:
+            # fl32(s x) is within u32 |s x| of s x, and |s x| ≤ max|k| + 1.
+            top = max(float(rint.max(initial=0.0)), -float(rint.min(initial=0.0)))
+            dev[lo:hi] += U32_ROUNDING * (top + 1.0)
+    if single:
+        l1 = np.sqrt(d * norms2)  # ‖k‖₁ ≤ √d |k|
+        norm_error = (2.0 * dev * l1 + d * dev**2) / s**2
+        norms2 /= s**2
+    else:
+        norm_error = np.zeros(m)
+    # NaN or ±inf anywhere in a row makes its |x|² NaN or inf, and this test false.
+    if not (
+        dev.max(initial=0.0) <= NEAR_GRID
+        and np.sqrt(norms2.max(initial=0.0)) * s * _NORM_SLACK * columns.grid_norm < GRID_LIMIT
+    ):
+        return None
+    return GridRows(K, norms2, dev, norm_error)
+
+
+# Float32 rows on a grid of scale up to this: integers up to 255, whose squares summed over 256
+# columns stay below 2^24 (255² · 256 = 16,646,400).
+_SQUARES_EXACT = 255.0
+_SQUARE_COLUMNS = 256
+
+
+def restricted_rows(columns: SupportColumns, X: np.ndarray, *, dtype=np.float64):
+    """Rows ``X`` on the support vectors' columns in ``dtype`` (a view where ``X`` is of that
+    dtype already), and their ``|x|²`` over all columns in float64. Rows whose norm is not finite
+    are refused (:class:`NonFiniteInput`) unless their values are finite."""
+    norms2 = row_norms(X)
+    if not np.isfinite(norms2).all():
+        check_finite_rows(norms2, X)
+    rows = columns.view(X)
+    if rows.dtype != dtype:
+        rows = rows.astype(dtype)
+    return rows, norms2

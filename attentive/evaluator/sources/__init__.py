@@ -1,0 +1,77 @@
+"""The term sources and their routing: one class per kind of term, tried in registration order;
+the first that says it is :meth:`~attentive.evaluator.sources.base.TermSource.usable` serves the
+call (the shape of scikit-learn's pairwise-distance dispatcher: the caller never knows the
+specialisations)."""
+
+from __future__ import annotations
+
+from attentive.evaluator.sources.base import NotUsable, TermSource
+
+__all__ = [
+    "NotUsable",
+    "TermSource",
+    "build_source",
+    "register_source",
+    "source_for",
+    "sources",
+]
+
+_SOURCES: list[type[TermSource]] = []
+
+# Routing order, lowest first: specialised sources before the general ones they refine.
+SPARSE, GRID, SINGLE, DOUBLE, GENERIC = 10, 20, 30, 40, 90
+
+
+def register_source(cls: type[TermSource] | None = None, *, priority: int = DOUBLE):
+    """Class decorator: route calls to the source where it is usable and no source of a lower
+    ``priority`` (or of the same, registered before it) is. ``@register_source`` or
+    ``@register_source(priority=GRID)``."""
+
+    def register(cls):
+        if any(s.kind == cls.kind for s in _SOURCES):
+            raise ValueError(f"a term source named {cls.kind!r} is registered already.")
+        cls.priority = priority
+        _SOURCES.append(cls)
+        _SOURCES.sort(key=lambda s: s.priority)  # stable: registration order within a priority
+        return cls
+
+    return register if cls is None else register(cls)
+
+
+def sources() -> tuple[type[TermSource], ...]:
+    """Every registered source, in routing order."""
+    return tuple(_SOURCES)
+
+
+def source_for(walk, plan, X, precision: str, *, after: type[TermSource] | None = None):
+    """The first registered source usable for ``walk`` on prepared rows ``X`` at ``precision``
+    (``"single"`` or ``"double"``); with ``after``, the first after that one."""
+    candidates = _SOURCES if after is None else _SOURCES[_SOURCES.index(after) + 1 :]
+    for cls in candidates:
+        if cls.usable(walk, plan, X, precision):
+            return cls
+    raise LookupError(f"no term source serves {walk.terms.kind} terms on {type(X).__name__} rows")
+
+
+def build_source(walk, plan, X, precision: str, cls: type[TermSource] | None = None):
+    """An instance holding rows ``X``: of ``cls`` (default: the routed source), or, where its
+    constructor finds the rows do not suit it (:class:`NotUsable`), of the next usable one."""
+    cls = cls or source_for(walk, plan, X, precision)
+    while True:
+        try:
+            return cls(walk, plan, X)
+        except NotUsable:
+            cls = source_for(walk, plan, X, precision, after=cls)
+
+
+# Registration order is routing order: specialised sources first, the generic one last.
+from attentive.evaluator.sources import (  # noqa: E402, F401
+    dot,
+    generic,
+    grid,
+    linear,
+    rbf,
+    rbf_single,
+    sparse_kernel,
+    sparse_linear,
+)

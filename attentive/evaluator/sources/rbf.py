@@ -1,0 +1,162 @@
+"""Dense RBF kernels in double precision, and the arrays every dense RBF source shares.
+
+A term is ``|w| K(x, y) = exp(x̃ · ỹ)`` with the rows held as one centred augmented copy,
+``x̃ = [2γ(x − c), 1, −γ|x − c|²]`` on the columns where some support vector is non-zero (the
+norm over every column), and ``ỹ = [y − c, −γ|y − c|² + log|w|, 1]``: one product and one
+``exp`` per block, the weight free. Centring both by the support vectors' mean keeps the
+products small, and with them their rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from attentive.evaluator.plan import MAX_SURVIVAL_BLOCK, WIDE_SURVIVAL_BLOCK
+from attentive.evaluator.rows import (
+    SupportColumns,
+    check_finite_rows,
+    row_norms,
+    support_columns,
+)
+from attentive.evaluator.sources import register_source
+from attentive.evaluator.sources.base import TermSource
+from attentive.terms import check_width
+
+__all__ = ["WIDE_FEATURES", "RBFArrays", "RBFDoubleSource", "rbf_arrays", "rbf_row_cost"]
+
+# Over more features than this a block's product dominates its cost: rows are worth keeping on
+# the support vectors' columns and blocks may be longer (plan.WIDE_SURVIVAL_BLOCK).
+WIDE_FEATURES = 64
+
+
+def rbf_row_cost(d: int) -> float:
+    """Holding a row of ``d`` features through a block, against one RBF term (a product of length
+    ``d``, an ``exp``, a running sum): about 16 terms for MNIST's 784 features, 6 for 20
+    (measured)."""
+    return 2.0 + 16.0 * d / (d + 48.0)
+
+
+def max_block_for(d: int) -> int:
+    """A block's product reads every row held once whatever its length, so over many features
+    longer blocks pay where few walks stop: a float64 product over MNIST's ~520 columns cost
+    ``1 + 15 / M`` times a tall product's time per term for ``M`` positions (float32 ``1 + 8 /
+    M``). With few features a block's buffer of terms is what it costs, best kept in cache
+    (synthetic RBF, 20 features: blocks over 64 measured 1.5-1.9× slower)."""
+    return WIDE_SURVIVAL_BLOCK if d > WIDE_FEATURES else MAX_SURVIVAL_BLOCK
+
+
+@dataclass(frozen=True)
+class RBFArrays:
+    """A dense RBF model's support vectors in walk order, as each dense RBF source uses them."""
+
+    gamma: float
+    columns: SupportColumns
+    sv_offset: np.ndarray  # −γ|y|² + log|w|
+    scaled32: np.ndarray  # 2γy on the columns, float32
+    centre: np.ndarray  # the support vectors' mean
+    augmented: np.ndarray  # [y − c on the columns, −γ|y − c|² + log|w|, 1], float64
+    sv_norm: float  # max |y|
+    centred_norm: float  # max |y − c|
+    log_w_max: float  # max |log|w||
+
+    @property
+    def width(self) -> int:
+        return self.columns.width
+
+
+def rbf_arrays(walk, plan) -> RBFArrays:
+    """The :class:`RBFArrays` of ``walk`` (built once per walk)."""
+
+    def build():
+        w = plan.ordered_weights
+        gamma = float(walk.terms.kernel_params["gamma"])
+        Y = np.asarray(walk.terms.support_vectors, dtype=np.float64)[plan.order]
+        with np.errstate(divide="ignore"):
+            log_w = np.log(np.abs(w))
+        raw2 = np.einsum("ij,ij->i", Y, Y)
+        columns = support_columns(Y)
+        centre = Y.mean(axis=0) if len(Y) else np.zeros(Y.shape[1])
+        Yc = columns.take(Y - centre)
+        norms2 = np.einsum("ij,ij->i", Y - centre, Y - centre)
+        scaled = 2.0 * gamma * Y
+        finite_log = np.abs(log_w[np.isfinite(log_w)])
+        return RBFArrays(
+            gamma=gamma,
+            columns=columns,
+            sv_offset=-gamma * raw2 + log_w,
+            scaled32=np.ascontiguousarray(columns.take(scaled), dtype=np.float32),
+            centre=centre,
+            augmented=np.ascontiguousarray(
+                np.column_stack([Yc, -gamma * norms2 + log_w, np.ones(len(Y))])
+            ),
+            sv_norm=float(np.sqrt(raw2.max(initial=0.0))),
+            centred_norm=float(np.sqrt(norms2.max(initial=0.0))),
+            log_w_max=float(finite_log.max(initial=0.0)),
+        )
+
+    return plan.arrays("rbf", build)
+
+
+def is_dense_rbf(walk, X) -> bool:
+    terms = walk.terms
+    return (
+        terms.kind == "kernel"
+        and terms.kernel == "rbf"
+        and not sp.issparse(terms.support_vectors)
+        and not sp.issparse(X)
+    )
+
+
+def augmented_rows(arrays: RBFArrays, X: np.ndarray, idx=None, dtype=np.float64):
+    """``[2γ(x − c)_S, 1, −γ|x − c|²]`` of rows ``X[idx]`` (every row when None) on the support
+    vectors' columns ``S`` (the norm over every column), and the largest ``|x − c|``. Refuses
+    rows with a NaN or infinite value (:class:`attentive.errors.NonFiniteInput`)."""
+    g = arrays.gamma
+    rows = X if idx is None else X[idx]
+    m = rows.shape[0]
+    k = arrays.columns.n_columns
+    out = np.empty((m, k + 2), dtype=dtype)
+    centred = np.subtract(rows, arrays.centre, dtype=np.float64)
+    norms2 = row_norms(centred)
+    check_finite_rows(norms2, rows)
+    np.multiply(arrays.columns.view(centred), 2.0 * g, out=out[:, :k])
+    out[:, k] = 1.0
+    out[:, k + 1] = -g * norms2
+    return out, float(np.sqrt(norms2.max(initial=0.0)))
+
+
+@register_source
+class RBFDoubleSource(TermSource):
+    """Dense RBF kernel in double precision: rows as one centred augmented copy (module
+    docstring), a block one product and one ``exp``."""
+
+    kind = "rbf"
+    magnitudes = True
+
+    @classmethod
+    def usable(cls, walk, plan, X, precision):
+        return is_dense_rbf(walk, X)
+
+    @classmethod
+    def arrays(cls, walk, plan):
+        return rbf_arrays(walk, plan)
+
+    def __init__(self, walk, plan, X):
+        arrays = rbf_arrays(walk, plan)
+        check_width(X, arrays.width)
+        rows, self.max_norm = augmented_rows(arrays, np.asarray(X))
+        super().__init__(walk, plan, rows)
+        self.sv = arrays.augmented
+        d = arrays.width
+        self.row_cost = rbf_row_cost(d)
+        self.max_block = max_block_for(d)
+
+    def keep(self, idx):
+        self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too
+
+    def block(self, start, stop, out):
+        np.matmul(self.sv[start:stop], self.X.T, out=out)
+        np.exp(out, out=out)

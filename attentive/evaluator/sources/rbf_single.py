@@ -1,0 +1,89 @@
+"""Dense RBF kernels over many features with float32 products and a certified error bound.
+
+With many features (MNIST: 784) an RBF term's cost is its product, and a float32 product is twice
+as fast as a float64 one and reads half the memory. ``|w| K(x, y) = exp(fl32(x · 2γy) +
+(−γ|y|² + log|w|) − γ|x|²)``: the product in float32, the rest of the exponent and ``exp`` in
+double precision. Every term is within ``ρ(x)`` of itself, relatively
+(:func:`attentive.evaluator.precision.product_relative_error`): the walk stops only where that
+makes the crossing certain, and what it leaves unsure is done again by :class:`RBFDoubleSource`.
+
+Rows already in float32 are multiplied as given (a view on the support vectors' columns); float64
+rows are converted to float32 on those columns at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attentive.evaluator.precision import (
+    MAX_RELATIVE_TERM_ERROR,
+    product_relative_error,
+    rounding_allowance,
+)
+from attentive.evaluator.rows import block_product, restricted_rows
+from attentive.evaluator.sources import SINGLE, register_source
+from attentive.evaluator.sources.base import NotUsable, TermSource
+from attentive.evaluator.sources.rbf import (
+    WIDE_FEATURES,
+    RBFDoubleSource,
+    is_dense_rbf,
+    max_block_for,
+    rbf_arrays,
+    rbf_row_cost,
+)
+from attentive.terms import check_width
+
+__all__ = ["RBFSingleSource"]
+
+
+@register_source(priority=SINGLE)
+class RBFSingleSource(TermSource):
+    """Dense RBF kernel over more than 64 features with float32 products (module docstring)."""
+
+    kind = "rbf-single"
+    magnitudes = True
+    certified = True
+    exact = RBFDoubleSource
+
+    @classmethod
+    def usable(cls, walk, plan, X, precision):
+        return precision == "single" and is_dense_rbf(walk, X) and X.shape[1] > WIDE_FEATURES
+
+    @classmethod
+    def arrays(cls, walk, plan):
+        return rbf_arrays(walk, plan)
+
+    def __init__(self, walk, plan, X):
+        a = self.a = rbf_arrays(walk, plan)
+        X = np.asarray(X)
+        check_width(X, a.width)
+        d = a.width
+        rows, norms2 = restricted_rows(a.columns, X, dtype=np.float32)
+        super().__init__(walk, plan, rows)
+        self.row = -a.gamma * norms2
+        self.rho = product_relative_error(a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), d)
+        if not self.rho.max(initial=0.0) <= MAX_RELATIVE_TERM_ERROR:
+            raise NotUsable("a row's float32 products could be off by more than the band allows")
+        self.row_cost = rbf_row_cost(d) / 2
+        self.max_block = max_block_for(d)
+
+    def keep(self, idx):
+        self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too
+        self.row = self.row[idx]
+        self.rho = self.rho[idx]
+
+    def block(self, start, stop, out):
+        single = block_product(self.X, self.a.scaled32[start:stop])
+        np.add(single.T, self.a.sv_offset[start:stop, None], out=out)
+        out += self.row
+        np.exp(out, out=out)
+
+    def relative_error(self):
+        return self.rho
+
+    def allowance(self, thr, final):
+        a = self.a
+        max_norm = float(np.sqrt((-self.row / a.gamma).max(initial=0.0)))
+        scale = a.gamma * (max_norm + a.sv_norm) ** 2
+        p = self.plan
+        return rounding_allowance(p.ordered_weights, p.centring_sums, thr, scale, a.width, final)
