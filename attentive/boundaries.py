@@ -18,7 +18,6 @@ from attentive.validation import SIDES, STOPPED_SCORES, check_delta, check_side,
 from attentive.walk import Walk, row_chunks
 
 __all__ = [
-    "BOUNDARIES",
     "SIDES",
     "STOPPED_SCORES",
     "VARIANCES",
@@ -33,7 +32,6 @@ __all__ = [
     "reference_statistics",
 ]
 
-BOUNDARIES = ("constant", "curved", "budget", "full", "calibrated")
 VARIANCES = ("terms", "independent")
 
 

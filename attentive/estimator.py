@@ -66,6 +66,7 @@ from attentive.grid import (
     reference_profile,
     walk_grid_outcomes,
 )
+from attentive.rules import rule_names
 from attentive.terms import _unwrap, decompose
 from attentive.validation import (
     check_alpha,
@@ -101,15 +102,8 @@ def _passes_raw_input(estimator) -> bool:
 
 
 def boundaries() -> tuple[str, ...]:
-    """Every value ``AttentiveClassifier(boundary=...)`` accepts."""
-    return (
-        "constant",
-        "curved",
-        "budget",
-        "full",
-        "calibrated",
-        *(name for name in family_names() if name not in ("constant", "curved")),
-    )
+    """Every value ``AttentiveClassifier(boundary=...)`` accepts (:func:`attentive.rules.rule_names`)."""
+    return rule_names()
 
 
 class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):

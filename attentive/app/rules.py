@@ -43,6 +43,7 @@ from attentive import (
 )
 from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
+from attentive.rules import rule_names
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -73,7 +74,7 @@ N_BUDGETS = 200
 
 def kinds() -> list[str]:
     """The rules the dashboard offers: every registered family, the budget and calibrated."""
-    return [*family_names(), "budget", "calibrated"]
+    return list(rule_names("family", "budget", "calibrated"))
 
 
 def snap_delta(delta: float) -> float:
