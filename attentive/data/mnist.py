@@ -43,7 +43,7 @@ MNIST_MD5 = {
 T10K_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 T10K_ENV = "ATTENTIVE_MNIST_T10K"
 T10K_PREFIX = "mnist-t10k-"
-_PAIR_NAME = re.compile(r"mnist-t10k-([0-9]+)v([0-9]+)")
+_PAIR_NAME = re.compile(r"mnist-t10k-([0-9]+)v([0-9]+|rest)")
 
 
 def t10k_folder(folder: str | os.PathLike | None = None) -> Path:
@@ -118,16 +118,18 @@ def _verify(path: Path) -> None:
 
 
 def digit_pair(
-    images: np.ndarray, labels: np.ndarray, negative: int, positive: int
+    images: np.ndarray, labels: np.ndarray, negative: int | None, positive: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The images of two digits as float64 rows of 784 pixels in [0, 1], and 0/1 labels.
+    """The images of two digits (or of one digit and all the others) as float64 rows of 784
+    pixels in [0, 1], and 0/1 labels.
 
     Parameters
     ----------
     images : ndarray of uint8, shape (n, 28, 28)
     labels : ndarray, shape (n,)
     negative, positive : int
-        The digit labelled ``0`` and the digit labelled ``1``.
+        The digit labelled ``0`` (None: every digit but ``positive``) and the digit labelled
+        ``1``.
 
     Returns
     -------
@@ -141,35 +143,43 @@ def digit_pair(
             f"MNIST: {images.shape} images but {labels.shape[0]} labels; expected (n, 28, 28) "
             "images and n labels"
         )
-    keep = np.isin(labels, (negative, positive))
+    keep = np.ones(labels.shape[0], dtype=bool)
+    if negative is not None:
+        keep = np.isin(labels, (negative, positive))
     X = images[keep].reshape(-1, 784).astype(np.float64) / 255.0
     return X, (labels[keep] == positive).astype(np.int64)
 
 
-def parse_t10k_name(name: str) -> tuple[int, int] | None:
-    """``"mnist-t10k-4v9"`` -> ``(4, 9)``; ``None`` for a name of another family.
+def parse_t10k_name(name: str) -> tuple[int | None, int] | None:
+    """``"mnist-t10k-4v9"`` -> ``(4, 9)``; ``"mnist-t10k-8vrest"`` -> ``(None, 8)`` (8 against
+    every other digit, 8 positive); ``None`` for a name of another family.
 
     Raises
     ------
     DataError
-        The name is ``mnist-t10k-...`` but not two different digits 0-9.
+        The name is ``mnist-t10k-...`` but not two different digits 0-9, or a digit and "rest".
     """
     if not isinstance(name, str) or not name.startswith(T10K_PREFIX):
         return None
-    form = "expected mnist-t10k-<a>v<b> with two different digits a, b in 0..9, e.g. mnist-t10k-2v5"
+    form = (
+        "expected mnist-t10k-<a>v<b> with two different digits a, b in 0..9, e.g. "
+        "mnist-t10k-2v5, or mnist-t10k-<a>vrest, e.g. mnist-t10k-8vrest"
+    )
     match = _PAIR_NAME.fullmatch(name)
     if match is None:
         raise DataError(f"unknown dataset {name!r}: {form}")
-    a, b = int(match[1]), int(match[2])
-    if len(match[1]) > 1 or len(match[2]) > 1:
+    if len(match[1]) > 1 or (match[2] != "rest" and len(match[2]) > 1):
         raise DataError(f"unknown dataset {name!r}: digit out of range 0..9; {form}")
+    if match[2] == "rest":
+        return None, int(match[1])
+    a, b = int(match[1]), int(match[2])
     if a == b:
         raise DataError(f"unknown dataset {name!r}: the same digit {a} twice; {form}")
     return a, b
 
 
 def mnist_t10k_pair(
-    negative: int,
+    negative: int | None,
     positive: int,
     test_size: float = 0.35,
     seed: int = 0,
@@ -180,7 +190,8 @@ def mnist_t10k_pair(
     Parameters
     ----------
     negative, positive : int
-        The digits labelled ``0`` and ``1`` (``mnist-t10k-2v5``: 2 and 5).
+        The digits labelled ``0`` and ``1`` (``mnist-t10k-2v5``: 2 and 5); ``negative=None``:
+        ``positive`` against every other digit (``mnist-t10k-8vrest``).
     test_size : float in (0, 1)
         The test part holds ``round(test_size · n)`` of the ``n`` images (673 of 1,924 for 2 vs 5).
     seed : int
@@ -195,10 +206,13 @@ def mnist_t10k_pair(
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=n_test, random_state=seed, stratify=y
     )
+    against = "every other digit" if negative is None else str(negative)
     return Dataset(
-        name=f"{T10K_PREFIX}{negative}v{positive}",
+        name=f"{T10K_PREFIX}{positive}vrest"
+        if negative is None
+        else f"{T10K_PREFIX}{negative}v{positive}",
         description=(
-            f"Real MNIST handwritten digits, {negative} against {positive}, from the 10,000 t10k "
+            f"Real MNIST handwritten digits, {against} against {positive}, from the 10,000 t10k "
             f"images kept in the repository ({len(y):,} images of 28×28 pixels scaled to [0, 1]); "
             f"stratified split of {len(y_train):,} / {len(y_test):,} with seed {seed}. Offline."
         ),
@@ -207,5 +221,5 @@ def mnist_t10k_pair(
         y_train=y_train,
         X_test=X_test,
         y_test=y_test,
-        class_names=(str(negative), str(positive)),
+        class_names=("other" if negative is None else str(negative), str(positive)),
     )

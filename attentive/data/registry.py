@@ -446,11 +446,14 @@ def _entry(name: str) -> _Entry:
     pair = parse_t10k_name(name)
     if pair is not None:  # any two digits, not only the listed pairs
         a, b = pair
-        return _Entry(functools.partial(mnist_t10k_pair, a, b), f"real MNIST t10k, {a} vs {b}")
+        against = "the rest" if a is None else a
+        return _Entry(
+            functools.partial(mnist_t10k_pair, a, b), f"real MNIST t10k, {b} vs {against}"
+        )
     known = ", ".join(REGISTRY)
     raise DataError(
         f"unknown dataset {name!r}; known datasets: {known} (and mnist-t10k-<a>v<b> for any two "
-        "digits)"
+        "digits, mnist-t10k-<a>vrest for a digit against the others)"
     )
 
 

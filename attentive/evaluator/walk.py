@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attentive.evaluator.crossing import (
+    LOWER,
+    UPPER,
     Crossings,
     certain_crossings,
     first_crossings,
@@ -183,11 +185,7 @@ def walk_rows(
                 None if up is None else up - widest,
                 scratch=compare,
             )
-            if c.walks.size:
-                d = certain_crossings(P[:, c.walks], lo, up, beta[c.walks])
-                c = Crossings(c.walks[d.walks], d.first, d.side, d.sure)
-            else:
-                c = Crossings(c.walks, c.first, c.side, np.zeros(0, dtype=bool))
+            c = _settle_band(P, lo, up, beta, c)
             unsure.append(held[c.walks[~c.sure]])
             sure = c.sure
         else:
@@ -211,6 +209,43 @@ def walk_rows(
     if certified:
         out.band = rho[alive] * mass_sum[alive] + allowance[-1]
     return out
+
+
+def _settle_band(P, lo, up, beta, c: Crossings) -> Crossings:
+    """The certain crossings of walks with a band ``beta`` per walk, from ``c``: their first
+    crossings under the widest band (every walk that may cross under its own band is among
+    them). Judged at that position: beyond a threshold by more than the walk's band, a sure
+    crossing (the lower side winning a tie); within it, unsure; short of it by more than the
+    band (the widest band found a position the walk's own band does not), the walk's own first
+    possible crossing is looked for by :func:`certain_crossings` on its column alone."""
+    if c.walks.size == 0:
+        return Crossings(c.walks, c.first, c.side, np.zeros(0, dtype=bool))
+    v = P[c.first, c.walks]
+    b = beta[c.walks]
+    inf = np.full(v.size, np.inf)
+    lo_t = -inf if lo is None else lo[c.first]
+    up_t = inf if up is None else up[c.first]
+    sure_low = v < lo_t - b
+    maybe_low = v < lo_t + b
+    sure_up = (v > up_t + b) & ~maybe_low
+    maybe = maybe_low | (v > up_t - b)
+    sure = sure_low | sure_up
+    side = np.where(sure_low, LOWER, UPPER).astype(np.int8)
+    first = c.first
+    later = np.flatnonzero(~maybe)
+    if later.size:
+        # Short of both thresholds by more than its band here: look further along its walk.
+        d = certain_crossings(P[:, c.walks[later]], lo, up, b[later])
+        found = np.zeros(later.size, dtype=bool)
+        found[d.walks] = True
+        first = first.copy()
+        first[later[d.walks]] = d.first
+        side[later[d.walks]] = d.side
+        sure[later[d.walks]] = d.sure
+        keep = np.ones(v.size, dtype=bool)
+        keep[later[~found]] = False  # no possible crossing in this block after all
+        return Crossings(c.walks[keep], first[keep], side[keep], sure[keep])
+    return Crossings(c.walks, first, side, sure)
 
 
 # Walks of at most this many terms take their prefix sums from one product with a triangular

@@ -57,6 +57,8 @@ class TermSource(ABC):
     ---------------------------------------------------------------------
     term_cost : float
         A term computed in a walk's block, its running sum and comparisons included.
+    mass_cost : float
+        What a rule on the running mass adds to a walk's term.
     row_cost : float
         Holding a row through one more block beyond its terms (gathering it at a compaction,
         reading it in the block's product).
@@ -70,7 +72,8 @@ class TermSource(ABC):
     exact: ClassVar[type[TermSource] | None] = None
     walks_itself: ClassVar[bool] = False
 
-    term_cost: float = 1.0
+    term_cost: float = 1.2
+    mass_cost: float = 0.2
     row_cost: float = 4.0
     max_block: int = MAX_SURVIVAL_BLOCK
 

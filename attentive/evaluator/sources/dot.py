@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from attentive.evaluator.rows import SupportColumns, support_columns
 from attentive.evaluator.sources import register_source
 from attentive.evaluator.sources.base import TermSource
-from attentive.evaluator.sources.rbf import WIDE_FEATURES, max_block_for, rbf_row_cost
+from attentive.evaluator.sources.rbf import WIDE_FEATURES, dense_costs
 from attentive.terms import DOT_KERNELS, checked_rows, dot_kernel
 
 __all__ = ["DotArrays", "DotKernelSource", "dot_arrays", "is_dense_dot_kernel"]
@@ -57,13 +57,6 @@ def is_dense_dot_kernel(walk, X) -> bool:
     )
 
 
-def dot_row_cost(d: int) -> float:
-    """A row over many features costs what an RBF walk's does (a term is the same product); few
-    features, the generic 4 terms. Over MNIST's 784 features, ``predict`` of polynomial and
-    sigmoid models measured 3-10 % faster than with 4."""
-    return rbf_row_cost(d) if d > WIDE_FEATURES else 4.0
-
-
 def finish_dot(out, walk, weights):
     """``w k(x · y)`` in place from the products ``out``."""
     dot_kernel(out, walk.terms.kernel, walk.terms.kernel_params)
@@ -93,8 +86,7 @@ class DotKernelSource(TermSource):
             X = a.columns.view(X)  # x · y needs only the support vectors' columns
             self.sv = a.sv_cols
         super().__init__(walk, plan, X)
-        self.row_cost = dot_row_cost(d)
-        self.max_block = max_block_for(d)
+        dense_costs(self, d, single=False)
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too

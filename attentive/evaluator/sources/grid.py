@@ -26,17 +26,15 @@ from attentive.evaluator.sources import GRID, register_source
 from attentive.evaluator.sources.base import NotUsable, TermSource
 from attentive.evaluator.sources.dot import (
     dot_arrays,
-    dot_row_cost,
     finish_dot,
     is_dense_dot_kernel,
 )
 from attentive.evaluator.sources.rbf import (
     WIDE_FEATURES,
     RBFDoubleSource,
+    dense_costs,
     is_dense_rbf,
-    max_block_for,
     rbf_arrays,
-    rbf_row_cost,
 )
 from attentive.terms import check_width
 
@@ -87,7 +85,7 @@ class _GridRows(TermSource):
             raise NotUsable("a row is off the support vectors' grid")
         super().__init__(walk, plan, columns.view(held.K))
         self.columns = columns
-        self.max_block = max_block_for(columns.width)
+        dense_costs(self, columns.n_columns, single=True)
         return held
 
     def keep(self, idx):
@@ -124,7 +122,6 @@ class RBFGridSource(_GridRows):
         held = self._hold(walk, plan, X, a.columns)
         self.row = -a.gamma * held.norms2
         self.scale = 2.0 * a.gamma / a.columns.grid_scale**2
-        self.row_cost = rbf_row_cost(a.width) / 2
         self.certified = not held.exact or a.columns.grid_dev > 0
         self.rho = grid_relative_error(a, held) if self.certified else None
 
@@ -174,7 +171,6 @@ class DotGridSource(_GridRows):
         if not self._hold(walk, plan, X, columns).exact:  # rows on the grid are finite
             raise NotUsable("a row is near the grid but not on it")
         self.scale = 1.0 / columns.grid_scale**2
-        self.row_cost = dot_row_cost(columns.width)
 
     def block(self, start, stop, out):
         self._products(start, stop, out, self.scale)

@@ -25,18 +25,33 @@ from attentive.evaluator.sources import register_source
 from attentive.evaluator.sources.base import TermSource
 from attentive.terms import check_width
 
-__all__ = ["WIDE_FEATURES", "RBFArrays", "RBFDoubleSource", "rbf_arrays", "rbf_row_cost"]
+__all__ = ["WIDE_FEATURES", "RBFArrays", "RBFDoubleSource", "dense_costs", "rbf_arrays"]
 
 # Over more features than this a block's product dominates its cost: rows are worth keeping on
 # the support vectors' columns and blocks may be longer (plan.WIDE_SURVIVAL_BLOCK).
 WIDE_FEATURES = 64
 
 
-def rbf_row_cost(d: int) -> float:
-    """Holding a row of ``d`` features through a block, against one RBF term (a product of length
-    ``d``, an ``exp``, a running sum): about 16 terms for MNIST's 784 features, 6 for 20
-    (measured)."""
-    return 2.0 + 16.0 * d / (d + 48.0)
+# What a walk's term costs beyond a full evaluation's (running sums, comparisons: ~6 passes over
+# the block) and a rule on the running mass adds (its sum and statistic), in ns per term; what a
+# full evaluation's term costs (the product over d columns, then the exponent and exp) and what
+# holding a row through one more block costs (the block's product repacks every row it reads),
+# in ns — measured on this project's development machine with numpy's OpenBLAS on its AVX-512
+# kernels (docs/speed.md, "The cost model"). Only their ratios matter.
+WALK_TERM_NS, MASS_TERM_NS = 1.8, 1.0
+
+
+def dense_costs(source, d: int, single: bool) -> None:
+    """Set a dense kernel source's costs (in units of one term of a full evaluation) for rows of
+    ``d`` features, with float32 (``single``) or float64 products: a full evaluation's term
+    ``1.5 + 0.0085 d`` ns in float32 (``1.7 + 0.017 d`` in float64), a row through a block
+    ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 19 terms."""
+    term_ns = 1.5 + 0.0085 * d if single else 1.7 + 0.017 * d
+    row_ns = 20.0 + (0.17 if single else 0.3) * d
+    source.term_cost = 1.0 + WALK_TERM_NS / term_ns
+    source.mass_cost = MASS_TERM_NS / term_ns
+    source.row_cost = row_ns / term_ns
+    source.max_block = max_block_for(d)
 
 
 def max_block_for(d: int) -> int:
@@ -150,9 +165,7 @@ class RBFDoubleSource(TermSource):
         rows, self.max_norm = augmented_rows(arrays, np.asarray(X))
         super().__init__(walk, plan, rows)
         self.sv = arrays.augmented
-        d = arrays.width
-        self.row_cost = rbf_row_cost(d)
-        self.max_block = max_block_for(d)
+        dense_costs(self, arrays.columns.n_columns, single=False)
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too

@@ -26,10 +26,9 @@ from attentive.evaluator.sources.base import NotUsable, TermSource
 from attentive.evaluator.sources.rbf import (
     WIDE_FEATURES,
     RBFDoubleSource,
+    dense_costs,
     is_dense_rbf,
-    max_block_for,
     rbf_arrays,
-    rbf_row_cost,
 )
 from attentive.terms import check_width
 
@@ -64,8 +63,7 @@ class RBFSingleSource(TermSource):
         self.rho = product_relative_error(a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), d)
         if not self.rho.max(initial=0.0) <= MAX_RELATIVE_TERM_ERROR:
             raise NotUsable("a row's float32 products could be off by more than the band allows")
-        self.row_cost = rbf_row_cost(d) / 2
-        self.max_block = max_block_for(d)
+        dense_costs(self, a.columns.n_columns, single=True)
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too

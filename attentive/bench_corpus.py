@@ -1,0 +1,120 @@
+"""The problems ``python -m attentive bench`` times, offline: data as users prepare it and the
+problems earlier rounds were measured on.
+
+* ``mnist-AvB`` / ``mnist-8vrest``: real MNIST t10k digits with the pixels / 255 stored in
+  float32 (as image pipelines keep them), ``SVC(gamma="scale")`` with ``C`` 1 or 10 (``-C10``),
+  the test rows repeated 10× (pairs) or 2× (one against the rest);
+* ``dense-40``: a 40-feature problem with thousands of support vectors;
+* ``grid-AvB``: the same pairs on the integer pixel grid (pixels / 255 in float64,
+  ``SVC(gamma=0.05)``), the problems of docs/speed.md's earlier rounds;
+* ``digits-2v5``, ``synthetic`` (RBF, 20 features), ``synthetic-sparse`` (``LinearSVC`` on
+  Real-sim-shaped sparse rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CORPUS", "DEFAULT", "Problem", "load_problem"]
+
+PAIRS = ("2v5", "4v9", "3v8", "7v9")
+
+
+@dataclass
+class Problem:
+    """One benchmark problem: an unfitted model, its training data and the rows to time."""
+
+    name: str
+    model: object
+    X_train: object
+    y_train: np.ndarray
+    X_test: object
+    mnist_like: bool  # float32 pixels / 255 with gamma="scale": the peer's target applies
+
+
+def _mnist(name: str, C: float, repeat: int, quick: bool) -> Problem:
+    from sklearn.svm import SVC
+
+    from attentive.data import load_dataset
+
+    ds = load_dataset(f"mnist-t10k-{name}")
+    X_train = np.asarray(ds.X_train, dtype=np.float32)
+    X_test = np.asarray(ds.X_test, dtype=np.float32)
+    if quick:
+        X_train, y_train = X_train[:600], np.asarray(ds.y_train)[:600]
+        X_test = X_test[:400]
+    else:
+        y_train = np.asarray(ds.y_train)
+        X_test = np.tile(X_test, (repeat, 1))
+    suffix = "" if C == 1 else f"-C{C:g}"
+    return Problem(f"mnist-{name}{suffix}", SVC(gamma="scale", C=C), X_train, y_train, X_test, True)
+
+
+def _grid(name: str, quick: bool) -> Problem:
+    from sklearn.svm import SVC
+
+    from attentive.data import load_dataset
+
+    ds = load_dataset(f"mnist-t10k-{name}")
+    X_test = np.asarray(ds.X_test)
+    return Problem(
+        f"grid-{name}",
+        SVC(gamma=0.05, C=1.0),
+        np.asarray(ds.X_train),
+        np.asarray(ds.y_train),
+        X_test[:400] if quick else np.tile(X_test, (10, 1)),
+        False,
+    )
+
+
+def _dense_40(quick: bool) -> Problem:
+    from sklearn.datasets import make_classification
+    from sklearn.svm import SVC
+
+    n_train, n_test = (1500, 1000) if quick else (9000, 6000)
+    X, y = make_classification(
+        n_samples=n_train + n_test,
+        n_features=40,
+        n_informative=20,
+        flip_y=0.1,
+        class_sep=0.8,
+        random_state=0,
+    )
+    return Problem("dense-40", SVC(gamma="scale"), X[:n_train], y[:n_train], X[n_train:], False)
+
+
+def _registry(name: str, quick: bool) -> Problem:
+    from sklearn.svm import SVC, LinearSVC
+
+    from attentive.data import load_dataset
+
+    if name == "digits-2v5":
+        ds, model = load_dataset("digits-2v5"), SVC(C=1.0, gamma="scale")
+    elif name == "synthetic":
+        sizes = dict(n_train=1500, n_test=2000) if quick else dict(n_train=3500, n_test=10000)
+        ds, model = load_dataset("synthetic", **sizes), SVC(C=1.0, gamma="scale")
+    else:
+        sizes = dict(n_train=1000, n_test=500) if quick else dict(n_train=2000, n_test=2000)
+        ds, model = load_dataset("synthetic-sparse", **sizes), LinearSVC(C=1.0)
+    return Problem(name, model, ds.X_train, np.asarray(ds.y_train), ds.X_test, False)
+
+
+CORPUS = {
+    **{f"mnist-{p}": (lambda q, p=p: _mnist(p, 1.0, 10, q)) for p in PAIRS},
+    **{f"mnist-{p}-C10": (lambda q, p=p: _mnist(p, 10.0, 10, q)) for p in PAIRS},
+    "mnist-8vrest": lambda q: _mnist("8vrest", 1.0, 2, q),
+    "mnist-8vrest-C10": lambda q: _mnist("8vrest", 10.0, 2, q),
+    "dense-40": _dense_40,
+    **{f"grid-{p}": (lambda q, p=p: _grid(p, q)) for p in PAIRS},
+    "digits-2v5": lambda q: _registry("digits-2v5", q),
+    "synthetic": lambda q: _registry("synthetic", q),
+    "synthetic-sparse": lambda q: _registry("synthetic-sparse", q),
+}
+DEFAULT = tuple(CORPUS)
+
+
+def load_problem(name: str, quick: bool = False) -> Problem:
+    """The problem ``name`` of :data:`CORPUS` (``quick``: small, for a check that it runs)."""
+    return CORPUS[name](quick)
