@@ -220,8 +220,9 @@ def evaluate_blocked(
 
         def walk_chunk(Xc):
             source = build_source(walk, plan, Xc, precision, cls=source_cls)
-            if source.walks_itself:
-                return Stops.of_all(*source.walk_chunk(thr))
+            found = source.walk_chunk(thr) if source.walks_itself else None
+            if found is not None:
+                return Stops.of_all(*found)
             res = walk_rows(source, schedule, thr, final, survival)
             if not source.certified:
                 return res

@@ -147,16 +147,11 @@ def walk_rows(
         H = bufs.get("terms", (size, k))
         source.block(start, stop, H)
         if kappa is not None:
-            # |w| h: the block itself for a source of magnitudes, else the signed terms unsigned.
-            M = bufs.get("mass", (size, k))
-            if magnitudes:
-                np.copyto(M, H)
-            else:
-                np.multiply(H, plan.weight_signs[start:stop, None], out=M)
+            M = source.masses(start, stop, H, out=bufs.get("mass", (size, k)))
             M = _running_sums(M, mass_sum, None, False)
             mass_sum = M[size - 1].copy()
-        elif certified:  # a certified source gives magnitudes: A_t to the block's end
-            mass_sum = mass_sum + H.sum(axis=0)
+        elif certified:  # A_t to the block's end
+            mass_sum = mass_sum + source.masses(start, stop, H).sum(axis=0)
         P = _running_sums(H, U, plan.weight_signs[start:stop], magnitudes)
         U = P[size - 1].copy()
         checked = min(stop, n - 1) - start
@@ -271,22 +266,18 @@ def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
     n = plan.n_terms
     H = np.empty((n, source.n_rows))
     source.block(0, n, H)
+    mass = None if thr.mass is None else source.masses(0, n, H, out=np.empty_like(H)).T
     H = H.T
-    if source.magnitudes:
-        weights, kind = plan.weight_signs, "signs"
-        mass_weights, mass_kind = np.ones(n), "ones"
-    else:
-        weights, kind = np.ones(n), "ones"
-        mass_weights, mass_kind = plan.weight_signs, "signs"
+    weights, kind = (plan.weight_signs, "signs") if source.magnitudes else (np.ones(n), "ones")
     if n <= SMALL_PREFIX_PRODUCT:
         # One small product gives every prefix sum, the weights (or signs) folded in: faster
         # than numpy's cumsum (~3.5 ns per element, not vectorised) for walks this short, and
         # equal to it to rounding (each sum of the same terms in another order).
         U = H @ _prefix_matrix(plan, weights, kind)
-        A = None if thr.mass is None else H @ _prefix_matrix(plan, mass_weights, mass_kind)
+        A = None if mass is None else mass @ _prefix_matrix(plan, np.ones(n), "ones")
     else:
         U = np.cumsum(H * weights, axis=1)
-        A = None if thr.mass is None else np.cumsum(H * mass_weights, axis=1)
+        A = None if mass is None else np.cumsum(mass, axis=1)
     start = source.start()
     if start is not None:
         U += start[:, None]

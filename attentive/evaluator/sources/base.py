@@ -108,6 +108,17 @@ class TermSource(ABC):
         """Write the terms at walk positions ``[start, stop)`` of the rows held into ``out``,
         shape ``(stop − start, rows held)``."""
 
+    def masses(self, start: int, stop: int, H: np.ndarray, out: np.ndarray | None = None):
+        """``|w_{π(k)}| h_{π(k)}(x)`` of the block :meth:`block` just wrote into ``H``: what the
+        running mass ``A_t`` adds up (a rule on the mass, a certified source's band). Written
+        into ``out`` if given; else ``H`` itself where the terms are their magnitudes."""
+        if self.magnitudes:
+            if out is None:
+                return H
+            np.copyto(out, H)
+            return out
+        return np.multiply(H, self.plan.weight_signs[start:stop, None], out=out)
+
     def keep(self, idx: np.ndarray) -> None:
         """Hold only rows ``idx`` (indices among the rows held, increasing)."""
         self.X = self.X[idx]
@@ -128,7 +139,8 @@ class TermSource(ABC):
 
     # -- sources that walk without blocks ------------------------------------------------------
     def walk_chunk(self, thr: Thresholds):
-        """Stops of the rows held (:attr:`walks_itself`): ``(at, side, U_at, U_n)`` per row."""
+        """Stops of the rows held (:attr:`walks_itself`): ``(at, side, U_at, U_n)`` per row, or
+        None where this rule is walked by blocks after all."""
         raise NotImplementedError
 
     # -- full and budgeted evaluation ----------------------------------------------------------

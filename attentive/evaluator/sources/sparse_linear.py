@@ -109,7 +109,9 @@ class SparseLinearSource(TermSource):
 
     def walk_chunk(self, thr):
         """Stop positions (1-based; ``n`` if none), sides, ``U_t`` at the stops and ``U_n`` of
-        the rows held."""
+        the rows held; None for a rule on the running mass (walked by blocks)."""
+        if thr.mass is not None:
+            return None
         plan = self.plan
         n = plan.n_terms
         Y = walk_order_rows(self.X, plan.arrays("positions", lambda: self.walk.positions))
