@@ -73,7 +73,7 @@ def _dense_40(quick: bool) -> Problem:
     from sklearn.datasets import make_classification
     from sklearn.svm import SVC
 
-    n_train, n_test = (1500, 1000) if quick else (9000, 6000)
+    n_train, n_test = (1500, 1000) if quick else (12000, 6000)
     X, y = make_classification(
         n_samples=n_train + n_test,
         n_features=40,
