@@ -44,8 +44,11 @@ lint: $(VENV)/.stamp-test
 format: $(VENV)/.stamp-test
 	$(BIN)/ruff format .
 
+## make bench: the benchmark as a user's machine runs it (numpy's OpenBLAS on its own kernels),
+## against scikit-learn-intelex on the same model (the bench extra)
 bench: $(VENV)/.stamp-app
-	$(BIN)/python -m attentive bench
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python -m attentive bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -106,6 +106,8 @@ def _peer(model, X_fit, y_fit):
     peer.support_ = model.support_
     peer._n_support = model._n_support
     peer._gamma = model._gamma
+    peer._onedal_estimator.gamma = model._gamma  # gamma="scale" was resolved on other rows
+    peer._onedal_estimator._onedal_model = None
     return peer
 
 

@@ -1,0 +1,67 @@
+"""The benchmark's corpus and its peer: the problems load as described, and scikit-learn-intelex
+scores the same fitted model as scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from attentive.bench import _peer, _targets
+from attentive.bench_corpus import CORPUS, load_problem
+
+
+def test_the_peer_scores_the_same_model_as_scikit_learn():
+    pytest.importorskip("sklearnex", reason="the bench extra (installed with the test extra)")
+    p = load_problem("mnist-2v5", quick=True)
+    model = SVC(gamma="scale").fit(p.X_train, p.y_train)
+    peer = _peer(model, p.X_train[:300], p.y_train[:300])  # fitted on other rows, then given ours
+    ours = model.decision_function(p.X_test)
+    theirs = peer.decision_function(p.X_test)
+    # The same support vectors, coefficients and γ, computed in float32 by oneDAL.
+    np.testing.assert_allclose(theirs, ours, atol=1e-4 * np.abs(ours).max())
+    assert np.mean(np.sign(theirs) == np.sign(ours)) > 0.99
+
+
+def test_mnist_problems_are_float32_pixels_with_gamma_scale():
+    p = load_problem("mnist-4v9-C10", quick=True)
+    assert p.X_train.dtype == np.float32 and p.mnist_like
+    assert p.model.get_params()["gamma"] == "scale" and p.model.get_params()["C"] == 10
+    # pixels / 255 stored in float32: near the grid, not on it
+    scaled = p.X_train.astype(np.float64) * 255
+    assert np.abs(scaled - np.rint(scaled)).max() < 1e-4
+    assert not np.array_equal(scaled, np.rint(scaled))
+    rest = load_problem("mnist-8vrest", quick=True)
+    assert set(np.unique(rest.y_train)) == {0, 1} and rest.y_train.mean() < 0.2
+
+
+def test_corpus_names_every_kind_the_issue_asks_for():
+    names = set(CORPUS)
+    assert {f"mnist-{p}" for p in ("2v5", "4v9", "3v8", "7v9")} <= names
+    assert {f"mnist-{p}-C10" for p in ("2v5", "4v9", "3v8", "7v9")} <= names
+    assert {"mnist-8vrest", "mnist-8vrest-C10", "dense-40"} <= names
+    assert {f"grid-{p}" for p in ("2v5", "4v9", "3v8", "7v9")} <= names
+
+
+def test_targets_follow_the_issue():
+    seconds = {
+        "full_1": 1.0,
+        "predict_1": 0.3,
+        "sklearnex_1": 1.2,
+        "full": 1.0,
+        "predict": 0.5,
+        "sklearnex": 0.7,
+    }
+    r = {"seconds": seconds, "f": 0.2, "mnist_like": True, "walking_can_pay": True}
+    t = _targets(r, with_peer=True)
+    assert t["predict/full ≤ 1.05_1"][2] and t["predict/full ≤ f+0.15_1"][2]
+    assert t["full/sklearnex ≤ 1_1"][2] and not t["full/sklearnex ≤ 1"][2]
+    assert t["predict/sklearnex ≤ 1/1.5_1"][2] and not t["predict/sklearnex ≤ 1/1.5"][2]
+    assert not t["predict/full ≤ f+0.15"][2]  # 0.5 > 0.35
+    r["f"] = 0.7  # f > 0.6 and > 0.4: only the 1.05 and peer-full targets remain
+    assert set(_targets(r, with_peer=True)) == {
+        "predict/full ≤ 1.05_1",
+        "predict/full ≤ 1.05",
+        "full/sklearnex ≤ 1_1",
+        "full/sklearnex ≤ 1",
+    }
