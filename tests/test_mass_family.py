@@ -345,3 +345,34 @@ def test_a_calibrated_mass_rule_survives_the_trusted_skops_round_trip(rbf_proble
     np.testing.assert_array_equal(
         loaded.boundary_family().boundary(1.5).mass, clf.boundary_family().boundary(1.5).mass
     )
+
+
+def test_a_linear_model_on_sparse_rows_walks_a_mass_rule_as_the_reference():
+    """The sparse linear source's own walk (range-maximum queries on ``U_t``) cannot test
+    ``U_t + κ_t A_t``: a mass rule walks its rows in blocks, stops equal to the reference's
+    (its own walk ignored the mass and stopped where ``U_t`` alone crossed)."""
+    from attentive.boundaries import Boundary
+    from attentive.evaluator import evaluate_blocked
+    from attentive.terms import decompose
+    from attentive.walk import make_walk
+
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 40, density=0.3, format="csr", random_state=rng)
+    y = (X @ rng.normal(size=40) > 0.5).astype(int)
+    model = LinearSVC().fit(X[:300], y[:300])
+    walk = make_walk(decompose(model), X[:300], y[:300], centering="all", random_state=0)[0]
+    n = walk.n_terms
+    S, A = walk.partial_scores_and_masses(X[300:])
+    kappa = np.full(n, -0.5)
+    V = S + kappa * A
+    lower = np.full(n, np.quantile(V, 0.2))
+    upper = np.full(n, np.quantile(V, 0.95))
+    boundary = Boundary("constant", "both", lower, upper, mass=kappa)
+    ref = apply_boundary(S, boundary, 0.0, walk.offset, walk.terms.classes, A=A)
+    assert 0.2 < ref.stopped.mean() < 0.9
+    for kwargs in ({"block_size": 4}, {"chunk_size": 50, "n_jobs": 2}, {}):
+        ev = evaluate_blocked(walk, X[300:], boundary, 0.0, path="walk", **kwargs)
+        assert ev.path == "walk"
+        np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+        np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+        np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
