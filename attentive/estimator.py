@@ -670,7 +670,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 X,
                 full_boundary(self.n_terms_) if path == "full" else self.boundary_,
                 self.theta_s_,
-                precision=self.precision,
+                # "auto": the evaluator's default, or evaluation_options' precision.
+                precision=None if self.precision == "auto" else self.precision,
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
                 path=path,
