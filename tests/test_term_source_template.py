@@ -3,7 +3,8 @@ registered source, each checked against computations that share nothing with the
 
 * routing: :func:`source_for` picks the source on its problem;
 * :meth:`block` against scikit-learn's kernel functions (or the features, or the weak learners'
-  ``predict``) times the weights, ``|w| h`` for a source of magnitudes; a certified source's
+  ``predict``) times the weights, ``|w| h`` for a source of magnitudes, and :meth:`masses`
+  against ``|w| h``; a certified source's
   terms against the terms computed from their definition in extended precision
   (``np.longdouble``), each within the source's :meth:`relative_error` of itself;
 * :meth:`keep` then :meth:`block` equal to the blocks of a source holding the kept rows;
@@ -265,7 +266,10 @@ def test_block_against_brute_force(case):
     source = cls(walk, walk_plan(walk), problem.X[rows])
     assert source.n_rows == rows.size
     for start, stop in _positions(walk.n_terms):
-        got = _block(source, start, stop).T  # rows along axis 0
+        block = _block(source, start, stop)
+        # The block's masses |w| h, h signed (a rule on the running mass, a certified source's band).
+        masses = source.masses(start, stop, block.copy(), out=np.empty_like(block)).T
+        got = block.T  # rows along axis 0
         positions = np.arange(start, stop)
         if source.certified:
             assert walk.terms.kernel == "rbf", "a certified source needs an exact reference here"
@@ -274,11 +278,14 @@ def test_block_against_brute_force(case):
             assert rho.shape == (rows.size,) and np.all(rho < 1e-3)
             error = np.abs(got - exact).astype(np.float64)
             assert np.all(error <= rho[:, None] * got)
+            np.testing.assert_array_equal(masses, got)
             continue
         want = _brute_terms(problem, rows, positions)
+        scale = np.abs(want).max(initial=0.0)
+        signs = np.where(walk.ordered_weights[positions] < 0, -1.0, 1.0)
+        np.testing.assert_allclose(masses, want * signs, rtol=1e-9, atol=1e-12 * scale)
         if source.magnitudes:
             want = np.abs(want)
-        scale = np.abs(want).max(initial=0.0)
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * scale)
 
 
