@@ -373,7 +373,7 @@ def test_tile_totals_against_brute_force(case, budget):
 def test_costs_are_positive_and_finite(case):
     cls, problem = case
     source = cls(problem.walk, walk_plan(problem.walk), problem.X[:50])
-    for cost in (source.term_cost, source.row_cost):
+    for cost in (source.term_cost, source.mass_cost, source.row_cost):
         assert math.isfinite(cost) and cost > 0
     assert isinstance(source.max_block, (int, np.integer)) and source.max_block >= 1
 
