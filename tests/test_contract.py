@@ -22,6 +22,7 @@ from attentive import AttentiveClassifier, family_names
 from attentive.calibration import CalibrationWarning
 from attentive.data import load_dataset
 from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.rules import rule_names
 
 
 def _agree(clf, X, threshold=None):
@@ -44,7 +45,7 @@ def mnist():
     return ds, model
 
 
-BOUNDARIES = (*family_names(), "budget", "full")
+BOUNDARIES = rule_names("family", "budget", "full")
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
