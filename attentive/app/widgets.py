@@ -1,9 +1,11 @@
 """The sidebar: controls generated from the state's parameters, and the export buttons.
 
 Widgets are created per view instance (never as class attributes, which every session would
-share). Released sliders set the state once per drag (``value_throttled``). Typed model inputs
-(seed, C, gamma) are text fields that go through :meth:`DashboardState.set_controls`, so that a
-refused value is reported and the field shows the value the model really uses.
+share) and linked to the state's parameters with ``from_param``; sliders with
+``throttled=True`` (the state follows ``value_throttled``: one change per drag). Typed values
+(seed, C, gamma, the target disagreement, the time budget) are text fields that go through
+:meth:`DashboardState.set_controls`, so that a refused value is reported and the field shows the
+value in use.
 
 Every help tooltip is shown from a small help icon, wraps at :data:`TOOLTIP_MAX_WIDTH` and opens
 below the icon, or above it when the window has no room below (a control at the bottom of a
@@ -13,16 +15,13 @@ drops ``button_type`` on the way to its Bokeh model).
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 import panel as pn
 import param
-from bokeh.models import CustomJSTickFormatter
 from bokeh.models import Tooltip as BkTooltip
 
-from attentive.app import exports
-from attentive.app.rules import DELTA_RANGE
+from attentive.app import exports, rules
 from attentive.app.state import DashboardState
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "ExportPanel",
     "FileDownload",
     "checked_input",
-    "released_slider",
     "tooltip",
     "with_tooltip",
 ]
@@ -153,7 +151,10 @@ def help_icon(doc: str, margin=(28, 0, 0, -10)) -> pn.widgets.TooltipIcon:
 
 
 def _number_text(value) -> str:
-    """A control's value as its text field shows it (floats to 12 significant digits: 1, 0.05)."""
+    """A control's value as its text field shows it (floats to 12 significant digits: 1, 0.05;
+    nothing for None)."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.12g}"
     return str(value)
@@ -163,9 +164,10 @@ def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
     """A text field for ``state.<name>`` whose entries go through ``state.set_controls``.
 
     The state validates and reports (a notification) what it refuses; the field then shows the
-    value the model really uses. A text field, not Bokeh's numeric input: that one silently
-    refuses a value outside its bounds or a word in the browser, so the state never hears of it
-    and the field keeps showing what was typed.
+    value in use. A text field, not Bokeh's numeric input: that one silently refuses a value
+    outside its bounds or a word in the browser, so the state never hears of it and the field
+    keeps showing what was typed. Enter on an unchanged entry applies it again (a target
+    disagreement typed again after the rule moved).
     """
     p = state.param[name]
     field = EntryInput(
@@ -191,45 +193,15 @@ def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
             state.set_controls(**{name: text})
             show_state()  # refused: the value in use; accepted: as the state holds it
 
+    def again(event) -> None:
+        if (field.value_input or "").strip() == field.value and getattr(state, name) is not None:
+            with pn.io.unlocked():
+                state.param.trigger(name)
+
     field.param.watch(to_state, "value")
+    field.param.watch(again, "enter_pressed")
     state.param.watch(lambda event: show_state(), name)
     return field
-
-
-def released_slider(
-    state: DashboardState, name: str, widget_type=pn.widgets.FloatSlider, **kw
-) -> pn.widgets.Widget:
-    """A slider for ``state.<name>`` that sets it when a drag is released, not at every step.
-
-    The state follows ``value_throttled`` (one recompute per drag); the slider follows the state
-    (value and bounds), e.g. when the URL or a click on the tradeoff plot sets it.
-    """
-    p = state.param[name]
-    lo, hi = p.bounds
-    slider = widget_type(
-        label=p.label,
-        start=lo,
-        end=hi,
-        value=getattr(state, name),
-        sizing_mode="stretch_width",
-        **kw,
-    )
-
-    def to_state(event) -> None:
-        if event.new is not None and event.new != getattr(state, name):
-            with pn.io.unlocked():  # every change this move causes goes out in one message
-                state.set_controls(**{name: event.new})
-
-    def to_slider(event) -> None:
-        if event.what == "bounds":
-            slider.param.update(start=event.new[0], end=event.new[1])
-        elif slider.value != event.new:
-            slider.value = event.new
-
-    slider.param.watch(to_state, "value_throttled")
-    state.param.watch(to_slider, name, what="value")
-    state.param.watch(to_slider, name, what="bounds")
-    return slider
 
 
 class Controls(pn.viewable.Viewer):
@@ -241,35 +213,34 @@ class Controls(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         p = s.param
-        self.delta_slider = pn.widgets.FloatSlider(
-            label=p.delta.label,
-            start=math.log10(DELTA_RANGE[0]),
-            end=math.log10(DELTA_RANGE[1]),
-            step=0.01,
-            value=math.log10(s.delta),
+        # δ is log-scaled: a slider over every δ of its grid (rules.delta_steps).
+        self.delta_slider = pn.widgets.DiscreteSlider.from_param(
+            p.delta,
+            throttled=True,
+            options=[float(d) for d in rules.delta_steps()],
+            formatter="%.3g",
             css_classes=["att-delta"],
-            format=CustomJSTickFormatter(
-                code="return Number((10 ** tick).toPrecision(2)).toString()"
-            ),
             sizing_mode="stretch_width",
         )
-        self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
-        s.param.watch(self._delta_to_slider, "delta")
-        self.theta_slider = released_slider(
-            s, "theta", step=0.01, format="0.00", css_classes=["att-theta"]
+        slider = {"throttled": True, "sizing_mode": "stretch_width"}
+        self.theta_slider = pn.widgets.FloatSlider.from_param(
+            p.theta, step=0.01, format="0.00", css_classes=["att-theta"], **slider
+        )
+        self.budget_slider = pn.widgets.FloatSlider.from_param(p.budget, step=0.01, **slider)
+        self.trajectory_slider = pn.widgets.IntSlider.from_param(
+            p.n_trajectories, css_classes=["att-trajectories"], **slider
         )
         self.seed_input = checked_input(s, "seed", css_classes=["att-seed"])
         self.C_input = checked_input(s, "C", css_classes=["att-C"])
         self.gamma_input = checked_input(s, "gamma", css_classes=["att-gamma"])
-        self.budget_slider = released_slider(s, "budget", step=0.01)
-        self.trajectory_slider = released_slider(
-            s, "n_trajectories", pn.widgets.IntSlider, css_classes=["att-trajectories"]
-        )
-        self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
         # δ plays no part in the budgeted rule: its slider gives way to the budget B.
+        is_budget = pn.bind(lambda kind: kind == "budget", p.boundary)
+        self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
+        self.budget_row.visible = is_budget
         self.delta_row = with_tooltip(self.delta_slider, p.delta.doc)
-        self._show_rule_controls(s.boundary)
-        s.param.watch(lambda e: self._show_rule_controls(e.new), "boundary")
+        self.delta_row.visible = pn.bind(lambda kind: kind != "budget", p.boundary)
+        # A file handed to the state is cleared from its input at once: the dataset (or model)
+        # in use is shown by its own control, and a refused file does not stay shown.
         self.data_upload = FileInput(
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
             css_classes=["att-data-upload"],
@@ -279,36 +250,29 @@ class Controls(pn.viewable.Viewer):
         self.data_upload.param.watch(self._on_data_upload, "value")
         self.model_upload = FileInput(
             accept=".skops",
+            css_classes=["att-model-upload"],
             sizing_mode="stretch_width",
-            description="Upload a fitted binary model saved with skops.io.dump (pickles are refused).",
+            description="Upload a fitted binary model saved with skops.io.dump, or a classifier exported here (pickles are refused).",
         )
         self.model_upload.param.watch(self._on_model_upload, "value")
 
-    def _show_rule_controls(self, boundary: str) -> None:
-        budget = boundary == "budget"
-        self.budget_row.visible = budget
-        self.delta_row.visible = not budget
-
-    def _slider_to_delta(self, event):
-        if event.new is None:
-            return
-        value = float(10**event.new)
-        lo, hi = DELTA_RANGE
-        with pn.io.unlocked():  # every change this move causes goes out in one message
-            self.state.set_controls(delta=min(hi, max(lo, float(f"{value:.3g}"))))
-
-    def _delta_to_slider(self, event):
-        target = math.log10(event.new)
-        if abs((self.delta_slider.value or 0) - target) > 1e-9:
-            self.delta_slider.value = target
-
     def _on_data_upload(self, event):
-        if event.new:
-            self.state.upload_dataset(event.new, self.data_upload.filename or "upload")
+        if event.new is not None:
+            name = self.data_upload.filename or "upload"
+            self.data_upload.clear()
+            self.state.upload_dataset(event.new, name)
 
     def _on_model_upload(self, event):
-        if event.new:
-            self.state.upload_model(event.new, self.model_upload.filename or "model.skops")
+        if event.new is not None:
+            name = self.model_upload.filename or "model.skops"
+            self.model_upload.clear()
+            self.state.upload_model(event.new, name)
+
+    def _model_params(self, walks, source) -> str:
+        if walks is None or not walks.problem.model_source.uploaded or source != "upload":
+            return ""
+        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items())  # fmt: skip
+        return f"**Uploaded model**: {walks.problem.description}" + (f"; {params}" if params else "")
 
     def __panel__(self):
         s = self.state
@@ -321,7 +285,17 @@ class Controls(pn.viewable.Viewer):
             return with_tooltip(widget, p[name].doc)
 
         radio = {"color": "primary", "variant": "outline"}
-
+        training = pn.Column(
+            w(Select, "kernel"),
+            pn.Row(self.C_input, self.gamma_input),
+            visible=pn.bind(lambda source: source == "train", p.model_source),
+            sizing_mode="stretch_width",
+        )
+        uploaded = pn.pane.Markdown(
+            pn.bind(self._model_params, p.walks, p.model_source),
+            margin=(0, 10),
+            css_classes=["att-model-params"],
+        )
         return pn.Column(
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
             help_row(w(Select, "boundary"), "boundary"),
@@ -341,8 +315,8 @@ class Controls(pn.viewable.Viewer):
             w(TextInput, "positive_class"),
             pn.pane.Markdown("### Model", margin=(0, 10)),
             help_row(w(RadioButtonGroup, "model_source", **radio), "model_source"),
-            w(Select, "kernel"),
-            pn.Row(self.C_input, self.gamma_input),
+            training,
+            uploaded,
             pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
             self.model_upload,
             pn.pane.Markdown("### Walk", margin=(0, 10)),
