@@ -148,10 +148,10 @@ class CalibrationView(pn.viewable.Viewer):
             title="How the scale was chosen (click to open)",
             collapsed=True,
             sizing_mode="stretch_width",
-            styles={"flex": "1 1 360px"},
+            styles={"flex": "1 1 200px"},
             css_classes=["att-calibration-details"],
         )
-        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "1 1 360px"})
+        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "2 1 340px"})
         self._layout = pn.FlexBox(
             words,
             details,

@@ -70,6 +70,7 @@ class Controls(param.Parameterized):
     time_budget = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True), label="Lowest disagreement within µs per example", doc="Pick the rule with the lowest disagreement on the test set among those whose measured time per test example is at most this many microseconds. Applied on Enter; cleared when the rule moves.")  # fmt: skip
 
     # -- outputs ---------------------------------------------------------------------------
+    rule = param.ClassSelector(class_=rules.Rule, precedence=-1, doc="The rule's controls as one.")
     walks = param.Parameter(default=None, precedence=-1, doc="models.Walks in use.")
     tradeoff = param.Parameter(default=None, precedence=-1, doc="rules.Tradeoff, or None.")
     times = param.Parameter(default=None, precedence=-1, doc="rules.rule_times, or None.")

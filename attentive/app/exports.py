@@ -187,15 +187,21 @@ def snippet(state) -> str:
             "clf = sio.load(path, trusted=sio.get_untrusted_types(file=path))\n"
         )
     gamma = repr(src.gamma)
+    at = f'side="{rule.side}", threshold={rule.theta!r}'
     if rule.kind == "calibrated":
         make_rule = (
-            f'rule = clf.with_rule("curved").calibrate(\n        X_cal, delta={rule.delta!r}, '
-            f'alpha={rule.alpha!r}, family="auto"\n    )'
+            f'rule = clf.with_rule("curved", {at}).calibrate(\n        X_cal, '
+            f'delta={rule.delta!r}, alpha={rule.alpha!r}, family="auto"\n    )'
         )
     elif rule.kind == "budget":
-        make_rule = f'rule = clf.with_rule("budget", budget={rule.budget_terms(walks.n_terms)})'
+        make_rule = (
+            f'rule = clf.with_rule(\n        "budget", {at},\n'
+            f"        budget={rule.budget_terms(walks.n_terms)},\n    )"
+        )
     else:
-        make_rule = f'rule = clf.with_rule("{rule.kind}", z={rule.scale!r})'
+        make_rule = (
+            f'rule = clf.with_rule(\n        "{rule.kind}", {at},\n        z={rule.scale!r},\n    )'
+        )
     return f'''import warnings
 
 import numpy as np
@@ -214,9 +220,10 @@ X_fit, X_cal, y_fit, y_cal = calibration_split(
 )
 model = make_model("{src.kind}", C={src.C!r}, gamma={gamma})
 model.fit(X_fit, y_fit)
+# Fitted once (centering, order, reference walks); every rule is
+# then with_rule on it, as on the page.
 clf = AttentiveClassifier(
-    FrozenEstimator(model), side="{rule.side}",
-    threshold={rule.theta!r}, centering="{state.centering}",
+    FrozenEstimator(model), centering="{state.centering}",
     reference_walks="{REFERENCE_WALKS}",
     random_state={state.seed}, early_stopping=True,
 ).fit(X_fit, y_fit)
@@ -224,7 +231,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     {make_rule}
 early = rule.evaluate(ds.X_test)
-full = clf.with_rule("full").evaluate(ds.X_test)
+full = clf.with_rule("full", {at}).evaluate(ds.X_test)
 truth = np.asarray(ds.y_test) == clf.classes_[1]
 frac = early.n_evaluated.mean() / clf.n_terms_
 print("mean fraction of terms", round(frac, 4))

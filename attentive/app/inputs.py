@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 
 import param
 
@@ -71,10 +72,7 @@ def typed(p: param.Parameter, value):
 
 def plain(exc: BaseException) -> str:
     """A control's error without param's own wording (``Number parameter 'X.y' must ...``)."""
-    msg = str(exc)
-    if msg.split(" ", 1)[0] in ("Number", "Integer", "Selector", "String", "ObjectSelector"):
-        msg = msg.split("'", 2)[-1].lstrip(" ")
-    return msg.replace("not within", "not among")
+    return re.sub(r"^\w+ parameter '[^']*' ", "", str(exc))
 
 
 def user_message(exc: BaseException) -> str:

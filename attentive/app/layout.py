@@ -375,7 +375,7 @@ class Dashboard(pn.viewable.Viewer):
         )
         tour = Tour(state=s, tabs=tabs)
         intro = pn.FlexBox(
-            pn.pane.Markdown(INTRO, margin=(0, 10), styles={"flex": "1 1 360px"}),
+            pn.pane.Markdown(INTRO, margin=(0, 10), styles={"flex": "1 1 300px"}),
             tour.buttons(),
             align_items="center",
             sizing_mode="stretch_width",

@@ -303,7 +303,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             stylesheets=[TABLE_CSS],
             css_classes=["att-op-table"],
         )
-        self.more = pn.widgets.Checkbox(name="Show every column", css_classes=["att-more"])
+        self.more = pn.widgets.Checkbox(label="Show every column", css_classes=["att-more"])
         self.more.param.watch(self._show_more, "value")
         self.pending = pn.pane.Markdown(
             "*Computing every rule's operating points and timing them…*",
@@ -349,7 +349,14 @@ class OperatingPointTable(pn.viewable.Viewer):
         flex = {"flex": "1 1 220px"}
         pickers = pn.FlexBox(
             *(
-                checked_input(self.state, name, placeholder=hint, css_classes=[css], styles=flex)
+                checked_input(
+                    self.state,
+                    name,
+                    on_enter=self.state.pick,
+                    placeholder=hint,
+                    css_classes=[css],
+                    styles=flex,
+                )
                 for name, hint, css in (
                     ("target", "e.g. 0.01 (1 %)", "att-target"),
                     ("time_budget", "e.g. 20", "att-time-budget"),

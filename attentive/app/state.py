@@ -70,31 +70,38 @@ class DashboardState(Controls):
         self.executor = executor or run_inline
         self.background = None if hold_background else (executor or run_inline)
         self._set_choices()
+        self._rule_inputs_changed()
         self.param.watch(self._model_inputs_changed, list(MODEL_INPUTS))
-        self.param.watch(self._scale_follows_delta, ["delta"])
+        self.param.watch(self._rule_inputs_changed, list(RULE_INPUTS))
         self.param.watch(self._forget_pick, ["boundary", "z", "side", "theta", "walks"])
         self._build(self._inputs())
         if params:
             self.set_controls(**params)
 
     # -- what the views draw -------------------------------------------------------------------
-    @property
-    def rule(self) -> rules.Rule:
-        """The current rule's controls."""
+    def _rule_inputs_changed(self, *events) -> None:
+        """The rule's controls as one :attr:`rule` (one recompute per move). δ moved (a slider,
+        the URL): a family's scale becomes δ's, unless z was given too or already gives that δ."""
+        moved = {e.name for e in events}
+        if "delta" in moved and "z" not in moved and rules.delta_of(self.z) != self.delta:
+            self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
+            return
         z = self.z if self.boundary in rules.family_names() else None
-        return rules.Rule(self.boundary, self.side, self.delta, self.theta, self.budget, self.alpha, z)  # fmt: skip
+        rule = rules.Rule(self.boundary, self.side, self.delta, self.theta, self.budget, self.alpha, z)  # fmt: skip
+        if rule != self.rule:
+            self.rule = rule
 
-    @param.depends("walks", *RULE_INPUTS)
+    @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
         """The current rule's decisions on the test set (None before the first model)."""
         return None if self.walks is None else rules.outcome(self.walks, self.rule)
 
-    @param.depends("walks", *RULE_INPUTS)
+    @param.depends("walks", "rule")
     def numbers(self) -> dict | None:
         """The headline numbers (:func:`attentive.app.figures.numbers`)."""
         return None if self.walks is None else figures.numbers(self.walks, self.rule)
 
-    @param.depends("walks", *RULE_INPUTS, "n_trajectories")
+    @param.depends("walks", "rule", "n_trajectories")
     def walk_figure(self) -> figures.WalkFigure | None:
         """The walks plot's data (:func:`attentive.app.figures.walk_figure`)."""
         if self.walks is None:
@@ -106,7 +113,7 @@ class DashboardState(Controls):
         """Required δ against the current family's actual stop-error."""
         return None if self.walks is None else figures.theory(self.walks, self.rule)
 
-    @param.depends("walks", *RULE_INPUTS)
+    @param.depends("walks", "rule")
     def calibration(self):
         """The calibrated rule's report, or None for another rule."""
         if self.walks is None or self.boundary != "calibrated":
@@ -305,30 +312,27 @@ class DashboardState(Controls):
         return self.model_file == key
 
     # -- choosing an operating point -------------------------------------------------------------
-    def _scale_follows_delta(self, event) -> None:
-        # δ moved (a slider, the URL): the family's scale is δ's, unless z already gives that δ.
-        if rules.delta_of(self.z) != self.delta:
-            self.z = rules.snap_z(rules.z_of(self.delta))
-
     @param.depends("target", "time_budget", watch=True)
-    def _pick(self) -> None:
-        """Move to the rule the target (or the time budget) asks for, on the test set."""
+    def pick(self) -> None:
+        """Move to the rule the target (or the time budget) asks for, on the test set (when
+        either is set, and again on call: a field's Enter on an unchanged value)."""
         if self.walks is None or (self.target is None and self.time_budget is None):
             return
         try:
             if self.target is not None:
                 row = rules.cheapest(self.walks, self.side, self.theta, self.target)
-                asked = {"time_budget": None}
+                other = "time_budget"
             else:
                 table = self.table() if self.times is not None else self._tables_now()
                 row = rules.lowest_within_time(table, self.time_budget)
-                asked = {"target": None}
+                other = "target"
         except (AttentiveError, ValueError) as exc:
             self.report(exc)
             return self.param.update(target=None, time_budget=None)
         z = float(row["z"])
         self._picked = (str(row["family"]), z)
         delta = rules.delta_of(z)
+        asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
         self.param.update(boundary=str(row["family"]), z=z, delta=delta, **asked)
 
     def _tables_now(self):
@@ -381,6 +385,7 @@ class DashboardState(Controls):
         def times_done(times) -> None:
             if current():
                 self.times = times
+                self._measure()
 
         def tradeoff_done(tradeoff) -> None:
             if current():
@@ -392,7 +397,7 @@ class DashboardState(Controls):
         else:
             self.background(lambda: rules.rule_times(*key), times_done, self.report)
 
-    @param.depends("walks", "times", *RULE_INPUTS, watch=True)
+    @param.depends("walks", "rule", watch=True)
     def _measure(self) -> None:
         """Time the evaluator at the current rule once every rule's times are in (a timing taken
         while another thread times every rule measures the contention)."""
@@ -419,7 +424,8 @@ class DashboardState(Controls):
         calls this once the browser has its numbers)."""
         self.background = executor
         self._tables_changed()
-        self._measure()
+        if self.measured is None:  # unless the tables came at once and started it
+            self._measure()
 
 
 def _shown(dataset: str) -> str:

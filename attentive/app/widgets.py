@@ -15,6 +15,7 @@ drops ``button_type`` on the way to its Bokeh model).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import panel as pn
@@ -160,14 +161,16 @@ def _number_text(value) -> str:
     return str(value)
 
 
-def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
+def checked_input(
+    state: DashboardState, name: str, on_enter: Callable[[], None] | None = None, **kw
+) -> EntryInput:
     """A text field for ``state.<name>`` whose entries go through ``state.set_controls``.
 
     The state validates and reports (a notification) what it refuses; the field then shows the
     value in use. A text field, not Bokeh's numeric input: that one silently refuses a value
     outside its bounds or a word in the browser, so the state never hears of it and the field
-    keeps showing what was typed. Enter on an unchanged entry applies it again (a target
-    disagreement typed again after the rule moved).
+    keeps showing what was typed. With ``on_enter``, Enter on an unchanged entry calls it (the
+    target disagreement applied again).
     """
     p = state.param[name]
     field = EntryInput(
@@ -196,10 +199,11 @@ def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
     def again(event) -> None:
         if (field.value_input or "").strip() == field.value and getattr(state, name) is not None:
             with pn.io.unlocked():
-                state.param.trigger(name)
+                on_enter()
 
     field.param.watch(to_state, "value")
-    field.param.watch(again, "enter_pressed")
+    if on_enter is not None:
+        field.param.watch(again, "enter_pressed")
     state.param.watch(lambda event: show_state(), name)
     return field
 

@@ -16,7 +16,7 @@ class TheoryView(PlotView):
     Brownian-bridge simulation has its own tab)."""
 
     output = "theory"
-    extra = ("delta", "z")
+    extra = ("rule",)
     title = "Theory check: actual against required δ"
     xlabel = "required δ (log scale)"
     ylabel = "actual stop-error"
