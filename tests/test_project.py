@@ -17,8 +17,10 @@ def _name(requirement: str) -> str:
 
 def test_environment_yml_lists_the_same_packages_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     pip_names = {_name(r) for r in project["dependencies"]}
-    pip_names |= {_name(r) for r in project["optional-dependencies"]["test"]}
+    for extra in ("test", "notebook"):  # the conda environment runs the tests and JupyterLab
+        pip_names |= {_name(r) for r in extras[extra]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda_names = {
         _name(d)
@@ -29,6 +31,17 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
         f"only in pyproject: {sorted(pip_names - conda_names)}; "
         f"only in environment.yml: {sorted(conda_names - pip_names)}"
     )
+
+
+def test_the_notebook_extra_brings_jupyterlab_and_make_test_installs_it():
+    """``pip install -e ".[notebook]"`` is what JupyterLab needs; ``make test`` installs it too,
+    since the JupyterLab browser test runs the dashboard's notebook in it."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    notebook = {_name(r) for r in extras["notebook"]}
+    assert {"jupyterlab", "ipykernel", "ipywidgets"} <= notebook
+    assert notebook <= {_name(r) for r in extras["test"]}
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r'pip install --quiet -e "\.\[[a-z,]*notebook[a-z,]*\]"', makefile)
 
 
 def test_ci_runs_the_readme_test_command_with_the_browser_required():

@@ -62,6 +62,8 @@ RESPONSIVE_CSS = """
   #main { padding: 0 4px !important; }
 }
 """
+# Panel's files as a Jupyter server serves them (Panel's own server extension), for a notebook.
+NOTEBOOK_DIST = "/panel_dist/"
 # A phone's browser lays the page out at the device's width (not a 980 px desktop page shrunk).
 META_VIEWPORT = "width=device-width, initial-scale=1"
 
@@ -147,6 +149,7 @@ class Dashboard(pn.viewable.Viewer):
         self._served = False
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
+        self._plots: list = []
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
             pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
@@ -354,10 +357,13 @@ class Dashboard(pn.viewable.Viewer):
             styles={"font-size": "13px"},
             css_classes=["att-info"],
         )
+        self._plots = [
+            view(state=s) for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+        ]
         plots = pn.FlexBox(
             *(
-                pn.Column(self._deferred(view(state=s)), **card, styles={"flex": "1 1 460px"})
-                for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+                pn.Column(self._deferred(view), **card, styles={"flex": "1 1 460px"})
+                for view in self._plots
             ),
             sizing_mode="stretch_width",
         )
@@ -424,6 +430,19 @@ class Dashboard(pn.viewable.Viewer):
             meta_viewport=META_VIEWPORT,
         )
         return template
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the dashboard with its stylesheets from this machine. Its scripts and
+        first stylesheets are inline (``build_dashboard(inline=True)``); a component drawn later
+        (a plot redrawn, the tour's card) takes its stylesheets from the document's
+        ``dist_url``, which would be Panel's CDN: the Jupyter server serves the same files
+        (Panel's server extension, ``/panel_dist/``)."""
+        bundle = super()._repr_mimebundle_(include, exclude)
+        for view in self._plots:
+            doc = getattr(getattr(view, "_fig", None), "document", None)
+            if doc is not None:
+                doc.template_variables.setdefault("dist_url", NOTEBOOK_DIST)
+        return bundle
 
     def __panel__(self):
         # In a notebook: the same content without the page template.
