@@ -121,9 +121,7 @@ def calibration_split(
     n = _num_samples(X)
     size = _calibration_examples(calibration_size, delta, alpha, n)
     try:
-        return tuple(
-            train_test_split(X, y, test_size=size, stratify=y, random_state=random_state)
-        )
+        return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
     except ValueError as exc:
         raise InvalidParameterError(
             f"cannot hold out calibration_size={calibration_size!r} of {n} "

@@ -13,9 +13,28 @@ import param
 from attentive.app import rules
 from attentive.app.models import CALIBRATION_DELTA
 
-__all__ = ["DEFAULT_DATASET", "Controls", "Snapped", "registry_names"]
+__all__ = [
+    "DEFAULT_DATASET",
+    "MODEL_INPUTS",
+    "RULE_INPUTS",
+    "TRAINING",
+    "UPLOAD_PREFIX",
+    "URL_PARAMETERS",
+    "Controls",
+    "Snapped",
+    "registry_names",
+]
 
 DEFAULT_DATASET = "mnist-t10k-2v5"
+UPLOAD_PREFIX = "file: "  # an uploaded file's name among the datasets
+# The controls that make a new walk (a model build), those of the rule, and those in the URL.
+MODEL_INPUTS = ("dataset", "positive_class", "model_source", "kernel", "C", "gamma")
+MODEL_INPUTS += ("model_file", "centering", "seed")
+TRAINING = ("kernel", "C", "gamma")  # what an uploaded model ignores
+RULE_INPUTS = ("boundary", "side", "delta", "z", "alpha", "theta", "budget")
+URL_PARAMETERS = ("dataset", "side", "centering", "kernel", "C", "gamma", "boundary", "delta")
+URL_PARAMETERS += ("z", "alpha", "theta", "budget", "seed", "n_trajectories", "target")
+URL_PARAMETERS += ("time_budget",)
 
 
 class Snapped(param.Number):

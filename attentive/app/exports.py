@@ -150,12 +150,8 @@ def operating_points_frame(state) -> pd.DataFrame:
     """Every family at every scale on the test set, with the side and θ it was measured at."""
     walks = _ready(state)
     # The table as the page shows it, with the time per example (computed if not there yet).
-    table = state.table()
-    if table is None or "us_per_example" not in table:
-        table = rules.tradeoff(walks, state.side, state.theta).table.merge(
-            rules.rule_times(walks, state.side, state.theta), on=["family", "z"], how="left"
-        )
-    table = table.copy()
+    key = (walks, state.side, state.theta)
+    table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key)).copy()
     table.insert(2, "side", state.side)
     table.insert(3, "theta", state.theta)
     # Six significant figures (a nominal δ of 1e-9 stays 1e-9, not 0.0).

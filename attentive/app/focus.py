@@ -120,14 +120,13 @@ class FocusView(pn.viewable.Viewer):
     state = param.ClassSelector(class_=DashboardState)
 
     def _html(self, outcome, focus: int, walks) -> str:
-        s = self.state
         w = walks
         if outcome is None or w is None or outcome.n_evaluated.size == 0:
             return ""
         X = w.X_test
         images = is_image(X)
         n = outcome.n_terms
-        names = s.class_names
+        names = w.class_names
         parts = []
         if 0 <= focus < outcome.n_evaluated.size:
             t = int(outcome.n_evaluated[focus])

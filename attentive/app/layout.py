@@ -18,6 +18,7 @@ from panel.io.resources import CDN_DIST
 
 from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
+from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
 from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
 from attentive.app.plots import (
@@ -28,7 +29,7 @@ from attentive.app.plots import (
     TrajectoryView,
 )
 from attentive.app.plots.bridge import BridgeTab
-from attentive.app.state import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS, DashboardState
+from attentive.app.state import DashboardState
 from attentive.app.tour import Tour
 from attentive.app.widgets import Controls, ExportPanel
 
@@ -91,9 +92,7 @@ def _extension(inline: bool | None = None) -> None:
     """Load Panel's extensions. ``inline=True`` (a notebook) embeds Bokeh's and Panel's scripts
     in the output instead of loading them from a CDN, so that the dashboard renders offline."""
     kw = {} if inline is None else {"inline": inline}
-    pn.extension(
-        "tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width", **kw
-    )
+    pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width", **kw)
 
 
 def model_words(walks, name: str) -> str:
@@ -358,7 +357,8 @@ class Dashboard(pn.viewable.Viewer):
             css_classes=["att-info"],
         )
         self._plots = [
-            view(state=s) for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+            view(state=s)
+            for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
         ]
         plots = pn.FlexBox(
             *(

@@ -83,6 +83,13 @@ class DataSource:
     filename: str = ""
     positive_class: str | None = None
 
+    @classmethod
+    def of(cls, name: str, upload: tuple[bytes, str] | None, positive_class: str | None = None):
+        """A registry dataset, or the uploaded file ``upload`` = (bytes, file name)."""
+        if upload is None:
+            return cls(name)
+        return cls(name, upload[0], upload[1], positive_class)
+
     @property
     def key(self) -> tuple:
         if self.data is None:
@@ -269,6 +276,11 @@ class Walks:
     @property
     def term_kind(self) -> str:
         return self.classifier.terms_.kind
+
+    @property
+    def class_names(self) -> tuple[str, str]:
+        """The negative and the positive class in the dataset's words."""
+        return tuple(map(str, self.problem.dataset.class_names))
 
 
 def _walks_hash(obj) -> bytes:

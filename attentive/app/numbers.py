@@ -167,8 +167,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
         values = self.values(metrics, measured)
         check = delta_check(self.state.rule, metrics)
         cards = "".join(
-            self._card(key, label, doc, values[key], check, measured)
-            for key, label, doc in NUMBERS
+            self._card(key, label, doc, values[key], check, measured) for key, label, doc in NUMBERS
         )
         note = (
             "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"

@@ -65,6 +65,8 @@ __all__ = [
     "scale_column",
     "snap_delta",
     "snap_z",
+    "theta_range",
+    "timed_table",
     "tradeoff",
     "tradeoff_ready",
 ]
@@ -362,6 +364,21 @@ def _median_us(clf, X) -> float:
         clf.evaluate(X)
         runs.append(time.perf_counter() - t)
     return float(np.median(runs)) * 1e6 / max(X.shape[0], 1)
+
+
+def timed_table(trade: Tradeoff, times: pd.DataFrame | None) -> pd.DataFrame:
+    """The operating points of ``trade`` with their time per example (:func:`rule_times`)."""
+    if times is None:
+        return trade.table
+    return trade.table.merge(times, on=["family", "z"], how="left")
+
+
+def theta_range(walks: Walks) -> tuple[float, float]:
+    """θ's range for a walk: the central 99 % of f(x) on the test set and 0, widened by 5 %."""
+    lo, hi = np.quantile(walks.full_score, [0.005, 0.995])
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    span = hi - lo or 1.0
+    return round(lo - 0.05 * span, 2), round(hi + 0.05 * span, 2)
 
 
 def lowest_within_time(table: pd.DataFrame, us_per_example: float) -> pd.Series:

@@ -1,20 +1,18 @@
 """The dashboard's state: one :class:`param.Parameterized` object per session.
 
-Its parameters are the controls (the views generate their widgets from them) and a few outputs
-set when work finishes: :attr:`~DashboardState.walks` (the fitted classifier and the test walk,
-built when a model input changes), :attr:`~DashboardState.tradeoff` and
-:attr:`~DashboardState.times` (every rule on the test set, and its time per example) and
-:attr:`~DashboardState.measured` (the evaluator timed at the current rule). Each view draws one
-``@param.depends`` method — :meth:`~DashboardState.numbers`, :meth:`~DashboardState.walk_figure`,
-:meth:`~DashboardState.theory`, :meth:`~DashboardState.outcome` — that depends on exactly the
-controls it reads, so a move recomputes what it changes and nothing else. The maths are in
-:mod:`attentive.app.rules` and :mod:`attentive.app.figures`; this module only holds controls.
+Its parameters (declared in :mod:`attentive.app.controls`) are the controls and the outputs set
+when work finishes: ``walks`` (the fitted classifier and the test walk, built when a model input
+changes), ``tradeoff`` and ``times`` (every rule on the test set, its time per example),
+``measured`` (the evaluator timed at the current rule). Each view draws one ``@param.depends``
+method (:meth:`~DashboardState.numbers`, ``walk_figure``, ``theory``, ``outcome``,
+``calibration``, ``table``) on exactly the parameters it reads: a move recomputes what it changes.
 
-Model builds go through :attr:`executor` (inline by default, a thread when served); the tables
-and timings through :attr:`background` (inline by default; ``None`` holds them until
-:meth:`start_background`, so that the served first page sends its numbers first). A result is
-applied only if the controls still ask for it. Every error a user can cause is reported
-(:meth:`report`: the dashboard shows a notification) and the controls go back to what is in use.
+Model builds go through :attr:`executor` (inline by default, a thread when served), the tables
+and timing through :attr:`background` (``None`` holds them until :meth:`start_background`: the
+served first page sends its numbers first). A result is applied only if the controls still ask
+for it. Every error a user can cause is reported (:meth:`report`, a notification) and the
+controls go back to what is in use. The maths are in :mod:`~attentive.app.rules` and
+:mod:`~attentive.app.figures`.
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ from typing import Any
 import numpy as np
 import param
 
-from attentive.app import figures, rules
-from attentive.app.controls import DEFAULT_DATASET, Controls, registry_names
+from attentive.app import controls, figures, rules
+from attentive.app.controls import DEFAULT_DATASET, Controls
 from attentive.app.inputs import parse_gamma, plain, typed, user_message
 from attentive.app.models import DataSource, ModelSource, Walks, content_hash, walks
 from attentive.errors import AttentiveError, InvalidParameterError
@@ -36,15 +34,6 @@ from attentive.errors import AttentiveError, InvalidParameterError
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
 log = logging.getLogger(__name__)
-
-UPLOAD_PREFIX = "file: "
-MODEL_INPUTS = ("dataset", "positive_class", "model_source", "kernel", "C", "gamma")
-MODEL_INPUTS += ("model_file", "centering", "seed")
-TRAINING = ("kernel", "C", "gamma")  # what an uploaded model ignores
-RULE_INPUTS = ("boundary", "side", "delta", "z", "alpha", "theta", "budget")
-URL_PARAMETERS = ("dataset", "side", "centering", "kernel", "C", "gamma", "boundary", "delta")
-URL_PARAMETERS += ("z", "alpha", "theta", "budget", "seed", "n_trajectories", "target")
-URL_PARAMETERS += ("time_budget",)
 
 
 def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callable) -> None:
@@ -71,8 +60,8 @@ class DashboardState(Controls):
         self.background = None if hold_background else (executor or run_inline)
         self._set_choices()
         self._rule_inputs_changed()
-        self.param.watch(self._model_inputs_changed, list(MODEL_INPUTS))
-        self.param.watch(self._rule_inputs_changed, list(RULE_INPUTS))
+        self.param.watch(self._model_inputs_changed, list(controls.MODEL_INPUTS))
+        self.param.watch(self._rule_inputs_changed, list(controls.RULE_INPUTS))
         self.param.watch(self._forget_pick, ["boundary", "z", "side", "theta", "walks"])
         self._build(self._inputs())
         if params:
@@ -80,8 +69,8 @@ class DashboardState(Controls):
 
     # -- what the views draw -------------------------------------------------------------------
     def _rule_inputs_changed(self, *events) -> None:
-        """The rule's controls as one :attr:`rule` (one recompute per move). δ moved (a slider,
-        the URL): a family's scale becomes δ's, unless z was given too or already gives that δ."""
+        """The rule's controls as one :attr:`rule` (one recompute per move); a δ moved alone
+        makes the family's scale δ's."""
         moved = {e.name for e in events}
         if "delta" in moved and "z" not in moved and rules.delta_of(self.z) != self.delta:
             self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
@@ -123,22 +112,12 @@ class DashboardState(Controls):
     @param.depends("tradeoff", "times")
     def table(self):
         """Every operating point with its time per example (None until computed)."""
-        if self.tradeoff is None:
-            return None
-        table = self.tradeoff.table
-        if self.times is not None:
-            table = table.merge(self.times, on=["family", "z"], how="left")
-        return table
+        return None if self.tradeoff is None else rules.timed_table(self.tradeoff, self.times)
 
     @property
     def walks_dataset(self) -> str:
         """The dataset the model in use was built for (the control may already ask another)."""
         return self._applied.get("dataset", self.dataset)
-
-    @property
-    def class_names(self) -> tuple[str, str]:
-        w = self.walks
-        return ("negative", "positive") if w is None else tuple(map(str, w.problem.dataset.class_names))  # fmt: skip
 
     # -- reporting and setting controls ------------------------------------------------------------
     def report(self, exc: BaseException | str, level: str = "error") -> None:
@@ -150,9 +129,8 @@ class DashboardState(Controls):
         self.param.update(last_error=msg, error_level=level, n_errors=self.n_errors + 1)
 
     def set_controls(self, **values) -> bool:
-        """Set controls from text or values (a field, the URL, code); what a control refuses is
-        reported in the dashboard's words and left unchanged. Model inputs are applied together
-        (one build), then the rule's controls together. Returns True when all were accepted."""
+        """Set controls from text or values (a field, the URL, code): model inputs together (one
+        build), then the rule's; what is refused is reported. True when all were accepted."""
         ok, typed_values = True, {}
         for name, value in values.items():
             p = self.param[name] if name in self.param else None
@@ -168,32 +146,35 @@ class DashboardState(Controls):
                 self.report(InvalidParameterError(f"{p.label}: {plain(exc)}"))
                 ok = False
                 typed_values.pop(name, None)
-        model = {k: v for k, v in typed_values.items() if k in MODEL_INPUTS}
-        rule = {k: v for k, v in typed_values.items() if k not in MODEL_INPUTS}
+        model = {k: v for k, v in typed_values.items() if k in controls.MODEL_INPUTS}
+        rule = {k: v for k, v in typed_values.items() if k not in controls.MODEL_INPUTS}
         for group in (model, rule):
             ok = self._update(group) and ok
         return ok
 
     def _update(self, values: dict) -> bool:
-        """``param.update`` all of ``values`` at once; if one is refused, each one alone."""
-        try:
-            self.param.update(values)
-            return True
-        except ValueError:
-            ok = True
-            for name, value in values.items():
-                try:
+        """Check each of ``values`` with param's own validation (no events, then put back),
+        report what is refused and set the others together: one batch, one rebuild."""
+        accepted = {}
+        for name, value in values.items():
+            old = getattr(self, name)
+            try:
+                with param.discard_events(self):
                     self.param.update({name: value})
-                except ValueError as exc:
-                    self.report(InvalidParameterError(f"{self.param[name].label}: {plain(exc)}"))
-                    ok = False
-            return ok
+                accepted[name] = getattr(self, name)  # as the parameter holds it (snapped)
+            except ValueError as exc:
+                self.report(InvalidParameterError(f"{self.param[name].label}: {plain(exc)}"))
+            finally:
+                with param.discard_events(self):
+                    self.param.update({name: old})
+        self.param.update(accepted)
+        return len(accepted) == len(values)
 
     # -- the model: build the walk -------------------------------------------------------------
     def _inputs(self) -> dict[str, Any]:
         """The model inputs that make the walk (an upload's model ignores the training ones)."""
-        ignored = TRAINING if self.model_source == "upload" else ("model_file",)
-        return {k: getattr(self, k) for k in MODEL_INPUTS if k not in ignored}
+        ignored = controls.TRAINING if self.model_source == "upload" else ("model_file",)
+        return {k: getattr(self, k) for k in controls.MODEL_INPUTS if k not in ignored}
 
     def _model_inputs_changed(self, *events) -> None:
         changed = {e.name for e in events}
@@ -203,7 +184,8 @@ class DashboardState(Controls):
         new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
         if new_dataset and self.model_source == "upload" and self._applied:
             name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
-            self.report(f"{name} was uploaded for {_shown(self._applied['dataset'])}; {_shown(self.dataset)} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
+            old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
+            self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
             return self.param.update(model_source="train", model_file="", **self._preset(changed))
         preset = self._preset(changed) if new_dataset else {}
         if preset:
@@ -214,7 +196,7 @@ class DashboardState(Controls):
 
     def _preset(self, changed) -> dict:
         """A registry dataset's training preset (kernel, C, gamma) for what was not given too."""
-        if self.dataset not in registry_names():
+        if self.dataset not in controls.registry_names():
             return {}
         from attentive.models import default_model_params
 
@@ -229,7 +211,8 @@ class DashboardState(Controls):
         uploads, models = dict(self._uploads), dict(self._models)
 
         def job() -> Walks:
-            data = _data_source(inputs, uploads)
+            name, positive = inputs["dataset"], inputs["positive_class"].strip() or None
+            data = DataSource.of(name, uploads.get(name), positive)
             if inputs["model_source"] == "upload":
                 model = ModelSource(data=models[inputs["model_file"]][0])
             else:
@@ -240,7 +223,9 @@ class DashboardState(Controls):
         def done(built: Walks) -> None:
             if self._inputs() == inputs:
                 self._applied = inputs
-                self.param.update(walks=built, theta=self._fit_theta_bounds(built), focus=-1)
+                self.param.theta.bounds = lo, hi = rules.theta_range(built)  # θ follows the data
+                theta = self.theta if lo <= self.theta <= hi else 0.0
+                self.param.update(walks=built, theta=theta, focus=-1)
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
@@ -254,16 +239,6 @@ class DashboardState(Controls):
 
         self.executor(job, done, fail)
 
-    def _fit_theta_bounds(self, built: Walks) -> float:
-        """θ's range follows the data: the central 99 % of f(x) on the test set, and 0. Returns
-        the θ to use in it (the current one, or 0 if it is outside)."""
-        lo, hi = np.quantile(built.full_score, [0.005, 0.995])
-        lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
-        span = hi - lo or 1.0
-        lo, hi = round(lo - 0.05 * span, 2), round(hi + 0.05 * span, 2)
-        self.param.theta.bounds = (lo, hi)
-        return self.theta if lo <= self.theta <= hi else 0.0
-
     @property
     def building(self) -> bool:
         """Whether the controls ask for a model other than the one in use."""
@@ -271,13 +246,11 @@ class DashboardState(Controls):
 
     # -- uploads --------------------------------------------------------------------------------
     def upload_dataset(self, data: bytes | None, filename: str) -> bool:
-        """Add an uploaded LIBSVM/CSV file as a dataset and switch to it. A file the readers
-        refuse is reported and dropped from the choices; one whose labels are not binary is kept
-        so that setting :attr:`positive_class` retries. Returns whether it is in use (or being
-        built)."""
+        """Add an uploaded LIBSVM/CSV file as a dataset and switch to it. A refused file leaves
+        the choices (kept for a retry with :attr:`positive_class`). True if in use or building."""
         from attentive.data import max_upload_bytes
 
-        limit, name = max_upload_bytes(), UPLOAD_PREFIX + (filename or "upload")
+        limit, name = max_upload_bytes(), controls.UPLOAD_PREFIX + (filename or "upload")
         if not data:
             self.report(f"{filename or 'The upload'} is empty: expected a LIBSVM or CSV file.")
             return False
@@ -295,7 +268,7 @@ class DashboardState(Controls):
 
     def upload_model(self, data: bytes | None, filename: str) -> bool:
         """Use an uploaded skops model (an exported AttentiveClassifier too), checked for trusted
-        types and the dataset's feature count. Returns whether it is in use (or being built)."""
+        types and the dataset's feature count. True if in use or building."""
         from attentive.models import load_model
 
         try:
@@ -323,7 +296,8 @@ class DashboardState(Controls):
                 row = rules.cheapest(self.walks, self.side, self.theta, self.target)
                 other = "time_budget"
             else:
-                table = self.table() if self.times is not None else self._tables_now()
+                key = (self.walks, self.side, self.theta)
+                table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
                 row = rules.lowest_within_time(table, self.time_budget)
                 other = "target"
         except (AttentiveError, ValueError) as exc:
@@ -335,24 +309,16 @@ class DashboardState(Controls):
         asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
         self.param.update(boundary=str(row["family"]), z=z, delta=delta, **asked)
 
-    def _tables_now(self):
-        t = rules.tradeoff(self.walks, self.side, self.theta)
-        times = rules.rule_times(self.walks, self.side, self.theta)
-        self.param.update(tradeoff=t, times=times)
-        return self.table()
-
     def _forget_pick(self, *events) -> None:
-        """A rule moved away from the picked one (or a new walk, side or θ): the target and the
-        time budget no longer say what is shown, so they are cleared."""
+        """The rule moved away from the picked one: clear the target and the time budget."""
         moved = {e.name for e in events} & {"walks", "side", "theta"}
         if self._picked is not None and (moved or self._picked != (self.boundary, self.z)):
             self._picked = None
             self.param.update(target=None, time_budget=None)
 
     def select_point(self, fraction: float, error: float) -> None:
-        """Choose the operating point nearest a click on the tradeoff plot (x: mean evaluated
-        fraction, y: disagreement): for the budget rule, B; otherwise the nearest point of any
-        family's curve at a δ of the slider (the rule becomes that family)."""
+        """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
+        disagreement): B for the budget rule, else the nearest point of any family's curve."""
         if self.walks is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
@@ -369,9 +335,8 @@ class DashboardState(Controls):
     # -- the tables and the timing, after the numbers ---------------------------------------------
     @param.depends("walks", "side", "theta", watch=True)
     def _tables_changed(self) -> None:
-        """Every rule's tradeoff, then every rule's time, for the current walk, side and θ:
-        cached, or computed through :attr:`background` (the timing at the current rule follows
-        the times: taken while another thread times every rule, it measures the contention)."""
+        """Every rule's tradeoff, then its times, for this walk, side and θ: cached, or computed
+        through :attr:`background`; the timing at the current rule follows the times."""
         if self.walks is None:
             return
         key = (self.walks, self.side, self.theta)
@@ -420,21 +385,8 @@ class DashboardState(Controls):
         self.background(job, done, self.report)
 
     def start_background(self, executor: Callable) -> None:
-        """Give the tables and the timing their executor and start them (the served first page
-        calls this once the browser has its numbers)."""
+        """Start the tables and the timing with ``executor`` (served: once the page has loaded)."""
         self.background = executor
         self._tables_changed()
         if self.measured is None:  # unless the tables came at once and started it
             self._measure()
-
-
-def _shown(dataset: str) -> str:
-    return dataset.removeprefix(UPLOAD_PREFIX)
-
-
-def _data_source(inputs: dict, uploads: dict) -> DataSource:
-    name = inputs["dataset"]
-    if name in uploads:
-        data, filename = uploads[name]
-        return DataSource(name, data, filename, inputs["positive_class"].strip() or None)
-    return DataSource(name)

@@ -276,7 +276,9 @@ class Controls(pn.viewable.Viewer):
         if walks is None or not walks.problem.model_source.uploaded or source != "upload":
             return ""
         params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items())  # fmt: skip
-        return f"**Uploaded model**: {walks.problem.description}" + (f"; {params}" if params else "")
+        return f"**Uploaded model**: {walks.problem.description}" + (
+            f"; {params}" if params else ""
+        )
 
     def __panel__(self):
         s = self.state

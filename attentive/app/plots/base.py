@@ -295,5 +295,5 @@ class PlotView(pn.viewable.Viewer):
 
 
 def class_label(state: DashboardState, positive: bool) -> str:
-    names = state.class_names
+    names = state.walks.class_names if state.walks else ("negative", "positive")
     return f"full evaluation: {names[1] if positive else names[0]}"
