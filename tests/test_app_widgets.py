@@ -241,7 +241,7 @@ def _tooltips(model):
             yield m
 
 
-def test_every_sidebar_tooltip_wraps_and_opens_below_or_above_its_icon(controls):
+def test_every_sidebar_tooltip_wraps_and_opens_beside_its_icon(controls):
     from attentive.app.calibration_view import CalibrationControls
 
     doc = Document()
@@ -254,11 +254,10 @@ def test_every_sidebar_tooltip_wraps_and_opens_below_or_above_its_icon(controls)
         css = " ".join(str(s) for s in tip.stylesheets)
         assert f"max-width: min({TOOLTIP_MAX_WIDTH}px" in css, tip.content
         assert "white-space: normal" in css
-        # Bokeh opens a "vertical" tooltip below its anchor when the window has room, above
-        # otherwise; the anchor is the help icon's centre, just above its middle.
-        assert tip.attachment == "vertical", tip.content
-        x, y = tip.position
-        assert x == HELP_ICON_SIZE / 2 and 0 < y < HELP_ICON_SIZE / 2, tip.content
+        # To the right of the middle of the help icon's right edge: over the main area, beside
+        # the sidebar.
+        assert tip.attachment == "right", tip.content
+        assert tip.position == (HELP_ICON_SIZE, HELP_ICON_SIZE / 2), tip.content
     assert TOOLTIP_MAX_WIDTH <= 300
 
 
@@ -269,7 +268,7 @@ def test_the_side_buttons_explain_themselves_from_a_help_icon():
     model = row.get_root(Document())
     assert group.description is None
     (tip,) = _tooltips(model)
-    assert tip.content == DashboardState.param.side.doc and tip.attachment == "vertical"
+    assert tip.content == DashboardState.param.side.doc and tip.attachment == "right"
     assert "max-width" in " ".join(map(str, tip.stylesheets))
 
 

@@ -145,7 +145,11 @@ class CalibrationView(pn.viewable.Viewer):
             self.caption,
             self.table,
             pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
-            title="How the scale was chosen (click to open)",
+            header=pn.pane.Markdown(
+                "How the scale was chosen (click to open)",
+                margin=(0, 6),
+                styles={"font-size": "13px", "font-weight": "600"},
+            ),
             collapsed=True,
             sizing_mode="stretch_width",
             styles={"flex": "1 1 200px"},

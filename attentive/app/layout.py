@@ -30,7 +30,7 @@ from attentive.app.plots import (
 )
 from attentive.app.plots.bridge import BridgeTab
 from attentive.app.state import DashboardState
-from attentive.app.tour import Tour
+from attentive.app.tour import TABS, Tour
 from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
@@ -39,11 +39,11 @@ MEASURE_PAUSE = 0.3  # seconds after a move before background work starts (if st
 
 TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
-    "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms. Attentive prediction "
-    "adds them in a random order and **stops as soon as the partial score S_t crosses a "
-    "boundary**."
+    "A linear predictor's score is a sum of n terms; attentive prediction adds them in a random "
+    "order and **stops as soon as the partial score S_t crosses a boundary**."
 )
 TERMS = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
+TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fit below them
 
 
 # Narrow screens (phones): the sidebar starts closed and opens over the main area from the header
@@ -116,7 +116,7 @@ def model_words(walks, name: str) -> str:
     return (
         f"**{name}**: positive class {ds.positive_meaning}; {walks.S.shape[0]:,} test "
         f"examples ({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features.  \n"
-        f"{model}; offset c = {walks.offset:.4g}"
+        f"{model}."
     )
 
 
@@ -353,7 +353,8 @@ class Dashboard(pn.viewable.Viewer):
             pn.bind(lambda w: model_words(w, s.walks_dataset), s.param.walks),
             sizing_mode="stretch_width",
             margin=(0, 10),
-            styles={"font-size": "13px"},
+            styles={"font-size": "12px", "line-height": "1.35"},
+            stylesheets=[TIGHT],
             css_classes=["att-info"],
         )
         self._plots = [
@@ -368,29 +369,25 @@ class Dashboard(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         tabs = pn.Tabs(
-            ("Walks and rules", pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width")),
+            (TABS[0], pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width")),
             (
-                "Pick a threshold",
+                TABS[1],
                 pn.Column(
                     OperatingPointTable(state=s), SnippetView(state=s), sizing_mode="stretch_width"
                 ),
             ),
-            ("Brownian bridge", self._bridge_tab()),
+            (TABS[2], self._bridge_tab()),
             sizing_mode="stretch_width",
             dynamic=False,
         )
         tour = Tour(state=s, tabs=tabs)
-        intro = pn.FlexBox(
-            pn.pane.Markdown(INTRO, margin=(0, 10), styles={"flex": "1 1 300px"}),
-            tour.buttons(),
-            align_items="center",
-            sizing_mode="stretch_width",
-        )
+        info.styles = {**info.styles, "flex": "1 1 280px", "width": "auto", "min-width": "0"}
+        intro = pn.FlexBox(tour.buttons(), info, align_items="center", sizing_mode="stretch_width")
         return [
             pn.Column(
+                pn.pane.Markdown(INTRO, margin=(0, 10), stylesheets=[TIGHT]),
                 intro,
                 tour,
-                info,
                 HeadlineNumbers(state=s),
                 CalibrationView(state=s),
                 sizing_mode="stretch_width",

@@ -35,8 +35,8 @@ NUMBERS = (
     # key, label, explanation, format
     (
         "accuracy",
-        "Accuracy: full → attentive",
-        "Fraction of test labels predicted right by the full evaluation and by attentive prediction.",
+        "Accuracy",
+        "Fraction of test labels predicted right: by the full evaluation → by attentive prediction.",
     ),
     (
         "stop_error",
@@ -50,7 +50,7 @@ NUMBERS = (
     ),
     (
         "evaluated",
-        "Mean terms evaluated",
+        "Terms per example",
         "Average number of terms (support vectors or features) computed per example before stopping.",
     ),
     (
@@ -60,7 +60,7 @@ NUMBERS = (
     ),
     (
         "clock",
-        "Wall clock: full ÷ attentive",
+        "Wall-clock speed-up",
         "Measured time of the full evaluation over the attentive evaluator's on the test set (the evaluator the exported classifier uses): the median of 7 rounds that each run both back to back, with the lowest and highest round in brackets, and the attentive time per test example.",
     ),
     (
@@ -236,7 +236,8 @@ NUMBER_CSS = """
             vertical-align: 1px; }
 .att-card { border: 1px solid var(--panel-border-color, #8884); border-radius: 6px;
             padding: 4px 8px; cursor: help; }
-.att-label { font-size: 12px; opacity: 0.75; }
+.att-label { font-size: 12px; opacity: 0.75; white-space: nowrap; overflow: hidden;
+             text-overflow: ellipsis; }
 .att-value { font-size: 15px; font-weight: 600; }
 .att-stale { opacity: 0.45; }
 .att-note { font-size: 12px; color: #D55E00; margin-bottom: 4px; }

@@ -15,7 +15,7 @@ import param
 
 from attentive.app.state import DashboardState
 
-__all__ = ["PAPER_VIEW", "STEPS", "Step", "Tour"]
+__all__ = ["PAPER_VIEW", "STEPS", "TABS", "Step", "Tour"]
 
 # The paper's setting: its rule (Constant-STST), one side, the walks of S_t with the Brownian
 # bridge the rule assumes, on a dataset where δ visibly trades error for terms (synthetic:
@@ -28,8 +28,9 @@ PAPER_VIEW = {
     "theta": 0.0,
     "delta": 0.2,
 }
-# Tabs of the main area, by position.
+# Tabs of the main area, by position, and their titles.
 WALKS_TAB, PICK_TAB, BRIDGE_TAB = 0, 1, 2
+TABS = ("Walks and rules", "Pick a threshold", "Brownian bridge")
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class Tour(pn.viewable.Viewer):
         )  # fmt: skip
         tour.on_click(self.start)
         paper.on_click(self.paper_view)
-        return pn.Row(tour, paper, margin=(0, 0))
+        return pn.Row(tour, paper, margin=(0, 0), sizing_mode="fixed", width=290, height=44)
 
     def __panel__(self):
         return pn.panel(self._card, sizing_mode="stretch_width")

@@ -8,8 +8,7 @@ share) and linked to the state's parameters with ``from_param``; sliders with
 value in use.
 
 Every help tooltip is shown from a small help icon, wraps at :data:`TOOLTIP_MAX_WIDTH` and opens
-below the icon, or above it when the window has no room below (a control at the bottom of a
-phone's screen), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
+beside the icon, over the main area (never over the sidebar's controls), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
 drops ``button_type`` on the way to its Bokeh model).
 """
 
@@ -35,6 +34,8 @@ __all__ = [
     "with_tooltip",
 ]
 
+UPLOAD_HELP = "Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y')."
+MODEL_UPLOAD_HELP = "Upload a fitted binary model saved with skops.io.dump, or a classifier exported here (pickles are refused)."
 # Registry datasets fetched from the internet the first time (the others ship with the project).
 DOWNLOADED = ("mnist-2v5", "gisette", "real-sim")
 
@@ -43,32 +44,29 @@ def _dataset_label(name: str) -> str:
     return f"{name} (needs internet)" if name in DOWNLOADED else name
 
 
-# Tooltips wrap at this width (or the screen's width less a margin, on a phone).
+# Tooltips wrap at this width. On a phone (the sidebar then spans the screen) a tooltip is laid
+# across the window's width instead, at the icon's height.
 TOOLTIP_MAX_WIDTH = 300
 TOOLTIP_CSS = (
     f":host {{ white-space: normal; max-width: min({TOOLTIP_MAX_WIDTH}px, calc(100vw - 24px)); }}"
+    "@media (max-width: 700px) { :host { left: 12px !important; right: 12px !important; } }"
 )
 
 
-# Where a tooltip attaches to its help icon (an 18 px square): the icon's centre, 1 px above its
-# middle. With the "vertical" attachment Bokeh opens a tooltip below that point when the window has
-# room below it and above otherwise (its rule: an anchor above the target's middle prefers below),
-# and the arrow's 10 px then end at the icon's edge, so the tooltip never covers the icon itself.
+# Where a tooltip attaches to its help icon (an 18 px square): the middle of the icon's right edge,
+# opening to the right. The icons sit at the sidebar's right edge, so a tooltip lies over the main
+# area and covers no control (opening below, the side buttons' help covered the δ slider; Bokeh's
+# "horizontal" flips it to the left inside the sidebar's scrolling box).
 HELP_ICON_SIZE = 18
 TOOLTIP_PLACEMENT = {
-    "position": (HELP_ICON_SIZE / 2, HELP_ICON_SIZE / 2 - 1),
-    "attachment": "vertical",
+    "position": (HELP_ICON_SIZE, HELP_ICON_SIZE / 2),
+    "attachment": "right",
 }
 
 
 def tooltip(doc: str) -> BkTooltip:
-    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its help icon, or
-    above it at the bottom of the window.
-
-    Centred on the icon and clamped to the window's width by Bokeh: a tooltip to the right of a
-    sidebar control (Panel's default) runs off a 390 px screen however narrow it wraps, and one
-    always below runs off the bottom for a control at the bottom of the screen.
-    """
+    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens beside its help icon
+    (:data:`TOOLTIP_PLACEMENT`), never over the controls below or above it."""
     return BkTooltip(content=doc, stylesheets=[TOOLTIP_CSS], **TOOLTIP_PLACEMENT)
 
 
@@ -83,7 +81,7 @@ def _wrap_tooltips(props: dict) -> dict:
 
 
 def _wrapped(widget_type: type) -> type:
-    """``widget_type`` whose help tooltip (``description``) wraps and opens below the widget."""
+    """``widget_type`` whose help tooltip (``description``) wraps and opens beside its icon."""
 
     def _process_param_change(self, params):
         return _wrap_tooltips(super(cls, self)._process_param_change(params))
@@ -130,25 +128,22 @@ class FileDownload(_wrapped(pn.widgets.FileDownload)):
 
 
 def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
-    """A widget whose label explains itself on hover of a help icon (``description`` or a
-    tooltip icon beside the widget).
+    """A widget that explains itself on hover of a help icon at the right end of its row.
 
-    The tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below the icon, or above it at the
-    bottom of the window. Buttons get an icon beside them too: their own tooltip covers the
-    whole button, where no point places it clear of the button both below and above.
+    The icon sits at the sidebar's right edge (not beside the label, Panel's ``description``), so
+    that its tooltip, opening to the right, lies over the main area and covers no control.
     """
     if "description" in widget.param:
-        p = widget.param["description"]
-        if not (isinstance(p, param.ClassSelector) and BkTooltip in (p.class_ or ())):
-            widget.description = doc  # placed and wrapped by a _wrapped widget type
-            return widget
-        return pn.Row(widget, help_icon(doc, margin=(14, 0, 0, -6)), sizing_mode="stretch_width")
-    return pn.Row(widget, help_icon(doc), sizing_mode="stretch_width")
+        widget.description = None
+    unlabelled = (pn.widgets.RadioButtonGroup, pn.widgets.FileDownload, pn.widgets.FileInput)
+    margin = (14, 0, 0, -6) if isinstance(widget, unlabelled) else (28, 0, 0, -10)
+    return pn.Row(widget, help_icon(doc, margin=margin), sizing_mode="stretch_width")
 
 
 def help_icon(doc: str, margin=(28, 0, 0, -10)) -> pn.widgets.TooltipIcon:
     """A help icon whose tooltip is :func:`tooltip` (wrapped, below or above the icon)."""
-    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin)
+    # Fixed: a stretching icon (the extension's default sizing) would take half of its row.
+    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin, sizing_mode="fixed", width=20)
 
 
 def _number_text(value) -> str:
@@ -176,7 +171,6 @@ def checked_input(
     field = EntryInput(
         label=p.label,
         value=_number_text(getattr(state, name)),
-        description=p.doc,
         sizing_mode="stretch_width",
         **kw,
     )
@@ -249,14 +243,12 @@ class Controls(pn.viewable.Viewer):
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
             css_classes=["att-data-upload"],
             sizing_mode="stretch_width",
-            description="Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y').",
         )
         self.data_upload.param.watch(self._on_data_upload, "value")
         self.model_upload = FileInput(
             accept=".skops",
             css_classes=["att-model-upload"],
             sizing_mode="stretch_width",
-            description="Upload a fitted binary model saved with skops.io.dump, or a classifier exported here (pickles are refused).",
         )
         self.model_upload.param.watch(self._on_model_upload, "value")
 
@@ -285,7 +277,8 @@ class Controls(pn.viewable.Viewer):
         p = s.param
 
         def w(widget_type, name, **kw):
-            return widget_type.from_param(p[name], sizing_mode="stretch_width", **kw)
+            widget = widget_type.from_param(p[name], sizing_mode="stretch_width", **kw)
+            return with_tooltip(widget, p[name].doc)
 
         def help_row(widget, name):
             return with_tooltip(widget, p[name].doc)
@@ -293,7 +286,14 @@ class Controls(pn.viewable.Viewer):
         radio = {"color": "primary", "variant": "outline"}
         training = pn.Column(
             w(Select, "kernel"),
-            pn.Row(self.C_input, self.gamma_input),
+            # One help icon for both fields, at the row's end: beside C, its tooltip would
+            # cover the gamma field.
+            pn.Row(
+                self.C_input,
+                self.gamma_input,
+                help_icon(f"C: {p.C.doc} gamma: {p.gamma.doc}"),
+                sizing_mode="stretch_width",
+            ),
             visible=pn.bind(lambda source: source == "train", p.model_source),
             sizing_mode="stretch_width",
         )
@@ -304,30 +304,30 @@ class Controls(pn.viewable.Viewer):
         )
         return pn.Column(
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
-            help_row(w(Select, "boundary"), "boundary"),
-            help_row(w(RadioButtonGroup, "side", **radio), "side"),
+            w(Select, "boundary"),
+            w(RadioButtonGroup, "side", **radio),
             self.delta_row,
             help_row(self.theta_slider, "theta"),
             self.budget_row,
             pn.pane.Markdown("### Data", margin=(0, 10)),
-            Select.from_param(
-                p.dataset,
-                sizing_mode="stretch_width",
+            w(
+                Select,
+                "dataset",
                 css_classes=["att-dataset"],
                 options={_dataset_label(n): n for n in p.dataset.objects},
             ),
             pn.pane.Markdown("Or upload a LIBSVM / CSV file:", margin=(0, 10)),
-            self.data_upload,
+            with_tooltip(self.data_upload, UPLOAD_HELP),
             w(TextInput, "positive_class"),
             pn.pane.Markdown("### Model", margin=(0, 10)),
-            help_row(w(RadioButtonGroup, "model_source", **radio), "model_source"),
+            w(RadioButtonGroup, "model_source", **radio),
             training,
             uploaded,
             pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
-            self.model_upload,
+            with_tooltip(self.model_upload, MODEL_UPLOAD_HELP),
             pn.pane.Markdown("### Walk", margin=(0, 10)),
             w(Select, "centering"),
-            self.seed_input,
+            help_row(self.seed_input, "seed"),
             help_row(self.trajectory_slider, "n_trajectories"),
             sizing_mode="stretch_width",
         )
@@ -359,28 +359,18 @@ class ExportPanel(pn.viewable.Viewer):
             return io.BytesIO(exports.classifier_bytes(s))
 
         kw = {"sizing_mode": "stretch_width", "color": "primary"}
+        downloads = (
+            (json_file, "operating_point.json", "Operating point (JSON)", "Dataset, its positive class, model fingerprint, rule, δ, z, θ, τ, the metrics and the measured times."),
+            (skops_file, "attentive_classifier.skops", "AttentiveClassifier (skops)", "A fitted AttentiveClassifier at this operating point, ready to load with skops (or to upload here again)."),
+            (lambda: exports.operating_points_csv(s), "operating_points.csv", "Operating points (CSV)", "Every family at every scale: z, δ', side, θ, fraction of terms, stop-error, disagreement, accuracy, precision, recall, µs per example."),
+        )  # fmt: skip
         return pn.Column(
             pn.pane.Markdown("### Export the operating point", margin=(0, 10)),
-            FileDownload(
-                callback=self._guarded(json_file),
-                filename="operating_point.json",
-                label="Operating point (JSON)",
-                description="Dataset, model fingerprint, boundary, δ, θ, τ and the metrics.",
-                **kw,
-            ),
-            FileDownload(
-                callback=self._guarded(skops_file),
-                filename="attentive_classifier.skops",
-                label="AttentiveClassifier (skops)",
-                description="A fitted AttentiveClassifier at this operating point, ready to load with skops.",
-                **kw,
-            ),
-            FileDownload(
-                callback=self._guarded(lambda: exports.operating_points_csv(s)),
-                filename="operating_points.csv",
-                label="Operating points (CSV)",
-                description="Every family at every scale: z, δ', side, θ, fraction of terms, stop-error, disagreement, accuracy, precision, recall.",
-                **kw,
+            *(
+                with_tooltip(
+                    FileDownload(callback=self._guarded(fn), filename=name, label=label, **kw), doc
+                )
+                for fn, name, label, doc in downloads
             ),
             sizing_mode="stretch_width",
         )

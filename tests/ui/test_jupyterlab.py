@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from attentive.serve import CHROMIUM, CHROMIUM_ARGS, free_port
+from attentive.serve import free_port
 from tests.ui.conftest import REPO, _require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -90,9 +90,7 @@ def jupyterlab(tmp_path_factory):
         log.close()
 
 
-def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab):
-    from playwright.sync_api import sync_playwright
-
+def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
     beside = [REPO / "notebooks" / name for name in BESIDE]
     existed = {p: p.exists() for p in beside}
     refused: list[str] = []
@@ -105,8 +103,7 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
             refused.append(route.request.url)
             route.abort()
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    if True:  # the session's browser (one Playwright per test session)
         context = browser.new_context(viewport={"width": 1440, "height": 900})
         context.route("**/*", offline)
         page = context.new_page()
@@ -122,7 +119,10 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         page.wait_for_function(ALL_RAN, timeout=600_000)
         errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
-        assert page.locator(".jp-OutputArea-output .jp-RenderedText", has_text="Traceback").count() == 0
+        assert (
+            page.locator(".jp-OutputArea-output .jp-RenderedText", has_text="Traceback").count()
+            == 0
+        )
         # The dashboard's output: its numbers and a drawn Bokeh plot, with no CDN to load from.
         page.locator(".jp-Cell").first.scroll_into_view_if_needed()
         evaluated = page.locator(".att-value[data-key='evaluated']").first
@@ -144,7 +144,6 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
         page.screenshot(path=str(SHOTS / "jupyterlab.png"))
         stderr = [e.inner_text()[:200] for e in errors.all()]
         context.close()
-        browser.close()
     assert after != before, f"the slider did not move the numbers ({before})"
     cdn = [u for u in refused if any(k in u for k in ("bokeh", "panel", "holoviz", "cdn"))]
     assert not cdn, f"the page asked the internet for scripts: {cdn[:5]}"
