@@ -36,7 +36,9 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
 def test_the_notebook_extra_brings_jupyterlab_and_make_test_installs_it():
     """``pip install -e ".[notebook]"`` is what JupyterLab needs; ``make test`` installs it too,
     since the JupyterLab browser test runs the dashboard's notebook in it."""
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     notebook = {_name(r) for r in extras["notebook"]}
     assert {"jupyterlab", "ipykernel", "ipywidgets"} <= notebook
     assert notebook <= {_name(r) for r in extras["test"]}

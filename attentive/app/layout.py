@@ -148,6 +148,8 @@ class Dashboard(pn.viewable.Viewer):
         self._served = False
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
+        self._loaded = False  # served: the browser has loaded the page
+        self._untold: list[str] = []  # warnings for when it has
         self._plots: list = []
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
@@ -248,7 +250,19 @@ class Dashboard(pn.viewable.Viewer):
             self.sync_url(pn.state.location)
 
     def _start_background(self) -> None:
+        self._loaded = True
+        for message in self._untold:
+            self.state.report(message, "warning")
+        self._untold = []
         self.state.start_background(self.in_background)
+
+    def _tell(self, message: str) -> None:
+        """A warning now, or once the page has loaded (a notification sent while the page is
+        being built never shows)."""
+        if self._served and not self._loaded:
+            self._untold.append(message)
+        else:
+            self.state.report(message, "warning")
 
     def sync_url(self, location) -> None:
         """Keep the page's URL and the state in step (``location`` is Panel's
@@ -317,10 +331,9 @@ class Dashboard(pn.viewable.Viewer):
             del query["dataset"]  # an uploaded file is not kept across a reload
             if dataset not in self._told_uploads:  # the browser sends its address twice
                 self._told_uploads.add(dataset)
-                self.state.report(
+                self._tell(
                     f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not "
-                    "kept when the page reloads: upload it again.",
-                    "warning",
+                    "kept when the page reloads: upload it again."
                 )
         model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}

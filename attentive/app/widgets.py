@@ -244,25 +244,34 @@ class Controls(pn.viewable.Viewer):
             css_classes=["att-data-upload"],
             sizing_mode="stretch_width",
         )
-        self.data_upload.param.watch(self._on_data_upload, "value")
+        # An empty file arrives as a file name without a value: both are watched.
+        self.data_upload.param.watch(self._on_data_upload, ["value", "filename"])
         self.model_upload = FileInput(
             accept=".skops",
             css_classes=["att-model-upload"],
             sizing_mode="stretch_width",
         )
-        self.model_upload.param.watch(self._on_model_upload, "value")
+        self.model_upload.param.watch(self._on_model_upload, ["value", "filename"])
 
-    def _on_data_upload(self, event):
-        if event.new is not None:
-            name = self.data_upload.filename or "upload"
-            self.data_upload.clear()
-            self.state.upload_dataset(event.new, name)
+    @staticmethod
+    def _taken(widget) -> tuple[bytes, str] | None:
+        """The file a FileInput holds (empty bytes for an empty file), cleared from it."""
+        data, name = widget.value, widget.filename
+        if data is None and name is None:
+            return None  # cleared
+        widget.clear()
+        return data or b"", name or "upload"
 
-    def _on_model_upload(self, event):
-        if event.new is not None:
-            name = self.model_upload.filename or "model.skops"
-            self.model_upload.clear()
-            self.state.upload_model(event.new, name)
+    def _on_data_upload(self, *events):
+        taken = self._taken(self.data_upload)
+        if taken is not None:
+            with pn.io.unlocked():  # the new dataset, its numbers and the URL in one message
+                self.state.upload_dataset(*taken)
+
+    def _on_model_upload(self, *events):
+        taken = self._taken(self.model_upload)
+        if taken is not None:
+            self.state.upload_model(*taken)
 
     def _model_params(self, walks, source) -> str:
         if walks is None or not walks.problem.model_source.uploaded or source != "upload":

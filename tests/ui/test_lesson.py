@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from attentive.app.plots.walks import BRIDGE
-from attentive.app.tour import PAPER_VIEW, STEPS, TABS
 from tests.ui.test_dashboard import (
     LEGEND,
     STOPS,
@@ -50,7 +49,7 @@ def test_the_paper_view_shows_the_papers_walks_where_delta_trades_error_for_term
     (on the default MNIST 2 vs 5, δ barely moves either)."""
     load(page, server_url)
     page.locator(".att-paper-view button").first.click()
-    wait_for_query(page, "dataset", PAPER_VIEW["dataset"])
+    wait_for_query(page, "dataset", "synthetic")
     wait_for_query(page, "boundary", "constant")
     assert query(page)["side"] == "lower"
     wait_for_plots(page)
@@ -71,6 +70,8 @@ def test_the_paper_view_shows_the_papers_walks_where_delta_trades_error_for_term
 def test_the_guided_tour_steps_set_the_controls_and_open_their_tab(page, server_url):
     load(page, server_url)
     page.locator(".att-tour-start button").first.click()
+    from attentive.app.tour import STEPS, TABS
+
     card = page.locator(".att-tour").first
     for i, step in enumerate(STEPS):
         card.get_by_text(f"step {i + 1} of {len(STEPS)}: {step.title}").first.wait_for()
