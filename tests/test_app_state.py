@@ -290,3 +290,15 @@ def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_every_round():
     # The median ratio ignores the stalled round; its spread shows it.
     ratios = [f / r for f, r in zip(t_full, t_rule, strict=True)]
     assert np.median(ratios) > 1.0 and min(ratios) < 0.2
+
+
+def test_the_exported_point_names_the_positive_class(state):
+    point = exports.operating_point(state)
+    ds = load_dataset(state.dataset)
+    assert point["positive_class"] == ds.positive_meaning == "digit 5"
+    clf = exports.classifier(state)
+    assert point["classes"] == {
+        "negative": clf.classes_[0].item(),
+        "positive": clf.classes_[1].item(),
+    }
+    assert point["calibration"]["guaranteed"] is True

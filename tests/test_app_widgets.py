@@ -314,3 +314,36 @@ def test_guarantee_and_calibration_table_fade_while_training_and_clear_after(syn
         assert "previous model" not in view.alert.object
         assert "opacity" not in str(model.styles)
     assert ":host(.att-stale)" in STALE_CSS and "opacity" in STALE_CSS
+
+
+def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_costs_more(
+    synthetic,
+):
+    """The card is the median of the rounds' ratios full ÷ attentive with their range, and under
+    it the time per example — or, when the median is below 1, that walking costs more than full
+    evaluation here (most rules on MNIST read 0.6–0.9× before, with no word)."""
+    import pandas as pd
+
+    from attentive.app.rules import Measurement
+
+    def card(ratios) -> str:
+        m = Measurement(
+            seconds=0.01, full_seconds=0.008, agrees=True, mean_evaluated=10.0,
+            pr=pd.DataFrame(), average_precision={}, ratios=tuple(ratios), n_examples=500,
+        )  # fmt: skip
+        synthetic.set_controls(boundary="budget")  # no δ check on the cards
+        view = HeadlineNumbers(state=synthetic)
+        metrics = {
+            "accuracy_full": 1.0, "accuracy_attentive": 1.0, "stop_error": 0.0,
+            "disagreement": 0.0, "mean_evaluated": 10.0, "n_terms": 20,
+            "mean_evaluated_fraction": 0.5, "speedup_terms": 2.0, "n_stopped": 672, "n_test": 673,
+        }  # fmt: skip
+        return view._html(metrics, m)
+
+    slower = card([0.7, 0.8, 0.9, 0.75, 1.1])
+    assert "data-key='clock'>0.80× (0.70–1.10)</div>" in slower
+    assert "walking costs more than full evaluation here" in slower
+    faster = card([1.4, 2.0, 1.6])
+    assert "data-key='clock'>1.60× (1.40–2.00)</div>" in faster
+    assert "costs more" not in faster and "20.0 µs per example" in faster
+    assert "672 of 673 (99.8%)" in faster  # never rounded up to 100 %
