@@ -33,12 +33,16 @@ import time
 FIRST_RENDER_TARGET = 5.0  # seconds
 MOVE_TARGET = 0.3  # seconds
 
-# Records (window.__moveEnd) when the walks plot's first data source next changes in the browser.
+# Records (window.__moveEnd) when any data source of the walks plot next changes in the browser.
 WATCH_WALKS = """() => {
     const fig = [...Bokeh.documents[0].all_models].find((m) => m.name === 'TrajectoryView');
-    const src = fig.renderers.map((r) => r.data_source).find((s) => s && 'x' in s.data);
     window.__moveEnd = null;
-    src.change.connect(() => { if (window.__moveEnd === null) window.__moveEnd = performance.now(); });
+    for (const r of fig.renderers) {
+        if (!r.data_source) continue;
+        r.data_source.change.connect(() => {
+            if (window.__moveEnd === null) window.__moveEnd = performance.now();
+        });
+    }
 }"""
 ARM = "() => { window.__moveEnd = null; window.__moveStart = performance.now(); }"
 HAS_WALKS = """() => {
@@ -61,6 +65,7 @@ def spread(xs, unit: str = "s", scale: float = 1.0) -> str:
 
 
 def blas() -> str:
+    import numpy  # noqa: F401  (loads the BLAS threadpoolctl reports)
     from threadpoolctl import threadpool_info
 
     return ", ".join(
@@ -101,8 +106,9 @@ def first_render(browser, env: dict) -> dict:
     return out
 
 
-def slider_moves(page, n_moves: int, query: str = "") -> list[float]:
-    """Seconds from a δ key press to the walks plot's data changing in the browser."""
+def slider_moves(page, n_moves: int, query: str = "", keys=("PageUp", "PageDown")) -> list[float]:
+    """Seconds from a δ key press to the walks plot's data changing in the browser; ``keys`` in
+    turn (each must change the walks: a calibrated rule keeps its scale over small δ steps)."""
     if query:
         page.goto(page.url.split("?")[0] + query)
         page.locator(".att-value[data-key='evaluated']").first.wait_for(timeout=180_000)
@@ -114,11 +120,13 @@ def slider_moves(page, n_moves: int, query: str = "") -> list[float]:
     times = []
     for i in range(n_moves):
         page.evaluate(ARM)
-        handle.press("PageUp" if i % 2 == 0 else "PageDown")
+        handle.press(keys[i % 2])
         page.wait_for_function("() => window.__moveEnd !== null", timeout=60_000, polling=5)
         start, end = page.evaluate("() => [window.__moveStart, window.__moveEnd]")
         times.append((end - start) / 1000)
-        page.wait_for_timeout(400)  # the evaluator's timing follows each move (in a thread)
+        # The evaluator's timing follows each move in a thread (0.3 s later, 7 rounds): a user
+        # reads the numbers before the next move, so the next move comes after it.
+        page.wait_for_timeout(1500)
     return times
 
 
@@ -137,7 +145,8 @@ def bench_browser(runs: int, n_moves: int) -> None:
             try:
                 cold.append(r["cold"])
                 warm.append(r["warm"])
-                calibrated += slider_moves(r["moves"], n_moves)
+                # δ = 0.5 and back to δ = 1e-4: a new calibration each way
+                calibrated += slider_moves(r["moves"], n_moves, keys=("End", "Home"))
                 constant += slider_moves(r["moves"], n_moves, "?boundary=constant&side=lower")
             finally:
                 serve.stop(r["proc"])

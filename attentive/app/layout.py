@@ -374,10 +374,13 @@ class Dashboard(pn.viewable.Viewer):
             view(state=s)
             for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
         ]
+        # The walks plot comes with the page (the first plot in view); the others after it.
         plots = pn.FlexBox(
             *(
-                pn.Column(self._deferred(view), **card, styles={"flex": "1 1 460px"})
-                for view in self._plots
+                pn.Column(
+                    view if i == 0 else self._deferred(view), **card, styles={"flex": "1 1 460px"}
+                )
+                for i, view in enumerate(self._plots)
             ),
             sizing_mode="stretch_width",
         )

@@ -270,11 +270,12 @@ TABLE_FORMATS = {
 TABLE_CSS = ".tabulator-row.tabulator-selected { background-color: #ffd70080 !important; font-weight: 600; }"
 
 
-def table_rows(table, rule: rules.Rule):
+def table_rows(table, point: tuple[str, float] | None):
     """The rows the table shows: each family at scales z in steps of 0.25, and the current
-    rule's own row (its exact z) whatever its scale; ``current`` marks that row."""
+    rule's own row ``point`` = (family, exact z) whatever its scale; ``current`` marks it."""
     on_quarter = (table["z"] * 4).round(6) % 1 == 0
-    current = (table["family"] == rule.kind) & (table["z"] == rule.z)
+    family, z = point if point is not None else (None, None)
+    current = (table["family"] == family) & (table["z"] == z)
     rows = table[on_quarter | current].copy()
     rows["current"] = current[on_quarter | current].to_numpy()
     return rows.reset_index(drop=True)
@@ -310,31 +311,42 @@ class OperatingPointTable(pn.viewable.Viewer):
             visible=False,
             margin=(0, 10),
         )
-        self.table.param.watch(self._row_clicked, "selection")
-        bind(self._update, self.state, "table", "boundary", "z", watch=True)
-        self._update(self.state.table(), self.state.boundary, self.state.z)
+        self.table.on_click(self._row_clicked)  # a user's click (the selection is the highlight)
+        bind(self._update, self.state, "table", "rule", watch=True)
+        self._update(self.state.table())
 
     def _show_more(self, event) -> None:
         hidden = [] if event.new else list(MORE_COLUMNS.values())
         self.table.hidden_columns = [*hidden, "current"]
 
-    def _update(self, table, boundary=None, z=None) -> None:
+    def _update(self, table, rule=None) -> None:
         self.pending.visible = table is None
         if table is None:
             return
-        rows = table_rows(table, self.state.rule)
+        rows = table_rows(table, self._point())
         columns = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
         frame = rows[[c for c in columns if c in rows]].rename(columns=columns)
-        self.table.value = frame.round(4)
+        self.table.value = frame.round(4).round({"µs / example": 1})
         here = [int(i) for i in frame.index[frame["current"]]]
         self.table.selection = here
         if here:
             self.table.page = here[0] // self.table.page_size + 1
 
+    def _point(self) -> tuple[str, float] | None:
+        """The current rule's row: its family and z, or the family and scale the calibrated
+        rule chose."""
+        s = self.state
+        if s.boundary in rules.family_names():
+            return s.boundary, s.z
+        report = s.calibration()
+        if report is not None and not report.fallback:
+            return report.family, float(report.chosen_scale)
+        return None
+
     def _row_clicked(self, event) -> None:
-        if not event.new or self.table.value is None:
+        if event.row is None or self.table.value is None:
             return
-        row = self.table.value.iloc[event.new[0]]
+        row = self.table.value.iloc[event.row]
         if (row["family"], float(row["z"])) != (self.state.boundary, self.state.z):
             self.state.set_controls(boundary=str(row["family"]), z=float(row["z"]))
 
