@@ -114,7 +114,7 @@ def model_words(walks, name: str) -> str:
             f"{len(p.y_cal):,} held out to calibrate"
         )
     return (
-        f"**{name}**: positive class {ds.positive_meaning}; {walks.S.shape[0]:,} test "
+        f"**{name}**: positive class: {ds.positive_meaning}; {walks.S.shape[0]:,} test "
         f"examples ({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features.  \n"
         f"{model}."
     )
