@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 5006
 PYTEST_ARGS ?=
 
-.PHONY: app test lint format bench reproduce clean
+.PHONY: app lab test lint format bench reproduce clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(VENV)/.stamp-app: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,scale]"
+	$(BIN)/python -m pip install --quiet -e ".[test,scale,notebook]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@ $(VENV)/.stamp-app
 
@@ -28,6 +28,10 @@ $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 # (base64 adds a third): 80 MiB.
 app: $(VENV)/.stamp-app
 	$(BIN)/panel serve app.py --address $(HOST) --port $(PORT) --allow-websocket-origin=$(HOST):$(PORT) --allow-websocket-origin=localhost:$(PORT) --websocket-max-message-size 83886080
+
+## make lab: JupyterLab on the notebooks (the dashboard inline, offline: notebooks/dashboard.ipynb)
+lab: $(VENV)/.stamp-test
+	$(BIN)/jupyter lab notebooks --ServerApp.ip=$(HOST)
 
 ## make test: install the test extra and run the whole suite (lint included). The browser tests
 ## (each serves the app and drives Chromium) run after the rest, one at a time: on two cores,

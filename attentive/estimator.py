@@ -78,7 +78,7 @@ from attentive.validation import (
 )
 from attentive.walk import CENTERINGS, ORDERS, REFERENCE_WALKS, make_walk, row_chunks
 
-__all__ = ["AttentiveClassifier"]
+__all__ = ["AttentiveClassifier", "calibration_split"]
 
 # Examples to evaluate are taken in these dtypes as they are (others are converted to float64).
 _DTYPES = (np.float64, np.float32)
@@ -99,6 +99,37 @@ def _passes_raw_input(estimator) -> bool:
     while isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator
     return isinstance(estimator, Pipeline) and len(estimator.steps) > 1
+
+
+def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
+    """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the class
+    docstring)."""
+    if calibration_size != "auto":
+        return calibration_size
+    wanted = calibration_examples_needed(delta, alpha, disagreements=1)
+    return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
+
+
+def calibration_split(
+    X, y, *, delta=0.05, alpha=0.05, calibration_size="auto", random_state=None
+) -> tuple:
+    """``(X_fit, X_cal, y_fit, y_cal)``: the stratified hold-out that
+    ``AttentiveClassifier(boundary="calibrated", ...).fit(X, y)`` makes with the same ``delta``,
+    ``alpha``, ``calibration_size`` and ``random_state`` (see the class's ``calibration_size``:
+    ``"auto"`` holds out 30 %, raised up to 40 % when the scan needs that many examples to
+    tolerate one disagreement at (δ, α)). The model, centering and reference statistics come from
+    the fit part; :meth:`AttentiveClassifier.calibrate` takes the other.
+    """
+    check_calibration_size(calibration_size)
+    n = _num_samples(X)
+    size = _calibration_examples(calibration_size, delta, alpha, n)
+    try:
+        return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
+    except ValueError as exc:
+        raise InvalidParameterError(
+            f"cannot hold out calibration_size={calibration_size!r} of {n} "
+            f"examples with both classes on each side: {exc}"
+        ) from None
 
 
 def boundaries() -> tuple[str, ...]:
@@ -337,12 +368,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _calibration_examples(self, n_examples: int):
-        """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the
-        class docstring)."""
-        if self.calibration_size != "auto":
-            return self.calibration_size
-        wanted = calibration_examples_needed(self.delta, self.alpha, disagreements=1)
-        return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
+        """``calibration_size`` resolved for ``n_examples`` fit examples."""
+        return _calibration_examples(self.calibration_size, self.delta, self.alpha, n_examples)
 
     def _budget_terms(self, n_terms: int) -> int:
         b = self.budget
@@ -390,19 +417,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.boundary == "calibrated":
             # The calibration part must be independent of everything the boundary family is
             # built from (model, μ, V, M_t, D_t), or the guarantee does not hold.
-            try:
-                X, X_cal, y, _ = train_test_split(
-                    X,
-                    y,
-                    test_size=self._calibration_examples(len(y)),
-                    stratify=y,
-                    random_state=self.random_state,
-                )
-            except ValueError as exc:
-                raise InvalidParameterError(
-                    f"cannot hold out calibration_size={self.calibration_size!r} of {len(y)} "
-                    f"examples with both classes on each side: {exc}"
-                ) from None
+            X, X_cal, y, _ = calibration_split(
+                X,
+                y,
+                delta=self.delta,
+                alpha=self.alpha,
+                calibration_size=self.calibration_size,
+                random_state=self.random_state,
+            )
         self._frozen = isinstance(self.estimator, FrozenEstimator)
         if self._frozen:
             self.estimator_ = self.estimator

@@ -17,9 +17,10 @@ def _name(requirement: str) -> str:
 
 def test_environment_yml_lists_the_same_packages_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     pip_names = {_name(r) for r in project["dependencies"]}
-    for extra in ("test", "bench"):
-        pip_names |= {_name(r) for r in project["optional-dependencies"][extra]}
+    for extra in ("test", "bench", "notebook"):  # the conda environment runs all of them
+        pip_names |= {_name(r) for r in extras[extra]}
     pip_names.discard("attentive")  # an extra that names another of this project's extras
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda_names = {
@@ -31,6 +32,19 @@ def test_environment_yml_lists_the_same_packages_as_pyproject():
         f"only in pyproject: {sorted(pip_names - conda_names)}; "
         f"only in environment.yml: {sorted(conda_names - pip_names)}"
     )
+
+
+def test_the_notebook_extra_brings_jupyterlab_and_make_test_installs_it():
+    """``pip install -e ".[notebook]"`` is what JupyterLab needs; ``make test`` installs it too,
+    since the JupyterLab browser test runs the dashboard's notebook in it."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    notebook = {_name(r) for r in extras["notebook"]}
+    assert {"jupyterlab", "ipykernel", "ipywidgets"} <= notebook
+    assert notebook <= {_name(r) for r in extras["test"]}
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r'pip install --quiet -e "\.\[[a-z,]*notebook[a-z,]*\]"', makefile)
 
 
 def test_ci_runs_the_readme_test_command_with_the_browser_required():

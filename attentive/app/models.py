@@ -5,9 +5,12 @@ Everything here goes through the library's public API: :func:`attentive.data.loa
 :class:`~attentive.AttentiveClassifier` fitted once per (problem, centering, seed). Slider moves
 never refit: they ask this classifier for another rule (``with_rule``).
 
-The training part is split once (stratified, seed 0): a model trained here is fitted on 70 % and
-the other 30 % are the calibration examples, so every rule — the calibrated one included — lives
-on the same walk and the same model (the guarantee of SPEC §3 needs examples the model never saw).
+The training part is split once, as the estimator splits it for its calibrated rule
+(:func:`attentive.estimator.calibration_split` at the dashboard's default δ = 1 %, α = 5 %,
+seed 0: 30 % held out, raised up to 40 % when the scan needs more examples), so every rule — the
+calibrated one included — lives on the same walk and the same model, trained on the fit part (the
+guarantee of SPEC §3 needs examples the model never saw). The split does not follow δ and α
+moves: that would retrain the model on every move.
 
 Cached values are shared by every session and never modified: numpy arrays are read-only and the
 classifier is only ever copied (``with_rule``), never refit.
@@ -23,12 +26,13 @@ import numpy as np
 import panel as pn
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
 
-from attentive import AttentiveClassifier, InvalidParameterError
+from attentive import AttentiveClassifier
+from attentive.estimator import calibration_split
 
 __all__ = [
-    "CALIBRATION_SIZE",
+    "CALIBRATION_ALPHA",
+    "CALIBRATION_DELTA",
     "MAX_TRAJECTORIES",
     "REFERENCE_WALKS",
     "SPLIT_SEED",
@@ -43,8 +47,10 @@ __all__ = [
     "walks",
 ]
 
-# The part of the training split held out as calibration examples, and the split's seed.
-CALIBRATION_SIZE = 0.3
+# The calibration hold-out is the estimator's for its calibrated rule at these δ and α (the
+# dashboard's defaults), with this seed.
+CALIBRATION_DELTA = 0.01
+CALIBRATION_ALPHA = 0.05
 SPLIT_SEED = 0
 # Test examples whose walks the dashboard can draw (a fixed, seed-independent sample).
 MAX_TRAJECTORIES = 500
@@ -76,6 +82,13 @@ class DataSource:
     data: bytes | None = field(default=None, repr=False)
     filename: str = ""
     positive_class: str | None = None
+
+    @classmethod
+    def of(cls, name: str, upload: tuple[bytes, str] | None, positive_class: str | None = None):
+        """A registry dataset, or the uploaded file ``upload`` = (bytes, file name)."""
+        if upload is None:
+            return cls(name)
+        return cls(name, upload[0], upload[1], positive_class)
 
     @property
     def key(self) -> tuple:
@@ -128,9 +141,11 @@ class Problem:
     dataset : attentive.data.Dataset
     model : fitted estimator
     X_fit, y_fit, X_cal, y_cal : arrays
-        The training part split (stratified, :data:`CALIBRATION_SIZE`, seed :data:`SPLIT_SEED`).
+        The training part split as the estimator splits it (:func:`split`).
     model_source : ModelSource
     description : str
+    params : dict
+        The model's own kernel, C and gamma where it has them (an upload's are shown).
     """
 
     key: tuple
@@ -142,19 +157,36 @@ class Problem:
     y_cal: np.ndarray
     model_source: ModelSource
     description: str
+    params: dict = field(default_factory=dict)
 
 
 def split(X, y):
-    """``(X_fit, X_cal, y_fit, y_cal)``: the calibration hold-out of a training part."""
-    try:
-        return train_test_split(
-            X, y, test_size=CALIBRATION_SIZE, stratify=y, random_state=SPLIT_SEED
-        )
-    except ValueError as exc:
-        raise InvalidParameterError(
-            f"cannot hold out {CALIBRATION_SIZE:.0%} of the {len(y)} training examples for "
-            f"calibration with both classes on each side: {exc}"
-        ) from None
+    """``(X_fit, X_cal, y_fit, y_cal)``: the calibration hold-out of a training part, the one
+    ``AttentiveClassifier(boundary="calibrated", delta=CALIBRATION_DELTA,
+    alpha=CALIBRATION_ALPHA, random_state=SPLIT_SEED)`` makes."""
+    return calibration_split(
+        X, y, delta=CALIBRATION_DELTA, alpha=CALIBRATION_ALPHA, random_state=SPLIT_SEED
+    )
+
+
+def _unwrapped(model):
+    """The model an uploaded file holds: an exported AttentiveClassifier's own fitted model."""
+    while True:
+        if isinstance(model, AttentiveClassifier):
+            model = model.estimator_
+        elif isinstance(model, FrozenEstimator):
+            model = model.estimator
+        else:
+            return model
+
+
+def model_params(model) -> dict:
+    """The kernel, C and gamma of ``model``'s last step, where it has them."""
+    from attentive.models import final_estimator
+
+    last = final_estimator(model)
+    params = last.get_params(deep=False) if hasattr(last, "get_params") else {}
+    return {k: params[k] for k in ("kernel", "C", "gamma") if k in params}
 
 
 @pn.cache(max_items=8, hash_funcs=_HASH)
@@ -171,7 +203,7 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     ds = load(data)
     X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
     if model.uploaded:
-        fitted = load_model(model.data, n_features=ds.n_features)
+        fitted = _unwrapped(load_model(model.data, n_features=ds.n_features))
     else:
         fitted = clone(make_model(model.kind, C=model.C, gamma=model.gamma)).fit(X_fit, y_fit)
     last = final_estimator(fitted)
@@ -189,6 +221,7 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
         y_cal=np.asarray(y_cal),
         model_source=model,
         description=description,
+        params=model_params(fitted),
     )
 
 
@@ -243,6 +276,11 @@ class Walks:
     @property
     def term_kind(self) -> str:
         return self.classifier.terms_.kind
+
+    @property
+    def class_names(self) -> tuple[str, str]:
+        """The negative and the positive class in the dataset's words."""
+        return tuple(map(str, self.problem.dataset.class_names))
 
 
 def _walks_hash(obj) -> bytes:
