@@ -109,6 +109,28 @@ def test_a_projection_that_discards_keeps_the_spec_per_term_form_on_landmarks(rb
     np.testing.assert_allclose(per_term * cross, terms.term_values(Xtr[:20]), rtol=1e-9)
 
 
+def test_without_the_correction_the_sketch_is_the_kernel_of_the_projections(rbf_problem):
+    _, terms, Xtr, Xte = rbf_problem
+    sketch = fit_sketch(terms, Xtr, k=3, m=20, corrected=False)
+    g, P, L, xbar = sketch.gamma, sketch.components, sketch.landmarks, sketch.mean
+    W = np.linalg.pinv(_rbf(L, L, g), rcond=RCOND, hermitian=True)
+    left = _rbf((Xte[:8] - xbar) @ P.T, L, g)
+    right = _rbf(L, (terms.support_vectors - xbar) @ P.T, g)
+    np.testing.assert_allclose(sketch.term_values(Xte[:8]), left @ W @ right, rtol=1e-8, atol=1e-14)
+    # The correction is separable: one factor per row, one per support vector.
+    corrected = fit_sketch(terms, Xtr, k=3, m=20)
+    np.testing.assert_array_equal(corrected.landmarks, sketch.landmarks)  # the same fit
+
+    def r(Z):
+        Zc = Z - xbar
+        return ((Zc - Zc @ P.T @ P) ** 2).sum(axis=1)
+
+    factor = np.exp(-g * r(Xte))[:, None] * np.exp(-g * r(terms.support_vectors))
+    np.testing.assert_allclose(
+        corrected.term_values(Xte), factor * sketch.term_values(Xte), rtol=1e-8, atol=1e-14
+    )
+
+
 def test_sketch_cost_counts_a_rows_multiply_adds():
     n, d, k, m = 300, 784, 16, 64
     projection, norm, distances, exponentials, dot = k * d, d, m * k, m, m

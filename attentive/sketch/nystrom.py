@@ -20,6 +20,7 @@ evaluation's multiply-adds (``n·d`` per row).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +84,9 @@ class NystromSketch:
         the largest dropped).
     term_factors : ndarray (n_terms, m)
         ``b_i`` per term, in the model's order of terms.
+    corrected : bool
+        Whether the factors ``e^{−γ r}`` are applied (the sketch of SPEC §3b); False keeps the
+        kernel of the projections alone, to measure what the correction does.
     projection : RowProjection
         The arrays a row's features are computed from (derived from the above).
     """
@@ -93,12 +97,12 @@ class NystromSketch:
     landmarks: np.ndarray = field(repr=False)
     landmark_inverse: np.ndarray = field(repr=False)
     term_factors: np.ndarray = field(repr=False)
+    corrected: bool = True
     projection: RowProjection = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(
-            self, "projection", RowProjection.of(self.mean, self.components, self.landmarks)
-        )
+        projection = RowProjection.of(self.mean, self.components, self.landmarks, self.corrected)
+        object.__setattr__(self, "projection", projection)
 
     @property
     def k(self) -> int:
@@ -149,19 +153,20 @@ class RowProjection:
     projected_mean: np.ndarray  # (k,): P x̄
     mean_norm: float  # ‖x̄‖²
     landmarks: np.ndarray  # (m, k)
+    corrected: bool = True  # the e^{−γ r(x)} factor (False: measuring what it does)
 
     @staticmethod
-    def of(mean, components, landmarks) -> RowProjection:
+    def of(mean, components, landmarks, corrected: bool = True) -> RowProjection:
         stacked = np.ascontiguousarray(np.column_stack([components.T, mean]))
-        return RowProjection(stacked, components @ mean, float(mean @ mean), landmarks)
+        return RowProjection(stacked, components @ mean, float(mean @ mean), landmarks, corrected)
 
     def astype(self, dtype) -> RowProjection:
         """The same projection with arrays of ``dtype`` (float32: single-precision products)."""
-        return RowProjection(
-            self.stacked.astype(dtype),
-            self.projected_mean.astype(dtype),
-            self.mean_norm,
-            self.landmarks.astype(dtype),
+        return dataclasses.replace(
+            self,
+            stacked=self.stacked.astype(dtype),
+            projected_mean=self.projected_mean.astype(dtype),
+            landmarks=self.landmarks.astype(dtype),
         )
 
     def features(self, X: np.ndarray, gamma: float) -> np.ndarray:
@@ -170,10 +175,10 @@ class RowProjection:
         k = self.projected_mean.shape[0]
         G = X @ self.stacked
         U = G[:, :k] - self.projected_mean
-        centred_norm = np.einsum("ij,ij->i", X, X) - 2.0 * G[:, k] + self.mean_norm
-        discarded = np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)
         D = _squared_distances(U, self.landmarks)
-        D += discarded[:, None]
+        if self.corrected:
+            centred_norm = np.einsum("ij,ij->i", X, X) - 2.0 * G[:, k] + self.mean_norm
+            D += np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)[:, None]
         D *= -gamma
         return np.exp(D, out=D)
 
@@ -224,6 +229,7 @@ def fit_sketch(
     landmarks: str = "kmeans++",
     max_rows: int = MAX_ROWS,
     random_state=0,
+    corrected: bool = True,
 ) -> NystromSketch:
     """Fit the Nyström sketch of an RBF model's terms on reference rows (SPEC §3b).
 
@@ -243,6 +249,9 @@ def fit_sketch(
         k-means++ seeding on the projected rows, or a seeded uniform sample of them.
     random_state : int
         Seeds the sample, the randomized SVD and the landmarks.
+    corrected : bool
+        False drops the factors ``e^{−γ r}`` (the kernel of the projections alone): not a sketch
+        to use, a way to measure what the correction does (docs/method.md).
     """
     if terms.kind != "kernel" or terms.kernel != "rbf":
         what = f"kernel {terms.kernel!r}" if terms.kind == "kernel" else f"{terms.kind} terms"
@@ -282,7 +291,7 @@ def fit_sketch(
     L = _landmarks((sample - mean) @ P.T, int(m), landmarks, rng)
     W = _pseudo_inverse(np.exp(-gamma * _squared_distances(L, L)))
     # b_i = e^{−γ r(s_i)} W K(L, P s̃_i) = W a(s_i): the same features as a row's, times W.
-    B = RowProjection.of(mean, P, L).features(sv, gamma) @ W
+    B = RowProjection.of(mean, P, L, corrected).features(sv, gamma) @ W
     for a in (mean, P, L, W, B):
         a.flags.writeable = False
     return NystromSketch(
@@ -292,6 +301,7 @@ def fit_sketch(
         landmarks=L,
         landmark_inverse=W,
         term_factors=B,
+        corrected=corrected,
     )
 
 

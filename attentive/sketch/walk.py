@@ -153,6 +153,21 @@ class SketchedWalk(PartialSums):
         Xp = X if prepared else self.prepare(X)
         return self._start(self.sketch.features(Xp), self._own(Xp, leave_own_out, own))
 
+    def _residuals(self, X_prepared, a, own, start=0, stop=None, masses=False):
+        """``ρ_{π(k)}(x) − μ^ρ_{π(k)}`` for walk positions ``start .. stop − 1`` from the rows'
+        features ``a``, the own terms' ``h`` and ``h̃`` set to 0 (``own``: each row's own term
+        or −1; None: none left out); with ``masses`` also ``|w_{π(k)}| h_{π(k)}(x)``."""
+        stop = self.n_terms if stop is None else stop
+        values = self.terms.term_values(X_prepared, self.order[start:stop])
+        sketched = a @ self.ordered_factors[start:stop].T
+        if own is not None:
+            self.walk.leave_own_out(X_prepared, values, start, own)
+            self.walk.leave_own_out(X_prepared, sketched, start, own)
+        mass = values * np.abs(self.ordered_weights[start:stop]) if masses else None
+        values -= sketched
+        values -= self.ordered_mu_rho[start:stop]
+        return values, mass
+
     def steps(
         self,
         X_prepared,
@@ -168,15 +183,8 @@ class SketchedWalk(PartialSums):
         residual is 0 and ``S^ρ_n`` is the plain walk's leave-one-out ``S_n``."""
         own = self._own(X_prepared, leave_own_out, own)
         a = self.sketch.features(X_prepared)
-        values = self.terms.term_values(X_prepared, self.order)
-        sketched = a @ self.ordered_factors.T
-        if own is not None:
-            self.walk.leave_own_out(X_prepared, values, 0, own)
-            self.walk.leave_own_out(X_prepared, sketched, 0, own)
-        mass = values * np.abs(self.ordered_weights) if masses else None
-        values -= sketched
-        values -= self.ordered_mu_rho
-        return WalkSteps(self._start(a, own), values, self.ordered_weights, mass)
+        centred, mass = self._residuals(X_prepared, a, own, masses=masses)
+        return WalkSteps(self._start(a, own), centred, self.ordered_weights, mass)
 
     def contributions(
         self,
@@ -188,15 +196,9 @@ class SketchedWalk(PartialSums):
         own: np.ndarray | None = None,
     ) -> np.ndarray:
         """``w_{π(k)} (ρ_{π(k)}(x) − μ^ρ_{π(k)})`` for walk positions ``k = start .. stop-1``."""
-        stop = self.n_terms if stop is None else stop
         own = self._own(X_prepared, leave_own_out, own)
-        values = self.terms.term_values(X_prepared, self.order[start:stop])
-        sketched = self.sketch.features(X_prepared) @ self.ordered_factors[start:stop].T
-        if own is not None:
-            self.walk.leave_own_out(X_prepared, values, start, own)
-            self.walk.leave_own_out(X_prepared, sketched, start, own)
-        values -= sketched
-        values -= self.ordered_mu_rho[start:stop]
+        a = self.sketch.features(X_prepared)
+        values, _ = self._residuals(X_prepared, a, own, start, stop)
         values *= self.ordered_weights[start:stop]
         return values
 
@@ -243,12 +245,22 @@ def make_sketched_walk(
     m: int = 64,
     landmarks: str = "kmeans++",
     random_state=0,
+    corrected: bool = True,
 ) -> SketchedWalk:
     """Fit a sketch on the reference examples ``(X_ref, y_ref)`` (raw rows; all of them) and
     sketch ``walk``, whose ``μ`` was fitted on the same examples with ``centering``
-    (:func:`attentive.walk.make_walk`)."""
+    (:func:`attentive.walk.make_walk`). ``k``, ``m``, ``landmarks``, ``random_state``,
+    ``corrected``: as :func:`attentive.sketch.fit_sketch`."""
     Xp = walk.prepare(X_ref)
-    sketch = fit_sketch(walk.terms, Xp, k=k, m=m, landmarks=landmarks, random_state=random_state)
+    sketch = fit_sketch(
+        walk.terms,
+        Xp,
+        k=k,
+        m=m,
+        landmarks=landmarks,
+        random_state=random_state,
+        corrected=corrected,
+    )
     if centering == "none":
         return sketch_walk(walk, sketch, None)
     mask = reference_mask(y_ref, walk.terms.classes[1], centering)
