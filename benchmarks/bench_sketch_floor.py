@@ -14,6 +14,8 @@ For each problem it prints the plain walk's oracle floor (``oracle_n_evaluated``
 last position where ``S_t + M_t`` is on the wrong side of θ_S, as a mean fraction of the n terms)
 and, for each sketch size (k, m) of :func:`attentive.sketch.choose_sketch`:
 
+- ``V``: the reference walks' mean bridge variance (SPEC §2's ``V(x)`` of the walk's steps,
+  pooled over the training rows walked leave-one-out) over the plain walk's;
 - ``floor``: the sketched walk's oracle floor (the same, on ``S^ρ_t + M^ρ_t``; at least one exact
   term per row, as every rule evaluates); ``floor0``: the same if a row could stop on the sketch
   alone (position 0, before any exact term);
@@ -30,7 +32,9 @@ and, for each sketch size (k, m) of :func:`attentive.sketch.choose_sketch`:
   leave-one-out), at δ = 1 %; ``*`` marks its choice.
 
 Then the sketch alone with k-means++ landmarks, a seeded sample, and k-means++ without the
-``e^{−γ r}`` correction (agreement, rms), and measured times on one BLAS
+``e^{−γ r}`` correction (agreement, rms); the sketched walk without the correction (its
+reference walks' bridge variance V and its oracle floor, k = 16, m = 64 and k = 32, m = 128);
+and measured times on one BLAS
 thread: a row's sketch against a full evaluation (float64 products, the numpy reference path) in
 float64 and with float32 products; the projection's product appended to a first block of 64
 exact terms (what it adds when the rows are read once for both); and the m-dot products of every
@@ -54,6 +58,7 @@ SYNTHETIC = {"synthetic-40": 12000, "synthetic-40-6k": 6000}
 PROBLEMS = (*PAIRS, OVR, *SYNTHETIC)
 DELTA = 0.01
 ROUNDS = 7
+TIMED = ((16, 64), (32, 128))  # the sizes timed and measured without the correction
 
 
 def _as_float32_pixels(X) -> np.ndarray:
@@ -126,26 +131,6 @@ def _tuned(option, X_test, theta_s, side) -> tuple[float, str | None]:
     return option.sketch_cost + fraction * option.term_cost, family
 
 
-def _uncorrected_start(sw, X, X_centring) -> np.ndarray:
-    """``F̃`` of the same sketch without the ``e^{−γ r}`` factors: the kernel of the projections
-    alone, ``K(P x̃, L) W K(L, P s̃_i)``, centred over the same reference rows."""
-    sketch = sw.sketch
-    proj, k, g = sketch.projection, sketch.k, sketch.gamma
-
-    def kernel_to_landmarks(Z):
-        U = (Z @ proj.stacked)[:, :k] - proj.projected_mean
-        D = (
-            (U * U).sum(axis=1)[:, None]
-            + (proj.landmarks**2).sum(axis=1)
-            - 2 * U @ proj.landmarks.T
-        )
-        return np.exp(-g * np.maximum(D, 0.0))
-
-    beta = (kernel_to_landmarks(np.asarray(sw.terms.support_vectors)) @ sketch.landmark_inverse).T
-    beta = beta @ sw.terms.weights
-    return (kernel_to_landmarks(X) - kernel_to_landmarks(X_centring).mean(axis=0)) @ beta
-
-
 def _landmark_quality(walk, X_train, y_train, X_test, S_n, theta_s, sizes) -> list[dict]:
     """Agreement and rms of ``F̃`` with k-means++ landmarks, a seeded sample, and k-means++
     without the ``e^{−γ r}`` correction."""
@@ -153,7 +138,6 @@ def _landmark_quality(walk, X_train, y_train, X_test, S_n, theta_s, sizes) -> li
 
     rows = []
     spread = float(np.sqrt(np.mean((S_n - S_n.mean()) ** 2)))
-    X_centring = X_train[y_train == walk.terms.classes[1]]
 
     def quality(F):
         return {
@@ -166,9 +150,41 @@ def _landmark_quality(walk, X_train, y_train, X_test, S_n, theta_s, sizes) -> li
         for landmarks in ("kmeans++", "sample"):
             sw = make_sketched_walk(walk, X_train, y_train, k=k, m=m, landmarks=landmarks)
             row[landmarks] = quality(sw.start_scores(X_test))
-            if landmarks == "kmeans++":
-                row["uncorrected"] = quality(_uncorrected_start(sw, X_test, X_centring))
+        sw = make_sketched_walk(walk, X_train, y_train, k=k, m=m, corrected=False)
+        row["uncorrected"] = quality(sw.start_scores(X_test))
         rows.append(row)
+    return rows
+
+
+def _correction(clf, choice, X_train, y_train, X_test, own) -> list[dict]:
+    """The sketched walk without the ``e^{−γ r}`` factors against with them, at two sizes:
+    the reference walks' mean bridge variance V (pooled) and the test oracle floor."""
+    from attentive.families import walk_statistics
+    from attentive.grid import oracle_stop_positions
+    from attentive.sketch import make_sketched_walk
+
+    rows = []
+    for option in choice.options:
+        if (option.k, option.m) not in TIMED:
+            continue
+        sw = make_sketched_walk(
+            clf.walk_, X_train, y_train, k=option.k, m=option.m, corrected=False
+        )
+        stats = walk_statistics(
+            sw, X_train, y_train, ref_mask=y_train == clf.classes_[1], leave_own_out=True, own=own
+        )
+        floor = oracle_stop_positions(
+            sw.partial_scores(X_test), clf.theta_s_, stats.pooled.remainder_mean
+        ).mean()
+        rows.append(
+            {
+                "k": option.k,
+                "m": option.m,
+                "V": option.statistics.pooled.variance_terms,
+                "V_uncorrected": stats.pooled.variance_terms,
+                "floor_uncorrected": float(floor / clf.n_terms_),
+            }
+        )
     return rows
 
 
@@ -263,6 +279,7 @@ def measure(name: str, C: float, landmarks: bool, timings: bool) -> dict:
         statistics=clf.walk_statistics_,
     )
     plain_oracle = float(clf.oracle_n_evaluated(X_test).mean() / clf.n_terms_)
+    plain_variance = clf.walk_statistics_.pooled.variance_terms
     full_positive = None
     rows = []
     S_n = None
@@ -285,6 +302,7 @@ def measure(name: str, C: float, landmarks: bool, timings: bool) -> dict:
             "floor0": floor0,
             "sketch": option.sketch_cost,
             "total": floor * option.term_cost + option.sketch_cost,
+            "V": option.statistics.pooled.variance_terms / plain_variance,
             "profile": option.total,
             "profile_family": option.family,
             "chosen": option is choice.best,
@@ -314,11 +332,12 @@ def measure(name: str, C: float, landmarks: bool, timings: bool) -> dict:
         result["landmarks"] = _landmark_quality(
             walk, X_train, y_train, X_test, S_n, clf.theta_s_, sizes
         )
+    result["correction"] = _correction(clf, choice, X_train, y_train, X_test, own)
     if timings:
         result["timings"] = {
             f"k={o.k},m={o.m}": _timings(clf, o, X_test)
             for o in choice.options
-            if o.k is not None and (o.k, o.m) in ((16, 64), (32, 128))
+            if (o.k, o.m) in TIMED
         }
     result["seconds"] = time.perf_counter() - started
     return result
@@ -334,7 +353,7 @@ def report(r: dict) -> None:
         f"{r['oracle_plain']:.3f}"
     )
     print(
-        "   k    m |  floor floor0 | sketch  total  x plain | agree agree0   rms |"
+        "   k    m |     V |  floor floor0 | sketch  total  x plain | agree agree0   rms |"
         " tuned@1% (family)        | profile"
     )
     for row in r["rows"]:
@@ -344,12 +363,13 @@ def report(r: dict) -> None:
         )
         if row["k"] is None:
             print(
-                f"  no sketch | {row['floor']:.4f}      - |      -  {row['total']:.4f}    1.00 |"
+                f"  no sketch | {row['V']:.3f} | {row['floor']:.4f}      - |      -  "
+                f"{row['total']:.4f}    1.00 |"
                 f"     -      -     - | {tail}"
             )
             continue
         print(
-            f"  {row['k']:2d} {row['m']:4d} | {row['floor']:.4f} {row['floor0']:.4f} | "
+            f"  {row['k']:2d} {row['m']:4d} | {row['V']:.3f} | {row['floor']:.4f} {row['floor0']:.4f} | "
             f"{row['sketch']:.4f} {row['total']:.4f} {row['total'] / r['oracle_plain']:7.2f} | "
             f"{row['agree']:.3f}  {row['agree0']:.3f} {row['rms']:.3f} | {tail}"
         )
@@ -368,6 +388,13 @@ def report(r: dict) -> None:
                 f"{a['rms']:.3f}   sample {b['agree']:.3f} / {b['rms']:.3f}   uncorrected "
                 f"{c['agree']:.3f} / {c['rms']:.3f}"
             )
+    for c in r["correction"]:
+        floor = next(x["floor"] for x in r["rows"] if (x["k"], x["m"]) == (c["k"], c["m"]))
+        print(
+            f"  without the e^(-γ r) correction (k={c['k']}, m={c['m']}): reference V "
+            f"{c['V_uncorrected'] / c['V']:.1f}× the corrected walk's, oracle floor "
+            f"{c['floor_uncorrected']:.4f} against {floor:.4f}"
+        )
     for label, t in r.get("timings", {}).items():
         print(
             f"  times ({label}, {t['rows']} rows, 1 thread): full {t['full_ms']:.1f} ms; sketch "
