@@ -215,6 +215,11 @@ class Walk(PartialSums):
         return self.terms.n_terms
 
     @property
+    def ordered_centres(self) -> np.ndarray:
+        """What each walk position's term is centred by: ``μ_{π(k)}``."""
+        return self.ordered_mu
+
+    @property
     def offset(self) -> float:
         """``c = b + Σ_i w_i μ_i``, so that ``f(x) = c + S_n(x)``."""
         return float(self.terms.intercept + self.terms.weights @ self.mu)

@@ -103,6 +103,11 @@ class SketchedWalk(PartialSums):
         return self.walk.positions
 
     @property
+    def ordered_centres(self) -> np.ndarray:
+        """What each walk position's residual is centred by: ``μ^ρ_{π(k)}``."""
+        return self.ordered_mu_rho
+
+    @property
     def offset(self) -> float:
         """``c``, the plain walk's: ``f(x) = c + S^ρ_n(x)``."""
         return self.walk.offset
