@@ -290,10 +290,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         check_stopped_score(self.stopped_score)
         self._early_stopping()
-        if self.precision not in ("auto", "double"):
-            raise InvalidParameterError(
-                f"precision must be 'auto' or 'double', got {self.precision!r}."
-            )
+        self._precision()
         check_side(self.side)
         if self.centering not in CENTERINGS:
             raise InvalidParameterError(
@@ -329,6 +326,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if isinstance(early, (bool, np.bool_)):
             return "walk" if early else "full"
         raise InvalidParameterError(f"early_stopping must be 'auto', True or False, got {early!r}.")
+
+    def _precision(self) -> str | None:
+        """``precision`` checked, as the evaluator's: None for "auto" (its default, or
+        :func:`attentive.evaluation.evaluation_options`'), or "double"."""
+        if isinstance(self.precision, str) and self.precision in ("auto", "double"):
+            return None if self.precision == "auto" else self.precision
+        raise InvalidParameterError(
+            f"precision must be 'auto' or 'double', got {self.precision!r}."
+        )
 
     def _calibration_examples(self, n_examples: int):
         """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the
@@ -670,7 +676,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 X,
                 full_boundary(self.n_terms_) if path == "full" else self.boundary_,
                 self.theta_s_,
-                precision=self.precision,
+                precision=self._precision(),
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
                 path=path,

@@ -51,6 +51,7 @@ def fresh_classifier(state) -> AttentiveClassifier:
         centering=state.centering,
         reference_walks="leave-one-out",
         random_state=state.seed,
+        early_stopping=True,  # as the dashboard's: it shows the rule's walk
     ).fit(X_fit, y_fit)
 
 

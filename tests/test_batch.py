@@ -1,4 +1,8 @@
-"""The blocked evaluator against the reference (full partial scores + apply_boundary) and sklearn."""
+"""The blocked evaluator against the reference (full partial scores + apply_boundary) and sklearn.
+
+Comparisons of stops with the reference walk the rule (``path="walk"``): with the default
+``"auto"`` the evaluator may evaluate every term instead, where its pilot predicts walking would
+cost more (tests/test_evaluation_paths.py)."""
 
 import os
 
@@ -23,8 +27,8 @@ from attentive.errors import InvalidParameterError, NonFiniteInput
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator import block_schedule, evaluate_blocked
-from attentive.evaluator import dense as dense_module
-from attentive.evaluator.dense import DotKernelTerms
+from attentive.evaluator.sources import dot as dot_module
+from attentive.evaluator.sources.dot import DotKernelSource
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -66,10 +70,8 @@ def _assert_same(ev, ref):
     scale = 1.0 + np.abs(ref.decision).max()
     done = ~ref.stopped
     np.testing.assert_allclose(ev.decision[done], ref.decision[done], rtol=1e-9, atol=1e-9 * scale)
-    # A stopped walk's score may come from a mixed-precision running sum (precision="auto" picks
-    # that path on CPUs whose float32 exp is much faster): within its error band, ~1e-7 here.
     np.testing.assert_allclose(
-        ev.decision[~done], ref.decision[~done], rtol=1e-9, atol=1e-6 * scale
+        ev.decision[~done], ref.decision[~done], rtol=1e-9, atol=1e-9 * scale
     )
     assert ev.n_terms == ref.n_terms
 
@@ -89,12 +91,14 @@ def test_rbf_constant_matches_reference(problem, side, block_size, chunk_size):
     boundary = _quantile_boundary(S, side)
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
     assert 0.1 < ref.stopped.mean() < 0.9  # a mix of stopped and full walks
-    ev = evaluate_blocked(walk, Xt, boundary, theta_s, block_size=block_size, chunk_size=chunk_size)
+    ev = evaluate_blocked(
+        walk, Xt, boundary, theta_s, block_size=block_size, chunk_size=chunk_size, path="walk"
+    )
+    assert ev.path == "walk"
     _assert_same(ev, ref)
 
 
-# Both precisions, whichever "auto" would pick on this CPU: the same stops, and scores within
-# _assert_same's tolerances (a stopped walk's score carries the single-precision error band).
+# Both precisions ("mixed": an alias of "single"; 8 features take double precision anyway).
 @pytest.mark.parametrize("precision", ["double", "mixed"])
 def test_curved_boundary_varies_by_position(problem, precision):
     X, y, Xt = problem
@@ -107,7 +111,7 @@ def test_curved_boundary_varies_by_position(problem, precision):
     assert ref.stopped.any() and not ref.stopped.all()
     for block_size in (None, 3):
         ev = evaluate_blocked(
-            walk, Xt, boundary, theta_s, block_size=block_size, precision=precision
+            walk, Xt, boundary, theta_s, block_size=block_size, precision=precision, path="walk"
         )
         _assert_same(ev, ref)
 
@@ -117,6 +121,7 @@ def test_full_matches_sklearn_decision_function(problem):
     model = SVC(gamma=0.3).fit(X, y)
     walk = _walk(model, X, y)
     ev = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    assert ev.path == "full"
     np.testing.assert_allclose(ev.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
     assert not ev.stopped.any()
     np.testing.assert_array_equal(ev.n_evaluated, walk.n_terms)
@@ -129,7 +134,9 @@ def test_budget_matches_reference(problem, budget):
     walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
     boundary = budget_boundary(walk.n_terms, budget or walk.n_terms)
     ref, _ = _reference(walk, Xt, boundary, walk.theta_s(0.0))
-    _assert_same(evaluate_blocked(walk, Xt, boundary, walk.theta_s(0.0), chunk_size=50), ref)
+    ev = evaluate_blocked(walk, Xt, boundary, walk.theta_s(0.0), chunk_size=50)
+    assert ev.path == "budget"
+    _assert_same(ev, ref)
 
 
 def _models(X, y):
@@ -163,7 +170,8 @@ def _walks_and_full_evaluation_match(walk, model, X, block_size):
     for side in ("lower", "both"):
         boundary = _quantile_boundary(S, side, q=0.2)
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-        _assert_same(evaluate_blocked(walk, X, boundary, theta_s, block_size=block_size), ref)
+        ev = evaluate_blocked(walk, X, boundary, theta_s, block_size=block_size, path="walk")
+        _assert_same(ev, ref)
     full = evaluate_blocked(walk, X, full_boundary(walk.n_terms), theta_s)
     np.testing.assert_allclose(full.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
     return S, theta_s, boundary
@@ -180,30 +188,31 @@ def _walks_and_full_evaluation_match(walk, model, X, block_size):
 )
 def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
     """Dense linear / polynomial / sigmoid kernels: blocks are products with the support vectors
-    in walk order (DotKernelTerms), checked against the reference walk and scikit-learn."""
+    in walk order (DotKernelSource), checked against the reference walk and scikit-learn."""
     X, y, Xt = problem
     model = model.fit(X, y)
     walk = _walk(model, X, y, centering="all")
-    calls, kernel_calls = [], []
-    block = DotKernelTerms.block
+    calls, kernel_values = [], []
+    block = DotKernelSource.block
     monkeypatch.setattr(
-        DotKernelTerms, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
+        DotKernelSource, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
     )
-    kernel = dense_module.dot_kernel
+    kernel = dot_module.dot_kernel
     monkeypatch.setattr(
-        dense_module, "dot_kernel", lambda K, *a: (kernel_calls.append(K.shape), kernel(K, *a))[1]
+        dot_module, "dot_kernel", lambda K, *a: (kernel_values.append(K.size), kernel(K, *a))[1]
     )
     S, theta_s, boundary = _walks_and_full_evaluation_match(walk, model, Xt, block_size=8)
     assert calls and calls[0] == (0, 8)
-    # Full and budgeted evaluation: one product per tile of rows against sv_ordered (the
-    # walk's blocks have 8 rows of kernel values).
-    assert kernel_calls[-1] == (len(Xt), walk.n_terms)
-    del kernel_calls[:]
+    # Full evaluation computes every term of every row once, a budget the first B only.
+    del kernel_values[:]
+    evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s)
+    assert sum(kernel_values) == len(Xt) * walk.n_terms
+    del kernel_values[:]
     half = walk.n_terms // 2
     budget = budget_boundary(walk.n_terms, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
-    assert kernel_calls == [(len(Xt), half)]
+    assert sum(kernel_values) == len(Xt) * half
     # Non-finite rows are refused on every path: walk, full, budget, a tiny problem in one go.
     bad = Xt.copy()
     bad[5, 2] = np.inf
@@ -211,6 +220,7 @@ def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
     assert tiny.shape[0] * walk.n_terms <= 2**15
     for rows, b, kw in [
         (bad, boundary, {"block_size": 8}),
+        (bad, boundary, {}),
         (bad, full_boundary(walk.n_terms), {}),
         (bad, budget, {}),
         (tiny, boundary, {}),
@@ -226,7 +236,9 @@ def test_dot_kernels_walk_their_own_blocks(problem, model, monkeypatch):
 
 def test_estimator_goes_through_blocked_path_with_options(problem):
     X, y, Xt = problem
-    clf = AttentiveClassifier(SVC(gamma=0.3), delta=0.3, side="both", random_state=0).fit(X, y)
+    clf = AttentiveClassifier(
+        SVC(gamma=0.3), delta=0.3, side="both", random_state=0, early_stopping=True
+    ).fit(X, y)
     S = clf.walk_.partial_scores(Xt)
     ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
     assert ref.stopped.any()
@@ -234,7 +246,8 @@ def test_estimator_goes_through_blocked_path_with_options(problem):
     with evaluation_options(block_size=2, chunk_size=9):
         _assert_same(clf.evaluate(Xt), ref)
         np.testing.assert_array_equal(clf.predict(Xt), ref.labels)
-    _assert_same(evaluate(clf.walk_, Xt, clf.boundary_, clf.theta_s_, block_size=1000), ref)
+    ev = evaluate(clf.walk_, Xt, clf.boundary_, clf.theta_s_, block_size=1000, path="walk")
+    _assert_same(ev, ref)
 
 
 def test_empty_input_and_single_example(problem):
@@ -242,10 +255,11 @@ def test_empty_input_and_single_example(problem):
     walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
     S = walk.partial_scores(Xt[:1])
     boundary = _quantile_boundary(walk.partial_scores(Xt), "both")
-    ev = evaluate_blocked(walk, Xt[:0], boundary, walk.theta_s(0.0))
-    assert ev.decision.shape == (0,)
+    for path in ("walk", "auto", "full"):
+        ev = evaluate_blocked(walk, Xt[:0], boundary, walk.theta_s(0.0), path=path)
+        assert ev.decision.shape == ev.labels.shape == ev.n_evaluated.shape == (0,)
     ref = apply_boundary(S, boundary, walk.theta_s(0.0), walk.offset, walk.terms.classes)
-    _assert_same(evaluate_blocked(walk, Xt[:1], boundary, walk.theta_s(0.0)), ref)
+    _assert_same(evaluate_blocked(walk, Xt[:1], boundary, walk.theta_s(0.0), path="walk"), ref)
 
 
 def test_block_schedule_covers_all_positions():
@@ -273,14 +287,14 @@ def test_bench_quick_prints_parsable_json_with_full_matching_sklearn(capsys):
 
     from attentive.bench import main
 
-    assert main(["--quick", "--datasets", "digits-2v5", "--rounds", "1"]) == 0
+    argv = ["--quick", "--problems", "digits-2v5", "--rounds", "1", "--keep-blas-env"]
+    assert main(argv) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    digits = result["datasets"]["digits-2v5"]
+    digits = result["problems"]["digits-2v5"]
     assert digits["full_labels_match_sklearn"]
     assert digits["full_vs_sklearn_max_abs_diff"] < 1e-9
     assert digits["disagreement"] <= 0.01
-    assert 0 < digits["f"] <= 1
-    assert result["sweep"]["n_taus"] == 200
+    assert 0 < digits["f"] <= 1 and digits["path"] in ("walk", "full")
 
 
 # ----------------------------------------------------------------------------- speed paths
@@ -325,8 +339,14 @@ def test_sparse_linear_walk_matches_reference(sparse_problem, model):
     for name, boundary in _sparse_boundaries(walk, S, theta_s, X, y).items():
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
         assert ref.stopped.any(), name
-        for kwargs in ({}, {"chunk_size": 37, "n_jobs": 2}, {"n_jobs": 3}):
-            _assert_same(evaluate_blocked(walk, Xt, boundary, theta_s, **kwargs), ref)
+        for kwargs in ({}, {"chunk_size": 37, "n_jobs": 2}, {"n_jobs": 3}, {"block_size": 7}):
+            ev = evaluate_blocked(walk, Xt, boundary, theta_s, path="walk", **kwargs)
+            assert ev.path == "walk"
+            _assert_same(ev, ref)
+        # "auto": never walked (one sparse product is faster): the full model's decisions.
+        auto = evaluate_blocked(walk, Xt, boundary, theta_s)
+        assert auto.path == "full"
+        np.testing.assert_allclose(auto.decision, est.decision_function(Xt), rtol=1e-9, atol=1e-9)
 
 
 def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
@@ -355,14 +375,15 @@ def test_sparse_linear_budget_and_full_match_reference(sparse_problem):
 )
 def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monkeypatch):
     """Sparse support vectors and rows: a block is one sparse product with the rows held
-    transposed (SparseKernelTerms), checked against the reference walk (compactions, chunks)
+    transposed (SparseKernelSource), checked against the reference walk (compactions, chunks)
     and scikit-learn; full and budgeted evaluation take the same product per tile, on one
     thread; bad rows are refused on every path."""
     import sklearn
 
     from attentive.evaluator import blocked as blocked_module
-    from attentive.evaluator import sparse as sparse_module
-    from attentive.evaluator.dense import SparseKernelTerms
+    from attentive.evaluator import totals as totals_module
+    from attentive.evaluator.sources import sparse_kernel as sparse_module
+    from attentive.evaluator.sources.sparse_kernel import SparseKernelSource
 
     if sparse_module.sparse_matmul_to_dense is None:
         # The product is scikit-learn's from 1.8: fail, not skip, if a later one lost it.
@@ -374,19 +395,19 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
     assert sp.issparse(model.support_vectors_)
     walk = _walk(model, X, y, centering="all")
     calls, kept = [], []
-    block, keep = SparseKernelTerms.block, SparseKernelTerms.keep
+    block, keep = SparseKernelSource.block, SparseKernelSource.keep
     monkeypatch.setattr(
-        SparseKernelTerms, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
+        SparseKernelSource, "block", lambda self, *a: (calls.append(a[:2]), block(self, *a))[1]
     )
     monkeypatch.setattr(
-        SparseKernelTerms, "keep", lambda self, idx: (kept.append(idx.size), keep(self, idx))[1]
+        SparseKernelSource, "keep", lambda self, idx: (kept.append(idx.size), keep(self, idx))[1]
     )
     products = []
     product = sparse_module.sparse_matmul_to_dense
     monkeypatch.setattr(
         sparse_module,
         "sparse_matmul_to_dense",
-        lambda A, B, out: (products.append(out.shape), product(A, B, out=out))[1],
+        lambda A, B, out: (products.append(out.size), product(A, B, out=out))[1],
     )
     theta_s = walk.theta_s(0.0)
     S = walk.partial_scores(Xt)
@@ -395,7 +416,8 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
         ref = apply_boundary(S, boundaries[name], theta_s, walk.offset, walk.terms.classes)
         assert ref.stopped.any(), name
         for kwargs in ({"block_size": 8}, {"chunk_size": 37, "n_jobs": 2}, {}):
-            _assert_same(evaluate_blocked(walk, Xt, boundaries[name], theta_s, **kwargs), ref)
+            ev = evaluate_blocked(walk, Xt, boundaries[name], theta_s, path="walk", **kwargs)
+            _assert_same(ev, ref)
     assert calls and calls[0] == (0, 8)
     assert kept, "no compaction of the rows held was exercised"
     # The same rows as float32, each value split into two halves (duplicate entries, which
@@ -412,7 +434,9 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
         shape=Xt.shape,
     )
     assert twice.dtype == np.float32 and not twice.has_canonical_format
-    ev = evaluate_blocked(walk, twice, boundaries["curved-both"], theta_s, block_size=8)
+    ev = evaluate_blocked(
+        walk, twice, boundaries["curved-both"], theta_s, block_size=8, path="walk"
+    )
     ref = apply_boundary(
         walk.partial_scores(Xt.astype(np.float32).astype(np.float64)),
         boundaries["curved-both"],
@@ -421,24 +445,20 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
         walk.terms.classes,
     )
     _assert_same(ev, ref)
-    # Full and budgeted evaluation: one product per tile of rows (rows × terms), with every
-    # support vector or the budget's first ones.
+    # Full and budgeted evaluation: sparse products of every row with every support vector
+    # once, or with the budget's first ones, in one tile or in tiles of rows.
     n = walk.n_terms
-    from attentive.evaluator.threads import split_rows
-
-    tiled = [hi - lo for lo, hi in split_rows(Xt.shape[0], 150, 1)]
-    assert len(tiled) > 1
-    for chunk, tiles in ((None, [Xt.shape[0]]), (150, tiled)):
+    for chunk in (None, 150):
         del products[:]
         full = evaluate_blocked(walk, Xt, full_boundary(n), theta_s, chunk_size=chunk)
         np.testing.assert_allclose(full.decision, model.decision_function(Xt), rtol=1e-9, atol=1e-9)
-        assert products == [(rows, n) for rows in tiles]
+        assert sum(products) == Xt.shape[0] * n and len(products) >= (1 if chunk is None else 2)
     half = n // 2
     budget = budget_boundary(n, half)
     ref = apply_boundary(S, budget, theta_s, walk.offset, walk.terms.classes)
     del products[:]
     _assert_same(evaluate_blocked(walk, Xt, budget, theta_s), ref)
-    assert products == [(Xt.shape[0], half)]
+    assert sum(products) == Xt.shape[0] * half
     # NaN or infinite values and another width are refused on every path: walk, full, budget.
     bad = Xt.copy()
     bad.data[7] = np.nan
@@ -456,7 +476,7 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
     # One thread however many are asked for (the product holds the GIL); the generic path,
     # without scikit-learn's product, still takes two, and gives the same answers.
     jobs = []
-    for module in (blocked_module, dense_module):
+    for module in (blocked_module, totals_module):
         monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
         run = module.run_tasks
         monkeypatch.setattr(
@@ -468,7 +488,14 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
             monkeypatch.setattr(sparse_module, "sparse_matmul_to_dense", None)
         del calls[:], jobs[:]
         ev = evaluate_blocked(
-            walk, Xt, boundaries["curved-both"], theta_s, block_size=8, chunk_size=50, n_jobs=2
+            walk,
+            Xt,
+            boundaries["curved-both"],
+            theta_s,
+            block_size=8,
+            chunk_size=50,
+            n_jobs=2,
+            path="walk",
         )
         _assert_same(ev, ref)
         full = evaluate_blocked(walk, Xt, full_boundary(walk.n_terms), theta_s, n_jobs=2)
@@ -478,7 +505,7 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
 
 
 def test_sparse_table_queries_against_brute_force():
-    from attentive.evaluator.sparse import first_above, sparse_table
+    from attentive.evaluator.sources.sparse_linear import first_above, sparse_table
 
     rng = np.random.default_rng(11)
     g = rng.normal(size=97)
@@ -505,17 +532,18 @@ def test_threads_give_identical_results(problem, n_jobs):
         budget_boundary(walk.n_terms, 23),
     ):
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-        _assert_same(
-            evaluate_blocked(walk, Xt, boundary, theta_s, chunk_size=41, n_jobs=n_jobs), ref
+        ev = evaluate_blocked(
+            walk, Xt, boundary, theta_s, chunk_size=41, n_jobs=n_jobs, path="walk"
         )
+        _assert_same(ev, ref)
     with evaluation_options(n_jobs=n_jobs, chunk_size=50):
         boundary = _quantile_boundary(S, "lower")
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-        _assert_same(evaluate(walk, Xt, boundary, theta_s), ref)
+        _assert_same(evaluate(walk, Xt, boundary, theta_s, path="walk"), ref)
 
 
 def test_tiny_problem_path_matches_reference(problem):
-    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+    from attentive.evaluator.walk import SMALL_PREFIX_PRODUCT
 
     X, y, Xt = problem
     lengths = []
@@ -531,7 +559,9 @@ def test_tiny_problem_path_matches_reference(problem):
         for side in ("lower", "upper", "both"):
             boundary = _quantile_boundary(S, side, q=0.3)
             ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-            _assert_same(evaluate_blocked(walk, Xt[:20], boundary, theta_s), ref)
+            ev = evaluate_blocked(walk, Xt[:20], boundary, theta_s)  # "auto": tiny calls walk
+            assert ev.path == "walk"
+            _assert_same(ev, ref)
     assert lengths[0] > SMALL_PREFIX_PRODUCT >= max(lengths[1:])
 
 
@@ -607,7 +637,8 @@ def test_split_covers_rows_in_a_multiple_of_the_thread_count():
 
 
 def test_survival_schedule_is_the_cheapest_partition_by_brute_force():
-    """The dynamic programme against every partition of a short walk into blocks."""
+    """The dynamic programme against every partition of a short walk into blocks, and the
+    predicted cost it returns against that partition's cost."""
     import itertools
 
     from attentive.evaluator import survival_schedule
@@ -616,34 +647,49 @@ def test_survival_schedule_is_the_cheapest_partition_by_brute_force():
     n, row_cost = 12, 3.0
     stops = np.minimum(rng.geometric(0.3, size=50), n)
 
-    def cost(edges):
+    def cost(edges, term_cost=1.0):
         alive = [np.mean(stops > a) for a in edges[:-1]]
         alive = np.maximum(alive, 0.5 / stops.size)
-        return float(np.sum(alive * (row_cost + np.diff(edges))))
+        return float(np.sum(alive * (row_cost + term_cost * np.diff(edges))))
 
     best = min(
         cost([0, *inner, n]) for r in range(n) for inner in itertools.combinations(range(1, n), r)
     )
-    schedule = survival_schedule(stops, n, row_cost, min_block=1, max_block=n)
+    schedule, predicted = survival_schedule(stops, n, row_cost, min_block=1, max_block=n)
     assert schedule.edges[0] == 0 and schedule.edges[-1] == n
     assert np.all(schedule.sizes >= 1)
     assert cost(schedule.edges) == pytest.approx(best)
+    assert predicted == pytest.approx(best)  # the cost the pilot compares with full evaluation
+    # With a cost per term, the same search: every term costs that much more.
+    _, dearer = survival_schedule(stops, n, row_cost, term_cost=3.0, min_block=1, max_block=n)
+    best3 = min(
+        cost([0, *inner, n], term_cost=3.0)
+        for r in range(n)
+        for inner in itertools.combinations(range(1, n), r)
+    )
+    assert dearer == pytest.approx(best3)
 
 
 def test_survival_schedule_follows_the_stops():
     from attentive.evaluator import survival_schedule
 
     n = 800
-    early = survival_schedule(np.full(100, 5), n, 10.0)  # every walk stops at 5
-    late = survival_schedule(np.full(100, n), n, 10.0)  # none stops
+    early, early_cost = survival_schedule(np.full(100, 5), n, 10.0)  # every walk stops at 5
+    late, late_cost = survival_schedule(np.full(100, n), n, 10.0)  # none stops
     assert early.edges[1] <= 8  # the first block ends where the walks stop
     assert late.sizes.min() >= 32  # nothing to gain from small blocks
     assert early.edges[-1] == late.edges[-1] == n
+    # Walks that stop at 5 cost a few terms; walks that never stop cost every term and more.
+    assert early_cost < 0.1 * n < n < late_cost
 
 
 def test_walks_after_the_pilot_use_the_survival_schedule_and_match_the_reference():
-    """A call large enough for a pilot, then a second call with the cached schedule."""
-    from attentive.evaluator.plan import thresholds, walk_plan
+    """A call large enough for a pilot, then a second call with the kept pilot: the pilot's stops
+    are the reference's on the rows it walked, its blocks cover the walk, and both calls walk
+    as the reference does (float32 products: values of walks that never stop within their
+    certified band, about 1e-5 of Σ|w| here)."""
+    from attentive.evaluator.pilot import pilot_rows
+    from attentive.evaluator.plan import walk_plan
 
     X, y = make_classification(n_samples=1400, n_features=100, random_state=3)
     walk = _walk(SVC(gamma="scale").fit(X[:400], y[:400]), X[:400], y[:400])
@@ -655,54 +701,27 @@ def test_walks_after_the_pilot_use_the_survival_schedule_and_match_the_reference
     ref = apply_boundary(
         walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
     )
+    assert 0 < ref.mean_evaluated_fraction < 0.9
+    band = 1e-5 * float(np.abs(walk.ordered_weights).sum())
     for precision in ("double", "double", "mixed"):
-        # "mixed" with 100 features: float32 products under a certified per-row band.
-        ev = evaluate_blocked(walk, Xt, boundary, theta_s, n_jobs=1, precision=precision)
+        ev = evaluate_blocked(
+            walk, Xt, boundary, theta_s, n_jobs=1, precision=precision, path="walk"
+        )
         np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
         np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
-        done = ~ref.stopped
-        np.testing.assert_allclose(ev.decision[done], ref.decision[done], rtol=1e-9, atol=1e-9)
-        if precision == "double":
-            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
-    thr = thresholds(walk_plan(walk), boundary)
-    assert thr.stops is not None and thr.schedules
-    assert 0 < ref.mean_evaluated_fraction < 0.9
-    # 100 features: blocks up to 128 positions, and the schedule takes some (walks that go on).
-    (key, schedule), *_ = thr.schedules.items()
-    assert key[1] == 128 and 64 < schedule.sizes.max() <= 128
-
-
-def test_a_row_over_many_features_costs_as_much_for_every_kernel():
-    from attentive.evaluator import dense
-    from attentive.evaluator.plan import walk_plan
-
-    wide = dense.rbf_row_cost(784)
-    assert wide > dense.Terms.row_cost
-    assert dense.source_row_cost(dense.RBFTerms, 784) == wide
-    assert dense.source_row_cost(dense.DotKernelTerms, 784) == wide
-    assert dense.source_row_cost(dense.RBFTerms, 20) == dense.rbf_row_cost(20)
-    assert dense.source_row_cost(dense.DotKernelTerms, 20) == dense.DotKernelTerms.row_cost
-    assert dense.source_row_cost(dense.SparseKernelTerms, 784) == 32.0
-    # The walk's compactions use the schedule's row cost.
-    X, y = make_classification(n_samples=700, n_features=100, random_state=2)
-    walk = _walk(SVC(kernel="poly", degree=2).fit(X[:300], y[:300]), X[:300], y[:300])
-    terms = dense.DotKernelTerms(walk, walk_plan(walk), X[300:])
-    assert terms.row_cost == dense.source_row_cost(dense.DotKernelTerms, 100)
-
-
-def test_only_products_over_many_features_take_longer_blocks():
-    from attentive.evaluator import dense
-
-    assert dense.survival_max_block(dense.RBFTerms, 784) == 128
-    assert dense.survival_max_block(dense.DotKernelTerms, 65) == 128
-    for source, d in [
-        (dense.RBFTerms, 64),  # augmented rows: the block's buffer is the cost
-        (dense.DotKernelTerms, 20),
-        (dense.SparseKernelTerms, 20958),
-        (dense.ColumnTerms, 784),
-        (dense.Terms, 784),
-    ]:
-        assert dense.survival_max_block(source, d) == 64
+        np.testing.assert_array_equal(ev.labels, ref.labels)
+        atol = 1e-9 if precision == "double" else band
+        np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=atol)
+    pilots = walk_plan(walk).pilots(boundary)
+    assert set(pilots) == {"rbf", "rbf-single"}  # one per kind of term source
+    pilot = pilots["rbf"]
+    np.testing.assert_array_equal(pilot.stops, ref.n_evaluated[pilot_rows(len(Xt))])
+    edges = pilot.schedule.edges
+    assert edges[0] == 0 and edges[-1] == walk.n_terms and np.all(np.diff(edges) > 0)
+    assert pilot.full_cost == walk.n_terms and pilot.walk_cost > 0
+    # "auto" follows the kept pilot: it walks where the pilot predicts walking pays.
+    auto = evaluate_blocked(walk, Xt[:300], boundary, theta_s, precision="double")
+    assert auto.path == ("walk" if pilot.walk_pays else "full")
 
 
 # ----------------------------------------------------------------------------- scratch arrays
@@ -712,7 +731,7 @@ def test_scratch_arrays_are_kept_per_thread_and_bounded():
     import threading
 
     from attentive.evaluator import release_scratch
-    from attentive.evaluator.dense import _SCRATCH_MAX_BYTES, scratch
+    from attentive.evaluator.scratch import _SCRATCH_MAX_BYTES, scratch
 
     bufs = scratch()
     assert scratch() is bufs
@@ -745,13 +764,14 @@ def test_evaluator_threads_one_per_share():
     import threading
     import time
 
-    from attentive.evaluator import dense, release_scratch, threads
+    from attentive.evaluator import release_scratch, threads
+    from attentive.evaluator import scratch as scratch_module
 
     def pool_threads():
         return [t for t in threading.enumerate() if t.name.startswith("attentive_")]
 
     def work(j):
-        dense.scratch().get("probe", (4, 4))  # every thread that runs a task keeps a set
+        scratch_module.scratch().get("probe", (4, 4))  # every thread that runs a task keeps a set
         time.sleep(0.001)
         return threading.get_ident(), j
 
@@ -769,7 +789,7 @@ def test_evaluator_threads_one_per_share():
     assert len(set(per_call)) == 1 and len(set(per_call[0])) == 2
     workers = {t.ident for t in pool_threads()}
     assert set(per_call[0]) <= workers
-    held = [b for b in list(dense._EVERY_SCRATCH) if b.data]
+    held = [b for b in list(scratch_module._EVERY_SCRATCH) if b.data]
     assert len(held) == 2  # the two threads of the calls (this thread ran no task)
 
 
@@ -833,13 +853,14 @@ def test_release_scratch_while_threads_start_evaluating():
     import sys
     import threading
 
-    from attentive.evaluator import dense, release_scratch
+    from attentive.evaluator import release_scratch
+    from attentive.evaluator.scratch import scratch
 
     errors, done = [], threading.Event()
     hold = threading.Event()
 
     def holder():
-        dense.scratch()
+        scratch()
         hold.wait()
 
     def releaser():
@@ -858,7 +879,7 @@ def test_release_scratch_while_threads_start_evaluating():
         loop = threading.Thread(target=releaser)
         loop.start()
         for _ in range(60):
-            starters = [threading.Thread(target=dense.scratch) for _ in range(10)]
+            starters = [threading.Thread(target=scratch) for _ in range(10)]
             for t in starters:
                 t.start()
             for t in starters:
@@ -890,7 +911,7 @@ def test_results_do_not_share_the_scratch_arrays(kernel):
         walk.partial_scores(first), boundary, theta_s, walk.offset, walk.terms.classes
     )
     assert 0 < ref.stopped.mean() < 1
-    ev = evaluate_blocked(walk, first, boundary, theta_s, n_jobs=1, precision="double")
-    evaluate_blocked(walk, second, boundary, theta_s, n_jobs=1, precision="double")
+    ev = evaluate_blocked(walk, first, boundary, theta_s, n_jobs=1, precision="double", path="walk")
+    evaluate_blocked(walk, second, boundary, theta_s, n_jobs=1, precision="double", path="walk")
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)

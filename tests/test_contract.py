@@ -3,6 +3,7 @@ scale and evaluation path, and a pipeline sees the caller's data as it is."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ from attentive import AttentiveClassifier, family_names
 from attentive.calibration import CalibrationWarning
 from attentive.data import load_dataset
 from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.rules import rule_names
 
 
 def _agree(clf, X, threshold=None):
@@ -43,7 +45,7 @@ def mnist():
     return ds, model
 
 
-BOUNDARIES = (*family_names(), "budget", "full")
+BOUNDARIES = rule_names("family", "budget", "full")
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
@@ -55,18 +57,26 @@ def test_scores_agree_with_predictions_for_every_rule(mnist, boundary, side, del
     clf = AttentiveClassifier(
         FrozenEstimator(model), boundary=boundary, side=side, delta=delta, random_state=0
     ).fit(X_ref, y_ref)
-    ev = _agree(clf, ds.X_test)
-    # Same stops, sides and scores as the reference on the full partial scores.
+    auto = _agree(clf, ds.X_test)
+    # The rule's walk: the same stops, sides and scores as the reference on the full partial
+    # scores; "auto" too where it walks, else the full model's decisions.
+    ev = _agree(copy.copy(clf).set_params(early_stopping=True), ds.X_test)
+    assert ev.path == (
+        "budget" if boundary == "budget" else "walk" if boundary != "full" else "full"
+    )
     S, A = clf.partial_scores(ds.X_test), clf.partial_masses(ds.X_test)
     for score in ("estimate", "boundary"):
         ref = apply_boundary(
             S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, stopped_score=score, A=A
         )
         if score == "estimate":
-            np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
-            np.testing.assert_array_equal(ev.positive, ref.positive)
-            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-6, atol=1e-6)
+            for got in (ev, auto) if auto.path != "full" else (ev,):
+                np.testing.assert_array_equal(got.n_evaluated, ref.n_evaluated)
+                np.testing.assert_array_equal(got.positive, ref.positive)
+                np.testing.assert_allclose(got.decision, ref.decision, rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(ref.positive, ref.decision >= clf.threshold)
+    if auto.path == "full":
+        np.testing.assert_allclose(auto.decision, clf.offset_ + S[:, -1], rtol=1e-6, atol=1e-6)
     for precision in ("double", "mixed"):
         for jobs in (1, 2):
             with evaluation_options(precision=precision, n_jobs=jobs, block_size=16):

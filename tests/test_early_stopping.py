@@ -2,6 +2,8 @@
 
 A linear model over a sparse matrix is evaluated in full by default (one sparse product; no walk
 beats it, docs/speed.md); ``early_stopping=True`` walks it anyway and ``False`` never walks.
+(Where "auto" evaluates dense models in full, from its pilot's prediction, is in
+tests/test_evaluation_paths.py.)
 Each is checked against an independent computation: scikit-learn's own ``decision_function``
 for full evaluation, and the reference walk over every partial score
 (:func:`attentive.evaluation.apply_boundary`) for the walk.
@@ -18,7 +20,6 @@ from sklearn.svm import SVC, LinearSVC
 
 from attentive import AttentiveClassifier, InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate
-from attentive.evaluator import walking_pays
 
 
 def _reference(clf, X):
@@ -51,6 +52,7 @@ def test_auto_evaluates_a_sparse_linear_model_in_full(sparse_linear):
     )
     np.testing.assert_array_equal(clf.predict(Xte), model.predict(Xte))
     ev = clf.evaluate(Xte)
+    assert ev.path == "full"
     np.testing.assert_array_equal(ev.n_evaluated, clf.n_terms_)
     assert not ev.stopped.any()
     # The rule itself does stop these walks: that is what "auto" chose not to do.
@@ -61,6 +63,7 @@ def test_true_walks_a_sparse_linear_model_as_the_reference_does(sparse_linear):
     clf, Xte = sparse_linear
     walking = _with(clf, early_stopping=True)
     ev = walking.evaluate(Xte)
+    assert ev.path == "walk"
     ref = _reference(walking, Xte)
     assert ref.stopped.any() and not ref.stopped.all()
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
@@ -82,10 +85,10 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
     clf, Xte = sparse_linear
     dense = Xte.toarray()
     auto, walking = clf.evaluate(dense), _with(clf, early_stopping=True).evaluate(dense)
-    assert auto.stopped.any()
+    assert auto.path == walking.path == "walk" and auto.stopped.any()
     np.testing.assert_array_equal(auto.n_evaluated, walking.n_evaluated)
     np.testing.assert_array_equal(auto.positive, walking.positive)
-    assert walking_pays(clf.walk_, dense) and not walking_pays(clf.walk_, Xte)
+    assert clf.evaluate(Xte).path == "full"  # the same rows, sparse
     # What the walk sees decides, not what the caller passed: a head that makes sparse rows
     # dense walks them, a head that makes dense rows sparse is evaluated in full.
     rng = np.random.default_rng(5)
@@ -106,8 +109,9 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
         ev = piped.evaluate(data[250:])
         assert _reference(piped, data[250:]).stopped.mean() > 0.2, name
         if name == "densify":
-            assert ev.stopped.mean() > 0.2
+            assert ev.path == "walk" and ev.stopped.mean() > 0.2
         else:
+            assert ev.path == "full"
             np.testing.assert_array_equal(ev.n_evaluated, piped.n_terms_)
             np.testing.assert_allclose(
                 ev.decision,
@@ -163,12 +167,18 @@ def test_bad_values_are_named(sparse_problem, sparse_linear, value):
         _with(clf, early_stopping=value).predict(Xte)
 
 
-def test_the_core_function_walks_unless_asked(sparse_linear):
+def test_the_core_function_takes_the_path(sparse_linear):
     clf, Xte = sparse_linear
-    walked = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_)
-    full = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_, only_if_walking_pays=True)
-    assert walked.stopped.any() and not full.stopped.any()
+    walked = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_, path="walk")
+    auto = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_)
+    full = evaluate(clf.walk_, Xte, clf.boundary_, clf.theta_s_, path="full")
+    assert walked.path == "walk" and walked.stopped.any()
     np.testing.assert_array_equal(walked.n_evaluated, _reference(clf, Xte).n_evaluated)
+    for ev in (auto, full):
+        assert ev.path == "full" and not ev.stopped.any()
+        np.testing.assert_allclose(
+            ev.decision, clf.estimator_.decision_function(Xte), rtol=1e-12, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("how", ["skops", "pickle"])

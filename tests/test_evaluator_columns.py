@@ -1,11 +1,15 @@
-"""Kernel models over many features (RBF, and linear, polynomial and sigmoid kernels): the product
-restricted to the columns where some support vector is non-zero, and exact float32 products of
-data on an integer grid (8-bit images / 255).
+"""Kernel models over many features (RBF, and linear, polynomial and sigmoid kernels): the products
+restricted to the span of columns where some support vector is non-zero, exact float32 products
+of data on an integer grid (8-bit images / 255), and float32 products of data near it (pixels /
+255 stored in float32) under a certified band.
 
 Everything is compared with a brute-force computation: scikit-learn's ``decision_function`` for
 full evaluation, ``apply_boundary`` on the full matrix of partial scores for the walks. Thresholds
-are placed 1e-9 (relative) from the walks' values: a float32 product that is not exact (errors of
-about 1e-7) decides some of them wrongly, double precision and exact integer products do not.
+are placed 1e-9 (relative) from the walks' values ("knife edges"): a float32 product that is not
+exact (errors of about 1e-7) decides some of them wrongly unless its error band sends them to
+double precision; double precision and exact integer products decide them as the reference.
+Which term source served a call is seen by spying on their construction (``built``), so that a
+test cannot pass without using the path it tests.
 """
 
 from __future__ import annotations
@@ -18,22 +22,28 @@ from conftest import curved_boundary_for_test
 from sklearn.base import clone
 from sklearn.svm import SVC
 
-import attentive.evaluator.dense as dense
 from attentive.boundaries import budget_boundary, full_boundary
 from attentive.errors import NonFiniteInput
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import evaluate_blocked
-from attentive.evaluator.plan import (
+from attentive.evaluator.plan import expected_remaining, walk_plan
+from attentive.evaluator.rows import (
     GRID_LIMIT,
-    column_runs,
-    expected_remaining,
+    NEAR_GRID,
+    exact_single_products,
+    grid_rows,
     grid_scale,
-    walk_plan,
+    restricted_rows,
+    row_on_grid,
 )
+from attentive.evaluator.sources import NotUsable, sources
+from attentive.evaluator.sources.dot import dot_arrays
+from attentive.evaluator.sources.rbf import rbf_arrays
+from attentive.evaluator.totals import totals
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
-SIDE = 12  # 12 × 12 images: 144 features, more than dense.AUGMENT_MAX_FEATURES
+SIDE = 12  # 12 × 12 images: 144 features, more than the 64 above which products use columns
 
 
 def _images(rng, m, scale=255):
@@ -50,6 +60,11 @@ def _images(rng, m, scale=255):
     return X, y
 
 
+def _float32(X):
+    """The images as image pipelines store them: float32 (near the grid, not on it)."""
+    return X.astype(np.float32)
+
+
 @pytest.fixture(scope="module")
 def grid_problem():
     rng = np.random.default_rng(3)
@@ -60,24 +75,26 @@ def grid_problem():
     return model, walk, X[400:]
 
 
-def _spy_modes(monkeypatch, source):
-    """The modes ``source``'s walks ended in at each compaction or copy (so that a test cannot
-    pass without using the path it tests)."""
-    seen = []
-    original = source.keep
-
-    def keep(self, idx):
-        original(self, idx)
-        seen.append(self.mode)
-
-    monkeypatch.setattr(source, "keep", keep)
-    return seen
-
-
 @pytest.fixture
-def modes(monkeypatch):
-    """The modes RBFTerms ended in."""
-    return _spy_modes(monkeypatch, dense.RBFTerms)
+def built(monkeypatch):
+    """The kinds of term source built during a test, in order; ``kind + "!"`` where a source's
+    constructor found the rows did not suit it (the router then takes the next one)."""
+    seen = []
+    for cls in sources():
+        original = cls.__init__
+
+        def init(self, *args, _cls=cls, _original=original, **kwargs):
+            try:
+                _original(self, *args, **kwargs)
+            except NotUsable:
+                if type(self) is _cls:
+                    seen.append(_cls.kind + "!")
+                raise
+            if type(self) is _cls:
+                seen.append(_cls.kind)
+
+        monkeypatch.setattr(cls, "__init__", init)
+    return seen
 
 
 def _boundary(S, rng, side, gap):
@@ -98,12 +115,12 @@ def _boundary(S, rng, side, gap):
     return curved_boundary_for_test(lower, upper, side, rng)
 
 
-def _same(ev, ref):
+def _same(ev, ref, atol=1e-9):
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.positive, ref.positive)
     np.testing.assert_array_equal(ev.labels, ref.labels)
-    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=atol)
 
 
 def _knife_edges(walk, X, seed, side="both"):
@@ -114,108 +131,130 @@ def _knife_edges(walk, X, seed, side="both"):
     return boundary, theta_s, apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
 
 
-def _walks_as_reference(walk, X, seed, **kwargs):
-    """evaluate_blocked (with kwargs) on knife edges gives the reference's result."""
-    boundary, theta_s, ref = _knife_edges(walk, X, seed)
-    _same(evaluate_blocked(walk, X, boundary, theta_s, **kwargs), ref)
+def _band(walk):
+    """A certified source's values are within about 1e-6 of Σ|w h| ≤ Σ|w| (docs/speed.md)."""
+    return 1e-5 * float(np.abs(walk.ordered_weights).sum())
 
 
-def test_the_plan_restricts_columns_and_finds_the_grid(grid_problem):
+def _walks_as_reference(walk, X, seed, side="both", atol=1e-9, **kwargs):
+    """evaluate_blocked (walking, with kwargs) on knife edges gives the reference's result."""
+    boundary, theta_s, ref = _knife_edges(walk, X, seed, side)
+    assert ref.stopped.any() and not ref.stopped.all()
+    ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
+    assert ev.path == "walk"
+    _same(ev, ref, atol=atol)
+    return boundary, theta_s, ref
+
+
+def test_the_support_columns_are_a_span_and_find_the_grid(grid_problem):
     model, walk, _ = grid_problem
-    plan = walk_plan(walk)
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
     sv = model.support_vectors_
     used = np.flatnonzero(np.any(sv != 0, axis=0))
-    assert 0 < plan.sv_columns.size < sv.shape[1]
-    np.testing.assert_array_equal(plan.sv_columns, used)
-    assert plan.sv_grid_scale == 255.0
-    np.testing.assert_array_equal(
-        plan.sv_grid32, np.rint(sv[walk.order][:, used] * 255).astype(np.float32)
-    )
+    # The smallest run of columns holding every support vector's non-zeros.
+    assert (columns.first, columns.stop) == (used[0], used[-1] + 1)
+    assert 0 < columns.n_columns < sv.shape[1] and not columns.whole
+    assert columns.grid_scale == 255.0 and columns.grid_dev == 0.0
+    L = np.rint(sv[walk.order][:, columns.first : columns.stop] * 255)
+    np.testing.assert_array_equal(columns.grid32, L.astype(np.float32))
+    assert columns.grid_norm == pytest.approx(np.linalg.norm(L, axis=1).max(), rel=1e-12)
+    assert columns.grid_l1 == np.abs(L).sum(axis=1).max()
+    X = np.arange(3 * sv.shape[1], dtype=float).reshape(3, -1)
+    view = columns.view(X)
+    assert np.shares_memory(view, X)
+    np.testing.assert_array_equal(view, X[:, columns.first : columns.stop])
+    taken = columns.take(X)
+    assert taken.flags.c_contiguous and not np.shares_memory(taken, X)
+    np.testing.assert_array_equal(taken, view)
 
 
-@pytest.mark.parametrize("rows", ["all", "every third", "shuffled, over two tiles"])
-def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, monkeypatch):
-    """grid_rows against a brute-force computation: the integers 255 x on the plan's columns,
-    and −γ|x|² over all columns, for every row in order and for rows gathered by index."""
-    monkeypatch.setattr(dense, "_GRID_TILE", 64)  # several tiles, the last one partial
+@pytest.mark.parametrize("rows", ["all", "every third", "shuffled"])
+def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows):
+    """grid_rows against a brute-force computation: the integers 255 x (every column), |x|²
+    over all columns, and for float32 rows (near the grid) bounds on the distance to the grid
+    and on the norm's error that hold."""
     _, walk, X = grid_problem
-    plan = walk_plan(walk)
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
     rng = np.random.default_rng(5)
     idx = {
-        "all": np.arange(len(X)),
+        "all": np.arange(len(X)),  # more than one tile of rows
         "every third": np.arange(0, len(X), 3),
-        "shuffled, over two tiles": rng.permutation(len(X))[:100],
+        "shuffled": rng.permutation(len(X))[:100],
     }[rows]
-    ints, norms2 = dense.grid_rows(plan, X, idx)
-    assert ints.dtype == np.float32
-    expected = np.rint(X[idx][:, plan.sv_columns] * 255.0)
-    np.testing.assert_array_equal(ints, expected.astype(np.float32))
-    np.testing.assert_allclose(norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
+    held = grid_rows(columns, X[idx])
+    assert held.exact and held.K.dtype == np.float32
+    np.testing.assert_array_equal(held.K, np.rint(X[idx] * 255.0).astype(np.float32))
+    np.testing.assert_allclose(held.norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
+    X32 = _float32(X[idx])
+    near = grid_rows(columns, X32)
+    assert not near.exact
+    x = X32.astype(np.float64)
+    np.testing.assert_array_equal(near.K, np.rint(x * 255.0).astype(np.float32))
+    distance = np.abs(x * 255.0 - np.rint(x * 255.0)).max(axis=1)
+    assert np.all(distance <= near.dev) and near.dev.max() <= NEAR_GRID
+    assert np.all(np.abs(near.norms2 - (x**2).sum(axis=1)) <= near.norm_error)
 
 
-@pytest.fixture
-def full_tiles(monkeypatch):
-    """Each tile of rows full evaluation took on the grid ("grid") or off it ("off"); a list,
-    which threads append to safely."""
-    seen = []
-    original = dense.grid_rows
-
-    def grid_rows(plan, X, idx):
-        out = original(plan, X, idx)
-        seen.append("off" if out is None else "grid")
-        return out
-
-    monkeypatch.setattr(dense, "grid_rows", grid_rows)
-    return seen
-
-
-def _full_on_the_grid_matches_sklearn(model, walk, X, full_tiles, atol):
+def _full_on_the_grid_matches_sklearn(model, walk, X, built, atol, kind):
     """Full evaluation, in the default tiles and in tiles of 7 rows, every tile on the grid."""
     full = full_boundary(walk.n_terms)
     for chunk_size in (None, 7):
         ev = evaluate_blocked(walk, X, full, walk.theta_s(0.0), chunk_size=chunk_size)
         np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=atol)
-    assert full_tiles.count("grid") > 1 and "off" not in full_tiles
+        np.testing.assert_array_equal(ev.labels, model.predict(X))
+    assert built.count(kind) > 1 and set(built) == {kind}
 
 
-def test_full_evaluation_on_the_grid_matches_sklearn(grid_problem, full_tiles):
-    _full_on_the_grid_matches_sklearn(*grid_problem, full_tiles, atol=1e-12)
+def test_full_evaluation_on_the_grid_matches_sklearn(grid_problem, built):
+    _full_on_the_grid_matches_sklearn(*grid_problem, built, atol=1e-12, kind="rbf-grid")
 
 
-def test_full_evaluation_with_rows_off_the_grid_matches_sklearn(grid_problem, full_tiles):
-    """A tile holding a row off the grid takes the double-precision product; the others stay
-    on the grid."""
+@pytest.mark.parametrize("precision", ["double", "auto"])
+def test_full_evaluation_with_a_row_off_the_grid_matches_sklearn(grid_problem, built, precision):
+    """A tile holding a row off the grid takes the next source (double precision, or float32
+    products within their band); the others stay on the grid."""
     model, walk, X = grid_problem
     X = X.copy()
     X[30, 40] += 1e-3
-    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0), chunk_size=25)
-    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
-    # Chunks of at most 25 rows (more when the rows are split evenly over the threads).
-    assert full_tiles.count("off") == 1 and full_tiles.count("grid") == len(full_tiles) - 1
-    assert len(full_tiles) >= -(-len(X) // 25)
+    ev = evaluate_blocked(
+        walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0), chunk_size=25, precision=precision
+    )
+    atol = 1e-12 if precision == "double" else _band(walk)
+    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=atol)
+    np.testing.assert_array_equal(ev.labels, model.predict(X))
+    fallback = "rbf" if precision == "double" else "rbf-single"
+    assert built.count("rbf-grid!") == 1 and built.count(fallback) == 1
+    # Tiles of at most 25 rows (more when the rows are split evenly over the threads).
+    assert built.count("rbf-grid") >= -(-len(X) // 25) - 1
 
 
 @pytest.mark.parametrize("budget", [1, 37])
-def test_budgeted_prefix_sums_on_the_grid_by_brute_force(grid_problem, full_tiles, budget):
+def test_budgeted_sums_on_the_grid_by_brute_force(grid_problem, built, budget):
     _, walk, X = grid_problem
-    plan = walk_plan(walk)
-    U = dense.prefix_sums(walk, plan, X, budget, None, 1)
+    U = totals(walk, walk_plan(walk), X, budget, "single", None, None, 1)
     terms = walk.terms.term_values(walk.prepare(X), walk.order[:budget])
     np.testing.assert_allclose(U, terms @ walk.ordered_weights[:budget], rtol=1e-11, atol=1e-13)
-    assert "grid" in full_tiles and "off" not in full_tiles
+    assert "rbf-grid" in built and "rbf-grid!" not in built
 
 
-def test_an_inexact_float32_product_would_fail_full_evaluation(grid_problem, monkeypatch):
-    """The comparison with scikit-learn can fail: float32 products of rows that are not exact
-    integers (errors of ~1e-7 of the product) miss rtol=1e-9."""
+def test_float32_pixels_take_the_grid_with_a_band_and_double_precision_without(grid_problem, built):
+    """The same images stored in float32: near the grid. Full evaluation by the grid source is
+    visibly off scikit-learn's decisions (so the 1e-12 comparison above can fail) but within
+    its certified band; with precision="double" it is scikit-learn's to 1e-12."""
     model, walk, X = grid_problem
-    plan = walk_plan(walk)
-    monkeypatch.setattr(plan, "sv_grid_scale", 255.5)
-    monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
-    monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
-    ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
+    X32 = _float32(X)
+    expected = model.decision_function(X32)
+    full = full_boundary(walk.n_terms)
+    ev = evaluate_blocked(walk, X32, full, walk.theta_s(0.0))
+    assert set(built) == {"rbf-grid"}
     with pytest.raises(AssertionError):
-        np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(ev.decision, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ev.decision, expected, rtol=0, atol=_band(walk))
+    np.testing.assert_array_equal(ev.labels, model.predict(X32))
+    del built[:]
+    ev = evaluate_blocked(walk, X32, full, walk.theta_s(0.0), precision="double")
+    assert "rbf-grid" not in built and "rbf" in built
+    np.testing.assert_allclose(ev.decision, expected, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
@@ -223,185 +262,162 @@ def test_an_inexact_float32_product_would_fail_full_evaluation(grid_problem, mon
     "kwargs",
     [{}, {"block_size": 5, "chunk_size": 64}, {"block_size": 16, "n_jobs": 2, "chunk_size": 128}],
 )
-def test_grid_walk_equals_reference_on_knife_edges(grid_problem, modes, side, kwargs):
+def test_grid_walk_equals_reference_on_knife_edges(grid_problem, built, side, kwargs):
     _, walk, X = grid_problem
-    _walks_and_labels_as_reference(walk, X, 7, side, **kwargs)
-    assert "grid" in modes and "double" not in modes
+    _walks_as_reference(walk, X, 7, side, **kwargs)
+    assert "rbf-grid" in built and not {"rbf", "rbf-single", "rbf-grid!"} & set(built)
 
 
-def _walks_and_labels_as_reference(walk, X, seed, side="both", **kwargs):
-    """On knife edges, with and without decision values: the reference's stops, sides and
-    labels (and decisions, when asked for)."""
-    boundary, theta_s, ref = _knife_edges(walk, X, seed, side)
-    assert ref.stopped.any() and not ref.stopped.all()
-    for values in (True, False):
-        ev = evaluate_blocked(walk, X, boundary, theta_s, values=values, **kwargs)
-        np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
-        np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
-        np.testing.assert_array_equal(ev.labels, ref.labels)
-        if values:
-            _same(ev, ref)
-
-
-def test_an_inexact_float32_product_would_fail_the_knife_edge_test(grid_problem, monkeypatch):
-    """The knife-edge test can fail: rows rounded to float32 off the grid (a product with errors
-    of ~1e-7 of its value) change stops."""
+@pytest.mark.parametrize("precision", ["auto", "double"])
+def test_float32_pixels_walk_as_the_reference_on_knife_edges(grid_problem, built, precision):
+    """Near the grid, the band leaves knife edges unsure and they are walked again in double
+    precision: the reference's stops, sides and labels; decision values within the band."""
     _, walk, X = grid_problem
-    boundary, theta_s, ref = _knife_edges(walk, X, 7)
-    plan = walk_plan(walk)
-    # Pretend the data were on a grid of step 1 / 255.5: the rows' integers become inexact.
-    monkeypatch.setattr(plan, "sv_grid_scale", 255.5)
-    monkeypatch.setattr(plan, "sv_grid32", (plan.sv_grid32 * np.float32(255.5 / 255)))
-    monkeypatch.setattr(dense, "grid_rows", _rounding_grid_rows)
-    monkeypatch.setattr(dense, "row_on_grid", lambda plan, x: True)
-    ev = evaluate_blocked(walk, X, boundary, theta_s)
+    atol = _band(walk) if precision == "auto" else 1e-9
+    _walks_as_reference(walk, _float32(X), 7, precision=precision, atol=atol)
+    assert ("rbf-grid" in built) == (precision == "auto")
+
+
+def test_without_its_band_the_near_grid_walk_would_fail_the_knife_edge_test(
+    grid_problem, monkeypatch
+):
+    """The knife-edge test can fail: the float32 pixels' near-integer products (errors of ~1e-8
+    of a term) taken as exact change stops."""
+    from attentive.evaluator.sources import grid as grid_module
+
+    _, walk, X = grid_problem
+    X32 = _float32(X)
+    boundary, theta_s, ref = _knife_edges(walk, X32, 7)
+    monkeypatch.setattr(
+        grid_module, "grid_relative_error", lambda arrays, held: np.zeros(held.norms2.shape)
+    )
+    ev = evaluate_blocked(walk, X32, boundary, theta_s, path="walk")
     assert not np.array_equal(ev.n_evaluated, ref.n_evaluated)
 
 
-def _rounding_grid_rows(plan, X, idx):
-    """grid_rows without its check: rows rounded to float32 whatever they are."""
-    rows = X.take(idx, axis=0)
-    norms2 = np.einsum("ij,ij->i", rows, rows)
-    return (rows[:, plan.sv_columns] * plan.sv_grid_scale).astype(np.float32), norms2
-
-
-def test_rows_off_the_grid_walk_in_double_precision(grid_problem, modes):
+def test_a_row_off_the_grid_walks_by_the_next_source(grid_problem, built):
     _, walk, X = grid_problem
     X = X.copy()
-    X[5, 40] += 1e-3  # one value off the grid: its chunk walks in double precision
-    _walks_as_reference(walk, X, 11, block_size=8)
-    assert "double" in modes  # the chunk holding row 5 (others may be on the grid)
+    X[5, 40] += 1e-3  # one value off the grid: its chunk takes double precision
+    _walks_as_reference(walk, X, 11, block_size=8, precision="double")
+    assert "rbf-grid!" in built and "rbf" in built
 
 
-def test_one_row_tells_whether_rows_are_on_the_grid(grid_problem):
+def test_one_row_tells_whether_rows_are_near_the_grid(grid_problem):
     _, walk, X = grid_problem
-    plan = walk_plan(walk)
-    outside = np.setdiff1d(np.arange(X.shape[1]), plan.sv_columns)
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
     x = X[0].copy()
-    assert dense.row_on_grid(plan, x)
-    x[outside[0]] = 0.3337  # off the grid where every support vector is 0: no matter
-    assert dense.row_on_grid(plan, x)
-    x[plan.sv_columns[3]] += 1e-9
-    assert not dense.row_on_grid(plan, x)
+    assert row_on_grid(columns, x)
+    x[columns.first + 3] += 1e-9  # within NEAR_GRID of the grid: near it
+    assert row_on_grid(columns, x)
+    assert row_on_grid(columns, _float32(X[0]))
+    x[columns.first + 3] += 1e-3  # a quarter of a grid step away
+    assert not row_on_grid(columns, x)
     x = X[0].copy()
-    x[plan.sv_columns[0]] = np.nan
-    assert not dense.row_on_grid(plan, x)
+    x[0] = 0.3337  # off the grid where every support vector is 0: off all the same
+    assert not row_on_grid(columns, x)
+    x = X[0].copy()
+    x[columns.first] = np.nan
+    assert not row_on_grid(columns, x)
 
 
-def test_input_off_the_grid_in_every_row_walks_in_double_precision(grid_problem, modes):
-    """Pixels / 255 in float32 (read back as float64) are off the grid but for 0 and 1: the first
-    row says so, so the walk plans its copies for double-precision products, and neither it nor
-    full evaluation converts rows onto the grid."""
+def test_rows_off_the_grid_outside_the_products_columns_walk_by_the_next_source(
+    grid_problem, built
+):
+    """Values where every support vector is 0 enter only |x|²: rows off the grid there are
+    not on the grid (the grid source holds every column), and walk as the reference does."""
     model, walk, X = grid_problem
-    X = ((X * 255).astype(np.float32) / np.float32(255)).astype(np.float64)
-    assert not dense.row_on_grid(walk_plan(walk), X[0])
-    assert dense.RBFTerms(walk, walk_plan(walk), X[:50]).grid is False
-    assert dense.RBFTerms(walk, walk_plan(walk), np.rint(X[:50] * 255) / 255).grid is True
-    _walks_as_reference(walk, X, 17, precision="double", block_size=8)
-    assert modes and "grid" not in modes
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
+    X = X.copy()
+    X[::3, 0] = 0.3337  # off the grid, and large enough to move every walk
+    X[1::3, columns.width - 1] = np.pi
+    assert columns.first > 0 and columns.stop < columns.width  # both columns outside the span
+    _walks_as_reference(walk, X, 13, precision="double")
+    assert "rbf" in built and "rbf-grid" not in built
     ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
-    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=_band(walk))
 
 
 def test_restricted_rows_by_brute_force(grid_problem):
-    """The double-precision copy of rows off the grid: the rows asked for, on the products'
-    columns, with |x|² over every column, across tiles (1,000 rows: four tiles)."""
+    """Rows as the float32 source holds them: the support vectors' columns (a view where the
+    dtype is kept) and |x|² over every column."""
     _, walk, X = grid_problem
-    plan = walk_plan(walk)
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
     X = X + 1e-3 * np.random.default_rng(5).random(X.shape)  # every value off the grid
-    some = np.flatnonzero(np.random.default_rng(6).random(len(X)) < 0.6)
-    for idx in (np.arange(len(X)), some):
-        for norms in (True, False):
-            rows, norms2 = dense.restricted_rows(plan, X, idx, norms)
-            np.testing.assert_array_equal(rows, X[idx][:, plan.sv_columns])
-            if norms:
-                np.testing.assert_allclose(norms2, (X[idx] ** 2).sum(axis=1), rtol=1e-13)
-            else:
-                assert norms2 is None
+    for dtype in (np.float64, np.float32):
+        rows, norms2 = restricted_rows(columns, X, dtype=dtype)
+        assert rows.dtype == dtype and np.shares_memory(rows, X) == (dtype == np.float64)
+        np.testing.assert_array_equal(rows, X[:, columns.first : columns.stop].astype(dtype))
+        np.testing.assert_allclose(norms2, (X**2).sum(axis=1), rtol=1e-13)
+    X32 = _float32(X)
+    rows, norms2 = restricted_rows(columns, X32, dtype=np.float32)
+    assert np.shares_memory(rows, X32)  # float32 rows as given: a view
+    np.testing.assert_array_equal(rows, X32[:, columns.first : columns.stop])
+    np.testing.assert_allclose(norms2, (X32.astype(np.float64) ** 2).sum(axis=1), rtol=1e-13)
+    bad = X.copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(NonFiniteInput):
+        restricted_rows(columns, bad)
+    big = X.copy()
+    big[3, 0] = 1e200  # finite: its square overflows, the row is not refused
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isinf(restricted_rows(columns, big)[1][3])
 
 
-def test_rows_off_the_grid_compacted_from_the_rows_as_given(grid_problem, monkeypatch):
-    """A walk off the grid that compacts before copying its rows gives the reference's stops and
-    decisions. (Walks expected to stop soon are not worth a copy before their first block;
-    here the copy is held off until the first compaction.)"""
-    _, walk, X = grid_problem
-    X = X + 1e-3 * np.random.default_rng(5).random(X.shape)
-    seen = []
-    original = dense.restricted_rows
-
-    def spy(plan, rows, idx, norms):
-        seen.append((idx.size < rows.shape[0], norms))
-        return original(plan, rows, idx, norms)
-
-    monkeypatch.setattr(dense, "restricted_rows", spy)
-    monkeypatch.setattr(dense.RBFTerms, "restrict_pays", lambda self, remaining: False)
-    _walks_as_reference(walk, X, 23, precision="double", block_size=32)
-    assert (True, False) in seen  # a compaction of raw rows: some of them, norms known
-
-
-def test_rows_off_the_grid_only_outside_the_products_columns_stay_on_the_grid(grid_problem, modes):
-    """The grid is checked on the products' columns: values elsewhere (where every support
-    vector is 0) only enter |x|², which comes from the rows as given, over every column."""
-    _, walk, X = grid_problem
-    plan = walk_plan(walk)
-    outside = np.setdiff1d(np.arange(X.shape[1]), plan.sv_columns)
-    X = X.copy()
-    X[::3, outside[0]] = 0.3337  # off the grid, and large enough to move every walk
-    X[1::3, outside[-1]] = np.pi
-    _walks_as_reference(walk, X, 13, precision="double")
-    assert "grid" in modes and "double" not in modes
-
-
-def test_a_grid_on_every_column_walks_on_the_grid(modes):
-    """Support vectors non-zero in every column (no restriction, plan.sv_columns is None): the
-    grid copy holds every column, equal to a brute-force computation, and the walk decides
-    knife edges as the reference does."""
+def test_a_grid_on_every_column_walks_on_the_grid(built):
+    """Support vectors non-zero in every column (no restriction): the grid copy holds every
+    column, equal to a brute-force computation, and the walk decides knife edges as the
+    reference does, in double precision too (rows exactly on the grid)."""
     rng = np.random.default_rng(8)
     X, y = _images(rng, 900)
     X = np.rint(np.clip(X + rng.uniform(0.0, 0.05, X.shape), 0.0, 1.0) * 255.0) / 255.0
     model = SVC(gamma=0.05, C=1.0).fit(X[:300], y[:300])
     walk = make_walk(decompose(model), X[:300], y[:300], random_state=4)[0]
-    plan = walk_plan(walk)
-    assert plan.sv_columns is None and plan.sv_grid_scale == 255.0
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
+    assert columns.whole and columns.grid_scale == 255.0
     Xe = X[300:]
-    idx = np.arange(0, len(Xe), 2)
-    ints, norms2 = dense.grid_rows(plan, Xe, idx)
-    np.testing.assert_array_equal(ints, np.rint(Xe[idx] * 255.0).astype(np.float32))
-    np.testing.assert_allclose(norms2, (Xe[idx] ** 2).sum(axis=1), rtol=1e-13)
+    held = grid_rows(columns, Xe[::2])
+    np.testing.assert_array_equal(held.K, np.rint(Xe[::2] * 255.0).astype(np.float32))
+    np.testing.assert_allclose(held.norms2, (Xe[::2] ** 2).sum(axis=1), rtol=1e-13)
     _walks_as_reference(walk, Xe, 2, precision="double")
-    assert "grid" in modes and "double" not in modes
+    assert "rbf-grid" in built and "rbf" not in built
 
 
-def test_rows_whose_sums_could_reach_2_to_the_24_walk_in_double_precision(modes):
+def test_rows_whose_sums_could_reach_2_to_the_24_walk_by_the_next_source(built):
     """Integers (grid step 1) large enough that |k| · max|l| ≥ 2^24: not exact in float32."""
     rng = np.random.default_rng(5)
     X, y = _images(rng, 500, scale=1)
     X *= 2000.0  # integers up to 2,000
     model = SVC(gamma=1e-7, C=1.0).fit(X[:250], y[:250])
     walk = make_walk(decompose(model), X[:250], y[:250], random_state=0)[0]
-    plan = walk_plan(walk)
-    assert plan.sv_grid_scale is not None
-    assert (
-        plan.sv_grid_scale * np.linalg.norm(X[250:], axis=1).max() * plan.sv_grid_norm > GRID_LIMIT
-    )
+    columns = rbf_arrays(walk, walk_plan(walk)).columns
+    assert columns.grid_scale is not None
     Xe = X[250:]
-    _walks_as_reference(walk, Xe, 1, block_size=8)
-    assert modes and "grid" not in modes
+    assert columns.grid_scale * np.linalg.norm(Xe, axis=1).max() * columns.grid_norm > GRID_LIMIT
+    assert grid_rows(columns, Xe) is None
+    _walks_as_reference(walk, Xe, 1, block_size=8, precision="double")
+    assert "rbf" in built and "rbf-grid" not in built
 
 
 def test_grid_scale():
     k = np.arange(256, dtype=np.float64)
-    assert grid_scale(k[None, :] / 255.0) == 255.0
-    assert grid_scale(k[None, 3:] / 255.0) == 255.0  # smallest value 3/255
-    assert grid_scale(np.array([[0.0, 2.0, -7.0]])) == 1.0
-    assert grid_scale(np.array([[0.0, 0.5, 0.25]])) == 4.0
+    assert grid_scale(k[None, :] / 255.0) == (255.0, 0.0)
+    assert grid_scale(k[None, 3:] / 255.0) == (255.0, 0.0)  # smallest value 3/255
+    assert grid_scale(np.array([[0.0, 2.0, -7.0]])) == (1.0, 0.0)
+    assert grid_scale(np.array([[0.0, 0.5, 0.25]])) == (4.0, 0.0)
     assert grid_scale(np.array([[0.0, np.pi]])) is None
     assert grid_scale(np.zeros((2, 3))) is None
     assert grid_scale(np.array([[2.0**25]])) is None
+    # float32 pixels / 255: near the grid, by their largest distance from it.
+    near = (k[None, :] / 255.0).astype(np.float32).astype(np.float64)
+    s, dev = grid_scale(near)
+    assert s == 255.0 and dev == np.abs(near * 255 - np.rint(near * 255)).max() and 0 < dev
+    assert grid_scale(near + 1e-4) is None
 
 
 def test_exact_single_products_agree_with_double():
-    if not dense.exact_single_products():
+    if not exact_single_products():
         pytest.skip("this BLAS does not multiply float32 integers exactly")
     rng = np.random.default_rng(0)
     A = rng.integers(0, 256, size=(300, 250)).astype(np.float32)
@@ -409,16 +425,6 @@ def test_exact_single_products_agree_with_double():
     np.testing.assert_array_equal(
         (A @ B).astype(np.float64), A.astype(np.float64) @ B.astype(np.float64)
     )
-
-
-def test_column_runs_and_take_columns(grid_problem):
-    cols = np.array([0, 1, 2, 5, 7, 8, 20])
-    assert column_runs(cols) == ((0, 3, 0), (5, 6, 3), (7, 9, 4), (20, 21, 6))
-    _, walk, X = grid_problem
-    plan = walk_plan(walk)
-    out = np.empty((X.shape[0], plan.sv_columns.size), dtype=np.float32)
-    dense.take_columns(plan, X, out)
-    np.testing.assert_array_equal(out, X[:, plan.sv_columns].astype(np.float32))
 
 
 def test_expected_remaining_by_brute_force():
@@ -434,7 +440,7 @@ def test_expected_remaining_by_brute_force():
     np.testing.assert_array_equal(expected_remaining(None, n, positions), n - positions)
 
 
-def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_problem, modes):
+def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_problem, built):
     """Through AttentiveClassifier: predict is classes_[decision ≥ θ], decisions and labels are
     the reference's (full partial scores), full evaluation is scikit-learn's decision_function."""
     from sklearn.frozen import FrozenEstimator
@@ -445,7 +451,12 @@ def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_proble
     rng = np.random.default_rng(3)
     X_ref, y_ref = _images(rng, 600)
     clf = AttentiveClassifier(
-        FrozenEstimator(model), boundary="curved", side="both", delta=0.05, random_state=4
+        FrozenEstimator(model),
+        boundary="curved",
+        side="both",
+        delta=0.05,
+        random_state=4,
+        early_stopping=True,
     ).fit(X_ref, y_ref)
     Xf = np.asfortranarray(X)  # any memory layout
     decision = clf.decision_function(Xf)
@@ -459,7 +470,7 @@ def test_estimator_on_grid_images_predicts_the_side_of_its_decisions(grid_proble
     assert ref.stopped.any()
     np.testing.assert_array_equal(labels, ref.labels)
     np.testing.assert_allclose(decision, ref.decision, rtol=1e-9, atol=1e-9)
-    assert "grid" in modes
+    assert "rbf-grid" in built
     full = clf.with_rule("full")
     np.testing.assert_allclose(
         full.decision_function(Xf), model.decision_function(X), rtol=1e-9, atol=1e-12
@@ -481,90 +492,81 @@ def dot_problem(request):
     X, y = _images(rng, 1300)
     model = clone(DOT_MODELS[request.param]).fit(X[:300], y[:300])
     walk = make_walk(decompose(model), X[:300], y[:300], random_state=3)[0]
-    plan = walk_plan(walk)
-    assert plan.sv_columns is not None and plan.sv_grid_scale == 255.0
+    columns = dot_arrays(walk, walk_plan(walk)).columns
+    assert not columns.whole and columns.grid_scale == 255.0
     assert walk.n_terms * 1000 > 2**15  # not a tiny problem
     return model, walk, X[300:]
 
 
-@pytest.fixture
-def dot_modes(monkeypatch):
-    """The modes DotKernelTerms ended in."""
-    return _spy_modes(monkeypatch, dense.DotKernelTerms)
-
-
-def test_dot_kernels_on_the_grid_walk_as_the_reference(dot_problem, dot_modes):
+def test_dot_kernels_on_the_grid_walk_as_the_reference(dot_problem, built):
     """Knife edges 1e-9 from the walks: the exact float32 products decide as the reference, with
-    the survival schedule (a copy onto the grid before the first block), with small blocks and
-    chunks (raw rows until the first compaction), and for labels only."""
+    the pilot's blocks (twice: the second call with the kept pilot), small blocks and chunks,
+    and threads."""
     _, walk, X = dot_problem
     for kwargs in ({}, {}, {"block_size": 5, "chunk_size": 64}, {"n_jobs": 2, "block_size": 16}):
-        _walks_and_labels_as_reference(walk, X, 29, **kwargs)
-    assert "grid" in dot_modes and "double" not in dot_modes
+        _walks_as_reference(walk, X, 29, **kwargs)
+    assert "dot-grid" in built and not {"dot-kernel", "dot-grid!"} & set(built)
 
 
-def test_dot_kernels_full_and_budgeted_evaluation_on_the_grid(dot_problem, full_tiles):
+def test_dot_kernels_full_and_budgeted_evaluation_on_the_grid(dot_problem, built):
     model, walk, X = dot_problem
-    _full_on_the_grid_matches_sklearn(model, walk, X, full_tiles, atol=1e-9)
+    _full_on_the_grid_matches_sklearn(model, walk, X, built, atol=1e-9, kind="dot-grid")
     plan = walk_plan(walk)
     for budget in (1, 37):
-        U = dense.prefix_sums(walk, plan, X, budget, None, 1)
+        U = totals(walk, plan, X, budget, "single", None, None, 1)
         terms = walk.terms.term_values(walk.prepare(X), walk.order[:budget])
         np.testing.assert_allclose(U, terms @ walk.ordered_weights[:budget], rtol=1e-11, atol=1e-12)
 
 
-def test_dot_kernels_off_the_grid_take_the_support_vectors_columns(
-    dot_problem, dot_modes, full_tiles
-):
-    """Rows read back from float32 (off the grid): the walks copy them onto the support vectors'
-    columns in float64, full evaluation takes those columns too; both as the reference."""
+@pytest.mark.parametrize("rows", ["float32", "read back from float32"])
+def test_dot_kernels_near_the_grid_take_the_double_precision_source(dot_problem, built, rows):
+    """Rows near the grid but not on it (no certified band for dot kernels): the walks and full
+    evaluation take the double-precision source on the support vectors' columns; both as the
+    reference. A border column (every support vector 0 there) does not matter."""
     model, walk, X = dot_problem
-    X = X.astype(np.float32).astype(np.float64)
-    X[:, 0] = 0.3337  # a border column (every support vector 0 there): it must not matter
+    X = _float32(X) if rows == "float32" else _float32(X).astype(np.float64)
+    X[:, 0] = 0.3337
     _walks_as_reference(walk, X, 31, block_size=8)
     _walks_as_reference(walk, X, 31)
-    assert dot_modes and set(dot_modes) == {"double"}
+    assert built and {k for k in built if not k.endswith("!")} == {"dot-kernel"}
     ev = evaluate_blocked(walk, X, full_boundary(walk.n_terms), walk.theta_s(0.0))
     np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
-    assert full_tiles and set(full_tiles) == {"off"}
 
 
 @pytest.mark.parametrize("where", ["border", "product column"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_dot_kernels_refuse_non_finite_rows_on_every_path(dot_problem, where, bad, monkeypatch):
+def test_dot_kernels_refuse_non_finite_rows_on_every_path(dot_problem, where, bad):
     """A row with a NaN or an infinity anywhere (also in a column every support vector ignores)
-    is refused by the walk (rows as given, the grid copy, the float64 copy), by full and by
-    budgeted evaluation."""
+    is refused by the walk (the grid copy or the double-precision rows), by a walk in one block,
+    by full and by budgeted evaluation, whatever the path."""
     _, walk, X = dot_problem
     boundary, theta_s, _ = _knife_edges(walk, X[:400], 5)
-    col = 0 if where == "border" else int(walk_plan(walk).sv_columns[3])
+    col = 0 if where == "border" else dot_arrays(walk, walk_plan(walk)).columns.first + 3
     Xb = X[:400].copy()
     Xb[250, col] = bad
     for b, kwargs in [
-        (boundary, {}),  # survival schedule: the copy before the first block
-        (boundary, {"block_size": 4}),  # rows as given first
+        (boundary, {}),
+        (boundary, {"path": "walk"}),
+        (boundary, {"block_size": 4, "path": "walk"}),
+        (boundary, {"block_size": walk.n_terms, "path": "walk"}),
+        (boundary, {"path": "full"}),
         (full_boundary(walk.n_terms), {}),
         (budget_boundary(walk.n_terms, 20), {"chunk_size": 50}),
     ]:
         with pytest.raises(NonFiniteInput), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             evaluate_blocked(walk, Xb, b, theta_s, **kwargs)
-    # Walks expected to stop soon are not worth a copy: the rows as given, in one block.
-    monkeypatch.setattr(dense.DotKernelTerms, "restrict_pays", lambda self, remaining: False)
-    with pytest.raises(NonFiniteInput), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        evaluate_blocked(walk, Xb, boundary, theta_s, block_size=walk.n_terms)
 
 
-@pytest.mark.parametrize("data", ["on the grid", "off the grid", "few features"])
+@pytest.mark.parametrize("data", ["on the grid", "near the grid", "few features"])
 @pytest.mark.parametrize("change", [-30, -1, 1, 20])
 def test_rbf_walks_and_full_evaluation_refuse_another_width(grid_problem, data, change):
     """Rows with fewer or more columns than the support vectors are refused (ValueError) by the
-    walks and by full evaluation: the copies' column gather would otherwise clip the indices
+    walks and by full evaluation: the copies' column span would otherwise read past the rows
     (fewer) or ignore the extra columns (more)."""
     _, walk, X = grid_problem
-    if data == "off the grid":
-        X = X.astype(np.float32).astype(np.float64)
+    if data == "near the grid":
+        X = _float32(X)
     elif data == "few features":
         rng = np.random.default_rng(2)
         Xs, ys = rng.normal(size=(400, 8)), rng.integers(0, 2, 400)
@@ -572,10 +574,10 @@ def test_rbf_walks_and_full_evaluation_refuse_another_width(grid_problem, data, 
         X = Xs[200:]
     d = X.shape[1]
     boundary, theta_s, _ = _knife_edges(walk, X, 3)
-    bad = X[:, :change] if change < 0 else np.hstack([X, np.full((len(X), change), 0.5)])
+    bad = X[:, :change] if change < 0 else np.hstack([X, np.full((len(X), change), 0.5, X.dtype)])
     for b, kwargs in [
         (boundary, {}),
-        (boundary, {"block_size": 4}),
+        (boundary, {"block_size": 4, "path": "walk"}),
         (full_boundary(walk.n_terms), {}),
         (budget_boundary(walk.n_terms, 5), {}),
     ]:

@@ -23,7 +23,7 @@ from attentive.boundaries import reference_statistics as stats
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import NonFiniteInput, evaluate_blocked, rejects_non_finite
-from attentive.evaluator import dense as dense_module
+from attentive.evaluator.sources import grid as grid_module
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -40,7 +40,7 @@ def _walk_and_boundary(X, y, gamma):
 
 @pytest.fixture(scope="module")
 def low():
-    """8 features: augmented rows (double), or single-precision exp (mixed)."""
+    """8 features: augmented rows in double precision."""
     X, y = make_classification(
         n_samples=900, n_features=8, n_informative=5, flip_y=0.05, random_state=3
     )
@@ -49,30 +49,43 @@ def low():
 
 @pytest.fixture(scope="module")
 def images():
-    """144 features on the 8-bit grid, a zero border: the grid copy and the raw rows."""
+    """144 features on the 8-bit grid, a zero border: the grid source, exact."""
     X, y = _images(np.random.default_rng(3), 1100)
     return (*_walk_and_boundary(X[:300], y[:300], 0.05), X[300:])
 
 
 @pytest.fixture(scope="module")
-def images_off_grid(images):
-    """The same images read back from float32: off the grid, so the walk's one copy of the rows
-    holds them restricted to the products' columns in float64, their norms taken as it reads
-    them."""
+def images_near_grid(images):
+    """The same images stored in float32: near the grid (the grid source with a band), or in
+    double precision the augmented rows."""
     walk, boundary, theta_s, X = images
-    return walk, boundary, theta_s, X.astype(np.float32).astype(np.float64)
+    return walk, boundary, theta_s, X.astype(np.float32)
 
 
-# (problem, boundary, evaluate_blocked options, rows): every path that computes RBF row norms.
+@pytest.fixture(scope="module")
+def wide():
+    """100 standardised features, off any grid: float32 products of the rows as given."""
+    X, y = make_classification(n_samples=900, n_features=100, n_informative=20, random_state=4)
+    X = StandardScaler().fit_transform(X)
+    return (*_walk_and_boundary(X[:300], y[:300], "scale"), X[300:])
+
+
+# (problem, boundary, evaluate_blocked options, rows): every path that computes RBF row norms,
+# each term source's (walks, the pilot's, full and budgeted evaluation, tiny problems).
 PATHS = {
-    "augmented": ("low", "curved", {"precision": "double"}, None),
-    "mixed exp": ("low", "curved", {"precision": "mixed"}, None),
-    "grid copy": ("images", "curved", {"precision": "double"}, None),
-    "grid copy, 2 threads": ("images", "curved", {"precision": "double", "n_jobs": 2}, None),
-    "raw rows": ("images", "curved", {"precision": "double", "block_size": 600}, None),
-    "restricted copy": ("images_off_grid", "curved", {"precision": "double"}, None),
-    "single product": ("images", "curved", {"precision": "mixed"}, None),
+    "rbf": ("low", "curved", {"precision": "double"}, None),
+    "rbf, walk": ("low", "curved", {"path": "walk"}, None),
+    "rbf-single": ("wide", "curved", {}, None),
+    "rbf-single, walk in blocks": ("wide", "curved", {"path": "walk", "block_size": 8}, None),
+    "rbf-grid": ("images", "curved", {"path": "walk"}, None),
+    "rbf-grid, 2 threads": ("images", "curved", {"n_jobs": 2, "path": "walk"}, None),
+    "rbf-grid, one block": ("images", "curved", {"block_size": 600, "path": "walk"}, None),
+    "rbf-grid near": ("images_near_grid", "curved", {"path": "walk"}, None),
+    "rbf, near-grid rows": ("images_near_grid", "curved", {"precision": "double"}, None),
+    "auto": ("images", "curved", {}, None),
     "full": ("images", "full", {}, None),
+    "full, near grid": ("images_near_grid", "full", {}, None),
+    "full, single": ("wide", "full", {}, None),
     "budget": ("low", "budget", {"chunk_size": 100}, None),
     "budget, grid": ("images", "budget", {"chunk_size": 100, "n_jobs": 2}, None),
     "tiny": ("images", "curved", {}, 20),
@@ -98,6 +111,7 @@ def test_every_rbf_path_refuses_non_finite_rows(request, path, bad):
     # The first row (a pilot's), the last (the last chunk's); an image's border column is one
     # where every support vector is 0, left out of the products (only |x|² reads it).
     border = 0 if name.startswith("images") else 3
+    bad = np.float32(bad) if X.dtype == np.float32 else bad
     for row, col in ((0, 5), (X.shape[0] - 1, 5), (X.shape[0] // 2, border)):
         Xb = X.copy()
         Xb[row, col] = bad
@@ -106,25 +120,27 @@ def test_every_rbf_path_refuses_non_finite_rows(request, path, bad):
             evaluate_blocked(walk, Xb, boundary, theta_s, **options)
 
 
-def test_the_grid_copy_refuses_a_nan_outside_the_products_columns(images, monkeypatch):
-    """The grid copy checks the grid on the products' columns only: a NaN elsewhere reaches it
-    (and must not pass it) through |x|²."""
+def test_the_grid_source_refuses_a_nan_outside_the_products_columns(images, monkeypatch):
+    """A NaN where every support vector is 0 takes its rows off the grid; the next source finds
+    it (through |x|²) and refuses it: the chunks before it used the grid."""
     walk, boundary, theta_s, X = images
     seen = []
-    original = dense_module.grid_rows
+    original = grid_module.grid_rows
 
-    def grid_rows(plan, rows, idx):
-        out = original(plan, rows, idx)
+    def grid_rows(columns, rows):
+        out = original(columns, rows)
         seen.append(out is not None)
         return out
 
-    monkeypatch.setattr(dense_module, "grid_rows", grid_rows)
+    monkeypatch.setattr(grid_module, "grid_rows", grid_rows)
     Xb = X.copy()
     Xb[400, 0] = np.nan
     with pytest.raises(NonFiniteInput), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        evaluate_blocked(walk, Xb, boundary, theta_s, precision="double", chunk_size=300)
-    assert seen and all(seen[:1])  # the chunks before row 400's did use the grid copy
+        evaluate_blocked(
+            walk, Xb, boundary, theta_s, chunk_size=300, block_size=16, path="walk", n_jobs=1
+        )
+    assert seen[0] is True  # the chunks before row 400's did use the grid copy
     assert seen[-1] is False
 
 
@@ -138,8 +154,8 @@ def test_finite_values_whose_squares_overflow_are_evaluated(request, name):
         ref = apply_boundary(
             walk.partial_scores(X), boundary, theta_s, walk.offset, walk.terms.classes
         )
-        for precision in ("double", "mixed"):
-            ev = evaluate_blocked(walk, X, boundary, theta_s, precision=precision)
+        for precision in ("double", "single"):
+            ev = evaluate_blocked(walk, X, boundary, theta_s, precision=precision, path="walk")
             np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
             np.testing.assert_array_equal(ev.labels, ref.labels)
 

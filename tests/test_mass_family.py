@@ -3,6 +3,7 @@ on every evaluation path, and the running masses against a loop over the model's
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -144,7 +145,7 @@ def test_the_rule_stops_on_the_estimate_with_the_mass(rbf_problem):
     high = (est[:, : n - 1] > theta + z * sd[: n - 1]) & ok
     crossed = low | high
     first = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1) + 1, n)
-    ev = clf.evaluate(X)
+    ev = _walking(clf).evaluate(X)
     np.testing.assert_array_equal(ev.n_evaluated, first)
     assert ev.stopped.mean() > 0.3
     rows = np.flatnonzero(ev.stopped)
@@ -217,16 +218,32 @@ def test_a_mass_free_table_gives_a_plain_boundary(rbf_problem):
     assert not b.uses_mass and b.mass is None
 
 
+def _walking(clf):
+    """The classifier with early_stopping=True: it walks the rule (with "auto" it may evaluate
+    every term instead, where its pilot predicts walking would cost more)."""
+    return copy.copy(clf).set_params(early_stopping=True)
+
+
 def _assert_as_reference(clf, X, **options):
+    """The rule's walk (early_stopping=True) gives the reference's stops, decisions and labels;
+    "auto" gives them too, or, where it evaluates in full, the full model's."""
     S, A = clf.partial_scores(X), clf.partial_masses(X)
     ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, A=A)
     with evaluation_options(**options):
-        ev = clf.evaluate(X)
-        labels = clf.predict(X)
+        ev = _walking(clf).evaluate(X)
+        labels = _walking(clf).predict(X)
+        auto = clf.evaluate(X)
+    assert ev.path == "walk"
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.positive, ref.positive)
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)
     np.testing.assert_array_equal(labels, ref.labels)
+    if auto.path == "walk":
+        np.testing.assert_array_equal(auto.n_evaluated, ref.n_evaluated)
+        np.testing.assert_allclose(auto.decision, ref.decision, rtol=1e-9, atol=1e-9)
+    else:
+        assert auto.path == "full" and not auto.stopped.any()
+        np.testing.assert_allclose(auto.decision, clf.offset_ + S[:, -1], rtol=1e-9, atol=1e-9)
     return ref
 
 
@@ -235,7 +252,7 @@ def _assert_as_reference(clf, X, **options):
     [
         {},  # pilot, survival schedule, blocks
         {"block_size": 16, "n_jobs": 2},
-        {"block_size": 5, "chunk_size": 97, "precision": "mixed"},  # mixed asked: double
+        {"block_size": 5, "chunk_size": 97, "precision": "mixed"},  # 8 features: double anyway
     ],
 )
 def test_evaluator_equals_the_reference_few_features(rbf_problem, options):
@@ -257,7 +274,7 @@ def test_evaluator_equals_the_reference_one_side(rbf_problem, side):
 
 def test_evaluator_equals_the_reference_short_rbf_walk():
     """An RBF model of at most 64 terms: the one-go walk's triangular product for the mass."""
-    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+    from attentive.evaluator.walk import SMALL_PREFIX_PRODUCT
 
     X, y = make_classification(n_samples=1000, n_features=6, class_sep=2.0, random_state=5)
     clf = AttentiveClassifier(
@@ -276,7 +293,7 @@ def test_evaluator_equals_the_reference_short_rbf_walk():
 def test_evaluator_equals_the_reference_tiny_call(rbf_problem):
     """A few rows: every term at once (walks longer than the triangular product's limit)."""
     from attentive.evaluator.blocked import _SMALL_PROBLEM
-    from attentive.evaluator.dense import SMALL_PREFIX_PRODUCT
+    from attentive.evaluator.walk import SMALL_PREFIX_PRODUCT
 
     clf, X = rbf_problem
     rows = _SMALL_PROBLEM // clf.n_terms_
@@ -345,3 +362,34 @@ def test_a_calibrated_mass_rule_survives_the_trusted_skops_round_trip(rbf_proble
     np.testing.assert_array_equal(
         loaded.boundary_family().boundary(1.5).mass, clf.boundary_family().boundary(1.5).mass
     )
+
+
+def test_a_linear_model_on_sparse_rows_walks_a_mass_rule_as_the_reference():
+    """The sparse linear source's own walk (range-maximum queries on ``U_t``) cannot test
+    ``U_t + κ_t A_t``: a mass rule walks its rows in blocks, stops equal to the reference's
+    (its own walk ignored the mass and stopped where ``U_t`` alone crossed)."""
+    from attentive.boundaries import Boundary
+    from attentive.evaluator import evaluate_blocked
+    from attentive.terms import decompose
+    from attentive.walk import make_walk
+
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 40, density=0.3, format="csr", random_state=rng)
+    y = (X @ rng.normal(size=40) > 0.5).astype(int)
+    model = LinearSVC().fit(X[:300], y[:300])
+    walk = make_walk(decompose(model), X[:300], y[:300], centering="all", random_state=0)[0]
+    n = walk.n_terms
+    S, A = walk.partial_scores_and_masses(X[300:])
+    kappa = np.full(n, -0.5)
+    V = S + kappa * A
+    lower = np.full(n, np.quantile(V, 0.2))
+    upper = np.full(n, np.quantile(V, 0.95))
+    boundary = Boundary("constant", "both", lower, upper, mass=kappa)
+    ref = apply_boundary(S, boundary, 0.0, walk.offset, walk.terms.classes, A=A)
+    assert 0.2 < ref.stopped.mean() < 0.9
+    for kwargs in ({"block_size": 4}, {"chunk_size": 50, "n_jobs": 2}, {}):
+        ev = evaluate_blocked(walk, X[300:], boundary, 0.0, path="walk", **kwargs)
+        assert ev.path == "walk"
+        np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+        np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+        np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9)

@@ -1,17 +1,22 @@
-"""The mixed-precision RBF walk (single-precision ``exp``, certified error band) against the
-double-precision walk and the reference (full partial scores + apply_boundary)."""
+"""Float32 products with a certified error bound (``precision="auto"``, alias ``"mixed"``:
+:class:`attentive.evaluator.sources.rbf_single.RBFSingleSource`, RBF models over more than 64
+dense features off any integer grid) against double precision and the reference (full partial
+scores + apply_boundary): the same stops, sides and labels; decision values within the band.
+"""
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import attentive.evaluator.blocked as blocked
-import attentive.evaluator.mixed as mixed
 from attentive.boundaries import Boundary, curved_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
-from attentive.evaluator.plan import PILOT_MIN, Thresholds, walk_plan
+from attentive.evaluator.plan import Thresholds, walk_plan
+from attentive.evaluator.sources import rbf_single
+from attentive.evaluator.sources.rbf_single import RBFSingleSource
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -19,10 +24,9 @@ from attentive.walk import make_walk
 @pytest.fixture(scope="module")
 def rbf():
     X, y = make_classification(
-        n_samples=1500, n_features=12, n_informative=6, flip_y=0.05, random_state=5
+        n_samples=1500, n_features=100, n_informative=20, flip_y=0.05, random_state=5
     )
-    # Far from the origin: uncentred augmented products would cancel badly here.
-    X = 3.0 * X + 40.0
+    X = StandardScaler().fit_transform(X)
     X_train, y_train = X[:600], y[:600]
     model = SVC(C=2.0, gamma="scale").fit(X_train, y_train)
     walk = make_walk(decompose(model), X_train, y_train, random_state=0)[0]
@@ -30,17 +34,18 @@ def rbf():
 
 
 @pytest.fixture
-def mixed_calls(monkeypatch):
-    """Counts the chunks walked in mixed precision (so a test cannot pass without using it)."""
+def settled(monkeypatch):
+    """The float32 walks' outcomes (so that a test cannot pass without them): what each chunk
+    walked in float32 left unsure and to double precision."""
     calls = []
-    original = mixed.walk_rows_mixed
+    original = blocked.settle
 
-    def counted(*args, **kwargs):
-        res = original(*args, **kwargs)
-        calls.append(res)
-        return res
+    def counted(source_cls, *args, **kwargs):
+        res = args[3]
+        calls.append((source_cls.kind, res.unsure.size))
+        return original(source_cls, *args, **kwargs)
 
-    monkeypatch.setattr(blocked, "walk_rows_mixed", counted)
+    monkeypatch.setattr(blocked, "settle", counted)
     return calls
 
 
@@ -50,40 +55,39 @@ def _curved(walk, X_train, y_train, delta, side="both"):
     return curved_boundary(pos, delta, walk.theta_s(0.0), side, upper_stats=neg)
 
 
+def _band(walk):
+    """The float32 products' band on a value: at most ρ Σ|w h| (ρ ≈ 1e-5 here) ≤ 1e-5 Σ|w|."""
+    return 1e-5 * float(np.abs(walk.ordered_weights).sum())
+
+
 def _assert_same(ev, ref, band=0.0):
-    """Same stops, sides and decisions; a stopped walk's score (its estimate from ``S_t``) may
-    differ by ``band``, the single-precision walk's certified error (0: exact)."""
+    """Same stops, sides and labels; decisions to 1e-9, or within ``band``."""
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.positive, ref.positive)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
     scale = 1.0 + np.abs(ref.decision).max()
-    done = ~ref.stopped
-    np.testing.assert_allclose(ev.decision[done], ref.decision[done], rtol=1e-9, atol=1e-9 * scale)
-    np.testing.assert_allclose(
-        ev.decision[~done], ref.decision[~done], rtol=1e-9, atol=1e-9 * scale + band
-    )
-
-
-def _band(walk):
-    """The mixed walk's error band at the last position is about 1e-6 of Σ|w| (docs/speed.md)."""
-    return 1e-5 * float(np.abs(walk.ordered_weights).sum())
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=1e-9 * scale + band)
 
 
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_mixed_walk_matches_double_and_reference(rbf, mixed_calls, side, n_jobs):
+def test_single_walk_matches_double_and_reference(rbf, settled, side, n_jobs):
     walk, X_train, y_train, Xt = rbf
     boundary = _curved(walk, X_train, y_train, 0.05, side)
     theta_s = walk.theta_s(0.0)
     S = walk.partial_scores(Xt)
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
     assert 0.3 < ref.stopped.mean() < 1.0
-    mixed = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="mixed")
-    double = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="double")
-    assert mixed_calls, "the mixed-precision walk was not used"
-    _assert_same(mixed, ref, _band(walk))
-    _assert_same(mixed, double, _band(walk))
-    assert (~mixed.stopped).any()  # some walks never stopped: their totals were recomputed
+    single = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="mixed", path="walk")
+    assert settled and {kind for kind, _ in settled} == {"rbf-single"}
+    del settled[:]
+    double = evaluate(walk, Xt, boundary, theta_s, n_jobs=n_jobs, precision="double", path="walk")
+    assert not settled
+    _assert_same(double, ref)
+    _assert_same(single, ref, _band(walk))
+    _assert_same(single, double, _band(walk))
+    assert (~single.stopped).any()  # some walks never stopped: their totals carry the band
 
 
 def _knife_edge_boundary(S, rng, eps):
@@ -94,7 +98,7 @@ def _knife_edge_boundary(S, rng, eps):
     return Boundary(kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf))
 
 
-def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, monkeypatch):
+def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, settled, monkeypatch):
     walk, _, _, Xt = rbf
     S = walk.partial_scores(Xt)
     eps = 1e-9 * np.abs(S).max()  # far below float32's resolution, far above float64's
@@ -102,36 +106,30 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, mixed_calls, m
     theta_s = walk.theta_s(0.0)
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
     assert ref.stopped.sum() > 20
-    ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
-    assert mixed_calls and sum(r.unsure.size for r in mixed_calls) > 0
+    ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, path="walk")
+    assert settled and sum(unsure for _, unsure in settled) > 0
     _assert_same(ev, ref, _band(walk))
-    # Without the band, single precision alone decides some of these knife edges wrongly.
+    # Without the band, float32 products alone decide some of these knife edges wrongly.
     monkeypatch.setattr(
-        mixed, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
+        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
     )
-    unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed")
+    unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, path="walk")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
 
 
-def _single_precision_terms(walk, X):
-    """The mixed walk's term magnitudes ``|w| exp32(·)`` of every position for ``X`` (positions
-    along rows), and the largest centred norm of ``X`` (what the band needs)."""
-    source = mixed.RBFTerms32(walk, walk_plan(walk), X)
-    H = np.empty((walk.n_terms, len(X)))
-    source.block(0, walk.n_terms, H)
-    return H, source.max_norm
-
-
 def test_error_band_bounds_the_single_precision_sums(rbf):
-    """|Û_t − U_t| ≤ band_t, with U_t computed independently in extended precision."""
+    """|Û_t − U_t| ≤ ρ(x) A_t + allowance_t, with U_t computed independently in extended
+    precision from the definition."""
     walk, _, _, Xt = rbf
     plan = walk_plan(walk)
-    Xc = Xt[:300]
+    Xc = Xt[:200]
     n = walk.n_terms
-    H, max_norm = _single_precision_terms(walk, Xc)
+    source = RBFSingleSource(walk, plan, Xc)
+    H = np.empty((n, len(Xc)))
+    source.block(0, n, H)
     U_hat = np.cumsum(H * plan.weight_signs[:, None], axis=0)
+    A = np.cumsum(H, axis=0)
 
-    # Extended precision, straight from the definition |w| exp(−γ |x − y|²).
     gamma = np.longdouble(walk.terms.kernel_params["gamma"])
     Y = np.asarray(walk.terms.support_vectors, dtype=np.longdouble)[walk.order]
     Xl = np.asarray(Xc, dtype=np.longdouble)
@@ -140,16 +138,19 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     U = np.cumsum(w[:, None] * np.exp(-gamma * d2), axis=0)
 
     thr = Thresholds(lower=np.zeros(n - 1), upper=None)
-    band = mixed.rbf_error_band(plan, thr, max_norm, final=0.0)
-    assert band.shape == (n,)
+    allowance = source.allowance(thr, 0.0)
+    assert allowance.shape == (n,)
+    band = source.relative_error()[None, :] * A + allowance[:, None]
     err = np.abs(U_hat - U).astype(np.float64)
-    assert np.all(err <= band[:, None])
+    assert np.all(err <= band)
     total = float(np.abs(plan.ordered_weights).sum())
     assert err.max() > 1e-10 * total  # single precision is visible: the check can fail
-    assert band[-1] < 1e-5 * total  # and the band is tight enough to decide most stops
+    assert band[-1].max() < 1e-5 * total  # and the band is tight enough to decide most stops
 
 
-def test_a_useless_band_falls_back_to_the_double_walk(rbf, mixed_calls, monkeypatch):
+def test_a_row_too_far_for_the_band_walks_in_double_precision(rbf, settled, monkeypatch):
+    """Rows whose float32 products could be off by more than the band allows (about 1e-3 of a
+    term) are not held by the float32 source: the router takes the double-precision one."""
     walk, X_train, y_train, Xt = rbf
     boundary = _curved(walk, X_train, y_train, 0.05, "both")
     theta_s = walk.theta_s(0.0)
@@ -157,60 +158,19 @@ def test_a_useless_band_falls_back_to_the_double_walk(rbf, mixed_calls, monkeypa
         walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
     )
     monkeypatch.setattr(
-        mixed,
-        "rbf_error_band",
-        lambda plan, thr, max_norm, final=None: np.full(walk.n_terms, 1e300),
+        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.full(np.shape(x), 1e-2)
     )
-    ev = evaluate(walk, Xt, boundary, theta_s, precision="mixed")
-    assert mixed_calls and all(r.unsure.size == 0 for r in mixed_calls)
-    _assert_same(ev, ref, _band(walk))
+    ev = evaluate(walk, Xt, boundary, theta_s, path="walk")
+    assert not settled  # nothing walked in float32
+    _assert_same(ev, ref)
 
 
-def test_float32_exp_is_within_the_assumed_error():
-    rng = np.random.default_rng(0)
-    a = np.concatenate([rng.uniform(-87.0, 0.0, 2_000_000), rng.uniform(-1.0, 5.0, 200_000)])
-    a32 = a.astype(np.float32)
-    approx = np.exp(a32).astype(np.float64)
-    exact = np.exp(a32.astype(np.float64))
-    assert np.max(np.abs(approx - exact) / exact) <= mixed.EXP32_RELATIVE_ERROR / 2
-
-
-def test_pilot_picks_double_precision_when_few_walks_stop(rbf, mixed_calls, monkeypatch):
-    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
-    walk, X_train, y_train, Xt = rbf
-    theta_s = walk.theta_s(0.0)
-    strict = _curved(walk, X_train, y_train, 1e-9, "lower")
-    ref = apply_boundary(walk.partial_scores(Xt), strict, theta_s, walk.offset, walk.terms.classes)
-    assert ref.stopped.mean() < 0.5
-    _assert_same(evaluate(walk, Xt, strict, theta_s), ref, _band(walk))
-    assert not mixed_calls
-    loose = _curved(walk, X_train, y_train, 0.2, "both")
-    evaluate(walk, Xt, loose, theta_s)
-    assert mixed_calls
-
-
-def test_auto_precision_walks_small_calls_and_slow_single_exp_in_double(
-    rbf, mixed_calls, monkeypatch
-):
-    walk, X_train, y_train, Xt = rbf
-    boundary = _curved(walk, X_train, y_train, 0.2, "both")
-    theta_s = walk.theta_s(0.0)
-    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
-    evaluate(walk, Xt[: PILOT_MIN - 1], boundary, theta_s, block_size=16)
-    assert not mixed_calls
-    monkeypatch.setattr(blocked, "single_exp_pays", lambda: False)
-    evaluate(walk, Xt, boundary, theta_s)
-    assert not mixed_calls
-    evaluate(walk, Xt, boundary, theta_s, precision="mixed")  # asked for: used regardless
-    assert mixed_calls
-
-
-@pytest.mark.parametrize("bad", ["single", "float32", 32, True])
+@pytest.mark.parametrize("bad", ["float32", 32, True])
 def test_bad_precision_is_rejected(rbf, bad):
     walk, X_train, y_train, Xt = rbf
     boundary = _curved(walk, X_train, y_train, 0.2)
     with pytest.raises(
-        InvalidParameterError, match="precision must be one of 'auto', 'mixed', 'double'"
+        InvalidParameterError, match="precision must be one of 'auto', 'single', 'double', 'mixed'"
     ):
         evaluate(walk, Xt, boundary, walk.theta_s(0.0), precision=bad)
     with pytest.raises(InvalidParameterError, match="precision"):
@@ -219,64 +179,65 @@ def test_bad_precision_is_rejected(rbf, bad):
 
 
 def _single_precision_totals(walk, X):
-    """``Û_n − C_n``: the single-precision walk's final sums, recomputed outside the walk."""
+    """``Û_n − C_n``: the float32 walk's final sums, recomputed outside the walk."""
     plan = walk_plan(walk)
-    H, _ = _single_precision_terms(walk, X)
+    source = RBFSingleSource(walk, plan, X)
+    H = np.empty((walk.n_terms, len(X)))
+    source.block(0, walk.n_terms, H)
     return (H * plan.weight_signs[:, None]).sum(axis=0) - plan.centring_sums[-1]
 
 
-def test_predict_labels_in_mixed_precision_are_exact(rbf, mixed_calls, monkeypatch):
-    """Labels only: walks that never stop keep single-precision totals unless θ is too close."""
-    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
+def test_labels_near_theta_are_decided_in_double_precision(rbf, settled, monkeypatch):
+    """Walks that never stop keep their float32 totals unless θ is within their band."""
     walk, X_train, y_train, Xt = rbf
     S = walk.partial_scores(Xt)
-    # One-sided: about half the walks never stop, so decision values would walk in double.
     boundary = _curved(walk, X_train, y_train, 0.05, "lower")
     ref = apply_boundary(S, boundary, walk.theta_s(0.0), walk.offset, walk.terms.classes)
     survivors = np.flatnonzero(~ref.stopped)
     assert survivors.size > 100
-    # θ half-way between one survivor's exact and single-precision totals: only the fallback
-    # to double precision near θ can give that survivor the reference's label.
+    # θ half-way between one survivor's exact and float32 totals: only the fallback to double
+    # precision near θ can give that survivor the reference's label.
     j = survivors[0]
     approx = _single_precision_totals(walk, Xt[j : j + 1])[0]
     assert approx != S[j, -1]
     theta_s = 0.5 * (approx + S[j, -1])
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert not ref.stopped[j]
 
-    labels_only = evaluate(walk, Xt, boundary, theta_s, values=False)
-    assert mixed_calls
-    np.testing.assert_array_equal(labels_only.labels, ref.labels)
-    np.testing.assert_array_equal(labels_only.n_evaluated, ref.n_evaluated)
-    np.testing.assert_array_equal(labels_only.stop_side, ref.stop_side)
-    # Survivors' values are within the band of the exact ones (not to 1e-9).
-    total = float(np.abs(walk.ordered_weights).sum())
-    np.testing.assert_allclose(labels_only.decision, ref.decision, rtol=0, atol=1e-5 * total)
-
-    mixed_calls.clear()
-    evaluate(walk, Xt, boundary, theta_s)  # with values, the pilot picks double precision here
-    assert not mixed_calls
+    ev = evaluate(walk, Xt, boundary, theta_s, path="walk")
+    assert settled
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=0, atol=_band(walk))
+    # Full evaluation decides the same labels the same way.
+    full = evaluate(walk, Xt, boundary, theta_s, path="full")
+    np.testing.assert_array_equal(full.labels[j], S[j, -1] >= theta_s)
 
     monkeypatch.setattr(
-        mixed, "rbf_error_band", lambda plan, thr, max_norm, final=None: np.zeros(S.shape[1])
+        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
     )
-    unsafe = evaluate(walk, Xt, boundary, theta_s, values=False)
+    unsafe = evaluate(walk, Xt, boundary, theta_s, path="walk")
     assert unsafe.labels[j] != ref.labels[j]
 
 
-def test_estimator_predict_matches_double_precision(rbf, mixed_calls, monkeypatch):
+def test_estimator_predict_matches_double_precision(rbf, settled):
     from attentive.estimator import AttentiveClassifier
 
-    monkeypatch.setattr(blocked, "single_exp_pays", lambda: True)
     _, X_train, y_train, Xt = rbf
-    clf = AttentiveClassifier(SVC(C=2.0, gamma="scale"), boundary="curved", delta=0.05)
+    clf = AttentiveClassifier(
+        SVC(C=2.0, gamma="scale"), boundary="curved", delta=0.05, early_stopping=True
+    )
     clf.fit(X_train, y_train)
     with evaluation_options(precision="double"):
         expected = clf.predict(Xt)
         expected_decision = clf.decision_function(Xt)
-    assert not mixed_calls
+    assert not settled
     np.testing.assert_array_equal(clf.predict(Xt), expected)
-    assert mixed_calls
-    np.testing.assert_allclose(clf.decision_function(Xt), expected_decision, rtol=1e-9, atol=1e-9)
+    assert settled
+    np.testing.assert_allclose(
+        clf.decision_function(Xt), expected_decision, rtol=1e-9, atol=_band(clf.walk_)
+    )
 
 
 def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch):
@@ -290,8 +251,8 @@ def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch
     S = walk.partial_scores(Xt)
     n = walk.n_terms
     rng = np.random.default_rng(0)
-    # Half the walks stop at t = 3 (so the survivors are gathered into float32), then knife
-    # edges: a lower threshold 1e-9 above one surviving walk's partial score at later positions.
+    # Half the walks stop at t = 3 (so the survivors are gathered), then knife edges: a lower
+    # threshold 1e-9 above one surviving walk's partial score at later positions.
     lower = np.full(n, -np.inf)
     lower[2] = np.median(S[:, 2])
     survivors = np.flatnonzero(S[:, 2] >= lower[2])
@@ -301,12 +262,13 @@ def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch
     boundary = Boundary(kind="constant", side="lower", lower=lower, upper=np.full(n, np.inf))
     theta_s = walk.theta_s(0.0)
     ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
-    ev = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed", block_size=16)
+    kwargs = {"n_jobs": 1, "precision": "mixed", "block_size": 16, "path": "walk"}
+    ev = evaluate(walk, Xt, boundary, theta_s, **kwargs)
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.labels, ref.labels)
     monkeypatch.setattr(
-        mixed, "product_relative_error", lambda plan, norms, d: np.zeros(norms.shape)
+        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
     )
-    unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, precision="mixed", block_size=16)
+    unsafe = evaluate(walk, Xt, boundary, theta_s, **kwargs)
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)

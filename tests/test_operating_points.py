@@ -13,6 +13,12 @@ from attentive import AttentiveClassifier, cheapest_operating_point, operating_p
 from attentive.errors import InvalidParameterError
 
 
+def _walking(clf):
+    """The rule's own walk (early_stopping=True): operating points describe it, where "auto"
+    may evaluate every term instead (tests/test_evaluation_paths.py)."""
+    return clf.set_params(early_stopping=True)
+
+
 @pytest.fixture(scope="module")
 def fitted():
     X, y = make_classification(
@@ -67,7 +73,7 @@ def test_operating_points_match_each_rule_evaluated_on_its_own(fitted):
     assert len(table) == 10
     full = clf.with_rule("full").evaluate(X_eval).positive
     for row in table.itertuples():
-        ev = clf.with_rule(row.family, z=row.z).evaluate(X_eval)
+        ev = _walking(clf.with_rule(row.family, z=row.z)).evaluate(X_eval)
         assert row.mean_evaluated_fraction == pytest.approx(ev.mean_evaluated_fraction)
         assert row.disagreement == pytest.approx(np.mean(ev.positive != full))
         assert row.accuracy == pytest.approx(np.mean(ev.positive == (y_eval == 1)))
@@ -86,7 +92,7 @@ def test_cheapest_operating_point_is_the_brute_force_minimum(fitted):
         row = cheapest_operating_point(clf, X_eval, target)
         ok = table[table.disagreement <= target]
         assert row.mean_evaluated_fraction == pytest.approx(ok.mean_evaluated_fraction.min())
-        ev = clf.with_rule(row.family, z=row.z).evaluate(X_eval)
+        ev = _walking(clf.with_rule(row.family, z=row.z)).evaluate(X_eval)
         full = clf.with_rule("full").evaluate(X_eval).positive
         assert np.mean(ev.positive != full) <= target
     with pytest.raises(InvalidParameterError, match="max_disagreement"):
@@ -115,12 +121,12 @@ def test_stop_error_column_and_a_constant_rule_at_a_given_tau(fitted):
     table = operating_points(lower, X_eval, families=["curved"], grid=np.array([2.0, 0.5]))
     full = clf.with_rule("full").evaluate(X_eval).positive
     for row in table.itertuples():
-        ev = lower.with_rule("curved", z=row.z).evaluate(X_eval)
+        ev = _walking(lower.with_rule("curved", z=row.z)).evaluate(X_eval)
         # SPEC §4, lower side: stopped full positives over full positives.
         assert row.stop_error == pytest.approx((ev.stopped & full).sum() / full.sum())
     S = clf.partial_scores(X_eval)
     tau = float(np.quantile(S[:, :-1], 0.1))
-    ev = clf.with_rule("constant", side="lower", tau=tau).evaluate(X_eval)
+    ev = _walking(clf.with_rule("constant", side="lower", tau=tau)).evaluate(X_eval)
     first = np.array(
         [np.argmax(r[:-1] < tau) + 1 if (r[:-1] < tau).any() else S.shape[1] for r in S]
     )

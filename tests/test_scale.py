@@ -2,7 +2,9 @@
 
 Every test compares with ``clf.evaluate(X)`` on the whole matrix in memory, row for row: labels,
 positive, terms evaluated, stops and sides exactly; decisions to 1e-12 (the core's sums run over
-a whole batch, so their last bits depend on which rows share it).
+a whole batch, so their last bits depend on which rows share it). The classifiers walk their
+rule (``early_stopping=True``): with "auto", whether to walk or evaluate every term is chosen per
+call from that call's rows, so a block of 97 rows may walk where the whole matrix does not.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def client():
 @pytest.fixture(scope="module")
 def dense_problem():
     X, y = make_classification(1600, 12, n_informative=6, random_state=0)
-    clf = AttentiveClassifier(SVC(kernel="rbf", C=0.5), random_state=0).fit(X[:600], y[:600])
+    clf = AttentiveClassifier(SVC(kernel="rbf", C=0.5), random_state=0, early_stopping=True)
+    clf = clf.fit(X[:600], y[:600])
     return clf, X[600:]
 
 
@@ -124,7 +127,8 @@ def test_dataframe_partitions_with_feature_names_and_an_empty_one(client):
     X, y = make_classification(900, 6, random_state=3)
     names = [f"x{i}" for i in range(6)]
     frame = pd.DataFrame(X, columns=names)
-    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=1).fit(frame[:300], y[:300])
+    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=1, early_stopping=True)
+    clf = clf.fit(frame[:300], y[:300])
     test = frame[300:]
     # an empty partition in the middle (the index is kept from the input)
     parts = [test.iloc[:200], test.iloc[:0], test.iloc[200:]]
@@ -137,7 +141,8 @@ def test_dataframe_partitions_with_feature_names_and_an_empty_one(client):
 def test_meta_is_explicit_and_matches_computed_blocks_for_string_classes(client, dense_problem):
     clf_int, X = dense_problem
     y = np.where(clf_int.predict(X) == 1, "spam", "ham")
-    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=0).fit(X[:500], y[:500])
+    clf = AttentiveClassifier(SVC(kernel="rbf"), random_state=0, early_stopping=True)
+    clf = clf.fit(X[:500], y[:500])
     lazy = score_dask(clf, blocks(X, [500, 0, X.shape[0] - 500]))
     computed = lazy.compute()
     assert computed.dtypes.to_dict() == scores_meta(clf).dtypes.to_dict()

@@ -50,6 +50,17 @@ def _near_grid(columns, X) -> bool:
     )
 
 
+def _exactly_on_grid(columns, X) -> bool:
+    """Whether the support vectors and the first row lie exactly on the grid (float64 values
+    ``k / s``): products exact, no band. Float32 rows are held with a rounding allowance."""
+    if columns.grid_scale is None or columns.grid_dev != 0:
+        return False
+    if X.dtype == np.float32 or X.shape[0] == 0:
+        return False
+    t = np.asarray(X[0], dtype=np.float64) * columns.grid_scale
+    return bool(np.all(t == np.rint(t)))
+
+
 def grid_relative_error(arrays, held: GridRows) -> np.ndarray:
     """Bound, per row, on the relative error of each RBF term ``|w| K(x, y)`` computed as
     ``exp((k · l) 2γ / s² + (−γ|y|² + log|w|) − γ|x|²)`` from the nearest integers ``k``, ``l``
@@ -111,7 +122,13 @@ class RBFGridSource(_GridRows):
 
     @classmethod
     def usable(cls, walk, plan, X, precision):
-        return is_dense_rbf(walk, X) and _near_grid(rbf_arrays(walk, plan).columns, X)
+        if not is_dense_rbf(walk, X):
+            return False
+        columns = rbf_arrays(walk, plan).columns
+        # Double precision promises decision values to about 1e-12: near the grid, the band's.
+        if precision == "double" and not _exactly_on_grid(columns, X):
+            return False
+        return _near_grid(columns, X)
 
     @classmethod
     def arrays(cls, walk, plan):
