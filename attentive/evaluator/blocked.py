@@ -13,6 +13,8 @@ Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from attentive.boundaries import Boundary
@@ -254,7 +256,7 @@ def evaluate_blocked(
 
     # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass).
     stop_scores = stop_u - C[np.maximum(n_evaluated, 1) - 1]
-    return finish_evaluation(
+    ev = finish_evaluation(
         boundary,
         s_n=s_n,
         n_evaluated=n_evaluated,
@@ -267,3 +269,8 @@ def evaluate_blocked(
         stopped_score=stopped_score,
         path="walk",
     )
+    if sketched:  # the sketch's work, beside the exact terms counted in n_evaluated
+        ev = dataclasses.replace(
+            ev, sketch_cost=walk.sketch.cost, walked_term_cost=walk.sketch.walked_term_cost
+        )
+    return ev

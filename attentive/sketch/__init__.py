@@ -13,6 +13,7 @@ from attentive.sketch.nystrom import (
     LANDMARKS,
     NystromSketch,
     fit_sketch,
+    sketch_available,
     sketch_cost,
     walked_term_cost,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "choose_sketch",
     "fit_sketch",
     "make_sketched_walk",
+    "sketch_available",
     "sketch_cost",
     "sketch_walk",
     "walked_term_cost",

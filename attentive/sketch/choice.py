@@ -59,6 +59,9 @@ class SketchOption:
         The family that reached it, and ``scale`` its z (None when none did).
     walk : Walk or SketchedWalk
     statistics : WalkStatistics
+    profile : dict
+        Each family's tradeoff on the reference profile, ``{name: (disagreement, evaluated
+        fraction)}`` per scale of the default grid (:func:`attentive.grid.reference_profile`).
     """
 
     k: int | None
@@ -70,6 +73,7 @@ class SketchOption:
     scale: float | None
     walk: object
     statistics: WalkStatistics
+    profile: dict
 
     @property
     def total(self) -> float:
@@ -190,5 +194,7 @@ def choose_sketch(
         fams = [make_family(name, stats, theta_s, side) for name in usable]
         profile = reference_profile(candidate, X_ref, fams, max_rows=max_rows, **common)
         fraction, family, z = cheapest_at(profile, delta)
-        options.append(SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats))
+        options.append(
+            SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats, profile)
+        )
     return SketchChoice(tuple(options), delta)

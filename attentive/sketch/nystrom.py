@@ -34,6 +34,7 @@ __all__ = [
     "NystromSketch",
     "RowProjection",
     "fit_sketch",
+    "sketch_available",
     "sketch_cost",
     "walked_term_cost",
 ]
@@ -48,6 +49,15 @@ LANDMARKS = ("kmeans++", "sample")
 RCOND = 1e-8
 #: Reference rows the principal directions and landmarks are fitted on (a seeded sample).
 MAX_ROWS = 3000
+
+
+def sketch_available(terms: TermDecomposition, X_ref) -> bool:
+    """Whether a sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw): an RBF
+    SVM with dense support vectors whose rows, after the pipeline's head, are dense."""
+    if terms.kind != "kernel" or terms.kernel != "rbf" or sp.issparse(terms.support_vectors):
+        return False
+    head = terms.prepare(X_ref[:1]) if hasattr(X_ref, "shape") else None
+    return head is not None and not sp.issparse(head)
 
 
 def sketch_cost(n_terms: int, n_features: int, k: int, m: int) -> float:

@@ -27,7 +27,7 @@ from attentive.evaluator.rows import TILE
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 
-__all__ = ["SketchArrays", "SketchedSource", "is_sketched"]
+__all__ = ["SketchArrays", "SketchedSource", "is_sketched", "sketch_cost_model"]
 
 
 def is_sketched(walk) -> bool:
@@ -72,6 +72,37 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     return out
 
 
+def _term_ns(d: int) -> float:
+    """A full evaluation's term over ``d`` features, ns (float32 products: ``dense_costs``)."""
+    return 1.5 + 0.0085 * d
+
+
+def _features_ns(sketch) -> float:
+    """A row's sketch features, ns: its conversion to float64 and the projection over d columns
+    (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
+    in k dimensions and m exponentials."""
+    d, k, m = sketch.n_features, sketch.k, sketch.m
+    return 0.12 * (k + 1) * d + 0.1 * m * k + 2.0 * m
+
+
+def _walked_ns(sketch) -> float:
+    """What a walked term adds after a sketch, ns: its m-dot product, the copy of its magnitude
+    and the subtraction (measured: ~25 % of a term over MNIST's 700 columns at m = 32)."""
+    return 0.05 * sketch.m + 1.5
+
+
+def sketch_cost_model(n_terms: int):
+    """The evaluator's own costs of a sketch, for :func:`attentive.sketch.choose_sketch`:
+    ``sketch -> (a row's features in units of a full evaluation, a walked term's cost in plain
+    walk terms)``, measured as the other costs of ``sources/rbf.py`` (docs/speed.md)."""
+
+    def cost(sketch):
+        term_ns = _term_ns(sketch.n_features)
+        return _features_ns(sketch) / (n_terms * term_ns), 1.0 + _walked_ns(sketch) / term_ns
+
+    return cost
+
+
 class SketchedSource(TermSource):
     """A sketched walk's start and residual terms over ``inner``, the exact source of the plain
     walk's terms on the same rows (module docstring). Not routed itself: the evaluator wraps
@@ -92,17 +123,12 @@ class SketchedSource(TermSource):
         self.start_values = self.features @ self.arrays_.beta - self.arrays_.mean_start
         self.certified = inner.certified
         self._magnitudes = None
-        m, d = walk.sketch.m, walk.sketch.n_features
         term_ns = getattr(inner, "term_ns", 2.0)
-        # A walked term adds its m-dot product (~0.025 ns a multiply-add) and two passes; a row
-        # its features: the projection over d columns, m distances and exponentials.
-        self.term_cost = inner.term_cost + (0.025 * m + 0.6) / term_ns
+        self.term_cost = inner.term_cost + _walked_ns(walk.sketch) / term_ns
         self.mass_cost = inner.mass_cost
         self.row_cost = inner.row_cost
         self.max_block = inner.max_block
-        self.start_cost = (0.05 * (walk.sketch.k + 1) * d + 0.1 * m * walk.sketch.k + 2 * m) / (
-            term_ns
-        )
+        self.start_cost = _features_ns(walk.sketch) / term_ns
 
     @property
     def n_rows(self) -> int:
