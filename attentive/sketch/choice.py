@@ -171,6 +171,9 @@ def choose_sketch(
     Xp = walk.prepare(X_ref)
     X_centring = Xp[np.flatnonzero(ref_mask)] if walk.mu.any() else None
     options = []
+    # A sketch needs fewer principal directions than features, and landmarks among the rows.
+    d, rows = Xp.shape[1], Xp.shape[0]
+    sizes = [(k, m) for k, m in sizes if k < d and m <= rows]
     for size in (None, *sizes):
         if size is None:
             candidate, k, m, cost, term_cost = walk, None, None, 0.0, 1.0
