@@ -188,6 +188,12 @@ def reference_statistics(
     ``leave_own_out``: ``X_ref`` is the model's training data, walked without each example's own
     support vector (:meth:`attentive.walk.Walk.leave_own_out`; ``own``: each row's own term
     index, when known).
+
+    ``walk`` is any walk with ``steps`` (:class:`attentive.walk.WalkSteps`): a plain walk starts
+    at ``S_0 = 0``, a sketched one (:class:`attentive.sketch.SketchedWalk`) at the sketch's score.
+    The statistics are those of its steps: the term moments of its centred terms, ``V(x)`` the
+    bridge variance of its n steps from ``S_0`` to ``S_n``, ``M_t``, ``D_t`` of its remainder, and
+    the moments of its ``S_n`` (the start included).
     """
     Xp = walk.prepare(X_ref)
     m = Xp.shape[0]
@@ -199,13 +205,15 @@ def reference_statistics(
     sn_sum = sn_sq = 0.0
     shift_x = shift_r = shift_n = None
     for rows in row_chunks(m, n):
-        values = walk.terms.term_values(Xp[rows], walk.order)  # h_{π(k)}(x), computed once
-        if leave_own_out:
-            walk.leave_own_out(Xp[rows], values, 0, None if own is None else own[rows])
-        contrib = (values - walk.ordered_mu) * walk.ordered_weights
-        s_n = contrib.sum(axis=1)
-        v_terms += float(((contrib - (s_n / n)[:, None]) ** 2).sum())
-        R = s_n[:, None] - np.cumsum(contrib, axis=1)
+        steps = walk.steps(
+            Xp[rows], leave_own_out=leave_own_out, own=None if own is None else own[rows]
+        )
+        values = steps.centred  # X_{π(k)}(x), computed once
+        contrib = steps.contributions()
+        increments = contrib.sum(axis=1)  # S_n − S_0
+        v_terms += float(((contrib - (increments / n)[:, None]) ** 2).sum())
+        R = increments[:, None] - np.cumsum(contrib, axis=1)
+        s_n = increments + steps.start
         if shift_x is None:
             shift_x, shift_r, shift_n = values.mean(axis=0), R.mean(axis=0), float(s_n.mean())
         values -= shift_x
@@ -229,7 +237,7 @@ def reference_statistics(
     cov_rn[-1] = 0.0
     return ReferenceStats(
         variance_terms=v_terms / m,
-        term_mean=frozen_array(mean_x + shift_x - walk.ordered_mu),
+        term_mean=frozen_array(mean_x + shift_x),
         term_var=frozen_array(var_x),
         weights=walk.ordered_weights,
         remainder_mean=frozen_array(remainder_mean),

@@ -59,6 +59,12 @@ from attentive.families import (
 )
 from attentive.families.heteroscedastic import reference_sample, spread_table
 from attentive.families.mass import mass_table
+from attentive.families.sketched import (
+    SketchedFamily,
+    base_family,
+    is_sketched_name,
+    sketched_names,
+)
 from attentive.grid import (
     GridOutcomes,
     family_ranking,
@@ -130,6 +136,11 @@ def calibration_split(
             f"cannot hold out calibration_size={calibration_size!r} of {n} "
             f"examples with both classes on each side: {exc}"
         ) from None
+
+
+def _scaled_names() -> tuple[str, ...]:
+    """Every rule with a scale z: the families and their sketched rules."""
+    return (*family_names(), *sketched_names())
 
 
 def boundaries() -> tuple[str, ...]:
@@ -232,6 +243,16 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         bound, about 1e-6 of ``Σ|w h|`` (docs/speed.md, "Precision"). ``"double"``: double
         precision throughout, decision values to about 1e-12. Other models are evaluated in
         double precision (or exact float32 products of data on an integer grid) either way.
+    sketch : {"auto", "none"}, default="auto"
+        A cheap sketch of the score first, then a walk over what the sketch got wrong (SPEC §3b;
+        RBF models on dense rows). ``"auto"``: where a rule can use one — ``boundary=
+        "calibrated"`` with ``family="auto"``, or a ``sketched-<family>`` rule — :meth:`fit`
+        fits a Nyström sketch of a few sizes (k principal directions, m landmarks) on the
+        reference data and keeps the one whose total cost (the sketch, plus the terms walked at
+        disagreement ≤ ``delta`` on the reference profile) is lowest, or none where no sketch
+        pays (``sketch_choice_``); ``family="auto"`` then chooses among the plain and the
+        sketched families on the reference set, the calibration set taking no part (the
+        guarantee is unchanged). ``"none"``: never.
 
     Attributes
     ----------
@@ -290,6 +311,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         stopped_score="estimate",
         early_stopping="auto",
         precision="auto",
+        sketch="auto",
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -308,6 +330,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.stopped_score = stopped_score
         self.early_stopping = early_stopping
         self.precision = precision
+        self.sketch = sketch
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
@@ -315,10 +338,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"boundary must be one of {boundaries()}, got {self.boundary!r}."
             )
-        if self.family != AUTO and self.family not in family_names():
+        if self.family != AUTO and self.family not in _scaled_names():
             raise InvalidParameterError(
-                f"family must be 'auto' or one of {family_names()}, got {self.family!r}."
+                f"family must be 'auto' or one of {_scaled_names()}, got {self.family!r}."
             )
+        if self.sketch not in ("auto", "none"):
+            raise InvalidParameterError(f"sketch must be 'auto' or 'none', got {self.sketch!r}.")
         check_stopped_score(self.stopped_score)
         self._early_stopping()
         self._precision()
@@ -346,7 +371,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def __setstate__(self, state):
         # A classifier saved (pickle or skops) before a parameter existed gets its default.
         if isinstance(state, dict):
-            state = {"early_stopping": "auto", "precision": "auto", **state}
+            state = {"early_stopping": "auto", "precision": "auto", "sketch": "auto", **state}
         super().__setstate__(state)
 
     def _early_stopping(self) -> str:
@@ -503,6 +528,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         del S_ref, A_ref
         self.side_ = self.side
         self.reference_profile_ = self._reference_profile(X, own)
+        self._fit_sketch(X, y, ref_mask, own)
         self.calibration_ = None
         if self.boundary == "calibrated":
             self._calibrate(X_cal, self.delta, self.alpha, None, self.family)
@@ -560,6 +586,79 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             },
         )
 
+    # -- sketched walks (SPEC §3b) ---------------------------------------------------------------
+    def _fit_sketch(self, X, y, ref_mask, own) -> None:
+        """Choose a sketch (or none) where a rule can use one (see the ``sketch`` parameter)."""
+        from attentive.sketch import choose_sketch, sketch_available
+
+        self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
+        wanted = (self.boundary == "calibrated" and self.family == AUTO) or any(
+            is_sketched_name(name) for name in (self.boundary, self.family)
+        )
+        if self.sketch == "none" or not wanted or not sketch_available(self.terms_, X):
+            return
+        from attentive.evaluator.sources.sketch import sketch_cost_model
+
+        loo = self.reference_walks_ == "leave-one-out"
+        choice = choose_sketch(
+            self.walk_,
+            X,
+            y,
+            delta=self.delta,
+            ref_mask=ref_mask,
+            theta_s=self.theta_s_,
+            side=self.side_,
+            variance=self.variance,
+            leave_own_out=loo,
+            own=own,
+            statistics=self.walk_statistics_,
+            cost_model=sketch_cost_model(self.n_terms_),
+            random_state=0,
+        )
+        self.sketch_choice_ = choice
+        best = choice.best
+        if best.k is None:
+            return
+        self.sketched_walk_ = best.walk
+        self.sketched_statistics_ = best.statistics
+        for name, tradeoff in best.profile.items():
+            self.reference_profile_["sketched-" + name] = tradeoff
+
+    def _no_sketch_reason(self) -> str:
+        if self.sketch == "none":
+            return "it was fitted with sketch='none'."
+        choice = getattr(self, "sketch_choice_", None)
+        if choice is not None:
+            return (
+                "no sketch paid on the reference profile (the cheapest was "
+                f"{choice.best.label}); see sketch_choice_."
+            )
+        return (
+            "sketches are fitted for RBF models on dense rows, when the rule can use one "
+            "(boundary='calibrated' with family='auto', or a sketched-<family> rule)."
+        )
+
+    def _walk_of(self, name: str):
+        """The walk the rule ``name`` is evaluated on: the sketched walk for a sketched rule."""
+        return self.sketched_walk_ if is_sketched_name(name) else self.walk_
+
+    def _walk_of_boundary(self, boundary: Boundary):
+        sketched = (boundary.params or {}).get("walk") == "sketched"
+        return self.sketched_walk_ if sketched else self.walk_
+
+    def _profile_costs(self) -> dict:
+        """The reference profile with each family's evaluated fraction as its cost in units of
+        a full evaluation: a sketched family's includes the sketch and the walked terms' extra
+        cost (:func:`attentive.sketch.choose_sketch`'s total)."""
+        best = getattr(self, "sketch_choice_", None)
+        best = None if best is None else best.best
+        out = {}
+        for name, (rates, fractions) in self.reference_profile_.items():
+            if is_sketched_name(name) and best is not None and best.k is not None:
+                fractions = best.sketch_cost + fractions * best.term_cost
+            out[name] = (rates, fractions)
+        return out
+
     # -- calibration (SPEC §3) ------------------------------------------------------------------
     def boundary_family(self, family: str | None = None) -> BoundaryFamily:
         """The one-parameter family (scale z) named ``family``, built from this classifier's
@@ -574,10 +673,20 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             family = self.boundary
             if family == "calibrated":
                 family = (self.boundary_.params or {}).get("family", "curved")
-        if family not in family_names():
+        if family not in _scaled_names():
             raise InvalidParameterError(
-                f"family must be one of {family_names()}; boundary={family!r} has no scale to "
+                f"family must be one of {_scaled_names()}; boundary={family!r} has no scale to "
                 "calibrate."
+            )
+        if is_sketched_name(family):
+            if getattr(self, "sketched_walk_", None) is None:
+                raise InvalidParameterError(
+                    f"{family!r} needs a sketch, and this classifier has none: "
+                    f"{self._no_sketch_reason()}"
+                )
+            stats = self.sketched_statistics_
+            return SketchedFamily(
+                make_family(base_family(family), stats, self.theta_s_, self.side_)
             )
         return make_family(family, self.walk_statistics_, self.theta_s_, self.side_)
 
@@ -625,12 +734,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
-        ranking = family_ranking(self.reference_profile_, delta) if family == AUTO else None
+        ranking = family_ranking(self._profile_costs(), delta) if family == AUTO else None
         # "auto" calibrates only the family ranked first (the ranking never sees X_cal), so only
         # that family's outcomes are needed.
         names = (ranking[0],) if family == AUTO else (family,)
         families = [self.boundary_family(name) for name in names]
-        outcomes = walk_grid_outcomes(self.walk_, X_cal, families, grid)
+        outcomes = walk_grid_outcomes(self._walk_of(names[0]), X_cal, families, grid)
         if family == AUTO:
             report = calibrate_auto(
                 dict(zip(names, outcomes, strict=True)),
@@ -692,11 +801,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = self._check_X(X, evaluator_checks_finite=True)
         path = self._early_stopping()
+        boundary = full_boundary(self.n_terms_) if path == "full" else self.boundary_
         try:
             return evaluate(
-                self.walk_,
+                self._walk_of_boundary(boundary),
                 X,
-                full_boundary(self.n_terms_) if path == "full" else self.boundary_,
+                boundary,
                 self.theta_s_,
                 precision=self._precision(),
                 threshold=self.threshold,
@@ -828,7 +938,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     f"'lower' or 'upper' (got boundary={new.boundary!r}, side={new.side_!r})."
                 )
             new.boundary_ = constant_boundary_at(new.n_terms_, float(tau), new.side_)
-        elif z is not None and new.boundary in family_names():
+        elif z is not None and new.boundary in _scaled_names():
             new.boundary_ = new.boundary_family(new.boundary).boundary(float(z))
         else:
             new.boundary_ = new._make_boundary()
@@ -844,7 +954,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         fam = self.boundary_family(family)
-        return walk_grid_outcomes(self.walk_, self._check_X(X), [fam], grid)[0]
+        return walk_grid_outcomes(self._walk_of(fam.name), self._check_X(X), [fam], grid)[0]
 
     def oracle_n_evaluated(self, X) -> np.ndarray:
         """Terms an all-knowing rule evaluates per example: one past the last position where the

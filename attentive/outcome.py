@@ -47,6 +47,11 @@ class Evaluation:
     stop_side : ndarray of int8 (n_examples,)
         −1 stopped on the lower side, +1 on the upper side, 0 not stopped (budget: sign of estimate).
     n_terms : int
+    sketch_cost : float
+        For a walk after a sketch (SPEC §3b): each example's sketch in units of a full evaluation
+        (``(k·d + m·k + m) / (n·d)``); 0 otherwise. ``n_evaluated`` counts exact terms only.
+    walked_term_cost : float
+        A walked term's cost in plain terms: ``1 + m/d`` after a sketch (its sketch value), else 1.
     path : {"walk", "full", "budget", "reference"}
         How the examples were evaluated: the rule's walk; every term (the full model's
         decisions, where the evaluator found walking would cost more, or was asked to);
@@ -62,10 +67,18 @@ class Evaluation:
     stop_side: np.ndarray
     n_terms: int
     path: str = "walk"
+    sketch_cost: float = 0.0
+    walked_term_cost: float = 1.0
 
     @property
     def mean_evaluated_fraction(self) -> float:
         return float(np.mean(self.n_evaluated) / self.n_terms) if self.n_terms else 0.0
+
+    @property
+    def work_fraction(self) -> float:
+        """The work per example in units of a full evaluation: the sketch (if any) and the
+        exact terms evaluated, each at its cost (``mean_evaluated_fraction`` without a sketch)."""
+        return self.sketch_cost + self.mean_evaluated_fraction * self.walked_term_cost
 
 
 def scores_on_predicted_side(decision, positive, threshold: float) -> np.ndarray:

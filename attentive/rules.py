@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attentive.families import family_class, family_names
+from attentive.families.sketched import base_family, sketched_names
 
 __all__ = ["RULE_KINDS", "Rule", "rule_names", "rules"]
 
-#: What a rule is: a family with a scale z (SPEC §3), Algorithm 2's budget, every term, or a
-#: family whose scale is chosen on held-out data.
-RULE_KINDS = ("family", "budget", "full", "calibrated")
+#: What a rule is: a family with a scale z (SPEC §3), a family on a sketched walk (SPEC §3b),
+#: Algorithm 2's budget, every term, or a family whose scale is chosen on held-out data.
+RULE_KINDS = ("family", "sketched", "budget", "full", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,14 @@ def rules() -> tuple[Rule, ...]:
     """Every rule, the families first in their registration order."""
     return (
         *(Rule(name, "family", family_class(name).description) for name in family_names()),
+        *(
+            Rule(
+                name,
+                "sketched",
+                f"{family_class(base_family(name)).description}, after a sketch of the score",
+            )
+            for name in sketched_names()
+        ),
         Rule("budget", "budget", "evaluate exactly the first B terms (the paper's Algorithm 2)"),
         Rule("full", "full", "evaluate every term (the full model)"),
         Rule(

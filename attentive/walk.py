@@ -8,6 +8,7 @@ examples), the permutation ``π`` and hence the offset ``c = b + Σ_i w_i μ_i``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -18,7 +19,9 @@ __all__ = [
     "CENTERINGS",
     "ORDERS",
     "REFERENCE_WALKS",
+    "PartialSums",
     "Walk",
+    "WalkSteps",
     "make_order",
     "make_walk",
     "reference_mask",
@@ -100,7 +103,86 @@ def make_order(n_terms: int, order: str, weights=None, random_state=None) -> np.
 
 
 @dataclass(frozen=True)
-class Walk:
+class WalkSteps:
+    """A chunk of walks before their running sums: what every walk gives its reference
+    statistics, whether it starts at 0 (:class:`Walk`) or at a sketch's score
+    (:class:`attentive.sketch.SketchedWalk`).
+
+    ``S_t(x) = start(x) + Σ_{k≤t} weights[k] · centred[x, k]``.
+
+    Attributes
+    ----------
+    start : ndarray (rows,)
+        ``S_0(x)``: 0 for a plain walk.
+    centred : ndarray (rows, n_terms)
+        The centred term values in walk order: ``X_{π(k)}(x) = h_{π(k)}(x) − μ_{π(k)}`` for a
+        plain walk, ``ρ_{π(k)}(x) − μ^ρ_{π(k)}`` for a sketched one.
+    weights : ndarray (n_terms,)
+        ``w_{π(k)}``.
+    mass : ndarray (rows, n_terms) or None
+        ``|w_{π(k)}| h_{π(k)}(x)`` (exact, uncentred), when asked for: the running mass's steps.
+    """
+
+    start: np.ndarray
+    centred: np.ndarray
+    weights: np.ndarray
+    mass: np.ndarray | None = None
+
+    def contributions(self) -> np.ndarray:
+        """``w_{π(k)} X_{π(k)}(x)`` (a new array)."""
+        return self.centred * self.weights
+
+    def partial_scores(self) -> np.ndarray:
+        """``S_t``, column ``t − 1``, computed in place of ``centred`` (which it returns)."""
+        S = self.centred
+        S *= self.weights
+        np.cumsum(S, axis=1, out=S)
+        if self.start.any():
+            S += self.start[:, None]
+        return S
+
+    def partial_masses(self) -> np.ndarray:
+        """``A_t``, column ``t − 1``, computed in place of ``mass`` (which it returns)."""
+        return np.cumsum(self.mass, axis=1, out=self.mass)
+
+
+class PartialSums:
+    """A walk's partial scores and running masses, from its :meth:`steps` (one
+    :class:`WalkSteps` per chunk of rows): what the plain walk and the sketched walk share."""
+
+    def partial_scores(
+        self,
+        X,
+        *,
+        prepared: bool = False,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms).
+
+        ``leave_own_out``, ``own``: walks of reference examples without their own term
+        (:meth:`Walk.leave_own_out`).
+        """
+        Xp = X if prepared else self.prepare(X)
+        return self.steps(Xp, leave_own_out=leave_own_out, own=own).partial_scores()
+
+    def partial_scores_and_masses(
+        self,
+        X,
+        *,
+        prepared: bool = False,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`partial_scores` and the running masses ``A_t = Σ_{k≤t} |w_{π(k)}|
+        h_{π(k)}(x)`` (exact term values, uncentred) from one computation of the terms."""
+        Xp = X if prepared else self.prepare(X)
+        steps = self.steps(Xp, leave_own_out=leave_own_out, own=own, masses=True)
+        return steps.partial_scores(), steps.partial_masses()
+
+
+@dataclass(frozen=True)
+class Walk(PartialSums):
     """A model's terms with their centering and order fixed.
 
     Attributes
@@ -117,6 +199,8 @@ class Walk:
     order: np.ndarray
     ordered_weights: np.ndarray = field(init=False, repr=False)
     ordered_mu: np.ndarray = field(init=False, repr=False)
+    #: ``S_0 = 0`` for every example (a sketched walk starts at the sketch's score instead).
+    starts_at_zero: ClassVar[bool] = True
 
     def __post_init__(self):
         w = np.ascontiguousarray(self.terms.weights[self.order])
@@ -129,6 +213,11 @@ class Walk:
     @property
     def n_terms(self) -> int:
         return self.terms.n_terms
+
+    @property
+    def ordered_centres(self) -> np.ndarray:
+        """What each walk position's term is centred by: ``μ_{π(k)}``."""
+        return self.ordered_mu
 
     @property
     def offset(self) -> float:
@@ -164,6 +253,25 @@ class Walk:
         values *= self.ordered_weights[start:stop]
         return values
 
+    def steps(
+        self,
+        X_prepared,
+        *,
+        leave_own_out: bool = False,
+        own: np.ndarray | None = None,
+        masses: bool = False,
+    ) -> WalkSteps:
+        """The walks of prepared rows before their running sums (:class:`WalkSteps`): start 0,
+        centred term values ``h_{π(k)}(x) − μ_{π(k)}``, and with ``masses`` the steps
+        ``|w_{π(k)}| h_{π(k)}(x)`` of the running mass. ``leave_own_out``, ``own``: as in
+        :meth:`contributions`."""
+        values = self.terms.term_values(X_prepared, self.order)
+        if leave_own_out:
+            self.leave_own_out(X_prepared, values, 0, own)
+        mass = values * np.abs(self.ordered_weights) if masses else None
+        values -= self.ordered_mu
+        return WalkSteps(np.zeros(values.shape[0]), values, self.ordered_weights, mass)
+
     def leave_own_out(
         self, X_prepared, values: np.ndarray, start: int = 0, own: np.ndarray | None = None
     ) -> np.ndarray:
@@ -197,24 +305,6 @@ class Walk:
         pos[self.order] = np.arange(self.order.size)
         return pos
 
-    def partial_scores(
-        self,
-        X,
-        *,
-        prepared: bool = False,
-        leave_own_out: bool = False,
-        own: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """All partial scores: column ``t-1`` holds ``S_t(x)``, shape (n_examples, n_terms).
-
-        ``leave_own_out``, ``own``: walks of reference examples without their own term
-        (:meth:`leave_own_out`).
-        """
-        Xp = X if prepared else self.prepare(X)
-        S = self.contributions(Xp, leave_own_out=leave_own_out, own=own)
-        np.cumsum(S, axis=1, out=S)
-        return S
-
     def partial_masses(
         self,
         X,
@@ -231,26 +321,6 @@ class Walk:
         return self.partial_scores_and_masses(
             X, prepared=prepared, leave_own_out=leave_own_out, own=own
         )[1]
-
-    def partial_scores_and_masses(
-        self,
-        X,
-        *,
-        prepared: bool = False,
-        leave_own_out: bool = False,
-        own: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`partial_scores` and :meth:`partial_masses` from one computation of the terms."""
-        Xp = X if prepared else self.prepare(X)
-        values = self.terms.term_values(Xp, self.order)
-        if leave_own_out:
-            self.leave_own_out(Xp, values, 0, own)
-        A = values * np.abs(self.ordered_weights)
-        values -= self.ordered_mu
-        values *= self.ordered_weights
-        np.cumsum(values, axis=1, out=values)
-        np.cumsum(A, axis=1, out=A)
-        return values, A
 
 
 def make_walk(

@@ -13,6 +13,8 @@ Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from attentive.boundaries import Boundary
@@ -20,6 +22,7 @@ from attentive.evaluator.pilot import pilot_for
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
 from attentive.evaluator.rows import as_rows
 from attentive.evaluator.sources import build_source, source_for
+from attentive.evaluator.sources.sketch import SketchedSource, is_sketched
 from attentive.evaluator.threads import (
     PARALLEL_MIN_ELEMENTS,
     default_n_jobs,
@@ -151,35 +154,46 @@ def evaluate_blocked(
         )
     m = Xp.shape[0]
     check_boundary_length(boundary, n)
+    # A sketched walk: its start and residual terms over the source of the plain walk's terms;
+    # its full and budgeted sums are the plain walk's.
+    sketched = is_sketched(walk)
+    base = walk.walk if sketched else walk
     plan = walk_plan(walk)
+    base_plan = walk_plan(base) if sketched else plan
     offset = plan.offset
-    C = plan.centring_sums
+    C, base_C = plan.centring_sums, base_plan.centring_sums
 
     if boundary.kind == "budget":
         B = int(boundary.budget)
         # (n/B)(U_B − C_B) ≥ θ_S  ⟺  U_B ≥ θ_S B/n + C_B
-        final = theta_s * B / n + C[B - 1]
-        U = totals(walk, plan, Xp, B, precision, final, chunk_size, n_jobs)
-        return budget_evaluation(
-            (n / B) * (U - C[B - 1]), B, n, theta_s, offset, threshold, classes
-        )
+        final = theta_s * B / n + base_C[B - 1]
+        U = totals(base, base_plan, Xp, B, precision, final, chunk_size, n_jobs)
+        estimate = (n / B) * (U - base_C[B - 1])
+        return budget_evaluation(estimate, B, n, theta_s, offset, threshold, classes)
 
     thr = thresholds(plan, boundary)
     final = float(theta_s + C[n - 1]) if n else None  # a label compares U_n with this
-    source_cls = source_for(walk, plan, Xp[:1], precision) if m and n else None
+    source_cls = source_for(base, base_plan, Xp[:1], precision) if m and n else None
+
+    def make_source(Xc, precision=precision, cls=source_cls):
+        inner = build_source(base, base_plan, Xc, precision, cls=cls)
+        return SketchedSource(inner, walk, plan, Xc) if sketched else inner
+
     tiny = block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM
     pilot = None
     if source_cls is not None and thr.stops_anything and path != "full":
         if path == "auto" and not getattr(source_cls, "walking_pays", True):
             path = "full"
         elif block_size is None and not tiny:
-            pilot = pilot_for(walk, plan, boundary, thr, source_cls, Xp, precision)
+            pilot = pilot_for(plan, boundary, thr, source_cls.kind, Xp, make_source)
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":
         s_n = np.zeros(m)
         if m and n:
-            s_n = totals(walk, plan, Xp, n, precision, final, chunk_size, n_jobs) - C[n - 1]
+            full_final = float(theta_s + base_C[n - 1])
+            U = totals(base, base_plan, Xp, n, precision, full_final, chunk_size, n_jobs)
+            s_n = U - base_C[n - 1]
         return finish_evaluation(
             boundary,
             s_n=s_n,
@@ -207,8 +221,7 @@ def evaluate_blocked(
 
     if tiny:
         # A tiny problem in one go, in double precision (no band to settle).
-        exact = source_cls.exact or source_cls
-        record(0, walk_whole(build_source(walk, plan, Xp, "double", cls=exact), thr))
+        record(0, walk_whole(make_source(Xp, "double", None), thr))
     else:
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
@@ -219,7 +232,7 @@ def evaluate_blocked(
         )
 
         def walk_chunk(Xc):
-            source = build_source(walk, plan, Xc, precision, cls=source_cls)
+            source = make_source(Xc)
             found = source.walk_chunk(thr) if source.walks_itself else None
             if found is not None:
                 return Stops.of_all(*found)
@@ -228,9 +241,9 @@ def evaluate_blocked(
                 return res
 
             def walk_exact(rows):
-                return walk_rows(type(source).exact(walk, plan, Xc[rows]), schedule, thr)
+                return walk_rows(source.exact_source(Xc[rows]), schedule, thr)
 
-            return settle(type(source), walk, plan, Xc, res, schedule, thr, final, walk_exact)
+            return settle(source, Xc, res, final, walk_exact)
 
         def task(lo, hi):
             return lambda: walk_chunk(Xp[lo:hi])
@@ -243,7 +256,7 @@ def evaluate_blocked(
 
     # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass).
     stop_scores = stop_u - C[np.maximum(n_evaluated, 1) - 1]
-    return finish_evaluation(
+    ev = finish_evaluation(
         boundary,
         s_n=s_n,
         n_evaluated=n_evaluated,
@@ -256,3 +269,8 @@ def evaluate_blocked(
         stopped_score=stopped_score,
         path="walk",
     )
+    if sketched:  # the sketch's work, beside the exact terms counted in n_evaluated
+        ev = dataclasses.replace(
+            ev, sketch_cost=walk.sketch.cost, walked_term_cost=walk.sketch.walked_term_cost
+        )
+    return ev

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
-from attentive.evaluator.sources import build_source
 from attentive.evaluator.walk import walk_whole
 
 __all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows"]
@@ -71,19 +70,18 @@ def pilot_rows(m: int) -> np.ndarray:
     return np.unique(np.linspace(0, m - 1, min(PILOT_ROWS, m // 2)).astype(np.int64))
 
 
-def pilot_for(
-    walk, plan: WalkPlan, boundary, thr: Thresholds, source_cls, X, precision: str
-) -> Pilot | None:
-    """The pilot kept for (walk, boundary, source kind), made from rows of ``X`` if there is
-    none yet and ``X`` has at least :data:`PILOT_MIN` rows (else None)."""
+def pilot_for(plan: WalkPlan, boundary, thr: Thresholds, kind: str, X, make_source) -> Pilot | None:
+    """The pilot kept for (walk, boundary, source ``kind``), made from rows of ``X`` if there is
+    none yet and ``X`` has at least :data:`PILOT_MIN` rows (else None). ``make_source(rows)``
+    gives the source that holds rows as the walk's chunks will."""
     kept = plan.pilots(boundary)
-    pilot = kept.get(source_cls.kind)
+    pilot = kept.get(kind)
     if pilot is not None:
         return pilot
     rows = pilot_rows(X.shape[0])
     if rows.size == 0:
         return None
-    source = build_source(walk, plan, X[rows], precision, cls=source_cls)
+    source = make_source(X[rows])
     n = plan.n_terms
     stops = np.full(rows.size, n, dtype=np.int64)
     res = walk_whole(source, thr)
@@ -92,6 +90,8 @@ def pilot_for(
     schedule, cost = survival_schedule(
         stops, n, source.row_cost, term_cost=term_cost, max_block=source.max_block
     )
-    pilot = Pilot(stops=stops, schedule=schedule, walk_cost=cost, full_cost=float(n))
-    kept[source_cls.kind] = pilot
+    pilot = Pilot(
+        stops=stops, schedule=schedule, walk_cost=cost + source.start_cost, full_cost=float(n)
+    )
+    kept[kind] = pilot
     return pilot

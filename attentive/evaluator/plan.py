@@ -170,7 +170,9 @@ class WalkPlan:
     def __init__(self, walk: Walk):
         w = np.asarray(walk.ordered_weights, dtype=np.float64)
         self.ordered_weights = w
-        self.centring_sums = np.cumsum(w * np.asarray(walk.ordered_mu, dtype=np.float64))
+        # What each position's term is centred by: μ (a plain walk), μ^ρ (a sketched walk).
+        centres = np.asarray(walk.ordered_centres, dtype=np.float64)
+        self.centring_sums = np.cumsum(w * centres)
         self.weight_signs = np.where(w < 0, -1.0, 1.0)
         self.order = np.asarray(walk.order)
         self.offset = walk.offset  # c = b + Σ w μ

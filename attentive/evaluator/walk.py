@@ -290,20 +290,20 @@ def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
     return Stops.of_all(at, side, V[rows, at - 1], U[:, n - 1])
 
 
-def settle(source_cls, walk, plan, X, res: Stops, schedule, thr, final, walk_exact) -> Stops:
-    """What a certified walk of rows ``X`` leaves to double precision, done in double precision.
+def settle(source: TermSource, X, res: Stops, final, walk_exact) -> Stops:
+    """What a certified walk of rows ``X`` (by ``source``) leaves to double precision, done in
+    double precision.
 
     Walks whose crossing the band left unsure are walked again (``walk_exact(rows)``: a
     :class:`Stops` of the exact source on those rows); walks that never stopped and whose ``U_n``
     is within their band of ``final`` get their exact ``U_n``; the others keep theirs (their side
     of ``final`` is certain, their value within the band)."""
     U = res.U
-    exact = source_cls.exact
     if res.rows.size and final is not None:
         near = np.flatnonzero(np.abs(res.U - final) <= res.band)
         if near.size:
             U = U.copy()
-            U[near] = exact.tile_totals(walk, plan, X[res.rows[near]], plan.n_terms)[0]
+            U[near] = source.exact_totals(X[res.rows[near]], source.plan.n_terms)
     rows, at, side, value = [res.rows], [res.at], [res.side], [res.value]
     if res.unsure.size:
         redo = walk_exact(res.unsure)

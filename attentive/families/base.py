@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from attentive.boundaries import Boundary, ReferenceStats, frozen_array
+from attentive.errors import InvalidParameterError
 from attentive.validation import check_side
 
 
@@ -45,6 +46,10 @@ class WalkStatistics:
         The least-squares lines of ``S_n`` on ``S_t`` and the running mass ``A_t``
         (:func:`attentive.families.mass.mass_table`); without it the mass-regression family is
         the regression family.
+    starts_at_zero : bool
+        Whether every walk starts at ``S_0 = 0`` (a plain walk), not at a score of its own (a
+        sketched walk starts at the sketch's ``F̃(x)``, SPEC §3b). Families that assume
+        ``S_0 = 0`` (:attr:`BoundaryFamily.needs_zero_start`) refuse statistics without it.
     """
 
     positive: ReferenceStats
@@ -53,6 +58,7 @@ class WalkStatistics:
     variance: float
     spread: object | None = None
     mass: object | None = None
+    starts_at_zero: bool = True
 
     @property
     def n_terms(self) -> int:
@@ -65,8 +71,17 @@ class BoundaryFamily(ABC):
     name: ClassVar[str]
     #: One line for documentation and the dashboard.
     description: ClassVar[str] = ""
+    #: Whether the family's boundaries assume walks that start at ``S_0 = 0`` (so not a sketched
+    #: walk's, which starts at the sketch's score: docs/method.md, "Sketched walks").
+    needs_zero_start: ClassVar[bool] = False
 
     def __init__(self, stats: WalkStatistics, theta_s: float, side: str = "both"):
+        if self.needs_zero_start and not getattr(stats, "starts_at_zero", True):
+            raise InvalidParameterError(
+                f"the {self.name} family assumes walks that start at S_0 = 0; these walks start "
+                "at a sketch's score (a sketched walk). Use a family that carries over to the "
+                "residual walk: curved, regression, heteroscedastic or mass-regression."
+            )
         self.stats = stats
         self.theta_s = float(theta_s)
         self.side = check_side(side)

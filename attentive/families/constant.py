@@ -16,6 +16,8 @@ class ConstantFamily(BoundaryFamily):
 
     name = "constant"
     description = "one τ for every position (the paper's Theorem 1 at δ' = Φ(−z))"
+    #: Theorem 1's bridge runs from S_0 = 0 to θ_S: one τ for walks that all start at 0.
+    needs_zero_start = True
 
     def boundary(self, z: float) -> Boundary:
         d = float(self.nominal_delta(z))

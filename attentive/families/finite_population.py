@@ -22,6 +22,8 @@ from attentive.families.registry import register_family
 class FinitePopulationFamily(BoundaryFamily):
     name = "finite-population"
     description = "(n/t)·S_t beyond θ_S by z standard errors of sampling terms without replacement"
+    #: (n/t)·S_t estimates S_n only when S_0 = 0 (the walk is the sum of the terms sampled).
+    needs_zero_start = True
 
     def _positions(self, n1: int) -> np.ndarray:
         return np.arange(1, n1 + 1, dtype=np.float64)

@@ -64,6 +64,8 @@ class TermSource(ABC):
         reading it in the block's product).
     max_block : int
         The longest block a survival schedule may give it.
+    start_cost : float
+        A row's fixed cost before its first block (a sketch's features); 0 by default.
     """
 
     kind: ClassVar[str]
@@ -75,6 +77,8 @@ class TermSource(ABC):
     term_cost: float = 1.2
     mass_cost: float = 0.2
     row_cost: float = 4.0
+    start_cost: float = 0.0  # a row's fixed cost before any block (a sketch's features)
+    term_ns: float = 2.0  # a full evaluation's term, in ns (what a wrapper's own costs compare to)
     max_block: int = MAX_SURVIVAL_BLOCK
 
     @classmethod
@@ -136,6 +140,15 @@ class TermSource(ABC):
     def allowance(self, thr: Thresholds, final: float | None) -> np.ndarray:
         """Per position ``1..n``: double-precision rounding to add to a band on ``U_t``."""
         raise NotImplementedError
+
+    def exact_source(self, X) -> TermSource:
+        """The same terms of rows ``X`` in double precision (what a certified walk leaves unsure
+        is walked again with it)."""
+        return type(self).exact(self.walk, self.plan, X)
+
+    def exact_totals(self, X, budget: int) -> np.ndarray:
+        """``U_B`` of rows ``X`` in double precision."""
+        return type(self).exact.tile_totals(self.walk, self.plan, X, budget)[0]
 
     # -- sources that walk without blocks ------------------------------------------------------
     def walk_chunk(self, thr: Thresholds):

@@ -48,6 +48,7 @@ def dense_costs(source, d: int, single: bool) -> None:
     ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 19 terms."""
     term_ns = 1.5 + 0.0085 * d if single else 1.7 + 0.017 * d
     row_ns = 20.0 + (0.17 if single else 0.3) * d
+    source.term_ns = term_ns
     source.term_cost = 1.0 + WALK_TERM_NS / term_ns
     source.mass_cost = MASS_TERM_NS / term_ns
     source.row_cost = row_ns / term_ns

@@ -1,0 +1,37 @@
+"""Sketched walks (SPEC §3b): a cheap approximation of every term computed for the whole row, then
+a walk over the residual terms. :mod:`attentive.sketch.nystrom` fits the sketch of an RBF SVM,
+:mod:`attentive.sketch.walk` walks after it."""
+
+from attentive.sketch.choice import (
+    DEFAULT_SIZES,
+    SketchChoice,
+    SketchOption,
+    cheapest_at,
+    choose_sketch,
+)
+from attentive.sketch.nystrom import (
+    LANDMARKS,
+    NystromSketch,
+    fit_sketch,
+    sketch_available,
+    sketch_cost,
+    walked_term_cost,
+)
+from attentive.sketch.walk import SketchedWalk, make_sketched_walk, sketch_walk
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "LANDMARKS",
+    "NystromSketch",
+    "SketchChoice",
+    "SketchOption",
+    "SketchedWalk",
+    "cheapest_at",
+    "choose_sketch",
+    "fit_sketch",
+    "make_sketched_walk",
+    "sketch_available",
+    "sketch_cost",
+    "sketch_walk",
+    "walked_term_cost",
+]

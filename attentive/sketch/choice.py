@@ -1,0 +1,203 @@
+"""Choosing the sketch's size (k, m), or no sketch, on the reference profile (SPEC §3b).
+
+A sketch pays when what it saves in walked terms is more than what it costs: per row its own cost
+(:func:`attentive.sketch.sketch_cost`) plus, per walked term, the m-dot product that gives the
+term's ``h̃_i(x)`` (a walked term costs ``1 + m/d`` plain terms). For each candidate — no sketch
+and a few (k, m) — :func:`choose_sketch` builds the walk and its statistics on the reference
+examples, ranks every family that carries over on the reference profile
+(:func:`attentive.grid.reference_profile`, the data the model was fitted on: the calibration set
+takes no part) and takes the cheapest evaluated fraction at disagreement ≤ δ. The total cost in
+full-evaluation units is
+
+    total = sketch cost + walked fraction × (1 + m/d)        (no sketch: the walked fraction),
+
+and the cheapest candidate wins; no sketch wins ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attentive.errors import InvalidParameterError
+from attentive.families import (
+    WalkStatistics,
+    applicable_families,
+    family_names,
+    make_family,
+    walk_statistics,
+)
+from attentive.grid import default_grid, reference_profile
+from attentive.sketch.nystrom import fit_sketch
+from attentive.sketch.walk import sketch_walk
+from attentive.validation import check_delta
+
+__all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choose_sketch"]
+
+#: The (k, m) tried besides no sketch: principal directions × landmarks.
+DEFAULT_SIZES = tuple((k, m) for k in (8, 16, 32) for m in (32, 64, 128))
+_PROFILE_ROWS = 2000  # as the estimator's family ranking
+
+
+@dataclass(frozen=True)
+class SketchOption:
+    """One candidate of :func:`choose_sketch` and its cost on the reference profile.
+
+    Attributes
+    ----------
+    k, m : int or None
+        The sketch's principal directions and landmarks (None, None: no sketch).
+    sketch_cost : float
+        A row's sketch in full-evaluation units (0 without one).
+    term_cost : float
+        A walked term's cost in plain-walk terms: ``1 + m/d`` (1 without a sketch).
+    walked_fraction : float
+        The cheapest mean evaluated fraction of the walk at disagreement ≤ δ on the reference
+        profile, over the families and scales (1 when none gets there).
+    family : str or None
+        The family that reached it, and ``scale`` its z (None when none did).
+    walk : Walk or SketchedWalk
+    statistics : WalkStatistics
+    profile : dict
+        Each family's tradeoff on the reference profile, ``{name: (disagreement, evaluated
+        fraction)}`` per scale of the default grid (:func:`attentive.grid.reference_profile`).
+    """
+
+    k: int | None
+    m: int | None
+    sketch_cost: float
+    term_cost: float
+    walked_fraction: float
+    family: str | None
+    scale: float | None
+    walk: object
+    statistics: WalkStatistics
+    profile: dict
+
+    @property
+    def total(self) -> float:
+        """Full-evaluation units per row: the sketch plus the walked terms at their cost."""
+        return self.sketch_cost + self.walked_fraction * self.term_cost
+
+    @property
+    def label(self) -> str:
+        return "no sketch" if self.k is None else f"k={self.k}, m={self.m}"
+
+
+@dataclass(frozen=True)
+class SketchChoice:
+    """Every candidate of :func:`choose_sketch` (no sketch first) and the cheapest."""
+
+    options: tuple[SketchOption, ...]
+    delta: float
+
+    @property
+    def best(self) -> SketchOption:
+        """The cheapest total; the earliest (so no sketch) among equals."""
+        return min(self.options, key=lambda o: o.total)
+
+
+def cheapest_at(profile: dict, delta: float) -> tuple[float, str | None, float | None]:
+    """The smallest evaluated fraction at disagreement ≤ δ over the families and scales of a
+    :func:`attentive.grid.reference_profile` (default grid): ``(fraction, family, z)``, or
+    ``(1, None, None)`` if none gets there."""
+    grid = default_grid()
+    best = (1.0, None, None)
+    for name, (rates, fractions) in profile.items():
+        ok = np.flatnonzero(rates <= delta)
+        if ok.size:
+            j = ok[np.argmin(fractions[ok])]
+            if fractions[j] < best[0]:
+                best = (float(fractions[j]), name, float(grid[j]))
+    return best
+
+
+def choose_sketch(
+    walk,
+    X_ref,
+    y_ref,
+    *,
+    delta: float,
+    ref_mask,
+    theta_s: float,
+    side: str = "both",
+    families=None,
+    sizes=DEFAULT_SIZES,
+    variance: str = "terms",
+    leave_own_out: bool = False,
+    own=None,
+    statistics: WalkStatistics | None = None,
+    cost_model=None,
+    landmarks: str = "kmeans++",
+    max_rows: int = _PROFILE_ROWS,
+    random_state=0,
+) -> SketchChoice:
+    """Cost of no sketch and of each sketch size on the reference profile; the cheapest wins.
+
+    Parameters
+    ----------
+    walk : Walk
+        The plain walk (its ``μ``, order and offset are kept by every sketched walk).
+    X_ref, y_ref :
+        The reference examples the walk's statistics come from (raw rows): the sketch is fitted
+        on them, and the profile is a seeded sample of at most ``max_rows`` of them.
+    delta : float
+        The disagreement the rules must keep on the profile.
+    ref_mask : array of bool
+        R, the rows the walk's ``μ`` was taken from (:func:`attentive.walk.make_walk`).
+    theta_s, side :
+        The decision threshold in S space and the sides the rules stop on.
+    families : sequence of str, optional
+        Family names (default: every registered one); a sketched walk takes those that carry
+        over (:func:`attentive.families.applicable_families`).
+    sizes : sequence of (k, m)
+        The sketches tried besides no sketch.
+    variance, leave_own_out, own :
+        As for the walk's statistics (:func:`attentive.families.walk_statistics`).
+    statistics : WalkStatistics, optional
+        The plain walk's statistics when built already.
+    cost_model : callable, optional
+        ``cost_model(sketch) -> (sketch cost, walked term cost)`` in full-evaluation units and
+        plain-walk terms. Default: the multiply-add count of SPEC §3b (``sketch.cost``,
+        ``sketch.walked_term_cost``); an evaluator that measures its own costs passes those.
+    """
+    delta = check_delta(delta)
+    names = tuple(family_names() if families is None else families)
+    if not names:
+        raise InvalidParameterError("choose_sketch needs at least one family.")
+    ref_mask = np.asarray(ref_mask, dtype=bool)
+    common = {"leave_own_out": leave_own_out, "own": own}
+    Xp = walk.prepare(X_ref)
+    X_centring = Xp[np.flatnonzero(ref_mask)] if walk.mu.any() else None
+    options = []
+    # A sketch needs fewer principal directions than features, and landmarks among the rows.
+    d, rows = Xp.shape[1], Xp.shape[0]
+    sizes = [(k, m) for k, m in sizes if k < d and m <= rows]
+    for size in (None, *sizes):
+        if size is None:
+            candidate, k, m, cost, term_cost = walk, None, None, 0.0, 1.0
+        else:
+            k, m = size
+            sketch = fit_sketch(
+                walk.terms, Xp, k=k, m=m, landmarks=landmarks, random_state=random_state
+            )
+            candidate = sketch_walk(walk, sketch, X_centring)
+            cost, term_cost = (
+                (sketch.cost, sketch.walked_term_cost) if cost_model is None else cost_model(sketch)
+            )
+        stats = (
+            statistics
+            if size is None and statistics is not None
+            else walk_statistics(
+                candidate, X_ref, y_ref, ref_mask=ref_mask, variance=variance, **common
+            )
+        )
+        usable = [name for name in names if name in applicable_families(stats)]
+        fams = [make_family(name, stats, theta_s, side) for name in usable]
+        profile = reference_profile(candidate, X_ref, fams, max_rows=max_rows, **common)
+        fraction, family, z = cheapest_at(profile, delta)
+        options.append(
+            SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats, profile)
+        )
+    return SketchChoice(tuple(options), delta)

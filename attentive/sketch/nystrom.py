@@ -1,0 +1,324 @@
+"""The Nyström sketch of an RBF SVM's terms (SPEC §3b): a cheap ``h̃_i(x) ≈ h_i(x) = K(s_i, x)``.
+
+Fitted on reference rows (after any pipeline head): their mean ``x̄``, the top k principal
+directions ``P`` (k × d, orthonormal rows) and m landmarks ``L`` of the projected rows. With
+``x̃ = x − x̄`` and the squared norm the projection discards ``r(x) = ‖x̃‖² − ‖P x̃‖²``,
+
+    K(x, s) = e^{−γ ‖P x̃ − P s̃‖²} e^{−γ r(x)} e^{−γ r(s)} e^{2γ (x̃ − Pᵀ P x̃)·(s̃ − Pᵀ P s̃)}
+
+exactly; the sketch drops the last factor (the cross term of the discarded parts) and replaces the
+first by its Nyström form on the landmarks, ``K(P x̃, L) W K(L, P s̃)`` with ``W = K(L, L)⁺``:
+
+    h̃_i(x) = a(x) · b_i,   a(x) = e^{−γ r(x)} K(P x̃, L),   b_i = e^{−γ r(s_i)} W K(L, P s̃_i).
+
+A row costs its ``a(x)`` — ``k·d`` for the projection, ``d`` for ``‖x̃‖²``, ``m·k`` for the
+landmark distances and ``m`` exponentials — and ``Σ_i w_i h̃_i(x) = a(x) · β`` one more m-dot
+product with ``β = Σ_i w_i b_i``: nothing per (row, support vector). A term walked exactly also
+needs its ``h̃_i(x)``, one m-dot product. :func:`sketch_cost` counts it all in units of a full
+evaluation's multiply-adds (``n·d`` per row).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from attentive.errors import InvalidParameterError, UnsupportedModelError
+from attentive.terms import TermDecomposition, checked_rows
+
+__all__ = [
+    "LANDMARKS",
+    "NystromSketch",
+    "RowProjection",
+    "fit_sketch",
+    "sketch_available",
+    "sketch_cost",
+    "walked_term_cost",
+]
+
+#: How the landmarks are picked among the projected reference rows: k-means++ seeding
+#: (spread out, the default: measured closer to the kernel, docs/method.md) or a seeded uniform
+#: sample.
+LANDMARKS = ("kmeans++", "sample")
+#: Eigenvalues of ``K(L, L)`` below this share of the largest are dropped from its inverse: the
+#: regularised pseudo-inverse, so that ``β``'s products lose at most ~1e-8 of their size to
+#: rounding (a 1e-8 condition number times float64's 1e-16).
+RCOND = 1e-8
+#: Reference rows the principal directions and landmarks are fitted on (a seeded sample).
+MAX_ROWS = 3000
+
+
+def sketch_available(terms: TermDecomposition, X_ref) -> bool:
+    """Whether a sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw): an RBF
+    SVM with dense support vectors whose rows, after the pipeline's head, are dense."""
+    if terms.kind != "kernel" or terms.kernel != "rbf" or sp.issparse(terms.support_vectors):
+        return False
+    head = terms.prepare(X_ref[:1]) if hasattr(X_ref, "shape") else None
+    return head is not None and not sp.issparse(head)
+
+
+def sketch_cost(n_terms: int, n_features: int, k: int, m: int) -> float:
+    """A row's sketch in units of a full evaluation (``n·d`` multiply-adds per row, SPEC §3b).
+
+    ``(k + 1)·d + m·(k + 2)``: the projection ``P x̃`` (k·d), ``‖x − x̄‖²`` (d), the distances to
+    the m landmarks (m·k), their m exponentials (each counted as one multiply-add, as the unit
+    counts a full evaluation's n exponentials inside its n·d) and ``a(x) · β`` (m)."""
+    return ((k + 1) * n_features + m * (k + 2)) / (n_terms * n_features)
+
+
+def walked_term_cost(n_features: int, m: int) -> float:
+    """A term walked exactly after a sketch, in units of a plain walk's term (d multiply-adds):
+    its kernel value and its sketch value ``a(x) · b_i`` (m), ``1 + m/d``."""
+    return 1.0 + m / n_features
+
+
+@dataclass(frozen=True)
+class NystromSketch:
+    """The fitted sketch of one RBF model's terms (module docstring).
+
+    Attributes
+    ----------
+    gamma : float
+        The model's γ.
+    mean : ndarray (d,)
+        ``x̄``, the reference rows' mean.
+    components : ndarray (k, d)
+        ``P``, orthonormal rows: the top k principal directions of the reference rows.
+    landmarks : ndarray (m, k)
+        ``L``, projected reference rows.
+    landmark_inverse : ndarray (m, m)
+        ``W``, the regularised pseudo-inverse of ``K(L, L)`` (eigenvalues below ``RCOND`` times
+        the largest dropped).
+    term_factors : ndarray (n_terms, m)
+        ``b_i`` per term, in the model's order of terms.
+    corrected : bool
+        Whether the factors ``e^{−γ r}`` are applied (the sketch of SPEC §3b); False keeps the
+        kernel of the projections alone, to measure what the correction does.
+    projection : RowProjection
+        The arrays a row's features are computed from (derived from the above).
+    """
+
+    gamma: float
+    mean: np.ndarray = field(repr=False)
+    components: np.ndarray = field(repr=False)
+    landmarks: np.ndarray = field(repr=False)
+    landmark_inverse: np.ndarray = field(repr=False)
+    term_factors: np.ndarray = field(repr=False)
+    corrected: bool = True
+    projection: RowProjection = field(init=False, repr=False)
+
+    def __post_init__(self):
+        projection = RowProjection.of(self.mean, self.components, self.landmarks, self.corrected)
+        object.__setattr__(self, "projection", projection)
+
+    @property
+    def k(self) -> int:
+        return int(self.components.shape[0])
+
+    @property
+    def m(self) -> int:
+        return int(self.landmarks.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.components.shape[1])
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.term_factors.shape[0])
+
+    @property
+    def cost(self) -> float:
+        """A row's sketch in full-evaluation units (:func:`sketch_cost`)."""
+        return sketch_cost(self.n_terms, self.n_features, self.k, self.m)
+
+    @property
+    def walked_term_cost(self) -> float:
+        """A walked term's cost in plain-walk terms (:func:`walked_term_cost`)."""
+        return walked_term_cost(self.n_features, self.m)
+
+    def features(self, X) -> np.ndarray:
+        """``a(x) = e^{−γ r(x)} K(P x̃, L)`` for prepared dense rows ``X``: (rows, m)."""
+        return self.projection.features(_dense_rows(X, self.n_features), self.gamma)
+
+    def term_values(self, X, idx=None, *, features: np.ndarray | None = None) -> np.ndarray:
+        """``h̃_i(x) = a(x) · b_i`` for the terms ``idx`` (all when None): (rows, len(idx)).
+        ``features``: ``a(x)`` of these rows, when computed already."""
+        a = self.features(X) if features is None else features
+        B = self.term_factors if idx is None else self.term_factors[np.asarray(idx)]
+        return a @ B.T
+
+
+@dataclass(frozen=True)
+class RowProjection:
+    """What a row's features ``a(x)`` are computed from, arranged for one product per row:
+    ``X [Pᵀ | x̄]`` gives ``P x`` and ``x · x̄`` at once (one d × (k + 1) product and no centred
+    copy of the rows), then ``P x̃ = P x − P x̄`` and ``‖x̃‖² = ‖x‖² − 2 x · x̄ + ‖x̄‖²``.
+    Products in the dtype of its arrays (:meth:`astype`)."""
+
+    stacked: np.ndarray  # (d, k + 1): Pᵀ, then x̄
+    projected_mean: np.ndarray  # (k,): P x̄
+    mean_norm: float  # ‖x̄‖²
+    landmarks: np.ndarray  # (m, k)
+    corrected: bool = True  # the e^{−γ r(x)} factor (False: measuring what it does)
+
+    @staticmethod
+    def of(mean, components, landmarks, corrected: bool = True) -> RowProjection:
+        stacked = np.ascontiguousarray(np.column_stack([components.T, mean]))
+        return RowProjection(stacked, components @ mean, float(mean @ mean), landmarks, corrected)
+
+    def astype(self, dtype) -> RowProjection:
+        """The same projection with arrays of ``dtype`` (float32: single-precision products)."""
+        return dataclasses.replace(
+            self,
+            stacked=self.stacked.astype(dtype),
+            projected_mean=self.projected_mean.astype(dtype),
+            landmarks=self.landmarks.astype(dtype),
+        )
+
+    def features(self, X: np.ndarray, gamma: float) -> np.ndarray:
+        """``a(x)`` of rows ``X``: the discarded-norm factor ``e^{−γ r(x)}`` times the RBF
+        kernel to the landmarks, ``r(x) = ‖x̃‖² − ‖P x̃‖²`` clipped at 0 against rounding."""
+        k = self.projected_mean.shape[0]
+        G = X @ self.stacked
+        U = G[:, :k] - self.projected_mean
+        D = _squared_distances(U, self.landmarks)
+        if self.corrected:
+            centred_norm = np.einsum("ij,ij->i", X, X) - 2.0 * G[:, k] + self.mean_norm
+            D += np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)[:, None]
+        D *= -gamma
+        return np.exp(D, out=D)
+
+
+def _dense_rows(X, width: int) -> np.ndarray:
+    if sp.issparse(X):
+        raise InvalidParameterError(
+            "the Nyström sketch needs dense rows (it projects x − x̄ on principal directions); "
+            "got a sparse matrix. Densify the rows, or walk without a sketch."
+        )
+    return checked_rows(X, width)
+
+
+def _principal_directions(X: np.ndarray, k: int, random_state) -> np.ndarray:
+    """Top k right singular vectors of the centred rows ``X`` (k × d, orthonormal rows)."""
+    if k >= min(X.shape):
+        _, _, Vt = np.linalg.svd(X, full_matrices=False)
+        return np.ascontiguousarray(Vt[:k])
+    from sklearn.utils.extmath import randomized_svd
+
+    _, _, Vt = randomized_svd(X, k, n_iter=7, random_state=random_state)
+    return np.ascontiguousarray(Vt)
+
+
+def _landmarks(U: np.ndarray, m: int, method: str, rng: np.random.Generator) -> np.ndarray:
+    if method == "sample":
+        return U[np.sort(rng.choice(U.shape[0], m, replace=False))]
+    from sklearn.cluster import kmeans_plusplus
+
+    centers, _ = kmeans_plusplus(U, m, random_state=int(rng.integers(2**31 - 1)))
+    return centers
+
+
+def _pseudo_inverse(K: np.ndarray, rcond: float = RCOND) -> np.ndarray:
+    """``K⁺`` of a symmetric positive semi-definite K, eigenvalues ≤ rcond·max dropped."""
+    vals, vecs = np.linalg.eigh(K)
+    keep = vals > rcond * vals[-1]
+    V = vecs[:, keep]
+    return (V / vals[keep]) @ V.T
+
+
+def fit_sketch(
+    terms: TermDecomposition,
+    X_ref_prepared,
+    *,
+    k: int = 16,
+    m: int = 64,
+    landmarks: str = "kmeans++",
+    max_rows: int = MAX_ROWS,
+    random_state=0,
+    corrected: bool = True,
+) -> NystromSketch:
+    """Fit the Nyström sketch of an RBF model's terms on reference rows (SPEC §3b).
+
+    Parameters
+    ----------
+    terms : TermDecomposition
+        An SVC with ``kernel="rbf"`` (dense support vectors).
+    X_ref_prepared : array (rows, d)
+        Reference rows after the pipeline's head (``walk.prepare(X)``), dense. ``x̄`` is their
+        mean; the principal directions and the landmarks come from a seeded sample of at most
+        ``max_rows`` of them.
+    k : int
+        Principal directions kept (at most d and the rows sampled).
+    m : int
+        Landmarks (at most the rows sampled).
+    landmarks : {"kmeans++", "sample"}
+        k-means++ seeding on the projected rows, or a seeded uniform sample of them.
+    random_state : int
+        Seeds the sample, the randomized SVD and the landmarks.
+    corrected : bool
+        False drops the factors ``e^{−γ r}`` (the kernel of the projections alone): not a sketch
+        to use, a way to measure what the correction does (docs/method.md).
+    """
+    if terms.kind != "kernel" or terms.kernel != "rbf":
+        what = f"kernel {terms.kernel!r}" if terms.kind == "kernel" else f"{terms.kind} terms"
+        raise UnsupportedModelError(
+            f"a sketch is available for RBF SVMs only (SVC with kernel='rbf'); this model has "
+            f"{what}. Walk it without a sketch."
+        )
+    if sp.issparse(terms.support_vectors):
+        raise UnsupportedModelError(
+            "the Nyström sketch needs dense support vectors; this model stores them sparse."
+        )
+    sv = np.asarray(terms.support_vectors, dtype=np.float64)
+    d = sv.shape[1]
+    X = _dense_rows(X_ref_prepared, d)
+    if landmarks not in LANDMARKS:
+        raise InvalidParameterError(f"landmarks must be one of {LANDMARKS}, got {landmarks!r}.")
+    rng = np.random.default_rng(random_state)
+    rows = X.shape[0]
+    if rows > max_rows:
+        sample = X[np.sort(rng.choice(rows, max_rows, replace=False))]
+    else:
+        sample = X
+    rows_used = sample.shape[0]
+    limits = {
+        "k": (min(d, rows_used), f"{d} features, {rows_used} reference rows"),
+        "m": (rows_used, f"{rows_used} reference rows"),
+    }
+    for name, value in (("k", k), ("m", m)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise InvalidParameterError(f"{name} must be a whole number ≥ 1, got {value!r}.")
+        top, why = limits[name]
+        if value > top:
+            raise InvalidParameterError(f"{name}={value} is too large: at most {top} ({why}).")
+    gamma = float(terms.kernel_params["gamma"])
+    mean = X.mean(axis=0)
+    P = _principal_directions(sample - mean, int(k), int(rng.integers(2**31 - 1)))
+    L = _landmarks((sample - mean) @ P.T, int(m), landmarks, rng)
+    W = _pseudo_inverse(np.exp(-gamma * _squared_distances(L, L)))
+    # b_i = e^{−γ r(s_i)} W K(L, P s̃_i) = W a(s_i): the same features as a row's, times W.
+    B = RowProjection.of(mean, P, L, corrected).features(sv, gamma) @ W
+    for a in (mean, P, L, W, B):
+        a.flags.writeable = False
+    return NystromSketch(
+        gamma=gamma,
+        mean=mean,
+        components=P,
+        landmarks=L,
+        landmark_inverse=W,
+        term_factors=B,
+        corrected=corrected,
+    )
+
+
+def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``‖a − b‖²`` for rows of A against rows of B, as ``‖a‖² + ‖b‖² − 2 a·b`` clipped at 0."""
+    D = A @ B.T
+    D *= -2.0
+    D += np.einsum("ij,ij->i", A, A)[:, None]
+    D += np.einsum("ij,ij->i", B, B)
+    return np.maximum(D, 0.0, out=D)
