@@ -265,26 +265,28 @@ def test_the_calibration_split_is_the_estimators():
     np.testing.assert_array_equal(fit_part[0], p.X_fit)
 
 
-def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_every_round():
+def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_every_round(monkeypatch):
     """A stall during one run (the server's other threads, the machine) must not show as a
-    speed-up: the sides alternate within each round and each keeps its fastest run."""
-    import time as _time
+    speed-up: the sides alternate within each round and each keeps its fastest run. The clock
+    is a fake that each function advances by its own duration (real sleeps overshoot on a
+    loaded machine)."""
+    from attentive.app import rules as app_rules
 
-    from attentive.app.rules import interleaved_times
-
+    now = [0.0]
+    monkeypatch.setattr(app_rules.time, "perf_counter", lambda: now[0])
     calls = []
 
     def rule():
         calls.append("rule")
-        _time.sleep(0.2 if len(calls) == 1 else 0.001)  # stalled the first time only
+        now[0] += 0.2 if len(calls) == 1 else 0.001  # stalled the first time only
         return "r"
 
     def full():
         calls.append("full")
-        _time.sleep(0.02)
+        now[0] += 0.02
         return "f"
 
-    (t_rule, t_full), out = interleaved_times([rule, full], rounds=5)
+    (t_rule, t_full), out = app_rules.interleaved_times([rule, full], rounds=5)
     assert calls == ["rule", "full"] * 5
     assert out == ["r", "f"]
     assert np.median(t_rule) < 0.02 <= min(t_full)
