@@ -278,18 +278,18 @@ def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_every_round(monk
 
     def rule():
         calls.append("rule")
-        now[0] += 0.2 if len(calls) == 1 else 0.001  # stalled the first time only
+        now[0] += 0.25 if len(calls) == 1 else 2.0**-10  # stalled the first time only
         return "r"
 
     def full():
         calls.append("full")
-        now[0] += 0.02
+        now[0] += 2.0**-5  # binary fractions: the fake clock's sums are exact
         return "f"
 
     (t_rule, t_full), out = app_rules.interleaved_times([rule, full], rounds=5)
     assert calls == ["rule", "full"] * 5
     assert out == ["r", "f"]
-    assert np.median(t_rule) < 0.02 <= min(t_full)
+    assert np.median(t_rule) < 2.0**-5 <= min(t_full)
     # The median ratio ignores the stalled round; its spread shows it.
     ratios = [f / r for f, r in zip(t_full, t_rule, strict=True)]
     assert np.median(ratios) > 1.0 and min(ratios) < 0.2
