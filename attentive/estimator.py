@@ -82,7 +82,14 @@ from attentive.validation import (
     check_stopped_score,
     check_threshold,
 )
-from attentive.walk import CENTERINGS, ORDERS, REFERENCE_WALKS, make_walk, row_chunks
+from attentive.walk import (
+    CENTERINGS,
+    ORDERS,
+    REFERENCE_WALKS,
+    make_walk,
+    reference_mask,
+    row_chunks,
+)
 
 __all__ = ["AttentiveClassifier", "calibration_split"]
 
@@ -587,13 +594,36 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     # -- sketched walks (SPEC §3b) ---------------------------------------------------------------
-    def _fit_sketch(self, X, y, ref_mask, own) -> None:
+    def fit_sketch(self, X, y):
+        """Choose a sketch (or none) for a classifier fitted without one, on its reference data.
+
+        :meth:`fit` chooses one only where its rule can use one (see the ``sketch`` parameter);
+        this makes the sketched rules (``with_rule("sketched-curved", ...)``, ``scale_outcomes``)
+        available afterwards — for a dashboard that shows every rule. ``(X, y)`` must be the
+        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``).
+
+        Returns
+        -------
+        self
+            With ``sketch_choice_``, and ``sketched_walk_`` where a sketch pays.
+        """
+        check_is_fitted(self)
+        X = self._check_X(X)
+        y = np.asarray(y)
+        ref_mask = reference_mask(y, self.classes_[1], self.centering)
+        own = self._own_terms(X) if self.reference_walks_ == "leave-one-out" else None
+        self._fit_sketch(X, y, ref_mask, own, wanted=True)
+        return self
+
+    def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
         """Choose a sketch (or none) where a rule can use one (see the ``sketch`` parameter)."""
         from attentive.sketch import choose_sketch, sketch_available
 
         self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
-        wanted = (self.boundary == "calibrated" and self.family == AUTO) or any(
-            is_sketched_name(name) for name in (self.boundary, self.family)
+        wanted = (
+            wanted
+            or (self.boundary == "calibrated" and self.family == AUTO)
+            or any(is_sketched_name(name) for name in (self.boundary, self.family))
         )
         if self.sketch == "none" or not wanted or not sketch_available(self.terms_, X):
             return
@@ -623,6 +653,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.sketched_statistics_ = best.statistics
         for name, tradeoff in best.profile.items():
             self.reference_profile_["sketched-" + name] = tradeoff
+
+    def scaled_rules(self) -> tuple[str, ...]:
+        """The rules with a scale z this classifier can evaluate: every family, and the sketched
+        ones where it has a sketch (:meth:`fit_sketch`)."""
+        check_is_fitted(self)
+        has = getattr(self, "sketched_walk_", None) is not None
+        return (*family_names(), *(sketched_names() if has else ()))
 
     def _no_sketch_reason(self) -> str:
         if self.sketch == "none":
