@@ -45,7 +45,7 @@ from sklearn.svm import LinearSVC
 
 from attentive import AttentiveClassifier
 from attentive.scale import local_cluster, score_dask, score_file, write_scores
-from attentive.scale.files import _write_part
+from attentive.scale.writing import _write_part
 
 N_FEATURES = 20_958  # Real-sim
 NNZ_PER_ROW = 51  # Real-sim: 3,709,083 non-zeros over 72,309 rows
