@@ -51,6 +51,7 @@ from attentive.app import rules
 from attentive.app.figures import Figures, compute_figures, tradeoff_error_span
 from attentive.app.models import DataSource, ModelSource, Walks, walks
 from attentive.app.rules import DEFAULT_ALPHA, DELTA_RANGE
+from attentive.data.reader import CHOOSE_BASE
 from attentive.errors import (
     AttentiveError,
     DataError,
@@ -65,6 +66,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DATASET = "mnist-t10k-2v5"
 UPLOAD_PREFIX = "file: "
+# What to do with an uploaded LIBSVM file whose index base the shared reader cannot tell.
+UPLOAD_BASE_HINT = (
+    "The dashboard cannot be told which: upload the rows as CSV with a header instead, or score "
+    "the file with python -m attentive score --zero-based or --one-based."
+)
 MODEL_INPUTS = (
     "dataset",
     "positive_class",
@@ -124,6 +130,8 @@ def user_message(exc: BaseException) -> str:
     if isinstance(exc, DataError):
         label = DashboardState.param.positive_class.label
         msg = msg.replace("(positive_class=...)", f"in the '{label}' field")
+        # The shared reader names the command line's options; the dashboard has none.
+        msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
     if isinstance(exc, DownloadError):
         # The library lists every address it tried with its network error; a notification keeps
         # what the user can act on: what failed and how to install the file by hand.
@@ -764,7 +772,10 @@ class DashboardState(param.Parameterized):
 
         clf = self._walks.classifier if self._walks is not None else None
         try:
-            n_features = clf.n_features_in_ if clf is not None else None
+            # An uploaded dataset is read again for the model (its LIBSVM index base and CSV
+            # columns follow the model: attentive.data.reader), and checked then.
+            uploaded_data = self.dataset in self._uploads
+            n_features = clf.n_features_in_ if clf is not None and not uploaded_data else None
             load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
