@@ -177,7 +177,9 @@ def test_columns_are_checked_by_name_and_order():
         feature_columns(["b", "a", "c"], 3, NAMED, where="f")
     with pytest.raises(DataError, match=r"lacks 1 of the model's features: 'c'"):
         feature_columns(["a", "b"], 2, NAMED, where="f")
-    with pytest.raises(DataError, match=r"columns the model does not know: 'label'.*--exclude"):
+    with pytest.raises(
+        DataError, match=r"has a column the model does not know: 'label'.*--exclude"
+    ):
         feature_columns(["a", "b", "c", "label"], 4, NAMED, where="f")
     with pytest.raises(DataError, match="no header line, but the model knows its features by name"):
         feature_columns(None, 3, NAMED, where="f")

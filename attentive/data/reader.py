@@ -481,9 +481,10 @@ def feature_columns(
                     f"lacks {len(missing)} of the model's features: {_preview(missing)}"
                 )
             if extra:
+                what = "a column" if len(extra) == 1 else f"{len(extra)} columns"
                 problems.append(
-                    f"has {len(extra)} columns the model does not know: {_preview(extra)} (if "
-                    f"they are not features, name them with {EXCLUDE})"
+                    f"has {what} the model does not know: {_preview(extra)} (not features? name "
+                    f"them with {EXCLUDE})"
                 )
             if not problems:
                 i = next(k for k, (a, b) in enumerate(zip(features, names, strict=True)) if a != b)
