@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         if exc.name not in ("dask", "distributed", "pyarrow"):
             raise
         raise InvalidParameterError(
-            f"the score command needs {exc.name}: pip install 'attentive[scale]'"
+            f"the score command needs {exc.name}: make scale in the repository (or pip install "
+            "'attentive[scale]')"
         ) from None
     if args.chunk_rows < 1:
         raise InvalidParameterError(f"--chunk-rows must be ≥ 1, got {args.chunk_rows}")
