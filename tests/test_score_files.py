@@ -330,3 +330,14 @@ def test_generated_parquet_files_score_as_in_memory_or_are_refused(client, model
         else:
             assert code == 0, err
             assert_scores_equal_in_memory(out, clf, X)
+
+
+def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_path):
+    from attentive.errors import DataError
+    from attentive.scale import read_input
+
+    clf, _ = models[False]
+    data = tmp_path / "rows.csv"
+    data.write_text("\n1.5,2.5,3.5\n1,2,3,4\n")
+    with pytest.raises(DataError, match=r"rows\.csv, line 2: 3 fields, but the model expects 4"):
+        read_input(data, clf)

@@ -48,8 +48,11 @@ from attentive.errors import DataError, InvalidParameterError
 
 __all__ = [
     "BOM",
+    "CHOOSE_BASE",
+    "CHOOSE_HEADER",
     "FORMATS",
     "ExpectedFeatures",
+    "check_finite_rows",
     "compression_of",
     "csv_header",
     "csv_separator",
@@ -58,6 +61,7 @@ __all__ = [
     "guess_format",
     "libsvm_index_range",
     "libsvm_zero_based",
+    "merge_index_ranges",
     "open_binary",
     "parse_csv_rows",
     "split_csv_line",
@@ -610,5 +614,5 @@ def check_finite_rows(frame: pd.DataFrame, *, where: str, first_row: int) -> Non
         what = "missing or NaN" if np.isnan(values[row, col]) else f"{values[row, col]}"
         raise DataError(
             f"{where}, row {first_row + row}, column {frame.columns[col]!r}: the value is {what}; "
-            f"every feature needs a finite number ({int(bad.sum())} such values in these rows)"
+            "every feature needs a finite number"
         )

@@ -242,6 +242,12 @@ def _read_csv(source, start, head, expected, chunk_rows, header, exclude):
         raise DataError(f"{where} is empty; expected one example per line")
     cells = split_csv_line(first, sep, where=where)
     columns = csv_header(cells, header=header, expected=expected, where=where)
+    n = expected.n_features
+    if columns is None and n is not None and len(cells) != n and expected.names is None:
+        raise DataError(
+            f"{where}, line {skipped + 1}: {len(cells)} fields, but the model expects {n} "
+            "features (the file has no header line)"
+        )
     features = feature_columns(columns, len(cells), expected, exclude, where=where)
     names = columns or features
     if columns is None:  # the first line is a row
