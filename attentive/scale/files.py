@@ -9,11 +9,8 @@ reader, shared with the dashboard's uploads), evaluates it with
 
 from __future__ import annotations
 
-import contextlib
 import lzma
 import os
-import signal
-import threading
 import time
 import uuid
 import zlib
@@ -25,7 +22,13 @@ from attentive.estimator import AttentiveClassifier
 from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
 from attentive.scale.reading import read_input
-from attentive.scale.writing import ScoreSummary, check_output, output_error, write_scores
+from attentive.scale.writing import (
+    ScoreSummary,
+    check_output,
+    output_error,
+    sigint_ignored,
+    write_scores,
+)
 
 __all__ = ["load_classifier", "local_cluster", "score_file"]
 
@@ -65,23 +68,9 @@ def local_cluster(n_workers: int | None = None, **kwargs):
         "dashboard_address": None,
         **kwargs,
     }
-    with warnings.catch_warnings(), _interrupts_ignored_by_children():
+    with warnings.catch_warnings(), sigint_ignored():
         warnings.filterwarnings("ignore", "Port .* is already in use", UserWarning)
         return LocalCluster(**kwargs)
-
-
-@contextlib.contextmanager
-def _interrupts_ignored_by_children():
-    """Ignore SIGINT while child processes are started (they keep ignoring it: an ignored signal
-    stays ignored across exec), then restore this process's handler."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _decompressed_copy(path: Path, output: Path) -> Path | None:

@@ -158,14 +158,14 @@ def _remove(directory: Path, seconds: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
-def _interrupts_held():
-    """Hold Ctrl-C (SIGINT) while the finished output is put in place; one that arrives meanwhile
-    is dropped, since the run it would stop is complete. Only the main thread receives signals,
-    so elsewhere this does nothing."""
+def sigint_ignored():
+    """Ignore Ctrl-C (SIGINT) in the block; only the main thread receives signals, so elsewhere
+    this does nothing. Child processes started in the block keep ignoring it (an ignored signal
+    stays ignored across exec)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda *_: None)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
@@ -248,7 +248,8 @@ def write_scores(
         client.cancel(futures)  # chunks still running would write into a removed directory
         _remove(tmp)
         raise
-    with _interrupts_held():
+    # The run is complete: a Ctrl-C while the output is put in place would only cut the rename.
+    with sigint_ignored():
         try:
             for leftover in tmp.glob(".*.tmp"):  # parts a killed worker was writing (then redone)
                 leftover.unlink(missing_ok=True)
