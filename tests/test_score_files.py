@@ -341,3 +341,25 @@ def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_
     data.write_text("\n1.5,2.5,3.5\n1,2,3,4\n")
     with pytest.raises(DataError, match=r"rows\.csv, line 2: 3 fields, but the model expects 4"):
         read_input(data, clf)
+
+
+def test_read_input_reads_compressed_text_chunk_by_chunk_and_refuses_a_truncated_file(
+    client, models, tmp_path
+):
+    """From Python, a compressed file is read in place: each chunk decompresses up to its lines."""
+    from attentive.errors import DataError
+    from attentive.scale import read_input, score_dask
+
+    clf, _ = models[False]
+    X, _ = make_classification(50, N_FEATURES, n_informative=3, n_redundant=0, random_state=6)
+    text = pd.DataFrame(X, columns=NAMES).to_csv(index=False).encode()
+    data = tmp_path / "rows.csv.gz"
+    data.write_bytes(gzip.compress(text))
+    frame = read_input(data, clf, chunk_rows=7)
+    assert frame.npartitions == 8
+    np.testing.assert_array_equal(frame.compute().to_numpy(), X)
+    scores = score_dask(clf, frame).compute().reset_index(drop=True)
+    np.testing.assert_array_equal(scores["label"], clf.predict(X))
+    data.write_bytes(gzip.compress(text)[:-30])
+    with pytest.raises(DataError, match=r"rows\.csv\.gz: compressed file is truncated or corrupt"):
+        read_input(data, clf, chunk_rows=7)

@@ -10,8 +10,10 @@ pass on Dask over every chunk (smallest and largest index) before anything is sc
 
 from __future__ import annotations
 
+import lzma
 import os
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import dask
@@ -109,26 +111,59 @@ def read_input(
         guess_format(where, format=format or "parquet", allowed=("parquet",))
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     with open(path, "rb") as f:
-        compression = compression_of(f.read(8))
-    head = _head(path, compression, where)
+        text = _Text(str(path), compression_of(f.read(8)), where)
+    head = text.head()
     fmt = guess_format(where, head, format=format)
     if fmt == "parquet":
-        if compression:
+        if text.compression:
             raise DataError(f"{where}: a compressed Parquet file; Parquet compresses its own pages")
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
-    source = (str(path), compression, where)
     start = len(BOM) if head.startswith(BOM) else 0
     if fmt == "libsvm":
-        return _read_libsvm(source, start, expected, chunk_rows, zero_based)
-    return _read_csv(source, start, head, expected, chunk_rows, header, tuple(exclude))
+        return _read_libsvm(text, start, expected, chunk_rows, zero_based)
+    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
 
 
-def _head(path: Path, compression: str | None, where: str) -> bytes:
-    try:
-        with open_binary(path, compression) as f:
-            return f.read(_HEAD_BYTES)
-    except (OSError, EOFError, zlib.error, ValueError) as exc:
-        raise DataError(f"{where}: compressed file is truncated or corrupt ({exc})") from None
+_CORRUPT = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A text file read in line ranges: where it is, how it is compressed, its name in messages."""
+
+    path: str
+    compression: str | None
+    where: str
+
+    def head(self) -> bytes:
+        try:
+            with open_binary(self.path, self.compression) as f:
+                return f.read(_HEAD_BYTES)
+        except _CORRUPT as exc:
+            raise self._corrupt(exc) from None
+
+    def chunks(self, chunk_rows: int, start: int, first_line: int = 1):
+        """:func:`line_chunks` of the file; a compressed one found truncated is a DataError."""
+        try:
+            return line_chunks(
+                self.path,
+                chunk_rows,
+                start=start,
+                first_line=first_line,
+                compression=self.compression,
+            )
+        except _CORRUPT as exc:
+            if self.compression is None:
+                raise
+            raise self._corrupt(exc) from None
+
+    def read(self, start: int, stop: int) -> bytes:
+        with open_binary(self.path, self.compression) as f:
+            f.seek(start)
+            return f.read(stop - start)
+
+    def _corrupt(self, exc: BaseException) -> DataError:
+        return DataError(f"{self.where}: compressed file is truncated or corrupt ({exc})")
 
 
 def line_chunks(
@@ -166,23 +201,15 @@ def line_chunks(
     return bounds
 
 
-def _read_range(path: str, compression: str | None, start: int, stop: int) -> bytes:
-    with open_binary(path, compression) as f:
-        f.seek(start)
-        return f.read(stop - start)
-
-
 # -- LIBSVM ---------------------------------------------------------------------------------------
-def _libsvm_range(source, a: int, b: int) -> tuple[int, int] | None:
-    path, compression, _ = source
-    return libsvm_index_range(_read_range(path, compression, a, b))
+def _libsvm_range(text: _Text, a: int, b: int) -> tuple[int, int] | None:
+    return libsvm_index_range(text.read(a, b))
 
 
-def _libsvm_chunk(source, a: int, b: int, line: int, n_features: int, zero_based: bool):
-    path, compression, where = source
+def _libsvm_chunk(text: _Text, a: int, b: int, line: int, n_features: int, zero_based: bool):
     X, _ = read_libsvm_rows(
-        _read_range(path, compression, a, b),
-        where=where,
+        text.read(a, b),
+        where=text.where,
         n_features=n_features,
         zero_based=zero_based,
         first_line=line,
@@ -190,22 +217,23 @@ def _libsvm_chunk(source, a: int, b: int, line: int, n_features: int, zero_based
     return X
 
 
-def _read_libsvm(source, start, expected: ExpectedFeatures, chunk_rows, zero_based):
-    path, compression, where = source
+def _read_libsvm(text: _Text, start, expected: ExpectedFeatures, chunk_rows, zero_based):
     n = expected.n_features
-    chunks = line_chunks(path, chunk_rows, start=start, compression=compression)
+    chunks = text.chunks(chunk_rows, start)
     if not chunks:
-        raise DataError(f"{where} is empty; expected LIBSVM lines '<label> <index>:<value> ...'")
+        raise DataError(
+            f"{text.where} is empty; expected LIBSVM lines '<label> <index>:<value> ...'"
+        )
     index_range = None
     if zero_based is None:  # the first pass: smallest and largest index of the whole file
         ranges = dask.compute(
-            *[dask.delayed(_libsvm_range, pure=True)(source, a, b) for a, b, _ in chunks]
+            *[dask.delayed(_libsvm_range, pure=True)(text, a, b) for a, b, _ in chunks]
         )
         index_range = merge_index_ranges(ranges)
-    zero_based = libsvm_zero_based(index_range, n, zero_based, where=where)
+    zero_based = libsvm_zero_based(index_range, n, zero_based, where=text.where)
     blocks = [
         da.from_delayed(
-            dask.delayed(_libsvm_chunk, pure=True)(source, a, b, line, n, zero_based),
+            dask.delayed(_libsvm_chunk, pure=True)(text, a, b, line, n, zero_based),
             shape=(np.nan, n),
             dtype=np.float64,
             meta=sp.csr_matrix((0, n)),
@@ -216,23 +244,22 @@ def _read_libsvm(source, start, expected: ExpectedFeatures, chunk_rows, zero_bas
 
 
 # -- CSV ------------------------------------------------------------------------------------------
-def _csv_chunk(source, a, b, line, names, features, sep) -> pd.DataFrame:
-    path, compression, where = source
+def _csv_chunk(text: _Text, a, b, line, names, features, sep) -> pd.DataFrame:
     frame = parse_csv_rows(
-        _read_range(path, compression, a, b),
+        text.read(a, b),
         names=names,
         numeric=features,
-        where=where,
+        where=text.where,
         first_line=line,
         sep=sep,
     )
     return frame[features]
 
 
-def _read_csv(source, start, head, expected, chunk_rows, header, exclude):
-    path, compression, where = source
+def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
+    where = text.where
     sep = csv_separator(where)
-    with open_binary(path, compression) as f:
+    with open_binary(text.path, text.compression) as f:
         f.seek(start)
         skipped = 0  # blank lines before the first line (pandas skips them too)
         while (first := f.readline()) and not first.strip():
@@ -254,14 +281,12 @@ def _read_csv(source, start, head, expected, chunk_rows, header, exclude):
         data_start, first_line = first_start, skipped + 1
     else:
         data_start, first_line = first_start + len(first), skipped + 2
-    chunks = line_chunks(
-        path, chunk_rows, start=data_start, first_line=first_line, compression=compression
-    )
+    chunks = text.chunks(chunk_rows, data_start, first_line)
     if not chunks:
         raise DataError(f"{where} has a header but no rows")
     meta = pd.DataFrame({c: np.empty(0) for c in features})
     parts = [
-        dask.delayed(_csv_chunk, pure=True)(source, a, b, line, names, features, sep)
+        dask.delayed(_csv_chunk, pure=True)(text, a, b, line, names, features, sep)
         for a, b, line in chunks
     ]
     return dd.from_delayed(parts, meta=meta)
@@ -277,7 +302,7 @@ def _parquet_chunk(file: str, groups: list[int], columns: list[str], where: str,
     return frame
 
 
-def _parquet_columns(schema, where: str) -> list[str]:
+def _parquet_columns(schema) -> list[str]:
     """The schema's columns less the index pandas stored with a frame (``__index_level_0__``)."""
     index = set()
     if schema.pandas_metadata:
@@ -308,10 +333,10 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
         except (pa.ArrowException, OSError) as exc:
             raise DataError(f"{name} is not a readable Parquet file ({exc})") from None
     schema = opened[0][2].schema_arrow
-    columns = _parquet_columns(schema, where)
+    columns = _parquet_columns(schema)
     features = feature_columns(columns, len(columns), expected, exclude, where=where)
     for _, name, f in opened[1:]:
-        if _parquet_columns(f.schema_arrow, name) != columns:
+        if _parquet_columns(f.schema_arrow) != columns:
             raise DataError(f"{name} has other columns than {opened[0][1]}: every file must match")
     for column in features:
         kind = schema.field(column).type
