@@ -224,6 +224,10 @@ def _parse_csv(
     """Parse CSV with a header row into features, raw labels, the label column and feature names."""
     sep = csv_separator(name)
     first, _, rest = data.partition(b"\n")
+    header_line = 1
+    while not first.strip() and rest:  # blank lines before the header (pandas skips them too)
+        first, _, rest = rest.partition(b"\n")
+        header_line += 1
     cells = split_csv_line(first, sep, where=name)
     if not any(cells):
         raise DataError(
@@ -236,11 +240,13 @@ def _parse_csv(
     if len(columns) < 2:
         raise DataError(f"{name}: only the label column {label!r}; expected feature columns too")
     features = feature_columns(columns, len(columns), expected, (label,), where=name)
-    frame = parse_csv_rows(rest, names=columns, numeric=features, where=name, first_line=2, sep=sep)
+    frame = parse_csv_rows(
+        rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
+    )
     labels = frame[label]
     missing = labels.isna().to_numpy()
     if missing.any():
-        line = int(np.flatnonzero(missing)[0]) + 2  # +1 for 1-based, +1 for the header row
+        line = int(np.flatnonzero(missing)[0]) + header_line + 1
         raise DataError(f"{name}, line {line}: the label ({label!r}) is missing")
     labels_array = labels.to_numpy()
     if labels_array.dtype == object:
