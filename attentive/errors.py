@@ -53,5 +53,5 @@ class FeatureMismatchError(AttentiveError, ValueError):
     """A model and a dataset disagree on the number of features."""
 
 
-class OutputError(AttentiveError, OSError):
+class OutputError(AttentiveError, ValueError):
     """An output cannot be written: its directory is missing or read-only, or the disk is full."""

@@ -34,12 +34,12 @@ pytest.importorskip("pyarrow")
 
 import psutil
 import skops.io as sio
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from attentive import AttentiveClassifier
 from attentive.cli import main
 from attentive.errors import OutputError
-from attentive.scale import score_file
+from attentive.scale import local_cluster, score_file
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,9 +152,7 @@ def test_a_full_disk_simulated_in_process_is_a_clear_error_and_leaves_nothing(
         return real(table, where, **kwargs)
 
     monkeypatch.setattr(pq, "write_table", write_table)
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster:
+    with local_cluster(1, processes=False, protocol="tcp") as cluster:
         with pytest.raises(
             OutputError, match=r"cannot write .*part-\d+\.parquet: the disk is full"
         ):
@@ -245,9 +243,7 @@ def test_ctrl_c_on_a_shared_cluster_cancels_the_run_and_keeps_the_cluster(
 
     monkeypatch.setattr(distributed, "as_completed", interrupted_after_two)
     out = tmp_path / "scores.parquet"
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster:
+    with local_cluster(1, processes=False, protocol="tcp") as cluster:
         with pytest.raises(KeyboardInterrupt):
             score_file(clf, rows, out, scheduler=cluster.scheduler_address, chunk_rows=100)
         assert not out.exists() and _hidden_leftovers(tmp_path) == []
