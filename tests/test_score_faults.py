@@ -84,9 +84,16 @@ def mount_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(target)], capture_output=True)
 
 
+@pytest.fixture(scope="module")
+def scheduler():
+    """A one-worker cluster shared by the command runs below that get as far as scoring."""
+    with local_cluster(1) as cluster:
+        yield cluster.scheduler_address
+
+
 def _score(model, rows, output, capsys, *extra) -> tuple[int, str]:
     argv = ["score", "--model", str(model), "--input", str(rows), "--output", str(output)]
-    code = main([*argv, "--workers", "1", "--no-progress", *extra])
+    code = main([*argv, "--no-progress", *extra])
     return code, capsys.readouterr().err
 
 
@@ -123,11 +130,12 @@ def test_an_output_in_a_directory_the_user_may_not_write_is_refused(exported, tm
 
 
 def test_a_disk_that_fills_up_mid_run_is_a_clear_error_and_leaves_nothing(
-    exported, mount_tmpfs, capsys
+    exported, mount_tmpfs, scheduler, capsys
 ):
     _, model, rows = exported
     folder = mount_tmpfs("size=64k")  # room for a few of the 60 parts
-    code, err = _score(model, rows, folder / "scores.parquet", capsys, "--chunk-rows", "100")
+    extra = ("--chunk-rows", "100", "--scheduler", scheduler)
+    code, err = _score(model, rows, folder / "scores.parquet", capsys, *extra)
     assert code == 1
     assert "cannot write" in err and "the disk is full" in err, err
     assert "Nothing was written to the output" in err
@@ -168,14 +176,15 @@ def test_a_full_disk_simulated_in_process_is_a_clear_error_and_leaves_nothing(
     assert not (tmp_path / "scores.parquet").exists() and _hidden_leftovers(tmp_path) == []
 
 
-def test_a_failed_run_leaves_an_existing_output_as_it_was(exported, tmp_path, capsys):
+def test_a_failed_run_leaves_an_existing_output_as_it_was(exported, tmp_path, scheduler, capsys):
     _, model, rows = exported
     out = tmp_path / "scores.parquet"
-    assert _score(model, rows, out, capsys, "--chunk-rows", "3000")[0] == 0
+    extra = ("--chunk-rows", "3000", "--scheduler", scheduler)
+    assert _score(model, rows, out, capsys, *extra)[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     broken = tmp_path / "broken.csv"
     broken.write_text(rows.read_text() + "1,2,oops\n")
-    code, err = _score(model, broken, out, capsys, "--overwrite", "--chunk-rows", "3000")
+    code, err = _score(model, broken, out, capsys, "--overwrite", *extra)
     assert code == 1 and "broken.csv" in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert _hidden_leftovers(tmp_path) == []

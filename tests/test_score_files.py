@@ -43,7 +43,7 @@ N_FEATURES = 4
 NAMES = [f"f{i}" for i in range(N_FEATURES)]
 BOM = b"\xef\xbb\xbf"
 SETTINGS = settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
