@@ -240,33 +240,49 @@ def _piece_index_range(buf: np.ndarray) -> tuple[int, int] | None:
         hashes = np.flatnonzero(buf == ord("#"))
         line_start = _previous(newlines, colons)
         colons = colons[_previous(hashes, colons) <= line_start]  # not after a '#' of its line
-    if not colons.size:
+    n = colons.size
+    if not n:
         return None
-    # Walk back from each colon over its digits, accumulating the index.
-    value = np.zeros(colons.size, dtype=np.int64)
-    digits = np.zeros(colons.size, dtype=np.int64)
+    # Walk back from each colon over its digits, accumulating the index. Every step writes into
+    # the same few arrays: a Dask worker returns freed memory to the system at once
+    # (MALLOC_TRIM_THRESHOLD_), so each new temporary array costs a page fault per page.
+    value = np.zeros(n, dtype=np.int64)
+    term = np.empty(n, dtype=np.int64)
     pos = colons - 1
-    active = np.ones(colons.size, dtype=bool)
+    c = np.empty(n, dtype=np.uint8)
+    step = np.empty(n, dtype=bool)
+    active = np.ones(n, dtype=bool)
     scale = 1
     for _ in range(18):
-        c = _byte_at(buf, pos)
-        active &= (c >= ord("0")) & (c <= ord("9"))
+        _bytes_at(buf, pos, c, step)
+        np.subtract(c, ord("0"), out=c)  # a digit becomes 0-9, anything else wraps above 9
+        np.less_equal(c, 9, out=step)
+        np.logical_and(active, step, out=active)
         if not active.any():
             break
-        value += np.where(active, (c.astype(np.int64) - ord("0")) * scale, 0)
-        digits += active
-        pos -= active
+        np.multiply(c, np.int64(scale), out=term)
+        np.add(value, term, out=value, where=active)
+        np.subtract(pos, active, out=pos, casting="unsafe")
         scale *= 10
-    c = _byte_at(buf, pos)
+    has_digits = pos != colons - 1
+    _bytes_at(buf, pos, c, step)
     huge = (c >= ord("0")) & (c <= ord("9"))  # more than 18 digits: beyond any model
-    sign = (c == ord("-")) | (c == ord("+"))
+    value[huge] = _HUGE
     negative = c == ord("-")
-    pos = pos - sign
-    ok = (digits > 0) & _SPACE[_byte_at(buf, pos)]
-    value = np.where(huge, _HUGE, np.where(negative, -value, value))[ok]
-    if not value.size:
+    np.negative(value, out=value, where=negative)
+    np.subtract(pos, negative | (c == ord("+")), out=pos, casting="unsafe")  # past a sign
+    _bytes_at(buf, pos, c, step)
+    ok = has_digits & _SPACE[c]
+    if not ok.any():
         return None
-    return int(value.min()), int(value.max())
+    return int(value.min(where=ok, initial=_HUGE)), int(value.max(where=ok, initial=-_HUGE))
+
+
+def _bytes_at(buf: np.ndarray, pos: np.ndarray, out: np.ndarray, before: np.ndarray) -> None:
+    """``out = buf[pos]``, a space where ``pos`` is before the start (``before`` is scratch)."""
+    np.take(buf, pos, out=out, mode="clip")
+    np.less(pos, 0, out=before)
+    out[before] = ord(" ")
 
 
 def _previous(marks: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -275,11 +291,6 @@ def _previous(marks: np.ndarray, positions: np.ndarray) -> np.ndarray:
         return np.full(positions.shape, -1, dtype=np.int64)
     k = np.searchsorted(marks, positions) - 1
     return np.where(k >= 0, marks[np.maximum(k, 0)], -1)
-
-
-def _byte_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``buf[pos]``, a space where ``pos`` is before the start."""
-    return np.where(pos >= 0, buf[np.maximum(pos, 0)], ord(" "))
 
 
 def merge_index_ranges(ranges) -> tuple[int, int] | None:

@@ -28,7 +28,14 @@ import pandas as pd
 
 from attentive.errors import DataError, InvalidParameterError, OutputError
 
-__all__ = ["SUMMARY_NAME", "ScoreSummary", "check_output", "write_scores"]
+__all__ = [
+    "SUMMARY_NAME",
+    "ScoreSummary",
+    "check_output",
+    "output_error",
+    "sigint_ignored",
+    "write_scores",
+]
 
 SUMMARY_NAME = "_summary.json"  # Parquet readers skip names starting with "_"
 _REASONS = {
