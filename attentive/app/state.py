@@ -274,7 +274,12 @@ class DashboardState(Controls):
         try:
             if not data:
                 raise InvalidParameterError(f"{filename} is empty: expected a skops model file.")
-            n_features = self.walks.classifier.n_features_in_ if self.walks else None
+            # An uploaded dataset is read again for the model (its LIBSVM index base and CSV
+            # columns follow the model: attentive.data.reader), and checked then.
+            uploaded_data = self.dataset in self._uploads
+            n_features = (
+                self.walks.classifier.n_features_in_ if self.walks and not uploaded_data else None
+            )
             load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
