@@ -287,7 +287,7 @@ class DashboardState(Controls):
         key = content_hash(bytes(data))
         self._models[key] = (bytes(data), filename)
         self.param.update(model_source="upload", model_file=key)
-        return self.model_file == key
+        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
 
     # -- choosing an operating point -------------------------------------------------------------
     @param.depends("target", "time_budget", watch=True)
