@@ -37,6 +37,7 @@ import lzma
 import math
 import re
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -431,7 +432,7 @@ def csv_header(
     if not header:
         return None
     columns = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
-    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
     if repeated:
         raise DataError(f"{where}: the header names a column more than once: {repeated}")
     return columns
@@ -479,17 +480,20 @@ def feature_columns(
                 f"({_preview(expected.names)}); give the file a header line naming its columns"
             )
         columns = [str(i) for i in range(n_columns)]
-    unknown = [c for c in exclude if c not in columns]
+    present = set(columns)
+    unknown = [c for c in exclude if c not in present]
     if unknown:
         raise DataError(
             f"{where}: {unknown} to exclude are not among its columns: {_preview(columns)}"
         )
-    features = [c for c in columns if c not in exclude]
+    excluded = set(exclude)
+    features = [c for c in columns if c not in excluded]
     if expected.names is not None:
         names = list(expected.names)
         if features != names:
-            missing = [n for n in names if n not in features]
-            extra = [c for c in features if c not in names]
+            known, found = set(names), set(features)
+            missing = [n for n in names if n not in found]
+            extra = [c for c in features if c not in known]
             problems = []
             if missing:
                 problems.append(
@@ -552,7 +556,8 @@ def parse_csv_rows(
     try:
         frame = pd.read_csv(io.BytesIO(data), header=None, sep=sep, skipinitialspace=True)
     except pd.errors.EmptyDataError:
-        return pd.DataFrame({c: np.empty(0) if c in numeric else [] for c in names})
+        floats = set(numeric)
+        return pd.DataFrame({c: np.empty(0) if c in floats else [] for c in names})
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(
             _csv_problem(data, names, numeric, where, first_line, sep)
@@ -584,7 +589,8 @@ def _csv_problem(
     data: bytes, names: list[str], numeric: list[str], where: str, first_line: int, sep: str
 ) -> str | None:
     """Describe the first line of CSV text that pandas could not read into finite numbers."""
-    positions = [names.index(c) for c in numeric]
+    where_is = {c: i for i, c in enumerate(names)}
+    positions = [where_is[c] for c in numeric]
     for offset, raw in enumerate(data.split(b"\n")):
         text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
         if not text.strip():
