@@ -50,6 +50,7 @@ from attentive.calibration import (
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.evaluator import NonFiniteInput, rejects_non_finite
+from attentive.evaluator.pilot import PILOT_ROWS
 from attentive.families import (
     BoundaryFamily,
     WalkStatistics,
@@ -232,9 +233,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     early_stopping : "auto" or bool, default="auto"
         Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
         the boundary. ``True``: always walk the rule. ``"auto"``: walk the rule unless that
-        would cost more time than evaluating every term — decided per call from a pilot of the
-        call's rows (where they are expected to stop) and the cost of a term and a row
-        (:mod:`attentive.evaluator.pilot`), and never for a linear model over a sparse matrix,
+        would cost more time than evaluating every term — decided per rule from a pilot of
+        reference rows kept in ``fit`` (``pilot_rows_``: where walks are expected to stop) and
+        the cost of a term and a row for the kind of rows passed
+        (:mod:`attentive.evaluator.pilot`), so a row's outcome never depends on the other
+        rows of its call, and never for a linear model over a sparse matrix,
         whose full evaluation is one sparse product no walk beats (docs/speed.md). Where every
         term is evaluated, each example gets the full model's decision (``n_evaluated ==
         n_terms_``, ``Evaluation.path == "full"``), which is what the rule approximates; what the
@@ -503,6 +506,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         loo = self.reference_walks_ == "leave-one-out"
         own = self._own_terms(X) if loo else None
         self.n_own_terms_ = 0 if own is None else int((own >= 0).sum())
+        self.pilot_rows_ = self._pilot_rows(X, own)
         self.class_stats_ = {
             name: reference_statistics(
                 self.walk_,
@@ -555,6 +559,20 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             own[np.asarray(support)] = np.arange(len(support))
             return own
         return self.terms_.own_terms(self.walk_.prepare(X))
+
+    def _pilot_rows(self, X, own=None):
+        """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` reference rows, prepared for the
+        walk, spread over the reference set (rows that are not themselves support vectors where
+        that is known and enough of them): where :meth:`evaluate` expects walks to stop under
+        any rule, so that whether it walks or evaluates every term is decided the same way for
+        every call (a row's outcome never depends on its batch)."""
+        rows = np.arange(_num_samples(X))
+        if own is not None and int((own < 0).sum()) >= min(PILOT_ROWS, rows.size):
+            rows = np.flatnonzero(own < 0)
+        pick = rows[
+            np.unique(np.linspace(0, rows.size - 1, min(PILOT_ROWS, rows.size)).astype(int))
+        ]
+        return self.walk_.prepare(_safe_indexing(X, pick))
 
     def _reference_profile(self, X, own=None) -> dict:
         """Each family's tradeoff on (a sample of) the reference set, for ``family="auto"``."""
@@ -849,6 +867,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
                 path=path,
+                reference=getattr(self, "pilot_rows_", None),
             )
         except NonFiniteInput:
             # The finiteness check was left to the evaluator (it is free there): scikit-learn's

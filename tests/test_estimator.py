@@ -62,7 +62,9 @@ def test_sparse_input(sparse_problem):
 
 def test_constant_boundary_follows_algorithm_one(binary_problem):
     Xtr, ytr, Xte, _ = binary_problem
-    clf = AttentiveClassifier(SVC(gamma=0.1), delta=0.3, random_state=0).fit(Xtr, ytr)
+    clf = AttentiveClassifier(SVC(gamma=0.1), delta=0.3, random_state=0, early_stopping=True).fit(
+        Xtr, ytr
+    )
     tau = constant_threshold(0.3, clf.variance_, clf.theta_s_, side="lower")
     assert clf.boundary_.lower[0] == pytest.approx(tau)
     ev = clf.evaluate(Xte)
