@@ -16,6 +16,7 @@ from attentive.sketch.nystrom import (
     principal_directions,
     sketch_available,
     sketch_cost,
+    sketch_unavailable,
     walked_term_cost,
 )
 from attentive.sketch.walk import SketchedWalk, make_sketched_walk, sketch_walk
@@ -34,6 +35,7 @@ __all__ = [
     "principal_directions",
     "sketch_available",
     "sketch_cost",
+    "sketch_unavailable",
     "sketch_walk",
     "walked_term_cost",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "principal_directions",
     "sketch_available",
     "sketch_cost",
+    "sketch_unavailable",
     "walked_term_cost",
 ]
 
@@ -55,10 +56,25 @@ MAX_ROWS = 3000
 def sketch_available(terms: TermDecomposition, X_ref) -> bool:
     """Whether a sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw): an RBF
     SVM with dense support vectors whose rows, after the pipeline's head, are dense."""
-    if terms.kind != "kernel" or terms.kernel != "rbf" or sp.issparse(terms.support_vectors):
-        return False
+    return sketch_unavailable(terms, X_ref) is None
+
+
+def sketch_unavailable(terms: TermDecomposition, X_ref=None) -> str | None:
+    """Why no sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw), or None
+    when one can (:func:`sketch_available`). ``X_ref=None``: the model alone."""
+    if terms.kind != "kernel" or terms.kernel != "rbf":
+        what = f"kernel {terms.kernel!r}" if terms.kind == "kernel" else f"{terms.kind} terms"
+        return f"the model has {what}, and sketches are fitted for RBF SVMs only"
+    if sp.issparse(terms.support_vectors):
+        return "the model stores its support vectors sparse, and the sketch needs dense ones"
+    if X_ref is None:
+        return None
     head = terms.prepare(X_ref[:1]) if hasattr(X_ref, "shape") else None
-    return head is not None and not sp.issparse(head)
+    if head is None or sp.issparse(head):
+        return (
+            "the rows are sparse (after the pipeline's transforms), and the sketch needs dense ones"
+        )
+    return None
 
 
 def sketch_cost(n_terms: int, n_features: int, k: int, m: int) -> float:
