@@ -35,10 +35,11 @@ from attentive.validation import check_delta
 
 __all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choose_sketch"]
 
-#: The (k, m) tried besides no sketch: principal directions and landmarks, m = 4k. Over
-#: k ∈ {4, 8, 16, 32} × m ∈ {16, 32, 64, 128} on the MNIST problems (docs/method.md, "Sketched
-#: walks"), the cheapest of these three was within a few per cent of the cheapest of all sixteen,
-#: by the evaluator's measured costs and by the count of multiply-adds alike.
+#: The (k, m) tried besides no sketch: principal directions and landmarks, m = 4k. Against the
+#: grid k ∈ {4, 8, 16, 32} × m ∈ {16, 32, 64, 128} on ten MNIST problems
+#: (benchmarks/bench_sketch_sizes.py, docs/method.md "Sketched walks"), the cheapest of these
+#: three was within 4 % of the cheapest of all sixteen by the evaluator's measured costs (what
+#: the estimator chooses by); by the count of multiply-adds within 8 % on eight of them.
 DEFAULT_SIZES = ((4, 16), (8, 32), (16, 64))
 _PROFILE_ROWS = 2000  # as the estimator's family ranking
 
