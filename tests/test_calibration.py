@@ -23,6 +23,7 @@ from attentive.calibration import (
     minimum_calibration_size,
 )
 from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.evaluator.sources.sketch import sketch_cost_model
 from attentive.families import family_names, make_family
 from attentive.families.sketched import SketchedFamily, base_family, sketched_names
 from attentive.grid import default_grid, family_ranking, grid_outcomes, oracle_stop_positions
@@ -491,12 +492,15 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
     assert clf.side_ == "both"
     assert clf.calibration_.m == 300
     rep = clf.calibration_
-    # family="auto": the families ranked on the reference set, the cheapest calibrated at α.
+    # family="auto": the families ranked on the reference set, the cheapest calibrated at α;
+    # with them the sketched rules of the sketch fit kept (8 features, two of them informative:
+    # four principal directions sketch the kernel well), each at its cost.
     assert rep.side == "both" and rep.family == rep.ranking[0]
-    assert sorted(rep.ranking) == sorted(family_names())
-
+    assert clf.sketched_walk_ is not None
+    assert sorted(rep.ranking) == sorted((*family_names(), *sketched_names()))
+    cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
     cheapest = {
-        name: f[r <= 0.02].min()
+        name: (cost + f * term_cost if name.startswith("sketched-") else f)[r <= 0.02].min()
         for name, (r, f) in clf.reference_profile_.items()
         if (r <= 0.02).any()
     }

@@ -40,10 +40,9 @@ def settled(monkeypatch):
     calls = []
     original = blocked.settle
 
-    def counted(source_cls, *args, **kwargs):
-        res = args[3]
-        calls.append((source_cls.kind, res.unsure.size))
-        return original(source_cls, *args, **kwargs)
+    def counted(source, X, res, *args, **kwargs):
+        calls.append((source.kind, res.unsure.size))
+        return original(source, X, res, *args, **kwargs)
 
     monkeypatch.setattr(blocked, "settle", counted)
     return calls
