@@ -83,9 +83,16 @@ from attentive.validation import (
     check_stopped_score,
     check_threshold,
 )
-from attentive.walk import CENTERINGS, ORDERS, REFERENCE_WALKS, make_walk, row_chunks
+from attentive.walk import (
+    CENTERINGS,
+    ORDERS,
+    REFERENCE_WALKS,
+    make_walk,
+    reference_mask,
+    row_chunks,
+)
 
-__all__ = ["AttentiveClassifier"]
+__all__ = ["AttentiveClassifier", "calibration_split"]
 
 # Examples to evaluate are taken in these dtypes as they are (others are converted to float64).
 _DTYPES = (np.float64, np.float32)
@@ -106,6 +113,37 @@ def _passes_raw_input(estimator) -> bool:
     while isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator
     return isinstance(estimator, Pipeline) and len(estimator.steps) > 1
+
+
+def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
+    """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the class
+    docstring)."""
+    if calibration_size != "auto":
+        return calibration_size
+    wanted = calibration_examples_needed(delta, alpha, disagreements=1)
+    return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
+
+
+def calibration_split(
+    X, y, *, delta=0.05, alpha=0.05, calibration_size="auto", random_state=None
+) -> tuple:
+    """``(X_fit, X_cal, y_fit, y_cal)``: the stratified hold-out that
+    ``AttentiveClassifier(boundary="calibrated", ...).fit(X, y)`` makes with the same ``delta``,
+    ``alpha``, ``calibration_size`` and ``random_state`` (see the class's ``calibration_size``:
+    ``"auto"`` holds out 30 %, raised up to 40 % when the scan needs that many examples to
+    tolerate one disagreement at (δ, α)). The model, centering and reference statistics come from
+    the fit part; :meth:`AttentiveClassifier.calibrate` takes the other.
+    """
+    check_calibration_size(calibration_size)
+    n = _num_samples(X)
+    size = _calibration_examples(calibration_size, delta, alpha, n)
+    try:
+        return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
+    except ValueError as exc:
+        raise InvalidParameterError(
+            f"cannot hold out calibration_size={calibration_size!r} of {n} "
+            f"examples with both classes on each side: {exc}"
+        ) from None
 
 
 def _scaled_names() -> tuple[str, ...]:
@@ -393,12 +431,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _calibration_examples(self, n_examples: int):
-        """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the
-        class docstring)."""
-        if self.calibration_size != "auto":
-            return self.calibration_size
-        wanted = calibration_examples_needed(self.delta, self.alpha, disagreements=1)
-        return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
+        """``calibration_size`` resolved for ``n_examples`` fit examples."""
+        return _calibration_examples(self.calibration_size, self.delta, self.alpha, n_examples)
 
     def _budget_terms(self, n_terms: int) -> int:
         b = self.budget
@@ -446,19 +480,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.boundary == "calibrated":
             # The calibration part must be independent of everything the boundary family is
             # built from (model, μ, V, M_t, D_t), or the guarantee does not hold.
-            try:
-                X, X_cal, y, _ = train_test_split(
-                    X,
-                    y,
-                    test_size=self._calibration_examples(len(y)),
-                    stratify=y,
-                    random_state=self.random_state,
-                )
-            except ValueError as exc:
-                raise InvalidParameterError(
-                    f"cannot hold out calibration_size={self.calibration_size!r} of {len(y)} "
-                    f"examples with both classes on each side: {exc}"
-                ) from None
+            X, X_cal, y, _ = calibration_split(
+                X,
+                y,
+                delta=self.delta,
+                alpha=self.alpha,
+                calibration_size=self.calibration_size,
+                random_state=self.random_state,
+            )
         self._frozen = isinstance(self.estimator, FrozenEstimator)
         if self._frozen:
             self.estimator_ = self.estimator
@@ -596,15 +625,46 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     # -- sketched walks (SPEC §3b) ---------------------------------------------------------------
-    def _fit_sketch(self, X, y, ref_mask, own) -> None:
-        """Choose a sketch (or none) where a rule can use one, or fit the size asked for (see
-        the ``sketch`` parameter)."""
+    def fit_sketch(self, X, y):
+        """Choose a sketch (or none) for a classifier fitted without one, on its reference data.
+
+        :meth:`fit` chooses one only where its rule can use one (see the ``sketch`` parameter);
+        this makes the sketched rules (``with_rule("sketched-curved", ...)``, ``scale_outcomes``)
+        available afterwards — for a dashboard that shows every rule. ``(X, y)`` must be the
+        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``). With
+        ``sketch=(k, m)`` that size is fitted; with ``sketch="none"``, none.
+
+        Returns
+        -------
+        self
+            With ``sketch_choice_``, and ``sketched_walk_`` where a sketch pays (or was asked
+            for by size).
+        """
+        check_is_fitted(self)
+        X = self._check_X(X)
+        y = np.asarray(y)
+        ref_mask = reference_mask(y, self.classes_[1], self.centering)
+        own = self._own_terms(X) if self.reference_walks_ == "leave-one-out" else None
+        self._fit_sketch(X, y, ref_mask, own, wanted=True)
+        return self
+
+    def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
+        """Choose a sketch (or none) where a rule can use one (or ``wanted``: :meth:`fit_sketch`),
+        or fit the size asked for (see the ``sketch`` parameter)."""
         from attentive.sketch import DEFAULT_SIZES, choose_sketch, sketch_unavailable
 
         self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
+        # The plain walk's profile only (a sketch chosen before, by fit_sketch, is chosen again).
+        self.reference_profile_ = {
+            name: tradeoff
+            for name, tradeoff in self.reference_profile_.items()
+            if not is_sketched_name(name)
+        }
         size = self._sketch_size()
-        wanted = (self.boundary == "calibrated" and self.family == AUTO) or any(
-            is_sketched_name(name) for name in (self.boundary, self.family)
+        wanted = (
+            wanted
+            or (self.boundary == "calibrated" and self.family == AUTO)
+            or any(is_sketched_name(name) for name in (self.boundary, self.family))
         )
         if self.sketch == "none" or not (wanted or size):
             return
@@ -666,6 +726,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         size = (walk.sketch.k, walk.sketch.m)
         return next(o for o in choice.options if (o.k, o.m) == size)
 
+    def scaled_rules(self) -> tuple[str, ...]:
+        """The rules with a scale z this classifier can evaluate: every family, and the sketched
+        ones where it has a sketch (:meth:`fit_sketch`)."""
+        check_is_fitted(self)
+        has = getattr(self, "sketched_walk_", None) is not None
+        return (*family_names(), *(sketched_names() if has else ()))
+
     def _no_sketch_reason(self) -> str:
         from attentive.sketch import sketch_unavailable
 
@@ -682,8 +749,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         return (
             "sketches are fitted for RBF models on dense rows, when a rule can use one "
-            "(boundary='calibrated' with family='auto', or a sketched-<family> rule) or "
-            "sketch=(k, m) asks for one."
+            "(boundary='calibrated' with family='auto', or a sketched-<family> rule), when "
+            "sketch=(k, m) asks for one, or by fit_sketch(X, y)."
         )
 
     def _walk_of(self, name: str):

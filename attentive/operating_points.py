@@ -40,9 +40,8 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
         (the paper's, for the classifier's side; the disagreement for ``side="both"``),
         ``disagreement`` and, with ``y``, ``accuracy, precision, recall``.
     """
-    from attentive.families import family_names
 
-    names = tuple(family_names() if families is None else families)
+    names = tuple(clf.scaled_rules() if families is None else families)
     frames = []
     y_pos = None if y is None else np.asarray(y) == clf.classes_[1]
     for name in names:

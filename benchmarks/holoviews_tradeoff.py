@@ -46,7 +46,7 @@ class HoloViewsTradeoffView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = None
-        f = self.state.figures
+        f = _figures(self.state)
         self._point = hv.streams.Pipe(data=self._point_data(f))
         self._star_map = hv.DynamicMap(self._star, streams=[self._point]).opts(
             marker="star", size=22, fill_color="#ffd700", line_color="black", line_width=1.5
@@ -165,14 +165,14 @@ class HoloViewsTradeoffView(pn.viewable.Viewer):
     def _on_figures(self, event) -> None:
         doc = self._doc
         if doc is None or doc.session_context is None:
-            self._send(event.new)  # not served (a notebook, a test, the benchmark)
+            self._send(_figures(self.state))  # not served (a notebook, a test, the benchmark)
         elif pn.state.curdoc is doc:
             # In this session's context, perhaps without its lock (a background result applied
             # on the loop): Panel's unlocked() sends the changes straight to the browser.
             with pn.io.unlocked():
-                self._send(event.new)
+                self._send(_figures(self.state))
         else:
-            doc.add_next_tick_callback(lambda: self._send(self.state.figures))
+            doc.add_next_tick_callback(lambda: self._send(_figures(self.state)))
 
     def _on_tap(self, x=None, y=None) -> None:
         if x is not None and y is not None:
@@ -180,11 +180,20 @@ class HoloViewsTradeoffView(pn.viewable.Viewer):
 
     def __panel__(self):
         if self._pane is None:
-            f = self.state.figures
+            f = _figures(self.state)
             self._tradeoff = None if f is None else f.tradeoff
             self._pane = pn.pane.HoloViews(
                 self._overlay(self._tradeoff), sizing_mode="stretch_both", min_height=300
             )
-            self.state.param.watch(self._on_figures, "figures")
+            self.state.param.watch(self._on_figures, ["tradeoff", "rule", "walks"])
             self._tap.add_subscriber(self._on_tap)
         return self._pane
+
+
+def _figures(state):
+    """What this plot draws: every rule's tradeoff and the current rule's point."""
+    from types import SimpleNamespace
+
+    m = state.numbers()
+    point = {k: m[k] for k in ("mean_evaluated_fraction", "disagreement")}
+    return SimpleNamespace(tradeoff=state.tradeoff, operating_point=point)

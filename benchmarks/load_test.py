@@ -89,8 +89,7 @@ def expected_numbers(datasets, seeds, deltas) -> dict[tuple, dict[str, str]]:
                 raise RuntimeError(f"cannot compute the expected numbers: {state.last_error}")
             for delta in deltas:
                 state.set_controls(delta=delta)
-                values = dict(view._values(state.figures))
-                values["speedup"] = values["speedup"].split("|")[0].strip()  # as parse_numbers
+                values = dict(view.values(state.numbers()))
                 table[ds, seed, delta] = values
     return table
 

@@ -56,11 +56,11 @@ def test_extremes_are_the_quickest_and_the_longest():
 def test_focus_shows_the_current_rules_numbers_for_the_clicked_example():
     state = DashboardState()
     view = FocusView(state=state)
-    assert "Click a stop" in view._html(state.figures, state.focus)
-    f = state.figures
-    example = int(f.stops["example"].iloc[0])  # what a click on the first drawn stop sets
+    assert "Click a stop" in view._html(state.outcome(), state.focus, state.walks)
+    f = state.outcome()
+    example = int(state.walk_figure().stops["example"].iloc[0])  # a click on the first stop
     state.focus = example
-    text = view._html(f, state.focus)
+    text = view._html(f, state.focus, state.walks)
     t = int(f.n_evaluated[example])
     assert f"data-example='{example}' data-stop='{t}'" in text
     assert f"after {t:,} of {f.n_terms:,} terms" in text
@@ -68,6 +68,10 @@ def test_focus_shows_the_current_rules_numbers_for_the_clicked_example():
     agreed = bool(f.positive[example]) == bool(f.full_positive[example])
     assert ("<b>yes</b>" in text) == agreed
     assert text.count("<img") == 1 + 2 * 8  # the digit and two strips
+    # Each thumbnail names its example for a click (the view sends it back as the focus).
+    quick, slow = extremes(f.n_evaluated)
+    for i in (*quick, *slow):
+        assert f"data-pick='{int(i)}'" in text
     # A new walk (here: another seed) forgets the focus.
     state.set_controls(seed=5)
     assert state.focus == -1

@@ -45,7 +45,7 @@ def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
 
 @pytest.mark.parametrize(
     ("name", "value", "words"),
-    [("seed", -5, "between"), ("C", 0, "between"), ("delta", "abc", "number")],
+    [("seed", -5, "at least 0"), ("C", 0, "greater than"), ("delta", "abc", "number")],
 )
 def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, value, words):
     before = getattr(dash.state, name)
@@ -56,15 +56,18 @@ def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, va
     assert getattr(s, name) == before
 
 
-def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again(dash):
-    figures = dash.state.figures
+def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again_once(dash):
+    before = dash.state.numbers()
     loc = url("?dataset=file%3A+good.csv&delta=0.02")
     dash.sync_url(loc)
     s = dash.state
     assert s.n_errors == 1 and "upload it again" in s.last_error and "good.csv" in s.last_error
     assert s.dataset == "mnist-t10k-2v5" and s.walks is not None
     assert loc.query_params["dataset"] == "mnist-t10k-2v5"
-    assert s.delta == rules.snap_delta(0.02) and s.figures is not figures  # the rest applies
+    assert s.delta == rules.snap_delta(0.02) and s.numbers() != before  # the rest applies
+    # The browser sends its address again as it connects: the same upload is not told twice.
+    dash._from_url({"dataset": "file: good.csv", "delta": 0.02})
+    assert s.n_errors == 1
 
 
 def test_model_inputs_from_the_url_build_once_and_the_rule_waits_for_the_new_model():
@@ -105,7 +108,7 @@ def test_the_walks_plot_refits_on_a_move_unless_zoomed():
     doc.add_root(pn.panel(view).get_root(doc))
     fig = view._fig
     state.set_controls(delta=1e-4)
-    low = float(np.nanmin(state.figures.boundary["lower"].to_numpy()))
+    low = float(np.nanmin(state.walk_figure().boundary["lower"].to_numpy()))
     assert fig.y_range.start <= low  # τ at δ = 1e-4 is inside the axes
     fig.y_range.update(start=-0.5, end=0.1)  # the user zooms
     state.set_controls(delta=0.01)
@@ -113,38 +116,56 @@ def test_the_walks_plot_refits_on_a_move_unless_zoomed():
 
 
 def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
-    """A click on another family's curve makes that family the rule, at the δ whose point was
-    clicked; the rule then evaluates to the clicked point (the table's numbers). Before, only the
-    current family's points could be picked."""
+    """A click on another family's curve makes that family the rule at the clicked point's own
+    scale z: the rule then evaluates to exactly the clicked point (the table's numbers)."""
     state = DashboardState(boundary="constant", side="both")
-    fam = state.figures.tradeoff.families
-    zs = {round(rules.z_of(d), 2): d for d in rules.delta_steps()}
-    rows = fam[(fam["method"] == "regression") & fam["z"].round(2).isin(list(zs))]
+    fam = state.tradeoff.families
+    rows = fam[fam["method"] == "regression"]
     row = rows.iloc[len(rows) // 2]
     state.select_point(float(row["mean_evaluated_fraction"]), float(row["disagreement"]))
     assert state.n_errors == 0, state.last_error
-    assert state.boundary == "regression"
-    assert state.delta == zs[round(float(row["z"]), 2)]
-    # The table's z is the slider δ's scale rounded to the grid's 0.05 steps: the rule lands on
-    # the clicked point up to that rounding.
-    op = state.figures.operating_point
-    assert op["mean_evaluated_fraction"] == pytest.approx(row["mean_evaluated_fraction"], abs=0.01)
-    assert op["disagreement"] == pytest.approx(row["disagreement"], abs=0.005)
+    assert (state.boundary, state.z) == ("regression", float(row["z"]))
+    assert state.delta == rules.delta_of(float(row["z"]))  # the slider shows Φ(−z)
+    m = state.numbers()
+    assert m["mean_evaluated_fraction"] == pytest.approx(row["mean_evaluated_fraction"])
+    assert m["disagreement"] == pytest.approx(row["disagreement"])
 
 
-def test_a_timing_made_stale_by_a_newer_move_says_so():
-    """The served executor skips an evaluator timing that a newer move has replaced: the job
-    tells it (``job.stale()``), and only the newest is applied."""
+def test_a_timing_made_stale_by_a_newer_move_is_not_run():
+    """A timing that a newer move has replaced does nothing when its turn comes (nobody will
+    see it), and only the newest is applied."""
     jobs = []
     state = DashboardState()
-    state.measure_executor = lambda job, done, fail: jobs.append((job, done))
+    state.background = lambda job, done, fail: jobs.append((job, done))
+    rules.measure.clear()
     state.set_controls(delta=0.02)
     state.set_controls(delta=0.05)
-    (old_job, old_done), (new_job, new_done) = jobs[-2:]
-    assert old_job.stale() and not new_job.stale()
-    old_done(old_job())  # a stale result that arrives anyway is not shown
+    assert len(jobs) == 2  # one timing per move
+    (old_job, old_done), (new_job, new_done) = jobs
+    assert old_job() is None  # stale: not measured
+    old_done(None)
     assert state.measured is None
     new_done(new_job())
     assert state.measured is not None and state.measured.mean_evaluated == pytest.approx(
-        float(state.figures.n_evaluated.mean())
+        float(state.outcome().n_evaluated.mean())
     )
+
+
+def test_the_url_carries_the_exact_rule_a_target_picked():
+    """A target disagreement picks a family at a scale z off the δ slider's grid; the URL holds
+    that z, and a session opened on the URL alone shows the same numbers (before, the URL held
+    δ snapped to the slider and reopened another rule)."""
+    dash = Dashboard(state=DashboardState())
+    loc = url("")
+    dash.sync_url(loc)
+    dash.state.target = 0.02
+    s = dash.state
+    assert s.n_errors == 0, s.last_error
+    assert loc.query_params["z"] == s.z and loc.query_params["boundary"] == s.boundary
+    assert rules.z_of(s.delta) != pytest.approx(s.z, abs=1e-6)  # z is not δ's
+    query = {k: v for k, v in loc.query_params.items() if k != "target"}
+    again = Dashboard(state=DashboardState())
+    again.sync_url(url("?" + "&".join(f"{k}={v}" for k, v in query.items())))
+    assert again.state.n_errors == 0, again.state.last_error
+    assert (again.state.boundary, again.state.z) == (s.boundary, s.z)
+    assert again.state.numbers() == s.numbers()

@@ -52,7 +52,7 @@ def independent_statistic(state) -> tuple[np.ndarray, object]:
 
 
 def check_stops_on_the_statistic(state) -> None:
-    f = state.figures
+    f = state.walk_figure()
     V, b = independent_statistic(state)
     n = f.n_terms
     stops = f.stops
@@ -82,7 +82,7 @@ def check_stops_on_the_statistic(state) -> None:
     clf = rules.rule_classifier(state.walks, state.rule)
     A = clf.partial_masses(state.walks.X_test) if b.uses_mass else None
     first, _ = first_crossing(clf.partial_scores(state.walks.X_test), b, A)
-    np.testing.assert_array_equal(first, f.n_evaluated)
+    np.testing.assert_array_equal(first, state.outcome().n_evaluated)
 
 
 def test_the_walks_hold_read_only_running_masses_of_the_same_walks(state):
@@ -97,7 +97,7 @@ def test_the_walks_hold_read_only_running_masses_of_the_same_walks(state):
 def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(state, side):
     state.set_controls(boundary="mass-regression", side=side, delta=0.05)
     assert state.n_errors == 0, state.last_error
-    f = state.figures
+    f = state.walk_figure()
     assert f.uses_mass
     V, _ = independent_statistic(state)
     assert not np.allclose(V, state.walks.S)  # a different quantity from S_t
@@ -107,8 +107,8 @@ def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(st
 def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state):
     state.set_controls(dataset="mnist-t10k-3v8", boundary="calibrated")
     assert state.n_errors == 0, state.last_error
-    f = state.figures
-    report = f.calibration
+    f = state.walk_figure()
+    report = state.calibration()
     assert f.uses_mass == (not report.fallback and report.family == "mass-regression")
     if not f.uses_mass:
         pytest.skip(f"calibration chose {report.family}, not mass-regression")
@@ -118,7 +118,7 @@ def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state)
 @pytest.mark.parametrize("kind", ["constant", "heteroscedastic", "regression"])
 def test_other_rules_draw_the_partial_score_as_before(state, kind):
     state.set_controls(boundary=kind, side="both", delta=0.05)
-    f = state.figures
+    f = state.walk_figure()
     assert not f.uses_mass
     check_stops_on_the_statistic(state)  # the statistic is S_t itself
     w = state.walks

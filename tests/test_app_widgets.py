@@ -149,7 +149,7 @@ def test_a_budget_state_opens_with_delta_hidden():
 
 
 def _card_check(view: HeadlineNumbers, key: str):
-    page = view._html(view.state.figures)
+    page = view._html(view.state.numbers())
     hit = re.search(
         rf"<div class='att-check att-(met|miss)' data-key='{key}-check'[^>]*>([^<]*)</div>", page
     )
@@ -173,10 +173,11 @@ def test_the_flag_shows_exactly_when_the_measured_error_exceeds_delta(
 ):
     assert synthetic.set_controls(boundary=kind, side=side, delta=delta)
     view = HeadlineNumbers(state=synthetic)
-    measured = synthetic.figures.metrics[key]
+    measured = synthetic.numbers()[key]
     page, hit = _card_check(view, key)
     assert hit is not None, page
-    d = synthetic.delta
+    # δ a family's boundary is built for is Φ(−z) (z = Φ⁻¹(1 − δ) for a slider δ).
+    d = synthetic.delta if kind == "calibrated" else rules.nominal_delta(synthetic.z)
     if measured > d:
         assert hit.group(1) == "miss" and "above δ" in hit.group(2)
         assert "att-card att-card-miss" in page
@@ -186,46 +187,47 @@ def test_the_flag_shows_exactly_when_the_measured_error_exceeds_delta(
     assert f"{d * 100:.3g}%" in hit.group(2)
     # Only the card of the error δ bounds carries the check; the number's text is untouched.
     assert page.count("class='att-check") == 1
-    values = view._values(synthetic.figures)
+    values = view.values(synthetic.numbers())
     assert f"data-key='{key}'>{values[key]}</div>" in page
 
 
 def test_the_audit_case_is_flagged(synthetic):
     """Synthetic, curved, both sides, δ ≈ 5 %: a stop-error of 8.5 % on the test set."""
     synthetic.set_controls(boundary="curved", side="both", delta=0.05)
-    m = synthetic.figures.metrics
+    m = synthetic.numbers()
     assert m["stop_error"] > synthetic.delta  # the state's own numbers
-    check = delta_check(synthetic.figures)
+    check = delta_check(synthetic.rule, m)
     assert check.exceeded and check.key == "stop_error" and check.measured == m["stop_error"]
     _, hit = _card_check(HeadlineNumbers(state=synthetic), "stop_error")
-    assert hit.group(1) == "miss" and hit.group(2) == f"⚠ above δ = {synthetic.delta * 100:.3g}%"
+    assert hit.group(1) == "miss" and hit.group(2) == f"⚠ above δ = {check.delta * 100:.3g}%"
 
 
 def test_met_and_missed_on_either_side_of_the_same_measured_error(synthetic):
     """The comparison is measured > δ: move δ across the measured stop-error."""
     synthetic.set_controls(boundary="curved", side="lower", delta=0.05)
-    measured = synthetic.figures.metrics["stop_error"]
+    m = synthetic.numbers()
+    measured = m["stop_error"]
     above = [d for d in rules.delta_steps() if d > measured * 1.05]
     below = [d for d in rules.delta_steps() if d < measured * 0.95]
     if not above or not below:
         pytest.skip("the measured stop-error is at the end of δ's range")
     for delta, exceeded in ((min(above), False), (max(below), True)):
-        # The scale stays the one of δ = 5 %: chosen directly, as the cheapest point does.
-        figures = synthetic.figures
-        check = delta_check(replace(figures, rule=replace(figures.rule, delta=float(delta))))
+        # The same outcome, judged against another required δ (a scale z = Φ⁻¹(1 − δ)).
+        rule = replace(synthetic.rule, z=rules.z_of(delta))
+        check = delta_check(rule, m)
         assert check.exceeded is exceeded, (delta, measured)
 
 
 def test_no_flag_for_the_budget_rule(synthetic):
     synthetic.set_controls(boundary="budget", budget=0.1)
-    page = HeadlineNumbers(state=synthetic)._html(synthetic.figures)
-    assert delta_check(synthetic.figures) is None
+    page = HeadlineNumbers(state=synthetic)._html(synthetic.numbers())
+    assert delta_check(synthetic.rule, synthetic.numbers()) is None
     assert "att-check" not in page and "att-card-miss" not in page
 
 
 def test_card_explanations_survive_apostrophes(synthetic):
     synthetic.set_controls(boundary="calibrated")
-    page = HeadlineNumbers(state=synthetic)._html(synthetic.figures)
+    page = HeadlineNumbers(state=synthetic)._html(synthetic.numbers())
     assert "title='Fraction of test examples whose early decision differs from the full " in page
     assert "evaluation&#x27;s.'" in page
 
@@ -239,7 +241,7 @@ def _tooltips(model):
             yield m
 
 
-def test_every_sidebar_tooltip_wraps_and_opens_below_or_above_its_icon(controls):
+def test_every_sidebar_tooltip_wraps_and_opens_beside_its_icon(controls):
     from attentive.app.calibration_view import CalibrationControls
 
     doc = Document()
@@ -252,11 +254,10 @@ def test_every_sidebar_tooltip_wraps_and_opens_below_or_above_its_icon(controls)
         css = " ".join(str(s) for s in tip.stylesheets)
         assert f"max-width: min({TOOLTIP_MAX_WIDTH}px" in css, tip.content
         assert "white-space: normal" in css
-        # Bokeh opens a "vertical" tooltip below its anchor when the window has room, above
-        # otherwise; the anchor is the help icon's centre, just above its middle.
-        assert tip.attachment == "vertical", tip.content
-        x, y = tip.position
-        assert x == HELP_ICON_SIZE / 2 and 0 < y < HELP_ICON_SIZE / 2, tip.content
+        # To the right of the middle of the help icon's right edge: over the main area, beside
+        # the sidebar.
+        assert tip.attachment == "right", tip.content
+        assert tip.position == (HELP_ICON_SIZE, HELP_ICON_SIZE / 2), tip.content
     assert TOOLTIP_MAX_WIDTH <= 300
 
 
@@ -267,7 +268,7 @@ def test_the_side_buttons_explain_themselves_from_a_help_icon():
     model = row.get_root(Document())
     assert group.description is None
     (tip,) = _tooltips(model)
-    assert tip.content == DashboardState.param.side.doc and tip.attachment == "vertical"
+    assert tip.content == DashboardState.param.side.doc and tip.attachment == "right"
     assert "max-width" in " ".join(map(str, tip.stylesheets))
 
 
@@ -285,24 +286,64 @@ def test_download_buttons_render_as_primary(synthetic):
 # -- while a model trains, the old numbers are marked ------------------------------------------
 
 
-def test_guarantee_and_calibration_table_marked_stale_while_training(synthetic):
-    from attentive.app.calibration_view import CalibrationView
+def test_guarantee_and_calibration_table_fade_while_training_and_clear_after(synthetic):
+    """While a model trains the guarantee box is faded by a class (and says so); the class goes
+    when training ends, and no inline opacity is ever set: an opacity style sent to the browser
+    stayed there when ``styles`` was cleared, so the box stayed faded for good."""
+    from attentive.app.calibration_view import STALE_CSS, CalibrationView
 
     synthetic.set_controls(boundary="calibrated", side="both", delta=0.01)
     view = CalibrationView(state=synthetic)
     numbers = HeadlineNumbers(state=synthetic)
+    model = view._layout.get_root(Document())
 
     def stale() -> bool:
         return "att-stale" in view._layout.css_classes
 
     assert view._layout.visible and not stale()
     assert "previous model" not in view.alert.object
-    synthetic.busy = True  # what the served executor sets while a model trains
-    try:
-        assert stale() and view._layout.styles.get("opacity") == "0.45"
-        assert "previous model" in view.alert.object
-        assert "att-stale" in numbers._html(synthetic.figures, busy=True)
-    finally:
-        synthetic.busy = False
-    assert not stale() and "opacity" not in view._layout.styles
-    assert "previous model" not in view.alert.object
+    for _ in range(2):  # faded, cleared, faded again, cleared again
+        synthetic.busy = True  # what the served executor sets while a model trains
+        try:
+            assert stale() and "att-stale" in model.css_classes
+            assert "previous model" in view.alert.object
+            assert "att-stale" in numbers._html(synthetic.numbers(), busy=True)
+        finally:
+            synthetic.busy = False
+        assert not stale() and "att-stale" not in model.css_classes
+        assert "previous model" not in view.alert.object
+        assert "opacity" not in str(model.styles)
+    assert ":host(.att-stale)" in STALE_CSS and "opacity" in STALE_CSS
+
+
+def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_costs_more(
+    synthetic,
+):
+    """The card is the median of the rounds' ratios full ÷ attentive with their range, and under
+    it the time per example — or, when the median is below 1, that walking costs more than full
+    evaluation here (most rules on MNIST read 0.6–0.9× before, with no word)."""
+    import pandas as pd
+
+    from attentive.app.rules import Measurement
+
+    def card(ratios) -> str:
+        m = Measurement(
+            seconds=0.01, full_seconds=0.008, agrees=True, mean_evaluated=10.0,
+            pr=pd.DataFrame(), average_precision={}, ratios=tuple(ratios), n_examples=500,
+        )  # fmt: skip
+        synthetic.set_controls(boundary="budget")  # no δ check on the cards
+        view = HeadlineNumbers(state=synthetic)
+        metrics = {
+            "accuracy_full": 1.0, "accuracy_attentive": 1.0, "stop_error": 0.0,
+            "disagreement": 0.0, "mean_evaluated": 10.0, "n_terms": 20,
+            "mean_evaluated_fraction": 0.5, "speedup_terms": 2.0, "n_stopped": 672, "n_test": 673,
+        }  # fmt: skip
+        return view._html(metrics, m)
+
+    slower = card([0.7, 0.8, 0.9, 0.75, 1.1])
+    assert "data-key='clock'>0.80× (0.70–1.10)</div>" in slower
+    assert "walking costs more than full evaluation here" in slower
+    faster = card([1.4, 2.0, 1.6])
+    assert "data-key='clock'>1.60× (1.40–2.00)</div>" in faster
+    assert "costs more" not in faster and "20.0 µs per example" in faster
+    assert "672 of 673 (99.8%)" in faster  # never rounded up to 100 %

@@ -58,7 +58,7 @@ SCRIPT = textwrap.dedent(
     out["experiments"] = sorted(set(family_tradeoffs(clf, X[test])["method"]))
     from attentive.app.state import DashboardState
     state = DashboardState(dataset="breast-cancer")
-    out["dashboard_tradeoff"] = sorted(set(state.figures.tradeoff.families["method"]))
+    out["dashboard_tradeoff"] = sorted(set(state.tradeoff.families["method"]))
     state.set_controls(boundary="wider-constant")
     out["dashboard_rule"] = state.boundary
     out["dashboard_errors"] = state.last_error

@@ -1,8 +1,11 @@
 """The calibrated boundary's views: its α control, its guarantee in words and its calibration table.
 
 Nothing here computes: the report is ``calibration_`` of the calibrated classifier
-(:attr:`DashboardState.figures` ``.calibration``); this module only selects its rows and words. Both views hide themselves
-unless the calibrated boundary is selected. Widgets are created per view instance.
+(:meth:`DashboardState.calibration`); this module only selects its rows and words. Both views hide
+themselves unless the calibrated boundary is selected. Widgets are created per view instance.
+
+A model uploaded by the user was fitted elsewhere, maybe on the very examples held out here: the
+scan is shown, but the box says plainly that there is no guarantee.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import numpy as np
 import panel as pn
 import param
 
-from attentive.app.models import CALIBRATION_SIZE
+from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 from attentive.app.widgets import help_icon
 
@@ -36,8 +39,17 @@ TABLE_CSS = """
 table { font-size: 12px; border-collapse: collapse; width: 100%; }
 th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #8883; }
 """
+# While a new model trains the box shows the previous model's guarantee, faded. A class, never an
+# inline style: clearing ``styles`` does not remove an opacity already sent to the browser.
+STALE_CSS = ":host(.att-stale) { opacity: 0.45; }"
+NO_GUARANTEE = (
+    "**No guarantee for an uploaded model.** It was fitted elsewhere, perhaps on the very "
+    "examples held out here to calibrate, and a guarantee needs examples the model never saw. "
+    "The scale below is what the scan chose on them: its disagreement is a measurement, not a "
+    "bound."
+)
 
-
+SIDES = {"both": "two-sided", "lower": "lower-side", "upper": "upper-side"}
 CALIBRATION_COLUMNS = {
     "z": "z",
     "k": "k (disagree)",
@@ -62,19 +74,27 @@ def calibration_window(report, before: int = 5, after: int = 2) -> slice:
     return slice(max(0, end - before), min(report.grid.size, end + after + 1))
 
 
-def calibration_note(report, n_fit: int) -> str:
-    """Where the calibration examples came from, in one sentence."""
+def guarantee_headline(report) -> str:
+    """The guarantee in one line (the report's full sentence is in the details)."""
     return (
-        f"Calibration set: m = {report.m:,} of the {n_fit + report.m:,} training examples, held "
-        f"out ({CALIBRATION_SIZE:.0%}, stratified) before anything was fitted; the model, μ and "
-        f"the reference statistics come from the other {n_fit:,}. Any scale needs "
-        f"m ≥ {report.minimum_size:,} at δ = {report.delta:.3g}, α = {report.alpha:.3g}. "
-        f"Family: {report.family}; {report.n_tested} of {report.grid.size} scales tested."
+        f"disagreement with the full model ≤ {report.delta:.3g} with probability "
+        f"≥ {1 - report.alpha:.3g}: the {SIDES.get(report.side, report.side)} "
+        f"{report.family} boundary at "
+        f"z = {report.chosen_scale:.3g}, chosen on {report.m:,} held-out examples."
     )
 
 
-def _is_calibrated(state: DashboardState) -> bool:
-    return state.boundary == "calibrated"
+def calibration_note(report, n_fit: int, uploaded: bool = False) -> str:
+    """Where the calibration examples came from, in one sentence."""
+    model = "" if uploaded else "the model, "
+    return (
+        f"Calibration set: m = {report.m:,} of the {n_fit + report.m:,} training examples, held "
+        f"out (stratified, as AttentiveClassifier(boundary='calibrated') holds out) before "
+        f"anything was fitted here; {model}μ and the reference statistics come from the other "
+        f"{n_fit:,}. Any scale needs m ≥ {report.minimum_size:,} at δ = {report.delta:.3g}, "
+        f"α = {report.alpha:.3g}. Family: {report.family}; {report.n_tested} of "
+        f"{report.grid.size} scales tested."
+    )
 
 
 class CalibrationControls(pn.viewable.Viewer):
@@ -82,29 +102,22 @@ class CalibrationControls(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=DashboardState)
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __panel__(self):
         p = self.state.param
-        self.alpha_slider = pn.widgets.FloatSlider.from_param(
+        slider = pn.widgets.FloatSlider.from_param(
             p.alpha,
+            throttled=True,
             step=0.005,
             format="0.000",
             sizing_mode="stretch_width",
             css_classes=["att-alpha"],
         )
-        self._layout = pn.Row(
-            self.alpha_slider,
+        return pn.Row(
+            slider,
             help_icon(p.alpha.doc),
-            visible=_is_calibrated(self.state),
+            visible=pn.bind(lambda kind: kind == "calibrated", p.boundary),
             sizing_mode="stretch_width",
         )
-        self.state.param.watch(self._show, "boundary")
-
-    def _show(self, event) -> None:
-        self._layout.visible = event.new == "calibrated"
-
-    def __panel__(self):
-        return self._layout
 
 
 class CalibrationView(pn.viewable.Viewer):
@@ -125,31 +138,33 @@ class CalibrationView(pn.viewable.Viewer):
         # The guarantee in words stays in view; where it comes from (the calibration set and the
         # scan that chose the scale) folds away, so that the plots start near the top of the
         # page. Side by side on a wide screen, one under the other on a narrow one.
+        self.sentence = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         details = pn.Card(
+            self.sentence,
             self.note,
             self.caption,
             self.table,
             pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
-            title="Calibration table: how the scale was chosen (click to open)",
+            header=pn.pane.Markdown(
+                "How the scale was chosen (click to open)",
+                margin=(0, 6),
+                styles={"font-size": "13px", "font-weight": "600"},
+            ),
             collapsed=True,
             sizing_mode="stretch_width",
-            styles={"flex": "1 1 360px"},
+            styles={"flex": "1 1 200px"},
             css_classes=["att-calibration-details"],
         )
-        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "1 1 360px"})
-        self._layout = pn.FlexBox(words, details, sizing_mode="stretch_width")
-        self.state.param.watch(self._update, "figures")
-        self.state.param.watch(self._mark_stale, "busy")
-        self._draw(self.state.figures)
-        self._mark_stale()
-
-    def _mark_stale(self, *events) -> None:
-        """While a new model trains, the guarantee and the table are the previous model's: faded
-        like the headline numbers, and the box says so."""
-        busy = self.state.busy
-        self._layout.css_classes = ["att-calibration", *(["att-stale"] if busy else [])]
-        self._layout.styles = {"opacity": "0.45"} if busy else {}
-        self._draw(self.state.figures)
+        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "2 1 340px"})
+        self._layout = pn.FlexBox(
+            words,
+            details,
+            sizing_mode="stretch_width",
+            css_classes=["att-calibration"],
+            stylesheets=[STALE_CSS],
+        )
+        bind(self._draw, self.state, "calibration", "busy", "walks", watch=True)
+        self._draw(self.state.calibration(), self.state.busy, self.state.walks)
 
     @staticmethod
     def _row_style(row):
@@ -159,23 +174,26 @@ class CalibrationView(pn.viewable.Viewer):
             return [FAILED_STYLE] * len(row)
         return [""] * len(row)
 
-    def _update(self, event) -> None:
-        self._draw(event.new)
-
-    def _draw(self, figures) -> None:
-        report = None if figures is None else figures.calibration
+    def _draw(self, report, busy: bool, walks) -> None:
+        """The guarantee in words and the scan for ``report``; faded while a model trains."""
+        self._layout.css_classes = ["att-calibration", *(["att-stale"] if busy else [])]
         self._layout.visible = report is not None
         if report is None:
             return
-        stale = " *(previous model's: a new model is training)*" if self.state.busy else ""
-        if report.fallback:
+        stale = " *(previous model's: a new model is training)*" if busy else ""
+        uploaded = walks is not None and walks.problem.model_source.uploaded
+        self.sentence.object = report.guarantee
+        if uploaded:
+            self.alert.alert_type = "warning"
+            self.alert.object = f"{NO_GUARANTEE}{stale}"
+        elif report.fallback:
             self.alert.alert_type = "warning"
             self.alert.object = (
                 f"**No guarantee short of full evaluation.**{stale} {report.guarantee}"
             )
         else:
             self.alert.alert_type = "success"
-            self.alert.object = f"**Guarantee.**{stale} {report.guarantee}"
+            self.alert.object = f"**Guarantee**{stale}: {guarantee_headline(report)}"
         rows = calibration_window(report)
         table = calibration_table(report)
         shown = table.iloc[rows]
@@ -187,8 +205,8 @@ class CalibrationView(pn.viewable.Viewer):
         self.table.object = (
             shown.style.hide(axis="index").format(FORMATS).apply(self._row_style, axis=1)
         )
-        w = self.state.walks
-        self.note.object = calibration_note(report, len(w.problem.y_fit)) if w else ""
+        n_fit = len(walks.problem.y_fit) if walks is not None else 0
+        self.note.object = calibration_note(report, n_fit, uploaded) if walks else ""
 
     def __panel__(self):
         return self._layout

@@ -18,7 +18,12 @@ import pandas as pd
 
 from attentive import InvalidParameterError
 from attentive.app import rules
-from attentive.app.models import CALIBRATION_SIZE, REFERENCE_WALKS, SPLIT_SEED
+from attentive.app.models import (
+    CALIBRATION_ALPHA,
+    CALIBRATION_DELTA,
+    REFERENCE_WALKS,
+    SPLIT_SEED,
+)
 
 __all__ = ["classifier", "classifier_bytes", "operating_point", "operating_point_json", "snippet"]
 
@@ -36,15 +41,14 @@ def _round(v, digits: int = 6):
 
 
 def _ready(state):
-    if state.walks is None or state.figures is None:
+    if state.walks is None:
         raise InvalidParameterError("no model is loaded yet.")
-    return state.walks, state.figures
+    return state.walks
 
 
 def classifier(state):
     """The fitted :class:`~attentive.AttentiveClassifier` at the current operating point."""
-    walks, _ = _ready(state)
-    return rules.rule_classifier(walks, state.rule)
+    return rules.rule_classifier(_ready(state), state.rule)
 
 
 def classifier_bytes(state) -> bytes:
@@ -59,10 +63,12 @@ def operating_point(state) -> dict[str, Any]:
     from attentive import __version__
     from attentive.models import model_fingerprint
 
-    walks, f = _ready(state)
+    walks = _ready(state)
     p = walks.problem
     clf = classifier(state)
     side = state.side
+    metrics = state.numbers()
+    ds = p.dataset
 
     def this_side(items: dict) -> dict:
         # A one-sided rule has no threshold on its other side: leave that τ out.
@@ -73,11 +79,14 @@ def operating_point(state) -> dict[str, Any]:
             and not (k == "tau_upper" and side == "lower")
         }
 
-    tau = {k: v for k, v in this_side(f.boundary_params).items() if k.startswith("tau_")}
+    tau = {k: v for k, v in this_side(metrics).items() if k.startswith("tau_")}
     source = p.model_source
     point = {
-        "dataset": state._applied.get("dataset", state.dataset).removeprefix("file: "),
-        "data_hash": p.dataset.fingerprint if hasattr(p.dataset, "fingerprint") else None,
+        "dataset": state.walks_dataset.removeprefix("file: "),
+        "data_hash": ds.fingerprint if hasattr(ds, "fingerprint") else None,
+        # Which label the decisions call positive, in the dataset's words and as the model's class.
+        "positive_class": ds.positive_meaning,
+        "classes": {"negative": _plain(clf.classes_[0]), "positive": _plain(clf.classes_[1])},
         "model": type(p.model).__name__,
         "model_fingerprint": model_fingerprint(p.model),
         "kernel": None if source.uploaded else source.kind,
@@ -91,10 +100,12 @@ def operating_point(state) -> dict[str, Any]:
         "delta": None if state.boundary == "budget" else state.delta,
         "z": None if state.boundary in ("budget", "calibrated") else state.rule.scale,
         "theta": state.theta,
-        "theta_s": f.theta_s,
+        "theta_s": metrics["theta_s"],
         "tau": tau or None,
-        "budget": f.budget,
-        "metrics": this_side(f.metrics),
+        "budget": metrics["budget"],
+        "metrics": {
+            k: v for k, v in this_side(metrics).items() if not k.startswith("tau") and k != "budget"
+        },
         "attentive_version": __version__,
         "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -108,17 +119,26 @@ def operating_point(state) -> dict[str, Any]:
             "guarantee": r.guarantee,
             "n_calibration": r.m,
             "n_fit": len(p.y_fit),
-            "calibration_size": CALIBRATION_SIZE,
             "minimum_size": r.minimum_size,
+            # An uploaded model may have seen the held-out examples: no guarantee then.
+            "guaranteed": not source.uploaded and not r.fallback,
         }
     m = state.measured
     if m is not None:
+        lo, hi = m.ratio_spread
         point["measured"] = {
             "seconds_attentive": m.seconds,
             "seconds_full": m.full_seconds,
+            "us_per_example": m.us_per_example,
             "wall_clock_speedup": m.time_ratio,
+            "wall_clock_speedup_range": [lo, hi],
         }
     return _round(point)
+
+
+def _plain(v):
+    """A class label as JSON holds it (numpy scalars become Python ones)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def operating_point_json(state) -> str:
@@ -128,9 +148,10 @@ def operating_point_json(state) -> str:
 
 def operating_points_frame(state) -> pd.DataFrame:
     """Every family at every scale on the test set, with the side and θ it was measured at."""
-    walks, f = _ready(state)
-    trade = f.tradeoff or rules.tradeoff(walks, f.rule.side, f.rule.theta)  # if not there yet
-    table = trade.table.copy()
+    walks = _ready(state)
+    # The table as the page shows it, with the time per example (computed if not there yet).
+    key = (walks, state.side, state.theta)
+    table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key)).copy()
     table.insert(2, "side", state.side)
     table.insert(3, "theta", state.theta)
     # Six significant figures (a nominal δ of 1e-9 stays 1e-9, not 0.0).
@@ -149,11 +170,11 @@ def operating_points_csv(state) -> io.StringIO:
 
 def snippet(state) -> str:
     """Python that rebuilds the current rule from scratch and prints the numbers shown."""
-    walks, _ = _ready(state)
+    walks = _ready(state)
     p = walks.problem
     src = p.model_source
     rule = state.rule
-    name = state._applied.get("dataset", state.dataset)
+    name = state.walks_dataset
     if src.uploaded or name.startswith("file: "):
         return (
             "# An uploaded dataset or model: load the exported classifier instead.\n"
@@ -162,45 +183,56 @@ def snippet(state) -> str:
             "clf = sio.load(path, trusted=sio.get_untrusted_types(file=path))\n"
         )
     gamma = repr(src.gamma)
+    at = f'side="{rule.side}", threshold={rule.theta!r}'
     if rule.kind == "calibrated":
         make_rule = (
-            f'rule = clf.with_rule("curved").calibrate(X_cal, delta={rule.delta!r}, '
-            f'alpha={rule.alpha!r}, family="auto")'
+            f'rule = clf.with_rule("curved", {at}).calibrate(\n        X_cal, '
+            f'delta={rule.delta!r}, alpha={rule.alpha!r}, family="auto"\n    )'
         )
     elif rule.kind == "budget":
-        make_rule = f'rule = clf.with_rule("budget", budget={rule.budget_terms(walks.n_terms)})'
-    elif rule.z is not None:
-        make_rule = f'rule = clf.with_rule("{rule.kind}", z={rule.z!r})'
+        make_rule = (
+            f'rule = clf.with_rule(\n        "budget", {at},\n'
+            f"        budget={rule.budget_terms(walks.n_terms)},\n    )"
+        )
     else:
-        make_rule = f'rule = clf.with_rule("{rule.kind}", delta={rule.delta!r})'
+        make_rule = (
+            f'rule = clf.with_rule(\n        "{rule.kind}", {at},\n        z={rule.scale!r},\n    )'
+        )
     return f'''import warnings
 
 import numpy as np
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
 
 from attentive import AttentiveClassifier
 from attentive.data import load_dataset
+from attentive.estimator import calibration_split
 from attentive.models import make_model
 
 ds = load_dataset("{name}")
-X_fit, X_cal, y_fit, y_cal = train_test_split(
-    ds.X_train, ds.y_train, test_size={CALIBRATION_SIZE}, stratify=ds.y_train,
-    random_state={SPLIT_SEED},
+# The estimator's own calibration hold-out (as boundary="calibrated").
+X_fit, X_cal, y_fit, y_cal = calibration_split(
+    ds.X_train, ds.y_train, delta={CALIBRATION_DELTA},
+    alpha={CALIBRATION_ALPHA}, random_state={SPLIT_SEED},
 )
-model = make_model("{src.kind}", C={src.C!r}, gamma={gamma}).fit(X_fit, y_fit)
+model = make_model("{src.kind}", C={src.C!r}, gamma={gamma})
+model.fit(X_fit, y_fit)
+# Fitted once (centering, order, reference walks); every rule is
+# then with_rule on it, as on the page.
 clf = AttentiveClassifier(
-    FrozenEstimator(model), side="{rule.side}", threshold={rule.theta!r},
-    centering="{state.centering}", reference_walks="{REFERENCE_WALKS}",
+    FrozenEstimator(model), centering="{state.centering}",
+    reference_walks="{REFERENCE_WALKS}",
     random_state={state.seed}, early_stopping=True,
 ).fit(X_fit, y_fit)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     {make_rule}
 early = rule.evaluate(ds.X_test)
-full = clf.with_rule("full").evaluate(ds.X_test)
+full = clf.with_rule("full", {at}).evaluate(ds.X_test)
 truth = np.asarray(ds.y_test) == clf.classes_[1]
-print("mean fraction of terms", round(early.n_evaluated.mean() / clf.n_terms_, 4))
-print("disagreement", round(float(np.mean(early.positive != full.positive)), 4))
-print("accuracy", round(float(np.mean(early.positive == truth)), 4))
+frac = early.n_evaluated.mean() / clf.n_terms_
+print("mean fraction of terms", round(frac, 4))
+differ = np.mean(early.positive != full.positive)
+print("disagreement", round(float(differ), 4))
+right = np.mean(early.positive == truth)
+print("accuracy", round(float(right), 4))
 '''

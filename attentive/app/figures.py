@@ -13,7 +13,7 @@ walks of ``V_t`` are drawn, so that each stop sits on its boundary as it does fo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,15 @@ import pandas as pd
 from attentive.app import rules
 from attentive.app.models import Walks
 
-__all__ = ["Figures", "compute_figures", "trajectory_paths", "walk_statistic"]
+__all__ = [
+    "WalkFigure",
+    "numbers",
+    "theory",
+    "tradeoff_error_span",
+    "trajectory_paths",
+    "walk_figure",
+    "walk_statistic",
+]
 
 # Longest walk drawn point by point; longer walks are drawn every ⌈n / this⌉ terms (stops exact).
 MAX_DRAWN_POSITIONS = 1000
@@ -30,20 +38,14 @@ THEORY_DELTAS = np.geomspace(*rules.DELTA_RANGE, 40)
 
 
 @dataclass(frozen=True)
-class Figures:
-    """Everything the views draw for one setting of the controls.
-
-    ``trajectories`` maps the full-evaluation class to one float32 path with NaN gaps (the
-    statistic at t = 0 first, the stop last); ``stops`` the drawn walks that stopped (``s``: the
-    statistic at the stop); ``boundary`` the rule's lower and upper boundary, θ_S and the
-    Brownian-bridge band in S space; ``uses_mass`` whether the statistic drawn is the rule's
-    ``V_t = S_t + κ_t·A_t`` rather than ``S_t`` (a mass-regression rule, whose boundary applies
-    to ``V_t``; the bridge band, in S space, does not apply to it); ``tradeoff`` every rule on one
-    plot (:class:`attentive.app.rules.Tradeoff`), or None while it is computed in the background
-    (the numbers are shown first; the state fills it in when it arrives); ``operating_point`` the current rule's point;
-    ``calibrated_point`` the calibrated rule at the current δ and α with its report; ``theory``
-    required δ against actual error; ``metrics`` the headline numbers.
-    """
+class WalkFigure:
+    """What the walks plot draws for one rule: ``trajectories`` maps the full-evaluation class to
+    one float32 path with NaN gaps (the statistic at t = 0 first, the stop last); ``stops`` the
+    drawn walks that stopped (``s``: the statistic at the stop); ``boundary`` the rule's lower and
+    upper boundary, θ_S and the Brownian-bridge band in S space; ``uses_mass`` whether the
+    statistic drawn is the rule's ``V_t = S_t + κ_t·A_t`` rather than ``S_t`` (a mass-regression
+    rule, whose boundary applies to ``V_t``; the bridge band, in S space, does not apply to it);
+    ``budget`` the budget rule's B (None for the others) and ``budget_line`` its vertical line."""
 
     trajectories: dict
     stops: pd.DataFrame
@@ -51,19 +53,9 @@ class Figures:
     theta_s: float
     n_terms: int
     budget: int | None
-    tradeoff: rules.Tradeoff | None
-    operating_point: dict
-    theory: pd.DataFrame
-    metrics: dict
+    budget_line: pd.DataFrame
+    uses_mass: bool
     rule: rules.Rule
-    boundary_params: dict = field(default_factory=dict)
-    calibration: object = None
-    drawn: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    n_evaluated: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
-    full_positive: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
-    budget_line: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"t": [], "s": []}))
-    uses_mass: bool = False
 
 
 def _drawn_positions(n: int) -> np.ndarray:
@@ -148,7 +140,7 @@ def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataF
     )
 
 
-def _theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
+def theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
     """Required δ against the actual error of the current family (δ as the estimator reads it)."""
     family = rule.kind if rule.kind in rules.family_names() else "constant"
     # The budget and calibrated rules are not a family at a nominal δ: the constant family's
@@ -156,7 +148,7 @@ def _theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
     name = family if rule.kind == family else "constant family, for reference"
     out = rules.family_outcomes(walks, family, rule.side, rule.theta)
     deltas = np.array([rules.snap_delta(d) for d in THEORY_DELTAS])
-    cols = [rules._Z_INDEX[rules.z_of(d)] for d in deltas]
+    cols = [rules.scale_column(rules.z_of(d)) for d in deltas]
     errors = [rules.stop_error(out.positive[:, j], out.full_positive, rule.side) for j in cols]
     return pd.DataFrame({"source": f"this dataset ({name})", "required": deltas, "actual": errors})
 
@@ -171,50 +163,35 @@ def tradeoff_error_span(tradeoff) -> float:
     return min(max(top, 0.02), 0.15)
 
 
-def compute_figures(
-    walks: Walks, rule: rules.Rule, n_trajectories: int, tradeoff: bool = True
-) -> Figures:
-    """All figure data for one rule: a δ move reads one cached column and cuts the walks.
-
-    ``tradeoff=False``: take every rule's tradeoff only if it is cached, else leave it None (the
-    caller computes it after the numbers are shown: it is the slow part of a new walk, side or θ).
-    """
+def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigure:
+    """The walks plot's data for ``rule``: a δ move reads one cached column and cuts the walks."""
     current = rules.outcome(walks, rule)
     clf = rules.rule_classifier(walks, rule)
-    trade = (rules.tradeoff if tradeoff else rules.tradeoff_ready)(walks, rule.side, rule.theta)
     theta_s = float(clf.theta_s_)
-    metrics = rules.metrics(walks, current, rule.side)
-    params = dict(clf.boundary_.params or {})
-    metrics.update(
-        {k: float(v) for k, v in params.items() if k.startswith("tau") and v is not None}
-    )
-    metrics.update({"theta_s": theta_s, "offset": walks.offset, "variance": clf.variance_})
     paths, stops = trajectory_paths(
         walks, current.n_evaluated, current.full_positive, n_trajectories, clf.boundary_
     )
-    point = {
-        "mean_evaluated_fraction": metrics["mean_evaluated_fraction"],
-        "stop_error": metrics["stop_error"],
-        "disagreement": metrics["disagreement"],
-    }
-    return Figures(
+    return WalkFigure(
         trajectories=paths,
         stops=stops,
         boundary=_boundary_frame(walks, clf, theta_s, rule.delta),
         theta_s=theta_s,
         n_terms=walks.n_terms,
         budget=clf.boundary_.budget,
-        tradeoff=trade,
-        operating_point=point,
-        theory=_theory(walks, rule),
-        metrics=metrics,
-        rule=rule,
-        boundary_params=params,
-        calibration=current.report,
-        drawn=walks.sample[: max(0, int(n_trajectories))],
-        n_evaluated=current.n_evaluated,
-        positive=current.positive,
-        full_positive=current.full_positive,
         budget_line=_budget_line(clf.boundary_.budget, paths),
         uses_mass=clf.boundary_.uses_mass,
+        rule=rule,
     )
+
+
+def numbers(walks: Walks, rule: rules.Rule) -> dict:
+    """The headline numbers of ``rule`` on the test set (:func:`attentive.app.rules.metrics`),
+    with its thresholds τ, θ_S, the offset c and the bridge variance V."""
+    current = rules.outcome(walks, rule)
+    clf = rules.rule_classifier(walks, rule)
+    out = rules.metrics(walks, current, rule.side)
+    params = dict(clf.boundary_.params or {})
+    out.update({k: float(v) for k, v in params.items() if k.startswith("tau") and v is not None})
+    out.update({"theta_s": float(clf.theta_s_), "offset": walks.offset, "variance": clf.variance_})
+    out["budget"] = clf.boundary_.budget
+    return out

@@ -1,10 +1,13 @@
-"""The focus view: one test example (a stop clicked on the walks plot, :attr:`DashboardState.focus`)
-with its numbers — where its walk stopped, the full score, whether the early decision agreed —
-and, for image data (MNIST: 784 pixels in [0, 1]), the 28×28 digit; beside it a strip of the
-test examples that stopped quickest and those that walked longest.
+"""The focus view: one test example (a stop clicked on the walks plot, or a thumbnail clicked,
+:attr:`DashboardState.focus`) with its numbers — where its walk stopped, the full score, whether
+the early decision agreed — and, for image data (MNIST: 784 pixels in [0, 1]), the 28×28 digit;
+beside it a strip of the test examples that stopped quickest and those that walked longest. When
+the focus changes the view scrolls itself into sight (the walks plot is above it).
 
 Nothing here computes a score: the numbers are the current rule's outcome
-(:attr:`Figures.n_evaluated`, ``positive``, ``full_positive``) and ``full_score`` of the walk.
+(:meth:`DashboardState.outcome`: ``n_evaluated``, ``positive``, ``full_positive``) and
+``full_score`` of the walk. The view is a small :class:`panel.custom.JSComponent`: its HTML comes
+from Python, and a click on a thumbnail sends the example back.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import base64
 import html
 import struct
 import zlib
+from typing import ClassVar
 
 import numpy as np
 import panel as pn
 import param
+from panel.custom import JSComponent
 
+from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
 __all__ = ["FocusView", "digit_png", "extremes"]
@@ -31,7 +37,9 @@ FOCUS_CSS = """
 .att-focus table { font-size: 13px; border-collapse: collapse; }
 .att-focus td { padding: 2px 8px; border-bottom: 1px solid #8883; }
 .att-strip { display: flex; flex-wrap: wrap; gap: 6px; }
-.att-thumb { text-align: center; font-size: 11px; }
+.att-thumb { text-align: center; font-size: 11px; cursor: pointer; border-radius: 4px; }
+.att-thumb:hover { outline: 2px solid #CC79A7; }
+.att-thumb.att-current { outline: 2px solid #D55E00; }
 .att-strip-title { font-size: 13px; font-weight: 600; margin: 8px 0 4px; }
 .att-hint { opacity: 0.75; font-size: 13px; }
 """
@@ -80,24 +88,49 @@ def _img(X, i: int, size: int) -> str:
     )
 
 
+class FocusPane(JSComponent):
+    """HTML from Python; a click on an element with ``data-pick`` sets :attr:`picked`; a new
+    :attr:`scroll` value brings the view into sight."""
+
+    html = param.String(default="")
+    picked = param.Integer(default=-1)
+    scroll = param.Integer(default=0)
+
+    _stylesheets: ClassVar[list[str]] = [FOCUS_CSS]
+    _esm = """
+    export function render({ model, el }) {
+      const box = document.createElement('div');
+      box.className = 'att-focus-view';
+      const draw = () => { box.innerHTML = model.html; };
+      draw();
+      model.on('html', draw);
+      box.addEventListener('click', (event) => {
+        const hit = event.target.closest('[data-pick]');
+        if (hit) { model.picked = Number(hit.dataset.pick); }
+      });
+      model.on('scroll', () => el.scrollIntoView({ behavior: 'smooth', block: 'start' }));
+      el.appendChild(box);
+    }
+    """
+
+
 class FocusView(pn.viewable.Viewer):
     """The clicked example and the strips of quickest-stopped and longest-walked examples."""
 
     state = param.ClassSelector(class_=DashboardState)
 
-    def _html(self, figures, focus: int) -> str:
-        s = self.state
-        w = s.walks
-        if figures is None or w is None or figures.n_evaluated.size == 0:
+    def _html(self, outcome, focus: int, walks) -> str:
+        w = walks
+        if outcome is None or w is None or outcome.n_evaluated.size == 0:
             return ""
         X = w.X_test
         images = is_image(X)
-        n = figures.n_terms
-        names = s.class_names
+        n = outcome.n_terms
+        names = w.class_names
         parts = []
-        if 0 <= focus < figures.n_evaluated.size:
-            t = int(figures.n_evaluated[focus])
-            early, full = bool(figures.positive[focus]), bool(figures.full_positive[focus])
+        if 0 <= focus < outcome.n_evaluated.size:
+            t = int(outcome.n_evaluated[focus])
+            early, full = bool(outcome.positive[focus]), bool(outcome.full_positive[focus])
             stop = (
                 f"after {t:,} of {n:,} terms ({t / n:.0%})" if t < n else f"never: all {n:,} terms"
             )
@@ -122,31 +155,46 @@ class FocusView(pn.viewable.Viewer):
             )
         else:
             parts.append(
-                "<div class='att-hint'>Click a stop (×) on the walks plot to see that example "
-                "here.</div>"
+                "<div class='att-hint'>Click a stop (×) on the walks plot, or a thumbnail "
+                "below, to see that example here.</div>"
             )
         if images:
-            quick, slow = extremes(figures.n_evaluated)
+            quick, slow = extremes(outcome.n_evaluated)
             for title, idx in (("Stopped quickest", quick), ("Walked longest", slow)):
                 thumbs = "".join(
-                    f"<div class='att-thumb'>{_img(X, int(i), 56)}"
-                    f"<br>t = {int(figures.n_evaluated[i]):,}</div>"
+                    f"<div class='att-thumb{' att-current' if int(i) == focus else ''}' "
+                    f"data-pick='{int(i)}' title='test example {int(i):,}: click to see it'>"
+                    f"{_img(X, int(i), 56)}<br>t = {int(outcome.n_evaluated[i]):,}</div>"
                     for i in idx
                 )
                 parts.append(
-                    f"<div class='att-strip-title'>{title} (terms evaluated t)</div>"
+                    f"<div class='att-strip-title'>{title} (terms evaluated t; click one)</div>"
                     f"<div class='att-strip'>{thumbs}</div>"
                 )
         return "".join(parts)
 
     def __panel__(self):
+        s = self.state
+        pane = FocusPane(
+            html=self._html(s.outcome(), s.focus, s.walks),
+            sizing_mode="stretch_width",
+            css_classes=["att-focus-view"],
+        )
+        bind(lambda *a: setattr(pane, "html", self._html(*a)), s, "outcome", "focus", "walks", watch=True)  # fmt: skip
+
+        def picked(event) -> None:
+            if event.new >= 0:
+                s.focus = event.new
+                pane.picked = -1  # the same thumbnail clicked again is a new pick
+
+        pane.param.watch(picked, "picked")
+        # A new focus (a stop or a thumbnail clicked) brings the view into sight.
+        s.param.watch(
+            lambda event: setattr(pane, "scroll", pane.scroll + 1) if event.new >= 0 else None,
+            "focus",
+        )
         return pn.Column(
             pn.pane.Markdown("**Focus on an example**", margin=(0, 10)),
-            pn.pane.HTML(
-                pn.bind(self._html, self.state.param.figures, self.state.param.focus),
-                sizing_mode="stretch_width",
-                stylesheets=[FOCUS_CSS],
-                css_classes=["att-focus-view"],
-            ),
+            pane,
             sizing_mode="stretch_width",
         )

@@ -18,6 +18,7 @@ from panel.io.resources import CDN_DIST
 
 from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
+from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
 from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
 from attentive.app.plots import (
@@ -28,23 +29,21 @@ from attentive.app.plots import (
     TrajectoryView,
 )
 from attentive.app.plots.bridge import BridgeTab
-from attentive.app.state import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS, DashboardState
+from attentive.app.state import DashboardState
+from attentive.app.tour import TABS, Tour
 from attentive.app.widgets import Controls, ExportPanel
 
 __all__ = ["Dashboard", "build_dashboard"]
 
-MEASURE_PAUSE = 0.3  # seconds after a move before the evaluator is timed (if still current)
+MEASURE_PAUSE = 0.3  # seconds after a move before background work starts (if still current)
 
 TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
-    "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms (support vectors or "
-    "features). Attentive prediction adds them in a random order and **stops as soon as the "
-    "partial score S_t crosses a boundary** (a mass-regression rule's boundary applies to "
-    "S_t + κ_t·A_t, A_t the walk's running mass): below it (lower side) the prediction is negative, "
-    "above it (upper side) positive. δ is the error the rule is built for (for the calibrated "
-    "rule: the disagreement with full evaluation it guarantees). Click a stop (×) on the walks "
-    "to see that example; click the tradeoff plot to pick an operating point."
+    "A linear predictor's score is a sum of n terms; attentive prediction adds them in a random "
+    "order and **stops as soon as the partial score S_t crosses a boundary**."
 )
+TERMS = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
+TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fit below them
 
 
 # Narrow screens (phones): the sidebar starts closed and opens over the main area from the header
@@ -64,6 +63,10 @@ RESPONSIVE_CSS = """
   #main { padding: 0 4px !important; }
 }
 """
+# Panel's files as a Jupyter server serves them (Panel's own server extension), for a notebook.
+NOTEBOOK_DIST = "/panel_dist/"
+# A phone's browser lays the page out at the device's width (not a 980 px desktop page shrunk).
+META_VIEWPORT = "width=device-width, initial-scale=1"
 
 
 class OfflineFast(pn.theme.Fast):
@@ -85,8 +88,36 @@ class OfflineFast(pn.theme.Fast):
     }
 
 
-def _extension() -> None:
-    pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width")
+def _extension(inline: bool | None = None) -> None:
+    """Load Panel's extensions. ``inline=True`` (a notebook) embeds Bokeh's and Panel's scripts
+    in the output instead of loading them from a CDN, so that the dashboard renders offline."""
+    kw = {} if inline is None else {"inline": inline}
+    pn.extension("tabulator", "codeeditor", notifications=True, sizing_mode="stretch_width", **kw)
+
+
+def model_words(walks, name: str) -> str:
+    """The dataset (``name``) and model in use, in two lines of Markdown."""
+    if walks is None:
+        return ""
+    p, ds = walks.problem, walks.problem.dataset
+    name = name.removeprefix(UPLOAD_PREFIX)
+    terms = f"{walks.n_terms:,} terms ({TERMS.get(walks.term_kind, 'terms')})"
+    if p.model_source.uploaded:
+        model = (
+            f"uploaded {p.description}: {terms}, fitted elsewhere; centering and reference "
+            f"statistics from {len(p.y_fit):,} training examples, {len(p.y_cal):,} held out "
+            "(no guarantee: the model may have seen them)"
+        )
+    else:
+        model = (
+            f"{p.description}: {terms}, fitted on {len(p.y_fit):,} examples; "
+            f"{len(p.y_cal):,} held out to calibrate"
+        )
+    return (
+        f"**{name}**: positive class: {ds.positive_meaning}; {walks.S.shape[0]:,} test "
+        f"examples ({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features.  \n"
+        f"{model}."
+    )
 
 
 class UrlControls(param.Parameterized):
@@ -116,6 +147,10 @@ class Dashboard(pn.viewable.Viewer):
         self._notifications = pn.state.notifications
         self._served = False
         self._closed = False  # the browser has gone: background results are dropped
+        self._told_uploads: set[str] = set()  # upload names in the URL already reported
+        self._loaded = False  # served: the browser has loaded the page
+        self._untold: list[str] = []  # warnings for when it has
+        self._plots: list = []
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
             pn.bind(self._status_text, self.state.param.busy, self.state.param.elapsed),
@@ -132,7 +167,8 @@ class Dashboard(pn.viewable.Viewer):
         # Captured in the session's own context: errors may arrive from a background task.
         notifications = self._notifications or pn.state.notifications
         if notifications is not None:
-            notifications.error(self.state.last_error[:400], duration=15000)
+            show = getattr(notifications, self.state.error_level)
+            show(self.state.last_error[:400], duration=15000)
 
     def _session_closed(self, session_context) -> None:
         self._closed = True
@@ -176,28 +212,20 @@ class Dashboard(pn.viewable.Viewer):
 
         pn.state.execute(run)
 
-    def measure_in_background(self, job, done, fail) -> None:
-        """Executor for the evaluator's timing: a thread, no spinner (the plots stay live).
-
-        It starts after a short pause and not at all if a newer move has made it stale
-        (``job.stale()``): a slider dragged through ten values is timed once, at its last value,
-        and several sessions moving at once do not queue timings nobody will see."""
+    def in_background(self, job, done, fail) -> None:
+        """Executor for the work that follows the numbers (every rule's tables, the evaluator's
+        timing): a thread after a short pause, no spinner (the plots stay live). A job whose
+        move a newer one replaced returns None at once (its own check)."""
         self._in_thread(job, done, fail, pause=MEASURE_PAUSE)
 
-    def compute_in_background(self, job, done, fail) -> None:
-        """Executor for figure data that follows the numbers (every rule's tradeoff): a thread
-        at once, no spinner; dropped if a newer move has made it stale before it starts."""
-        self._in_thread(job, done, fail, pause=0.0)
-
     def _in_thread(self, job, done, fail, *, pause: float) -> None:
-        """Run ``job`` in a thread after ``pause`` seconds unless it is stale by then (or the
-        session closed); ``done(result)`` or ``fail(exc)`` back on the session's thread."""
-        stale = getattr(job, "stale", lambda: False)
+        """Run ``job`` in a thread after ``pause`` seconds unless the session closed by then;
+        ``done(result)`` or ``fail(exc)`` back on the session's thread."""
 
         async def run():
             if pause:
                 await asyncio.sleep(pause)
-            if stale() or self._closed:
+            if self._closed:
                 return
             try:
                 result = await asyncio.to_thread(job)
@@ -209,11 +237,10 @@ class Dashboard(pn.viewable.Viewer):
         pn.state.execute(run)
 
     def serve_mode(self) -> None:
-        """Switch to served behaviour: background training, timing and tradeoff, and the URL
-        holding the view. The timing and tradeoff jobs the first page's state held start once the
+        """Switch to served behaviour: background training, tables and timing, and the URL
+        holding the view. The tables and the timing the first page's state held start once the
         browser has loaded the page (its numbers), so that they do not delay sending it."""
         self.state.executor = self.run_in_background
-        self.state.start_background(tradeoff=self.compute_in_background)
         pn.state.onload(self._start_background)
         self._served = True
         server_log.install()  # a closed tab is not a traceback in the server log
@@ -223,7 +250,19 @@ class Dashboard(pn.viewable.Viewer):
             self.sync_url(pn.state.location)
 
     def _start_background(self) -> None:
-        self.state.start_background(measure=self.measure_in_background)
+        self._loaded = True
+        for message in self._untold:
+            self.state.report(message, "warning")
+        self._untold = []
+        self.state.start_background(self.in_background)
+
+    def _tell(self, message: str) -> None:
+        """A warning now, or once the page has loaded (a notification sent while the page is
+        being built never shows)."""
+        if self._served and not self._loaded:
+            self._untold.append(message)
+        else:
+            self.state.report(message, "warning")
 
     def sync_url(self, location) -> None:
         """Keep the page's URL and the state in step (``location`` is Panel's
@@ -290,10 +329,12 @@ class Dashboard(pn.viewable.Viewer):
         dataset = query.get("dataset")
         if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
             del query["dataset"]  # an uploaded file is not kept across a reload
-            self.state.report(
-                f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not kept "
-                "when the page reloads: upload it again."
-            )
+            if dataset not in self._told_uploads:  # the browser sends its address twice
+                self._told_uploads.add(dataset)
+                self._tell(
+                    f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not "
+                    "kept when the page reloads: upload it again."
+                )
         model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
         if model:
@@ -320,42 +361,54 @@ class Dashboard(pn.viewable.Viewer):
 
     def main(self) -> list:
         s = self.state
-        card = {"sizing_mode": "stretch_width", "height": 420, "min_width": 300}
+        card = {"sizing_mode": "stretch_width", "height": 400, "min_width": 300}
         info = pn.pane.Markdown(
-            pn.bind(lambda d, m: f"{d}  \n{m}", s.param.dataset_info, s.param.model_info),
+            pn.bind(lambda w: model_words(w, s.walks_dataset), s.param.walks),
             sizing_mode="stretch_width",
             margin=(0, 10),
+            styles={"font-size": "12px", "line-height": "1.35"},
+            stylesheets=[TIGHT],
+            css_classes=["att-info"],
         )
+        self._plots = [
+            view(state=s)
+            for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+        ]
+        # The walks plot comes with the page (the first plot in view); the others after it.
         plots = pn.FlexBox(
             *(
-                pn.Column(self._deferred(view(state=s)), **card, styles={"flex": "1 1 460px"})
-                for view in (TrajectoryView, TradeoffView, PrecisionRecallView, TheoryView)
+                pn.Column(
+                    view if i == 0 else self._deferred(view), **card, styles={"flex": "1 1 460px"}
+                )
+                for i, view in enumerate(self._plots)
             ),
             sizing_mode="stretch_width",
         )
-        picking = pn.FlexBox(
-            pn.Column(OperatingPointTable(state=s), styles={"flex": "1 1 460px"}),
-            pn.Column(SnippetView(state=s), styles={"flex": "1 1 460px"}),
+        tabs = pn.Tabs(
+            (TABS[0], pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width")),
+            (
+                TABS[1],
+                pn.Column(
+                    OperatingPointTable(state=s), SnippetView(state=s), sizing_mode="stretch_width"
+                ),
+            ),
+            (TABS[2], self._bridge_tab()),
             sizing_mode="stretch_width",
+            dynamic=False,
         )
+        tour = Tour(state=s, tabs=tabs)
+        info.styles = {**info.styles, "flex": "1 1 280px", "width": "auto", "min-width": "0"}
+        intro = pn.FlexBox(tour.buttons(), info, align_items="center", sizing_mode="stretch_width")
         return [
             pn.Column(
-                pn.pane.Markdown(INTRO, margin=(0, 10)),
-                info,
+                pn.pane.Markdown(INTRO, margin=(0, 10), stylesheets=[TIGHT]),
+                intro,
+                tour,
                 HeadlineNumbers(state=s),
                 CalibrationView(state=s),
                 sizing_mode="stretch_width",
             ),
-            pn.Tabs(
-                (
-                    "Walks and rules",
-                    pn.Column(plots, FocusView(state=s), sizing_mode="stretch_width"),
-                ),
-                ("Pick a threshold", picking),
-                ("Brownian bridge", self._bridge_tab()),
-                sizing_mode="stretch_width",
-                dynamic=False,
-            ),
+            tabs,
         ]
 
     def _bridge_tab(self):
@@ -387,8 +440,22 @@ class Dashboard(pn.viewable.Viewer):
             collapsed_sidebar=False,
             raw_css=[RESPONSIVE_CSS],
             design=OfflineFast,
+            meta_viewport=META_VIEWPORT,
         )
         return template
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the dashboard with its stylesheets from this machine. Its scripts and
+        first stylesheets are inline (``build_dashboard(inline=True)``); a component drawn later
+        (a plot redrawn, the tour's card) takes its stylesheets from the document's
+        ``dist_url``, which would be Panel's CDN: the Jupyter server serves the same files
+        (Panel's server extension, ``/panel_dist/``)."""
+        bundle = super()._repr_mimebundle_(include, exclude)
+        for view in self._plots:
+            doc = getattr(getattr(view, "_fig", None), "document", None)
+            if doc is not None:
+                doc.template_variables.setdefault("dist_url", NOTEBOOK_DIST)
+        return bundle
 
     def __panel__(self):
         # In a notebook: the same content without the page template.
@@ -400,18 +467,23 @@ class Dashboard(pn.viewable.Viewer):
         )
 
 
-def build_dashboard(served: bool | None = None, **state_params) -> Dashboard:
+def build_dashboard(
+    served: bool | None = None, inline: bool | None = None, **state_params
+) -> Dashboard:
     """A new dashboard (one per session), loading the extensions it needs.
 
     Parameters
     ----------
     served : bool, optional
         Use background training and the URL (default: whether Panel is serving).
+    inline : bool, optional
+        Embed Bokeh's and Panel's scripts in a notebook's output (default: in a notebook, yes;
+        served, Panel serves them itself): the dashboard then renders without internet.
     **state_params
         Initial controls, e.g. ``dataset="breast-cancer", delta=0.01``.
     """
-    _extension()
     served = pn.state.served if served is None else served
+    _extension(inline=(not served) if inline is None else inline)
     # Served, the first numbers are computed here and sent with the page; the evaluator's timing
     # and every rule's tradeoff wait for serve_mode() and run in threads after that.
     dash = Dashboard(state=DashboardState(hold_background=served, **state_params))

@@ -5,9 +5,12 @@ Everything here goes through the library's public API: :func:`attentive.data.loa
 :class:`~attentive.AttentiveClassifier` fitted once per (problem, centering, seed). Slider moves
 never refit: they ask this classifier for another rule (``with_rule``).
 
-The training part is split once (stratified, seed 0): a model trained here is fitted on 70 % and
-the other 30 % are the calibration examples, so every rule — the calibrated one included — lives
-on the same walk and the same model (the guarantee of SPEC §3 needs examples the model never saw).
+The training part is split once, as the estimator splits it for its calibrated rule
+(:func:`attentive.estimator.calibration_split` at the dashboard's default δ = 1 %, α = 5 %,
+seed 0: 30 % held out, raised up to 40 % when the scan needs more examples), so every rule — the
+calibrated one included — lives on the same walk and the same model, trained on the fit part (the
+guarantee of SPEC §3 needs examples the model never saw). The split does not follow δ and α
+moves: that would retrain the model on every move.
 
 Cached values are shared by every session and never modified: numpy arrays are read-only and the
 classifier is only ever copied (``with_rule``), never refit.
@@ -23,12 +26,13 @@ import numpy as np
 import panel as pn
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
 
-from attentive import AttentiveClassifier, InvalidParameterError
+from attentive import AttentiveClassifier
+from attentive.estimator import calibration_split
 
 __all__ = [
-    "CALIBRATION_SIZE",
+    "CALIBRATION_ALPHA",
+    "CALIBRATION_DELTA",
     "MAX_TRAJECTORIES",
     "REFERENCE_WALKS",
     "SPLIT_SEED",
@@ -43,8 +47,10 @@ __all__ = [
     "walks",
 ]
 
-# The part of the training split held out as calibration examples, and the split's seed.
-CALIBRATION_SIZE = 0.3
+# The calibration hold-out is the estimator's for its calibrated rule at these δ and α (the
+# dashboard's defaults), with this seed.
+CALIBRATION_DELTA = 0.01
+CALIBRATION_ALPHA = 0.05
 SPLIT_SEED = 0
 # Test examples whose walks the dashboard can draw (a fixed, seed-independent sample).
 MAX_TRAJECTORIES = 500
@@ -77,18 +83,29 @@ class DataSource:
     filename: str = ""
     positive_class: str | None = None
 
+    @classmethod
+    def of(cls, name: str, upload: tuple[bytes, str] | None, positive_class: str | None = None):
+        """A registry dataset, or the uploaded file ``upload`` = (bytes, file name)."""
+        if upload is None:
+            return cls(name)
+        return cls(name, upload[0], upload[1], positive_class)
+
     @property
     def key(self) -> tuple:
         if self.data is None:
             return ("registry", self.name)
         return ("file", content_hash(self.data), self.positive_class)
 
-    def load(self):
+    def load(self, model=None):
+        """The dataset; an uploaded file is read for ``model`` when one is given (the shared
+        reader then decides a LIBSVM file's index base and checks CSV columns against it)."""
         from attentive.data import load_dataset, load_user_file
 
         if self.data is None:
             return load_dataset(self.name)
-        return load_user_file(self.data, filename=self.filename, positive_class=self.positive_class)
+        return load_user_file(
+            self.data, filename=self.filename, positive_class=self.positive_class, model=model
+        )
 
 
 @dataclass(frozen=True)
@@ -128,9 +145,11 @@ class Problem:
     dataset : attentive.data.Dataset
     model : fitted estimator
     X_fit, y_fit, X_cal, y_cal : arrays
-        The training part split (stratified, :data:`CALIBRATION_SIZE`, seed :data:`SPLIT_SEED`).
+        The training part split as the estimator splits it (:func:`split`).
     model_source : ModelSource
     description : str
+    params : dict
+        The model's own kernel, C and gamma where it has them (an upload's are shown).
     """
 
     key: tuple
@@ -142,25 +161,47 @@ class Problem:
     y_cal: np.ndarray
     model_source: ModelSource
     description: str
+    params: dict = field(default_factory=dict)
 
 
 def split(X, y):
-    """``(X_fit, X_cal, y_fit, y_cal)``: the calibration hold-out of a training part."""
-    try:
-        return train_test_split(
-            X, y, test_size=CALIBRATION_SIZE, stratify=y, random_state=SPLIT_SEED
-        )
-    except ValueError as exc:
-        raise InvalidParameterError(
-            f"cannot hold out {CALIBRATION_SIZE:.0%} of the {len(y)} training examples for "
-            f"calibration with both classes on each side: {exc}"
-        ) from None
+    """``(X_fit, X_cal, y_fit, y_cal)``: the calibration hold-out of a training part, the one
+    ``AttentiveClassifier(boundary="calibrated", delta=CALIBRATION_DELTA,
+    alpha=CALIBRATION_ALPHA, random_state=SPLIT_SEED)`` makes."""
+    return calibration_split(
+        X, y, delta=CALIBRATION_DELTA, alpha=CALIBRATION_ALPHA, random_state=SPLIT_SEED
+    )
+
+
+def _unwrapped(model):
+    """The model an uploaded file holds: an exported AttentiveClassifier's own fitted model."""
+    while True:
+        if isinstance(model, AttentiveClassifier):
+            model = model.estimator_
+        elif isinstance(model, FrozenEstimator):
+            model = model.estimator
+        else:
+            return model
+
+
+def model_params(model) -> dict:
+    """The kernel, C and gamma of ``model``'s last step, where it has them."""
+    from attentive.models import final_estimator
+
+    last = final_estimator(model)
+    params = last.get_params(deep=False) if hasattr(last, "get_params") else {}
+    return {k: params[k] for k in ("kernel", "C", "gamma") if k in params}
 
 
 @pn.cache(max_items=8, hash_funcs=_HASH)
-def load(source: DataSource):
-    """The dataset of ``source`` (cached by name or content)."""
-    return source.load()
+def load(source: DataSource, model: ModelSource | None = None):
+    """The dataset of ``source`` (cached by name or content), an upload read for the uploaded
+    ``model`` if there is one."""
+    if model is None:
+        return source.load()
+    from attentive.models import load_model
+
+    return source.load(load_model(model.data))
 
 
 @pn.cache(max_items=8, hash_funcs=_HASH)
@@ -168,10 +209,11 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     """Load the data, split it and train (or load and check) the model."""
     from attentive.models import final_estimator, load_model, make_model
 
-    ds = load(data)
+    # An uploaded file is read for an uploaded model (attentive.data.reader: index base, columns).
+    ds = load(data, model if model.uploaded and data.data is not None else None)
     X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
     if model.uploaded:
-        fitted = load_model(model.data, n_features=ds.n_features)
+        fitted = _unwrapped(load_model(model.data, n_features=ds.n_features))
     else:
         fitted = clone(make_model(model.kind, C=model.C, gamma=model.gamma)).fit(X_fit, y_fit)
     last = final_estimator(fitted)
@@ -189,6 +231,7 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
         y_cal=np.asarray(y_cal),
         model_source=model,
         description=description,
+        params=model_params(fitted),
     )
 
 
@@ -243,6 +286,11 @@ class Walks:
     @property
     def term_kind(self) -> str:
         return self.classifier.terms_.kind
+
+    @property
+    def class_names(self) -> tuple[str, str]:
+        """The negative and the positive class in the dataset's words."""
+        return tuple(map(str, self.problem.dataset.class_names))
 
 
 def _walks_hash(obj) -> bytes:

@@ -1,5 +1,6 @@
-"""The numbers: headline cards (term-count and wall-clock speed-up side by side), the table of
-operating points (sortable, exportable) and the Python snippet that reproduces the current point.
+"""The numbers: headline cards (term-count speed-up and the measured wall clock), the table of
+operating points with the two ways to pick one, and the Python snippet that reproduces the
+current point.
 
 δ is the error a rule is asked for, so the card of the error δ bounds says whether the test set
 met it (:func:`delta_check`): for the calibrated rule the disagreement (δ is the disagreement it
@@ -17,17 +18,25 @@ import panel as pn
 import param
 
 from attentive.app import exports, rules
+from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
-from attentive.app.widgets import FileDownload
+from attentive.app.widgets import FileDownload, checked_input
 
-__all__ = ["DeltaCheck", "HeadlineNumbers", "OperatingPointTable", "SnippetView", "delta_check"]
+__all__ = [
+    "DeltaCheck",
+    "HeadlineNumbers",
+    "OperatingPointTable",
+    "SnippetView",
+    "delta_check",
+    "share",
+]
 
 NUMBERS = (
     # key, label, explanation, format
     (
         "accuracy",
-        "Accuracy: full → attentive",
-        "Fraction of test labels predicted right by the full evaluation and by attentive prediction.",
+        "Accuracy",
+        "Fraction of test labels predicted right: by the full evaluation → by attentive prediction.",
     ),
     (
         "stop_error",
@@ -41,13 +50,18 @@ NUMBERS = (
     ),
     (
         "evaluated",
-        "Mean terms evaluated",
+        "Terms per example",
         "Average number of terms (support vectors or features) computed per example before stopping.",
     ),
     (
         "speedup",
-        "Speed-up: terms | wall clock",
-        "Left: n / mean terms evaluated (how many times fewer kernel or feature evaluations). Right: measured time of the full evaluation over the attentive evaluator's time on the test set (the evaluator the exported classifier uses).",
+        "Speed-up in terms",
+        "n / mean terms evaluated: how many times fewer kernel or feature evaluations.",
+    ),
+    (
+        "clock",
+        "Wall-clock speed-up",
+        "Measured time of the full evaluation over the attentive evaluator's on the test set (the evaluator the exported classifier uses): the median of 7 rounds that each run both back to back, with the lowest and highest round in brackets, and the attentive time per test example.",
     ),
     (
         "stopped",
@@ -87,26 +101,39 @@ class DeltaCheck:
         return f"{name} on the test set, {_pct(self.measured)}, {relation} δ = {_short_pct(self.delta)}: {what}."
 
 
-def delta_check(figures) -> DeltaCheck | None:
-    """The error δ bounds for the rule of ``figures``, measured on the test set, against δ.
+def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
+    """The error δ bounds for ``rule``, measured on the test set (``metrics``), against δ.
 
     Calibrated: δ bounds the disagreement with the full evaluation. A family (constant, curved,
-    …) at a nominal δ: δ is the paper's stop-error requirement. Budget: None (δ plays no part),
-    as when the error is undefined (NaN).
+    …): δ = Φ(−z) is the paper's stop-error requirement. Budget: None (δ plays no part), as when
+    the error is undefined (NaN).
     """
-    if figures is None:
+    if metrics is None:
         return None
-    rule = figures.rule
     if rule.kind == "calibrated":
-        key = "disagreement"
+        key, delta = "disagreement", rule.delta
     elif rule.kind in rules.family_names():
-        key = "stop_error"
+        key, delta = "stop_error", rules.nominal_delta(rule.scale)
     else:
         return None
-    measured = figures.metrics.get(key)
+    measured = metrics.get(key)
     if measured is None or not math.isfinite(measured):
         return None
-    return DeltaCheck(key, float(measured), float(rule.delta), rule.kind == "calibrated")
+    return DeltaCheck(key, float(measured), float(delta), rule.kind == "calibrated")
+
+
+def share(k: int, n: int) -> str:
+    """``k`` of ``n`` as a percentage that never rounds up to 100 % (or down to 0 %) unless it
+    is exactly that: 672 of 673 is 99.9 %."""
+    if n <= 0:
+        return "—"
+    frac = k / n
+    text = f"{frac:.0%}"
+    if (text == "100%" and k < n) or (text == "0%" and k > 0):
+        text = f"{math.floor(frac * 1000) / 10:.1f}%" if k < n else f"{frac:.1%}"
+        if text == "0.0%":
+            text = "<0.1%"
+    return text
 
 
 class HeadlineNumbers(pn.viewable.Viewer):
@@ -114,36 +141,33 @@ class HeadlineNumbers(pn.viewable.Viewer):
 
     The card of the error δ bounds carries a second line (``.att-check``), apart from the number
     itself: "✓ within δ = …" or, in the warning colour, "⚠ above δ = …" (:func:`delta_check`).
+    The wall-clock card says so when walking costs more than full evaluation.
     """
 
     state = param.ClassSelector(class_=DashboardState)
 
-    def _values(self, f) -> dict[str, str]:
-        m = f.metrics
+    @staticmethod
+    def values(m: dict, measured=None) -> dict[str, str]:
+        """The cards' texts for metrics ``m`` and the evaluator's ``measured`` timing."""
         return {
             "accuracy": f"{m['accuracy_full']:.1%} → {m['accuracy_attentive']:.1%}",
             "stop_error": _pct(m["stop_error"]),
             "disagreement": _pct(m["disagreement"]),
             "evaluated": f"{m['mean_evaluated']:,.1f} of {m['n_terms']:,} "
-            f"({m['mean_evaluated_fraction']:.0%})",
-            "speedup": f"{m['speedup_terms']:.2f}× | {self._clock()}",
-            "stopped": f"{m['n_stopped']:,} of {m['n_test']:,} ({m['fraction_stopped']:.0%})",
+            f"({share(round(m['mean_evaluated'] * 10), m['n_terms'] * 10)})",
+            "speedup": f"{m['speedup_terms']:.2f}×",
+            "clock": _clock(measured),
+            "stopped": f"{m['n_stopped']:,} of {m['n_test']:,} ({share(m['n_stopped'], m['n_test'])})",
         }
 
-    def _clock(self) -> str:
-        m = self.state.measured
-        if m is None:
-            return "timing…"
-        return f"{m.time_ratio:.2f}×" + ("" if m.agrees else " (⚠ decisions differ)")
-
-    def _html(self, figures, measured=None, busy=False) -> str:
-        if figures is None:
+    def _html(self, metrics, measured=None, busy=False) -> str:
+        if metrics is None:
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
-        values = self._values(figures)
-        check = delta_check(figures)
+        values = self.values(metrics, measured)
+        check = delta_check(self.state.rule, metrics)
         cards = "".join(
-            self._card(key, label, doc, values[key], check) for key, label, doc in NUMBERS
+            self._card(key, label, doc, values[key], check, measured) for key, label, doc in NUMBERS
         )
         note = (
             "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"
@@ -153,7 +177,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod
-    def _card(key: str, label: str, doc: str, value: str, check: DeltaCheck | None) -> str:
+    def _card(key, label, doc, value, check: DeltaCheck | None, measured) -> str:
         flag, miss = "", ""
         if check is not None and check.key == key:
             state = "miss" if check.exceeded else "met"
@@ -161,6 +185,17 @@ class HeadlineNumbers(pn.viewable.Viewer):
             flag = (
                 f"<div class='att-check att-{state}' data-key='{key}-check' "
                 f"title='{html.escape(check.explanation(), quote=True)}'>{check.words()}</div>"
+            )
+        if key == "clock" and measured is not None:
+            slower = measured.time_ratio < 1
+            flag = (
+                f"<div class='att-check att-{'miss' if slower else 'met'}' data-key='clock-check'>"
+                + (
+                    "⚠ walking costs more than full evaluation here"
+                    if slower
+                    else f"{measured.us_per_example:,.1f} µs per example"
+                )
+                + "</div>"
             )
         return (
             f"<div class='att-card{miss}' title='{html.escape(doc, quote=True)}'>"
@@ -170,15 +205,18 @@ class HeadlineNumbers(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.pane.HTML(
-            pn.bind(
-                self._html,
-                self.state.param.figures,
-                self.state.param.measured,
-                self.state.param.busy,
-            ),
+            bind(self._html, self.state, "numbers", "measured", "busy"),
             sizing_mode="stretch_width",
             stylesheets=[NUMBER_CSS],
         )
+
+
+def _clock(measured) -> str:
+    if measured is None:
+        return "timing…"
+    lo, hi = measured.ratio_spread
+    text = f"{measured.time_ratio:.2f}× ({lo:.2f}–{hi:.2f})"
+    return text + ("" if measured.agrees else " (⚠ decisions differ)")
 
 
 def _pct(v: float) -> str:
@@ -186,19 +224,20 @@ def _pct(v: float) -> str:
 
 
 def _short_pct(v: float) -> str:
-    """δ as a percentage with its three significant digits: 5.01%, 1%, 0.01%."""
+    """δ as a percentage with three significant digits: 5.01%, 1%, 0.01%."""
     return f"{v * 100:.3g}%"
 
 
 NUMBER_CSS = """
-.att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(135px, 1fr));
-                gap: 8px; }
+.att-numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(128px, 1fr));
+                gap: 6px; }
 .att-help { display: inline-block; width: 13px; height: 13px; line-height: 13px; margin-left: 4px;
             border-radius: 50%; border: 1px solid currentColor; font-size: 9px; text-align: center;
             vertical-align: 1px; }
 .att-card { border: 1px solid var(--panel-border-color, #8884); border-radius: 6px;
-            padding: 6px 10px; cursor: help; }
-.att-label { font-size: 12px; opacity: 0.75; }
+            padding: 4px 8px; cursor: help; }
+.att-label { font-size: 12px; opacity: 0.75; white-space: nowrap; overflow: hidden;
+             text-overflow: ellipsis; }
 .att-value { font-size: 15px; font-weight: 600; }
 .att-stale { opacity: 0.45; }
 .att-note { font-size: 12px; color: #D55E00; margin-bottom: 4px; }
@@ -208,23 +247,44 @@ NUMBER_CSS = """
 .att-card-miss { border-color: #D55E00; box-shadow: inset 3px 0 0 #D55E00; }
 """
 
-
-TABLE_COLUMNS = {
+# The columns that decide, shown at any width; the others on demand.
+MAIN_COLUMNS = {
     "family": "family",
     "z": "z",
-    "nominal_delta": "δ' = Φ(−z)",
-    "mean_evaluated_fraction": "fraction of terms",
-    "stop_error": "stop-error",
+    "mean_evaluated_fraction": "terms",
     "disagreement": "disagreement",
     "accuracy": "accuracy",
+    "us_per_example": "µs / example",
+}
+MORE_COLUMNS = {
+    "nominal_delta": "δ' = Φ(−z)",
+    "stop_error": "stop-error",
     "precision": "precision",
     "recall": "recall",
     "speedup_terms": "speed-up (terms)",
+    "measured": "timed",
 }
+TABLE_FORMATS = {
+    "terms": {"type": "progress", "max": 1, "legend": True, "color": "#CC79A766"},
+}
+TABLE_CSS = ".tabulator-row.tabulator-selected { background-color: #ffd70080 !important; font-weight: 600; }"
+
+
+def table_rows(table, point: tuple[str, float] | None):
+    """The rows the table shows: each family at scales z in steps of 0.25, and the current
+    rule's own row ``point`` = (family, exact z) whatever its scale; ``current`` marks it."""
+    on_quarter = (table["z"] * 4).round(6) % 1 == 0
+    family, z = point if point is not None else (None, None)
+    current = (table["family"] == family) & (table["z"] == z)
+    rows = table[on_quarter | current].copy()
+    rows["current"] = current[on_quarter | current].to_numpy()
+    return rows.reset_index(drop=True)
 
 
 class OperatingPointTable(pn.viewable.Viewer):
-    """Every family at every scale on the test set: sortable, with a CSV download."""
+    """Every family at every scale on the test set with its time per example, the current rule
+    highlighted; two ways to pick a rule (a target disagreement, a time budget); a click on a row
+    picks it; a CSV download."""
 
     state = param.ClassSelector(class_=DashboardState)
 
@@ -233,33 +293,62 @@ class OperatingPointTable(pn.viewable.Viewer):
         self.table = pn.widgets.Tabulator(
             None,
             pagination="local",
-            page_size=12,
+            page_size=10,
             disabled=True,
+            selectable=1,
             show_index=False,
+            layout="fit_data_table",
             sizing_mode="stretch_width",
+            hidden_columns=[*MORE_COLUMNS.values(), "current"],
+            formatters=TABLE_FORMATS,
+            stylesheets=[TABLE_CSS],
             css_classes=["att-op-table"],
         )
+        self.more = pn.widgets.Checkbox(label="Show every column", css_classes=["att-more"])
+        self.more.param.watch(self._show_more, "value")
         self.pending = pn.pane.Markdown(
-            "*Computing every rule's operating points…*", visible=False, margin=(0, 10)
+            "*Computing every rule's operating points and timing them…*",
+            visible=False,
+            margin=(0, 10),
         )
-        self.state.param.watch(self._update, "figures")
-        self._drawn = None
-        self._update()
+        self.table.on_click(self._row_clicked)  # a user's click (the selection is the highlight)
+        bind(self._update, self.state, "table", "rule", watch=True)
+        self._update(self.state.table())
 
-    def _update(self, *events) -> None:
-        f = self.state.figures
-        if f is None or f.tradeoff is self._drawn:
+    def _show_more(self, event) -> None:
+        hidden = [] if event.new else list(MORE_COLUMNS.values())
+        self.table.hidden_columns = [*hidden, "current"]
+
+    def _update(self, table, rule=None) -> None:
+        self.pending.visible = table is None
+        if table is None:
             return
-        self._drawn = f.tradeoff
-        if f.tradeoff is None:  # computed after the numbers; it follows
-            self.pending.visible = True
+        rows = table_rows(table, self._point())
+        columns = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
+        frame = rows[[c for c in columns if c in rows]].rename(columns=columns)
+        self.table.value = frame.round(4).round({"µs / example": 1})
+        here = [int(i) for i in frame.index[frame["current"]]]
+        self.table.selection = here
+        if here:
+            self.table.page = here[0] // self.table.page_size + 1
+
+    def _point(self) -> tuple[str, float] | None:
+        """The current rule's row: its family and z, or the family and scale the calibrated
+        rule chose."""
+        s = self.state
+        if s.boundary in rules.family_names():
+            return s.boundary, s.z
+        report = s.calibration()
+        if report is not None and not report.fallback:
+            return report.family, float(report.chosen_scale)
+        return None
+
+    def _row_clicked(self, event) -> None:
+        if event.row is None or self.table.value is None:
             return
-        self.pending.visible = False
-        t = f.tradeoff.table
-        frame = t[[c for c in TABLE_COLUMNS if c in t]].rename(columns=TABLE_COLUMNS)
-        # Scales in steps of 0.25: a readable table (the CSV holds every scale).
-        frame = frame[(frame["z"] * 4).round(6) % 1 == 0]
-        self.table.value = frame.round(4).reset_index(drop=True)
+        row = self.table.value.iloc[event.row]
+        if (row["family"], float(row["z"])) != (self.state.boundary, self.state.z):
+            self.state.set_controls(boundary=str(row["family"]), z=float(row["z"]))
 
     def __panel__(self):
         download = FileDownload(
@@ -269,18 +358,35 @@ class OperatingPointTable(pn.viewable.Viewer):
             color="primary",
             sizing_mode="stretch_width",
         )
-        target = pn.widgets.FloatInput.from_param(
-            self.state.param.target, step=0.001, css_classes=["att-target"], width=180
+        flex = {"flex": "1 1 220px"}
+        pickers = pn.FlexBox(
+            *(
+                checked_input(
+                    self.state,
+                    name,
+                    on_enter=self.state.pick,
+                    placeholder=hint,
+                    css_classes=[css],
+                    styles=flex,
+                )
+                for name, hint, css in (
+                    ("target", "e.g. 0.01 (1 %)", "att-target"),
+                    ("time_budget", "e.g. 20", "att-time-budget"),
+                )
+            ),
+            sizing_mode="stretch_width",
         )
         return pn.Column(
             pn.pane.Markdown(
-                "**Cheapest rule for a target disagreement** (every family and scale on the "
-                "test set — a choice, not a guarantee; the calibrated rule gives one):",
+                "**Pick a rule** (every family and scale on the test set — a choice, not a "
+                "guarantee; the calibrated rule gives one). Type a value and press Enter; a click "
+                "on a row picks it too. The highlighted row is the current rule.",
                 margin=(0, 10),
             ),
-            target,
+            pickers,
             self.pending,
             self.table,
+            self.more,
             download,
             sizing_mode="stretch_width",
         )
@@ -291,10 +397,8 @@ class SnippetView(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=DashboardState)
 
-    def _code(self, figures) -> str:
-        if figures is None:
-            return ""
-        return exports.snippet(self.state)
+    def _code(self, metrics) -> str:
+        return "" if metrics is None else exports.snippet(self.state)
 
     def __panel__(self):
         return pn.Column(
@@ -304,11 +408,11 @@ class SnippetView(pn.viewable.Viewer):
                 margin=(0, 10),
             ),
             pn.widgets.CodeEditor(
-                value=pn.bind(self._code, self.state.param.figures),
+                value=bind(self._code, self.state, "numbers"),
                 language="python",
                 readonly=True,
                 sizing_mode="stretch_width",
-                height=420,
+                height=440,
                 css_classes=["att-snippet"],
             ),
             sizing_mode="stretch_width",

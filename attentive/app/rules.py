@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import panel as pn
-from scipy.special import ndtri
+from scipy.special import ndtr, ndtri
 
 from attentive import (
     AttentiveSweep,
@@ -53,13 +53,21 @@ __all__ = [
     "bridge_envelope",
     "calibrated",
     "cheapest",
+    "delta_of",
     "delta_steps",
     "family_outcomes",
     "kinds",
+    "lowest_within_time",
     "measure",
+    "nominal_delta",
     "outcome",
     "rule_classifier",
+    "rule_times",
+    "scale_column",
     "snap_delta",
+    "snap_z",
+    "theta_range",
+    "timed_table",
     "tradeoff",
     "tradeoff_ready",
 ]
@@ -97,9 +105,32 @@ def z_of(delta: float) -> float:
     return float(ndtri(1.0 - float(delta)))
 
 
+def nominal_delta(z: float) -> float:
+    """The stop-error a family's boundary at scale ``z`` is built for: ``δ' = Φ(−z)``."""
+    return float(ndtr(-float(z)))
+
+
+def delta_of(z: float) -> float:
+    """The slider's δ for scale ``z``: :func:`nominal_delta` on the slider's grid."""
+    return snap_delta(nominal_delta(z))
+
+
 # Scales on which each family's outcomes are computed: the calibration grid and every slider δ.
 Z_GRID = np.unique(np.concatenate([default_grid(), [z_of(d) for d in delta_steps()]]))[::-1]
 _Z_INDEX = {float(z): i for i, z in enumerate(Z_GRID)}
+
+
+def scale_column(z: float) -> int:
+    """The column of :data:`Z_GRID` (and of :func:`family_outcomes`) that holds scale ``z``."""
+    j = _Z_INDEX.get(float(z))
+    if j is None:
+        raise InvalidParameterError(f"z = {z:g} is not one of the dashboard's scales.")
+    return j
+
+
+def snap_z(z: float) -> float:
+    """The dashboard's scale nearest ``z`` (a hand-typed URL's z lands on the grid)."""
+    return float(Z_GRID[int(np.argmin(np.abs(Z_GRID - float(z))))])
 
 
 @dataclass(frozen=True)
@@ -112,7 +143,7 @@ class Rule:
     theta: float = 0.0
     budget: float = 0.5
     alpha: float = DEFAULT_ALPHA
-    z: float | None = None  # a family's scale chosen directly (the cheapest point), else from δ
+    z: float | None = None  # a family's scale (the picker's exact z), else Φ⁻¹(1 − δ)
 
     @property
     def scale(self) -> float:
@@ -209,9 +240,7 @@ def outcome(walks: Walks, rule: Rule) -> Outcome:
     elif z is None:  # calibration fell back to full evaluation
         pos, n_eval = full.full_positive, np.full(full.full_positive.size, n)
     else:
-        j = _Z_INDEX.get(float(z))
-        if j is None:
-            raise InvalidParameterError(f"δ = {rule.delta:g} is not on the dashboard's grid.")
+        j = scale_column(z)
         pos, n_eval = full.positive[:, j], full.n_evaluated[:, j]
     return Outcome(pos, n_eval, full.full_positive, n, report)
 
@@ -289,12 +318,97 @@ def cheapest(walks: Walks, side: str, theta: float, target: float) -> pd.Series:
     return cheapest_operating_point(_base(walks, side, theta), walks.X_test, target, walks.y_test)
 
 
+#: Rules timed per family for :func:`rule_times` (spread over the family's evaluated fractions),
+#: and runs of each (the median is kept).
+TIMED_PER_FAMILY = 4
+TIMED_RUNS = 3
+
+
+@shared(key=lambda walks, side, theta: (walks.key, side, float(theta)), max_items=12)
+def rule_times(walks: Walks, side: str, theta: float) -> pd.DataFrame:
+    """Microseconds per test example of every operating point of :func:`tradeoff`'s table.
+
+    The evaluator runs on the test set (median of :data:`TIMED_RUNS`) at
+    :data:`TIMED_PER_FAMILY` rules of each family, spread over its evaluated fractions, and at
+    full evaluation; the other rows are interpolated along the family's evaluated fraction
+    (``measured`` says which rows were run). Timing every one of the ~1,500 rows would take
+    minutes; a family's time follows its fraction of terms closely between the timed rules.
+    """
+    table = tradeoff(walks, side, theta).table
+    base = _base(walks, side, theta)
+    X = walks.X_test
+    full_us = _median_us(base.with_rule("full"), X)
+    out = []
+    for family, rows in table.groupby("family", sort=False):
+        rows = rows.sort_values("mean_evaluated_fraction")
+        picks = np.unique(np.linspace(0, len(rows) - 1, TIMED_PER_FAMILY).round().astype(int))
+        anchors = rows.iloc[picks]
+        us = [_median_us(base.with_rule(family, z=float(z)), X) for z in anchors["z"]]
+        frame = rows[["family", "z", "mean_evaluated_fraction"]].copy()
+        frame["us_per_example"] = np.interp(
+            frame["mean_evaluated_fraction"], anchors["mean_evaluated_fraction"], us
+        )
+        frame["measured"] = frame["z"].isin(anchors["z"])
+        out.append(frame)
+    times = pd.concat(out, ignore_index=True).drop(columns="mean_evaluated_fraction")
+    times.attrs["full_us_per_example"] = full_us
+    return times
+
+
+def _median_us(clf, X) -> float:
+    """``clf.evaluate(X)``'s median time per example in µs, after one untimed run (a new
+    classifier's first evaluation prepares its evaluator)."""
+    clf.evaluate(X)
+    runs = []
+    for _ in range(TIMED_RUNS):
+        t = time.perf_counter()
+        clf.evaluate(X)
+        runs.append(time.perf_counter() - t)
+    return float(np.median(runs)) * 1e6 / max(X.shape[0], 1)
+
+
+def timed_table(trade: Tradeoff, times: pd.DataFrame | None) -> pd.DataFrame:
+    """The operating points of ``trade`` with their time per example (:func:`rule_times`)."""
+    if times is None:
+        return trade.table
+    return trade.table.merge(times, on=["family", "z"], how="left")
+
+
+def theta_range(walks: Walks) -> tuple[float, float]:
+    """θ's range for a walk: the central 99 % of f(x) on the test set and 0, widened by 5 %."""
+    lo, hi = np.quantile(walks.full_score, [0.005, 0.995])
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    span = hi - lo or 1.0
+    return round(lo - 0.05 * span, 2), round(hi + 0.05 * span, 2)
+
+
+def lowest_within_time(table: pd.DataFrame, us_per_example: float) -> pd.Series:
+    """The rule with the lowest disagreement among those of ``table`` (operating points with a
+    ``us_per_example`` column) that take at most ``us_per_example`` µs per example; ties go to
+    the faster rule, then the more conservative scale."""
+    budget = float(us_per_example)
+    ok = table[table["us_per_example"] <= budget]
+    if ok.empty:
+        fastest = float(table["us_per_example"].min())
+        raise InvalidParameterError(
+            f"no rule runs within {budget:g} µs per example on this test set; the fastest takes "
+            f"{fastest:.3g} µs."
+        )
+    best = ok.sort_values(
+        ["disagreement", "us_per_example", "z"], ascending=[True, True, False], kind="stable"
+    )
+    return best.iloc[0]
+
+
 # ----------------------------------------------------------------------------- measurement
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """The evaluator run on the test set at the current rule (what the exported model does)."""
+    """The evaluator run on the test set at the current rule (what the exported model does).
+
+    ``seconds`` and ``full_seconds`` are the medians of the rounds; ``ratios`` the ratio of full
+    evaluation over the rule within each round (both run back to back)."""
 
     seconds: float
     full_seconds: float
@@ -302,40 +416,60 @@ class Measurement:
     mean_evaluated: float
     pr: pd.DataFrame
     average_precision: dict
+    ratios: tuple = ()
+    n_examples: int = 1
 
     @property
     def time_ratio(self) -> float:
+        """The median of the rounds' ratios full / rule (> 1: the rule is faster)."""
+        if self.ratios:
+            return float(np.median(self.ratios))
         return self.full_seconds / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def ratio_spread(self) -> tuple[float, float]:
+        """The lowest and highest ratio over the rounds."""
+        r = self.ratios or (self.time_ratio,)
+        return float(min(r)), float(max(r))
+
+    @property
+    def us_per_example(self) -> float:
+        return 1e6 * self.seconds / max(self.n_examples, 1)
 
 
 #: Rounds of the timing: each times the rule and full evaluation back to back.
-TIMING_ROUNDS = 5
+TIMING_ROUNDS = 7
 
 
-def interleaved_times(fns, rounds: int = TIMING_ROUNDS) -> tuple[list[float], list]:
-    """The fastest of ``rounds`` runs of each of ``fns``, run in turn within each round (so a
-    stall of the machine or of the server's other threads hits one run, not one side of the
-    ratio), and each function's last result."""
-    best, out = [math.inf] * len(fns), [None] * len(fns)
+def interleaved_times(fns, rounds: int = TIMING_ROUNDS) -> tuple[list[list[float]], list]:
+    """Every run's time of each of ``fns`` over ``rounds`` rounds, run in turn within each round
+    (so a stall of the machine or of the server's other threads hits one round's pair, not one
+    side of every ratio), and each function's last result."""
+    times: list[list[float]] = [[] for _ in fns]
+    out = [None] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
             t = time.perf_counter()
             out[i] = fn()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return best, out
+            times[i].append(time.perf_counter() - t)
+    return times, out
 
 
-def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
-    """Run the evaluator at ``rule`` on the test set: wall-clock time against full evaluation,
-    whether its decisions are the dashboard's, and the precision–recall of the paper's
-    Algorithm-1 scores (``stopped_score="boundary"``) beside the full score and a budget of
-    the same mean cost."""
+@shared(key=lambda walks, rule: (walks.key, rule), max_items=64)
+def measure(walks: Walks, rule: Rule) -> Measurement:
+    """Run the evaluator at ``rule`` on the test set: wall-clock time against full evaluation
+    (:data:`TIMING_ROUNDS` rounds), whether its decisions are the dashboard's, and the
+    precision–recall of the paper's Algorithm-1 scores (``stopped_score="boundary"``) beside the
+    full score and a budget of the same mean cost. Once per (walk, rule): a rule visited again
+    shows the timing it had."""
+    current = outcome(walks, rule)
     clf = copy.copy(rule_classifier(walks, rule)).set_params(stopped_score="boundary")
     X = walks.X_test
     full = walks.classifier.with_rule("full")
-    (seconds, full_seconds), (ev, _) = interleaved_times(
+    (rule_runs, full_runs), (ev, _) = interleaved_times(
         [lambda: clf.evaluate(X), lambda: full.evaluate(X)]
     )
+    ratios = tuple(f / r for f, r in zip(full_runs, rule_runs, strict=True) if r > 0)
     agrees = bool(
         np.array_equal(ev.positive, current.positive)
         and np.array_equal(ev.n_evaluated, current.n_evaluated)
@@ -359,12 +493,14 @@ def measure(walks: Walks, rule: Rule, current: Outcome) -> Measurement:
         ignore_index=True,
     )
     return Measurement(
-        seconds=seconds,
-        full_seconds=full_seconds,
+        seconds=float(np.median(rule_runs)),
+        full_seconds=float(np.median(full_runs)),
         agrees=agrees,
         mean_evaluated=float(ev.n_evaluated.mean()),
         pr=pr,
         average_precision={k: float(c.average_precision) for k, c in curves.items()},
+        ratios=ratios,
+        n_examples=int(walks.y_test.size),
     )
 
 
@@ -405,5 +541,5 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
 
 
 def clear_caches() -> None:
-    for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff):
+    for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff, rule_times, measure):
         fn.clear()

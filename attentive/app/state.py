@@ -1,44 +1,22 @@
 """The dashboard's state: one :class:`param.Parameterized` object per session.
 
-Its parameters are the controls (the views generate their widgets from them) and its output is
-:attr:`DashboardState.figures`, plain data (arrays and DataFrames) that the views only draw. It
-calls the library only through :mod:`attentive.app.models` (data, model, the fitted classifier)
-and :mod:`attentive.app.rules` (every rule through the classifier's public API); exports live in
-:mod:`attentive.app.exports`. Tests drive it without a browser.
+Its parameters (declared in :mod:`attentive.app.controls`) are the controls and the outputs set
+when work finishes: ``walks`` (the fitted classifier and the test walk, built when a model input
+changes), ``tradeoff`` and ``times`` (every rule on the test set, its time per example),
+``measured`` (the evaluator timed at the current rule). Each view draws one ``@param.depends``
+method (:meth:`~DashboardState.numbers`, ``walk_figure``, ``theory``, ``outcome``,
+``calibration``, ``table``) on exactly the parameters it reads: a move recomputes what it changes.
 
-Two speeds of change:
-
-* **model inputs** (dataset, model, centering, permutation seed) rebuild the cached walk: the test
-  partial-score matrix ``S``. This may train a model, so it goes through :attr:`executor`, which runs
-  it inline by default and in a background thread in the served app;
-* **fast controls** (boundary, side, δ, α, θ, budget, trajectories) recompute the figure data
-  from the cached outcomes, synchronously; then the evaluator itself is timed on the test set
-  (:func:`attentive.app.rules.measure`) through :attr:`measure_executor` (a thread when served).
-
-Every rule's tradeoff (:func:`attentive.app.rules.tradeoff`: every family at every scale, the
-slow part of a new walk, side or θ) only feeds the tradeoff plot and the table of operating
-points. With an inline :attr:`tradeoff_executor` (the default: tests, notebooks) it is part of
-the figure data; otherwise (served) the figure data leave it None when it is not cached, the
-numbers are shown, and the executor computes it and fills it in. ``hold_background=True`` holds
-the timing and tradeoff jobs until :meth:`start_background` gives them an executor: the served
-first page computes its numbers inline and sends them before either runs.
-
-Every error a user can cause (a bad file, a failed download, an untrusted model, a value out of
-range) is recorded in :attr:`last_error` (and counted in :attr:`n_errors`, which the dashboard
-turns into a notification) while the previous state stays: the offending control is put back.
-
-Why one file: the class is one ``param.Parameterized`` whose parts share its private bookkeeping —
-uploads, model jobs and the cheapest-point control all go through :meth:`_submit` (the job
-generation counter that drops superseded results), :meth:`_revert` (putting controls back without
-triggering another build) and :attr:`_applied`. Split into mixins, each part would reach into the
-others' attributes; about half the file is the parameters' declarations and their user-facing
-``doc`` text, which belong beside the class. The computations are elsewhere (``models``,
-``rules``, ``figures``, ``exports``).
+Model builds go through :attr:`executor` (inline by default, a thread when served), the tables
+and timing through :attr:`background` (``None`` holds them until :meth:`start_background`: the
+served first page sends its numbers first). A result is applied only if the controls still ask
+for it. Every error a user can cause is reported (:meth:`report`, a notification) and the
+controls go back to what is in use. The maths are in :mod:`~attentive.app.rules` and
+:mod:`~attentive.app.figures`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Callable
@@ -47,60 +25,15 @@ from typing import Any
 import numpy as np
 import param
 
-from attentive.app import rules
-from attentive.app.figures import Figures, compute_figures, tradeoff_error_span
-from attentive.app.models import DataSource, ModelSource, Walks, walks
-from attentive.app.rules import DEFAULT_ALPHA, DELTA_RANGE
-from attentive.errors import (
-    AttentiveError,
-    DataError,
-    DownloadError,
-    InvalidParameterError,
-    UntrustedModelError,
-)
+from attentive.app import controls, figures, rules
+from attentive.app.controls import DEFAULT_DATASET, Controls
+from attentive.app.inputs import parse_gamma, plain, typed, user_message
+from attentive.app.models import DataSource, ModelSource, Walks, content_hash, walks
+from attentive.errors import AttentiveError, InvalidParameterError
 
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_DATASET = "mnist-t10k-2v5"
-UPLOAD_PREFIX = "file: "
-MODEL_INPUTS = (
-    "dataset",
-    "positive_class",
-    "model_source",
-    "kernel",
-    "C",
-    "gamma",
-    "centering",
-    "seed",
-)
-FAST_CONTROLS = (
-    "boundary",
-    "side",
-    "delta",
-    "alpha",
-    "theta",
-    "budget",
-    "n_trajectories",
-    "scale",
-)
-URL_PARAMETERS = (
-    "dataset",
-    "side",
-    "centering",
-    "kernel",
-    "C",
-    "gamma",
-    "boundary",
-    "delta",
-    "alpha",
-    "theta",
-    "budget",
-    "seed",
-    "n_trajectories",
-)
-MAX_SEED = 2**31 - 1
 
 
 def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callable) -> None:
@@ -113,731 +46,352 @@ def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callab
         done(result)
 
 
-def user_message(exc: BaseException) -> str:
-    """The library's message, worded for the dashboard where the dashboard names things otherwise.
+class DashboardState(Controls):
+    """Controls and outputs of one dashboard session (see the module's docstring)."""
 
-    The library's own message stays as it is (it speaks of ``positive_class=...`` and lists every
-    trusted type, which suits a script); the dashboard names its field instead, and shows only the
-    refused types so that the notification stays short.
-    """
-    msg = str(exc)
-    if isinstance(exc, DataError):
-        label = DashboardState.param.positive_class.label
-        msg = msg.replace("(positive_class=...)", f"in the '{label}' field")
-    if isinstance(exc, DownloadError):
-        # The library lists every address it tried with its network error; a notification keeps
-        # what the user can act on: what failed and how to install the file by hand.
-        lines = [line for line in msg.splitlines() if line.strip()]
-        if len(lines) > 2:
-            head = lines[0].rstrip(":").removesuffix("; tried").rstrip(";")
-            tried = " ".join(lines[1:-1]).lower()
-            corrupt = "md5" in tried or "checksum" in tried or "corrupt" in tried
-            why = "a mirror sent a damaged file" if corrupt else "this dataset needs internet"
-            msg = f"{head} ({why}). {lines[-1]}"
-    if isinstance(exc, UntrustedModelError):
-        head, sep, _ = msg.partition(". Trusted beyond")
-        if sep:
-            msg = f"{head}. See docs/robustness.md for the types attentive trusts."
-    return msg
-
-
-def _registry_names() -> list[str]:
-    from attentive.data import list_datasets
-
-    return [d.name for d in list_datasets()]
-
-
-def _kinds() -> list[str]:
-    from attentive.models import KINDS
-
-    return list(KINDS)
-
-
-def data_source(name: str, positive_class: str, uploads: dict[str, tuple[bytes, str]]):
-    """The :class:`DataSource` of a registry name or an uploaded file's entry in ``uploads``."""
-    if name in uploads:
-        data, filename = uploads[name]
-        return DataSource(name, data, filename, positive_class.strip() or None)
-    return DataSource(name)
-
-
-def _parse_gamma(gamma: str) -> str | float:
-    text = str(gamma).strip()
-    if text in ("scale", "auto"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidParameterError(
-            f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}."
-        ) from None
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidParameterError(f"gamma must be a positive number, got {gamma!r}.")
-    return value
-
-
-class DashboardState(param.Parameterized):
-    """Controls and figure data of one dashboard session.
-
-    Set parameters to move controls (:meth:`set_controls` validates and reports); read
-    :attr:`figures` for what the views draw and :attr:`measured` for the evaluator's timing.
-    Uploads go through :meth:`upload_dataset` and :meth:`upload_model`; exports through
-    :mod:`attentive.app.exports`.
-    """
-
-    # -- data and model --------------------------------------------------------------------
-    dataset = param.Selector(
-        default=DEFAULT_DATASET,
-        objects=[DEFAULT_DATASET],
-        label="Dataset",
-        doc="The binary problem: a registered dataset or a file you uploaded (its test part is evaluated). Datasets marked 'needs internet' are downloaded once.",
-    )
-    positive_class = param.String(
-        default="",
-        label="Positive class (uploads)",
-        doc="For an uploaded file with more than two labels: the label that is the positive class.",
-    )
-    model_source = param.Selector(
-        default="train",
-        objects=["train", "upload"],
-        label="Model",
-        doc="Train an SVM on 70% of the training part (the other 30% calibrate), or use an uploaded skops model file.",
-    )
-    kernel = param.Selector(
-        default="rbf",
-        objects=["rbf"],
-        label="Kernel",
-        doc="Model to train: SVC kernel (each support vector is a term) or a linear model (each feature is a term).",
-    )
-    C = param.Number(
-        default=1.0,
-        bounds=(1e-6, 1e6),
-        inclusive_bounds=(False, True),
-        label="C",
-        doc="SVM regularisation: larger C fits the training data more closely (more or fewer support vectors).",
-    )
-    gamma = param.String(
-        default="0.05",
-        label="gamma",
-        doc="RBF/poly/sigmoid kernel width: 'scale', 'auto' or a positive number.",
-    )
-    centering = param.Selector(
-        default="positive",
-        objects=["positive", "all", "none"],
-        label="Centering",
-        doc="Trend removal: subtract each term's mean over the positive training examples (the paper), all of them, or nothing.",
-    )
-    seed = param.Integer(
-        default=0,
-        bounds=(0, MAX_SEED),
-        label="Permutation seed",
-        doc="Seeds the random order in which terms are evaluated.",
-    )
-
-    # -- stopping rule ---------------------------------------------------------------------
-    boundary = param.Selector(
-        default="calibrated",
-        objects=["calibrated"],
-        label="Rule",
-        doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families on S_t; mass-regression: a regression of S_n on S_t and the walk's running mass A_t = Σ|w|·h (beyond the paper), so it stops on the statistic S_t + κ_t·A_t rather than on S_t; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the 30% held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.",
-    )
-    side = param.Selector(
-        default="both",
-        objects=["lower", "upper", "both"],
-        label="Side",
-        doc="lower: stop walks falling below τ and predict negative (the paper); upper: stop rising walks and predict positive; both: either.",
-    )
-    delta = param.Number(
-        default=0.01,
-        bounds=DELTA_RANGE,
-        label="δ (target error)",
-        doc="For a family: the stop-error the boundary is built for (z = Φ⁻¹(1 − δ)); smaller δ stops later and errs less. For calibrated: the disagreement rate with the full evaluation that is guaranteed (with probability ≥ 1 − α).",
-    )
-    alpha = param.Number(
-        default=DEFAULT_ALPHA,
-        bounds=(1e-3, 0.5),
-        label="α (calibration failure probability)",
-        doc="Calibrated rule only: the guarantee 'disagreement ≤ δ' may fail with probability at most α (over the draw of the calibration examples).",
-    )
-    theta = param.Number(
-        default=0.0,
-        bounds=(-1.0, 1.0),
-        label="θ (prediction threshold)",
-        doc="Predict positive when f(x) ≥ θ, on the decision_function scale (0 is the model's own rule).",
-    )
-    budget = param.Number(
-        default=0.5,
-        bounds=(1e-4, 1.0),
-        label="Budget B (fraction of terms)",
-        doc="Budgeted baseline: evaluate exactly this fraction of the terms and extrapolate.",
-    )
-    n_trajectories = param.Integer(
-        default=60,
-        bounds=(1, 500),
-        label="Trajectories drawn",
-        doc="How many test examples' partial-score walks the walks plot draws.",
-    )
-    target = param.Number(
-        default=0.01,
-        bounds=(0.0, 0.5),
-        label="Target disagreement",
-        doc="Pick the cheapest rule (every family and scale) whose disagreement with the full evaluation on the test set is at most this.",
-        precedence=0.5,
-    )
-
-    # -- outputs ---------------------------------------------------------------------------
-    figures = param.Parameter(default=None, precedence=-1, doc="Figure data (Figures).")
-    measured = param.Parameter(default=None, precedence=-1, doc="rules.Measurement or None.")
-    class_names = param.Tuple(default=("negative", "positive"), precedence=-1)
-    dataset_info = param.String(default="", precedence=-1)
-    model_info = param.String(default="", precedence=-1)
-    busy = param.Boolean(default=False, precedence=-1)
-    status = param.String(default="", precedence=-1)
-    elapsed = param.Number(default=0.0, precedence=-1)
-    last_error = param.String(default="", precedence=-1)
-    n_errors = param.Integer(default=0, precedence=-1)
-    focus = param.Integer(default=-1, precedence=-1, doc="The test example shown in focus.")
-    scale = param.Number(
-        default=None, allow_None=True, precedence=-1, doc="A family's scale z chosen directly."
-    )
-
-    def __init__(
-        self, executor: Callable | None = None, *, hold_background: bool = False, **params
-    ):
-        self._uploads: dict[str, tuple[bytes, str]] = {}
-        self._model_upload: tuple[bytes, str] | None = None
-        self._pending_upload: tuple[bytes, str] | None = None
-        self._walks: Walks | None = None
-        self._applied: dict[str, Any] = {}
-        self._fast_applied: dict[str, Any] = {}
-        self._requested: dict[str, Any] = {}
-        self._explicit: set[str] = set()  # model inputs given together with a new dataset
-        self._reverting = False
-        self._generation = 0
-        self._measure_generation = 0
-        self.executor = executor or run_inline
-        # None: hold the jobs until start_background() (see the module's docstring).
-        self.measure_executor = None if hold_background else (executor or run_inline)
-        self.tradeoff_executor = None if hold_background else (executor or run_inline)
-        self._held: list[tuple[str, Callable, Callable, Callable]] = []
+    def __init__(self, executor: Callable | None = None, *, hold_background=False, **params):
         super().__init__()
-        self.param.dataset.objects = _registry_names()
-        self.param.kernel.objects = _kinds()
-        self.param.boundary.objects = rules.kinds()
-        self._model_inputs_changed()
+        self._uploads: dict[str, tuple[bytes, str]] = {}  # dataset name → (bytes, file name)
+        self._models: dict[str, tuple[bytes, str]] = {}  # content hash → (bytes, file name)
+        self._pending_upload: tuple[bytes, str] | None = None  # kept for a positive class
+        self._applied: dict[str, Any] = {}  # the model inputs :attr:`walks` was built from
+        self._picked: tuple | None = None  # (boundary, z) that target / time_budget chose
+        self.executor = executor or run_inline
+        self.background = None if hold_background else (executor or run_inline)
+        self._set_choices()
+        self._rule_inputs_changed()
+        self.param.watch(self._model_inputs_changed, list(controls.MODEL_INPUTS))
+        self.param.watch(self._rule_inputs_changed, list(controls.RULE_INPUTS))
+        self.param.watch(self._forget_pick, ["boundary", "z", "side", "theta", "walks"])
+        self._build(self._inputs())
         if params:
             self.set_controls(**params)
 
-    # -- helpers -----------------------------------------------------------------------------
-    @property
-    def walks(self) -> Walks | None:
-        """The cached walk of the current dataset, model, centering and seed."""
-        return self._walks
+    # -- what the views draw -------------------------------------------------------------------
+    def _rule_inputs_changed(self, *events) -> None:
+        """The rule's controls as one :attr:`rule` (one recompute per move); a δ moved alone
+        makes the family's scale δ's."""
+        moved = {e.name for e in events}
+        if "delta" in moved and "z" not in moved and rules.delta_of(self.z) != self.delta:
+            self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
+            return
+        z = self.z if self.boundary in rules.family_names() else None
+        rule = rules.Rule(self.boundary, self.side, self.delta, self.theta, self.budget, self.alpha, z)  # fmt: skip
+        if rule != self.rule:
+            self.rule = rule
+
+    @param.depends("walks", "rule")
+    def outcome(self) -> rules.Outcome | None:
+        """The current rule's decisions on the test set (None before the first model)."""
+        return None if self.walks is None else rules.outcome(self.walks, self.rule)
+
+    @param.depends("walks", "rule")
+    def numbers(self) -> dict | None:
+        """The headline numbers (:func:`attentive.app.figures.numbers`)."""
+        return None if self.walks is None else figures.numbers(self.walks, self.rule)
+
+    @param.depends("walks", "rule", "n_trajectories")
+    def walk_figure(self) -> figures.WalkFigure | None:
+        """The walks plot's data (:func:`attentive.app.figures.walk_figure`)."""
+        if self.walks is None:
+            return None
+        return figures.walk_figure(self.walks, self.rule, self.n_trajectories)
+
+    @param.depends("walks", "boundary", "side", "theta")
+    def theory(self):
+        """Required δ against the current family's actual stop-error."""
+        return None if self.walks is None else figures.theory(self.walks, self.rule)
+
+    @param.depends("walks", "rule")
+    def calibration(self):
+        """The calibrated rule's report, or None for another rule."""
+        if self.walks is None or self.boundary != "calibrated":
+            return None
+        return rules.rule_classifier(self.walks, self.rule).calibration_
+
+    @param.depends("tradeoff", "times")
+    def table(self):
+        """Every operating point with its time per example (None until computed)."""
+        return None if self.tradeoff is None else rules.timed_table(self.tradeoff, self.times)
 
     @property
-    def building(self) -> bool:
-        """Whether a walk for new model inputs is being built (in the background when served)."""
-        return bool(self._requested)
+    def walks_dataset(self) -> str:
+        """The dataset the model in use was built for (the control may already ask another)."""
+        return self._applied.get("dataset", self.dataset)
 
-    @property
-    def rule(self) -> rules.Rule:
-        """The current rule's controls."""
-        return rules.Rule(
-            kind=self.boundary,
-            side=self.side,
-            delta=self.delta,
-            theta=self.theta,
-            budget=self.budget,
-            alpha=self.alpha,
-            z=self.scale if self.boundary in rules.family_names() else None,
-        )
-
-    def start_background(
-        self, measure: Callable | None = None, tradeoff: Callable | None = None
-    ) -> None:
-        """Give the evaluator's timing and / or the tradeoff their executors and run the jobs
-        held for them."""
-        if measure is not None:
-            self.measure_executor = measure
-        if tradeoff is not None:
-            self.tradeoff_executor = tradeoff
-        held, self._held = self._held, []
-        for kind, job, done, fail in held:
-            self._background(kind, job, done, fail)
-
-    def _background(self, kind: str, job: Callable, done: Callable, fail: Callable) -> None:
-        executor = self.measure_executor if kind == "measure" else self.tradeoff_executor
-        if executor is None:
-            self._held.append((kind, job, done, fail))
-        else:
-            executor(job, done, fail)
-
-    @property
-    def defers_tradeoff(self) -> bool:
-        """Whether a tradeoff that is not cached is computed after the numbers are shown."""
-        return self.tradeoff_executor is not run_inline
-
-    def report(self, exc: BaseException | str) -> None:
-        """Record a user-facing error (the dashboard shows it as a notification)."""
+    # -- reporting and setting controls ------------------------------------------------------------
+    def report(self, exc: BaseException | str, level: str = "error") -> None:
+        """Record a message for the user (the dashboard shows it as a notification)."""
         msg = user_message(exc) if isinstance(exc, BaseException) else str(exc)
         if isinstance(exc, BaseException) and not isinstance(exc, AttentiveError | ValueError):
             log.exception("unexpected error in the dashboard", exc_info=exc)
             msg = f"Unexpected error ({type(exc).__name__}): {exc}"
-        self.last_error = msg
-        self.n_errors += 1
+        self.param.update(last_error=msg, error_level=level, n_errors=self.n_errors + 1)
 
     def set_controls(self, **values) -> bool:
-        """Set controls (the one place where control values are validated); a value a control
-        refuses is reported in the dashboard's words and left unchanged. The model inputs among
-        ``values`` are applied together (one rebuild of the walk), then the other controls one by
-        one (checked against the new model's ranges when it is built at once).
-
-        Returns True when every value was accepted.
-        """
-        ok = True
-        known = {}
+        """Set controls from text or values (a field, the URL, code): model inputs together (one
+        build), then the rule's; what is refused is reported. True when all were accepted."""
+        ok, typed_values = True, {}
         for name, value in values.items():
-            if name not in self.param or self.param[name].precedence == -1:
+            p = self.param[name] if name in self.param else None
+            if p is None or (p.precedence == -1 and name != "z"):
                 self.report(InvalidParameterError(f"unknown control {name!r}."))
                 ok = False
-            else:
-                known[name] = value
-        model = {}
-        for name in [n for n in known if n in MODEL_INPUTS]:
+                continue
             try:
-                model[name] = self._coerce(name, known[name])
+                typed_values[name] = typed(p, value)
+                if name == "gamma":
+                    parse_gamma(typed_values[name])
             except (ValueError, TypeError) as exc:
-                self.report(InvalidParameterError(f"{self.param[name].label}: {_plain(exc)}"))
+                self.report(InvalidParameterError(f"{p.label}: {plain(exc)}"))
                 ok = False
-        if model:
-            # Given together with a new dataset, kernel, C or gamma win over its preset.
-            self._explicit = set(model)
-            try:
-                self.param.update(model)
-            finally:
-                self._explicit = set()
-        for name in [n for n in known if n not in MODEL_INPUTS]:
-            try:
-                self.param.update({name: self._coerce(name, known[name])})
-            except (ValueError, TypeError) as exc:
-                self.report(InvalidParameterError(f"{self.param[name].label}: {_plain(exc)}"))
-                ok = False
+                typed_values.pop(name, None)
+        model = {k: v for k, v in typed_values.items() if k in controls.MODEL_INPUTS}
+        rule = {k: v for k, v in typed_values.items() if k not in controls.MODEL_INPUTS}
+        for group in (model, rule):
+            ok = self._update(group) and ok
         return ok
 
-    def _coerce(self, name: str, value):
-        p = self.param[name]
-        if isinstance(p, param.Integer) and not isinstance(value, int | np.integer):
+    def _update(self, values: dict) -> bool:
+        """Check each of ``values`` with param's own validation (no events, then put back),
+        report what is refused and set the others together: one batch, one rebuild."""
+        accepted = {}
+        for name, value in values.items():
+            old = getattr(self, name)
             try:
-                f = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"expected a whole number, got {value!r}") from None
-            if not math.isfinite(f) or f != int(f):
-                raise ValueError(f"expected a whole number, got {value!r}")
-            value = int(f)
-        elif isinstance(p, param.Number) and not isinstance(p, param.Integer):
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"expected a number, got {value!r}") from None
-            if not math.isfinite(value):
-                raise ValueError(f"expected a finite number, got {value!r}")
-        if isinstance(p, param.Number) and p.bounds is not None:
-            lo, hi = p.bounds
-            low_ok = value > lo if p.inclusive_bounds[0] is False else value >= lo
-            if (lo is not None and not low_ok) or (hi is not None and value > hi):
-                # Whole numbers in full (a seed's bound is 2,147,483,647, not 2.14748e+09).
-                fmt = "{:,}" if isinstance(p, param.Integer) else "{:,.6g}"
-                lo_s, hi_s, got = (fmt.format(v) for v in (lo, hi, value))
-                raise ValueError(f"must be between {lo_s} and {hi_s}, got {got}")
-        if name == "delta":
-            value = rules.snap_delta(value)
-        if name == "theta":
-            value = round(value, 6)  # the slider's resolution; no 0.15000000000000013 in the URL
-        if (
-            isinstance(p, param.String)
-            and isinstance(value, int | float)
-            and not isinstance(value, bool)
-        ):
-            value = f"{value:.12g}"  # a URL's gamma=0.1 arrives as a number
-        if name == "gamma":
-            _parse_gamma(value)
-        if isinstance(p, param.Selector) and value not in p.objects:
-            raise ValueError(f"must be one of {', '.join(map(str, p.objects))}, got {value!r}")
-        return value
+                with param.discard_events(self):
+                    self.param.update({name: value})
+                accepted[name] = getattr(self, name)  # as the parameter holds it (snapped)
+            except ValueError as exc:
+                self.report(InvalidParameterError(f"{self.param[name].label}: {plain(exc)}"))
+            finally:
+                with param.discard_events(self):
+                    self.param.update({name: old})
+        self.param.update(accepted)
+        return len(accepted) == len(values)
 
-    def _snapshot(self, names) -> dict[str, Any]:
-        return {n: getattr(self, n) for n in names}
+    # -- the model: build the walk -------------------------------------------------------------
+    def _inputs(self) -> dict[str, Any]:
+        """The model inputs that make the walk (an upload's model ignores the training ones)."""
+        ignored = controls.TRAINING if self.model_source == "upload" else ("model_file",)
+        return {k: getattr(self, k) for k in controls.MODEL_INPUTS if k not in ignored}
 
-    def _revert(self, snapshot: dict[str, Any]) -> None:
-        changed = {k: v for k, v in snapshot.items() if k in self.param and getattr(self, k) != v}
-        if not changed:
-            return
-        self._reverting = True
-        try:
-            self.param.update(changed)
-        finally:
-            self._reverting = False
+    def _model_inputs_changed(self, *events) -> None:
+        changed = {e.name for e in events}
+        if self.model_source == "upload" and self.model_file not in self._models:
+            self.report("No model file uploaded yet: upload a skops file first.")
+            return self.param.update(model_source="train", model_file="")
+        new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
+        if new_dataset and self.model_source == "upload" and self._applied:
+            name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
+            old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
+            self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
+            return self.param.update(model_source="train", model_file="", **self._preset(changed))
+        preset = self._preset(changed) if new_dataset else {}
+        if preset:
+            return self.param.update(preset)  # the update builds once, with the preset
+        if "positive_class" in changed and self._pending_upload is not None:
+            return self.upload_dataset(*self._pending_upload)
+        self._build(self._inputs())
 
-    # -- data and model: rebuild the walk ---------------------------------------------------
-    def _model_inputs(self) -> dict[str, Any]:
-        return self._snapshot(MODEL_INPUTS)
-
-    def _model_job(self, inputs: dict[str, Any]) -> Callable[[], Walks]:
-        """A self-contained job (safe to run in a thread) that builds the walk for ``inputs``.
-
-        It works on copies of the session's uploads, never on the live session.
-        """
-        uploads = dict(self._uploads)
-        model_upload = self._model_upload
-        with_tradeoff = not self.defers_tradeoff
-
-        def job() -> Walks:
-            data = data_source(inputs["dataset"], inputs["positive_class"], uploads)
-            if inputs["model_source"] == "upload":
-                if model_upload is None:
-                    raise InvalidParameterError(
-                        "no model file uploaded yet; upload a skops file or choose 'train'."
-                    )
-                model = ModelSource(data=model_upload[0])
-            else:
-                model = ModelSource(
-                    inputs["kernel"], float(inputs["C"]), _parse_gamma(inputs["gamma"])
-                )
-            built = walks(data, model, inputs["centering"], int(inputs["seed"]))
-            if with_tradeoff:
-                # The first rule's tables, off the event loop as well.
-                rules.tradeoff(built, self.side, float(self.theta))
-            return built
-
-        return job
-
-    @param.depends(*MODEL_INPUTS, watch=True)
-    def _model_inputs_changed(self) -> None:
-        if self._reverting:
-            return
-        if self.model_source == "upload" and self._model_upload is None:
-            self.report(
-                InvalidParameterError("no model file uploaded yet; upload a skops file first.")
-            )
-            self._revert({"model_source": "train"})
-            return
-        new_dataset = self.dataset != self._applied.get("dataset", DEFAULT_DATASET)
-        if new_dataset and self.dataset in _registry_names():
-            self._preset_for_dataset()
-        self._submit(self._model_inputs())
-
-    def _preset_for_dataset(self) -> None:
-        """A registry dataset brings its training preset (kernel, C, gamma)."""
+    def _preset(self, changed) -> dict:
+        """A registry dataset's training preset (kernel, C, gamma) for what was not given too."""
+        if self.dataset not in controls.registry_names():
+            return {}
         from attentive.models import default_model_params
 
-        preset = default_model_params(self.dataset)
-        values = {"kernel": preset["kind"], "C": float(preset["C"])}
-        if "gamma" in preset:
-            values["gamma"] = str(preset["gamma"])
-        self._revert({k: v for k, v in values.items() if k not in self._explicit})
+        p = default_model_params(self.dataset)
+        values = {"kernel": p["kind"], "C": float(p["C"]), "gamma": str(p.get("gamma", self.gamma))}  # fmt: skip
+        return {k: v for k, v in values.items() if k not in changed and getattr(self, k) != v}
 
-    def _submit(
-        self,
-        inputs: dict[str, Any],
-        accepted: Callable[[], None] | None = None,
-        refused: Callable[[], None] | None = None,
-    ) -> None:
-        """Build the walk for ``inputs`` through the executor; apply it unless superseded."""
-        self._generation += 1
-        generation = self._generation
-        self._requested = inputs
+    def _build(self, inputs: dict) -> None:
+        """Build the walk for ``inputs`` through :attr:`executor`; apply it if still asked for."""
+        if self.walks is not None and inputs == self._applied:
+            return
+        uploads, models = dict(self._uploads), dict(self._models)
+
+        def job() -> Walks:
+            name, positive = inputs["dataset"], inputs["positive_class"].strip() or None
+            data = DataSource.of(name, uploads.get(name), positive)
+            if inputs["model_source"] == "upload":
+                model = ModelSource(data=models[inputs["model_file"]][0])
+            else:
+                gamma = parse_gamma(inputs["gamma"])
+                model = ModelSource(inputs["kernel"], float(inputs["C"]), gamma)
+            return walks(data, model, inputs["centering"], int(inputs["seed"]))
 
         def done(built: Walks) -> None:
-            if generation != self._generation:
-                return  # a newer request superseded this one
-            self._requested = {}
-            if accepted is not None:
-                accepted()
-            self._apply_walks(built, inputs)
+            if self._inputs() == inputs:
+                self._applied = inputs
+                self.param.theta.bounds = lo, hi = rules.theta_range(built)  # θ follows the data
+                theta = self.theta if lo <= self.theta <= hi else 0.0
+                self.param.update(walks=built, theta=theta, focus=-1)
 
         def fail(exc: BaseException) -> None:
-            if generation != self._generation:
-                return
-            self._requested = {}
+            if self._inputs() != inputs:
+                return  # superseded by a newer request
             self.report(exc)
-            if refused is not None:
-                refused()
-            self._revert(dict(self._applied))
+            if inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
+                self._pending_upload = self._uploads.pop(inputs["dataset"])
+                self.param.dataset.objects = [o for o in self.param.dataset.objects if o != inputs["dataset"]]  # fmt: skip
+            if self._applied:  # back to the model in use (its inputs: nothing is rebuilt)
+                self.param.update({k: v for k, v in self._applied.items() if getattr(self, k) != v})  # fmt: skip
 
-        self.executor(self._model_job(inputs), done, fail)
+        self.executor(job, done, fail)
 
-    def _apply_walks(self, built: Walks, inputs: dict[str, Any]) -> None:
-        previous = (self._walks, dict(self._applied), self.class_names)
-        ds = built.problem.dataset
-        self._walks = built
-        self._applied = inputs
-        self.class_names = tuple(str(c) for c in ds.class_names)
-        try:
-            self._fit_theta_bounds(built)
-            self._update_figures(raise_errors=True)
-        except Exception as exc:
-            self._walks, self._applied, self.class_names = previous
-            self.report(exc)
-            self._revert(self._applied)
-            return
-        self.focus = -1  # a new walk: the clicked stop is gone
-        terms = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
-        p = built.problem
-        self.model_info = (
-            f"{p.description}: {built.n_terms:,} terms "
-            f"({terms.get(built.term_kind, 'terms')}), fitted on {len(p.y_fit):,} examples; "
-            f"{len(p.y_cal):,} held out to calibrate; offset c = {built.offset:.4g}"
-        )
-        self.dataset_info = (
-            f"**{inputs['dataset'].removeprefix(UPLOAD_PREFIX)}**: positive class: "
-            f"{ds.positive_meaning}; {built.S.shape[0]:,} test examples "
-            f"({int(built.y_test.sum()):,} positive), {ds.n_features:,} features."
-        )
+    @property
+    def building(self) -> bool:
+        """Whether the controls ask for a model other than the one in use."""
+        return self._inputs() != self._applied
 
-    def _fit_theta_bounds(self, built: Walks) -> None:
-        """θ's range follows the data: the central 99% of f(x) on the test set, and 0."""
-        lo, hi = np.quantile(built.full_score, [0.005, 0.995])
-        lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
-        span = hi - lo or 1.0
-        lo, hi = round(lo - 0.05 * span, 2), round(hi + 0.05 * span, 2)
-        theta = self.theta if lo <= self.theta <= hi else 0.0
-        old = self.param.theta.bounds
-        self._reverting = True
-        try:
-            self.param.theta.bounds = (min(lo, old[0], theta), max(hi, old[1], theta))
-            self.theta = theta
-            self.param.theta.bounds = (lo, hi)
-        finally:
-            self._reverting = False
-
-    # -- fast controls ------------------------------------------------------------------------
-    @param.depends(*FAST_CONTROLS, watch=True)
-    def _fast_controls_changed(self) -> None:
-        if self._reverting:
-            return
-        self._update_figures()
-
-    @param.depends("delta", "boundary", watch=True)
-    def _forget_scale(self) -> None:
-        """A δ (or rule) the user moves replaces a scale chosen by the cheapest point."""
-        if not self._reverting:
-            self.scale = None
-
-    def _update_figures(self, raise_errors: bool = False) -> None:
-        if self._walks is None:
-            return
-        try:
-            figures = self.compute_figures()
-        except (AttentiveError, ValueError) as exc:
-            if raise_errors:
-                raise
-            self.report(exc)
-            self._revert(self._fast_applied)
-            return
-        self._fast_applied = self._snapshot(FAST_CONTROLS)
-        self.figures = figures
-        if figures.tradeoff is None:
-            self._request_tradeoff()
-        self._measure()
-
-    def compute_figures(self) -> Figures:
-        """The figure data for the current controls (what a slider move recomputes)."""
-        if self._walks is None:
-            raise InvalidParameterError("no model is loaded yet.")
-        return compute_figures(
-            self._walks, self.rule, self.n_trajectories, tradeoff=not self.defers_tradeoff
-        )
-
-    def _request_tradeoff(self) -> None:
-        """Compute the current (walk, side, θ)'s tradeoff through :attr:`tradeoff_executor` and
-        put it into the figure data, unless the walk, side or θ has changed by then."""
-        built, side, theta = self._walks, self.side, float(self.theta)
-
-        def current() -> bool:
-            f = self.figures
-            return (
-                f is not None
-                and self._walks is built
-                and f.rule.side == side
-                and float(f.rule.theta) == theta
-            )
-
-        def job():
-            return rules.tradeoff(built, side, theta)
-
-        job.stale = lambda: not current()
-
-        def done(result) -> None:
-            if current() and self.figures.tradeoff is None:
-                self.figures = dataclasses.replace(self.figures, tradeoff=result)
-                self._measure()  # the timing waited for the tradeoff (see _measure)
-
-        def fail(exc: BaseException) -> None:
-            if current():
-                self.report(exc)
-
-        self._background("tradeoff", job, done, fail)
-
-    def _measure(self) -> None:
-        """Time the evaluator at the current rule (after the figures; in a thread when served).
-
-        While the tradeoff is computed in the background the timing waits for it (it is started
-        again when the tradeoff arrives): a wall-clock time taken while another thread computes
-        every family's tradeoff measures the contention (a first page showed 0.28× for 2.5×)."""
-        self._measure_generation += 1
-        generation = self._measure_generation
-        built, rule, f = self._walks, self.rule, self.figures
-        self.measured = None
-        if f is not None and f.tradeoff is None:
-            return
-
-        def job():
-            current = rules.outcome(built, rule)
-            return rules.measure(built, rule, current)
-
-        # A served executor may drop a timing that a newer move has made stale before it runs.
-        job.stale = lambda: generation != self._measure_generation
-
-        def done(result) -> None:
-            if generation == self._measure_generation:
-                self.measured = result
-
-        def fail(exc: BaseException) -> None:
-            if generation == self._measure_generation:
-                self.report(exc)
-
-        if f is not None:
-            self._background("measure", job, done, fail)
-
-    # -- uploads ------------------------------------------------------------------------------
-    def upload_dataset(self, data: bytes, filename: str) -> bool:
-        """Add an uploaded LIBSVM/CSV file as a dataset and switch to it.
-
-        Returns True when the file was read; otherwise the error is reported and nothing changes.
-        A file whose labels are not binary is kept so that setting :attr:`positive_class` retries.
-        """
+    # -- uploads --------------------------------------------------------------------------------
+    def upload_dataset(self, data: bytes | None, filename: str) -> bool:
+        """Add an uploaded LIBSVM/CSV file as a dataset and switch to it. A refused file leaves
+        the choices (kept for a retry with :attr:`positive_class`). True if in use or building."""
         from attentive.data import max_upload_bytes
 
-        try:
-            limit = max_upload_bytes()
-            if data is None or len(data) == 0:
-                raise DataError(f"{filename or 'the upload'} is empty.")
-            if len(data) > limit:
-                raise DataError(
-                    f"{filename} is {len(data) / 2**20:.3g} MB, over the upload limit of "
-                    f"{limit / 2**20:.3g} MB (set ATTENTIVE_MAX_UPLOAD_MB to change it)."
-                )
-        except AttentiveError as exc:
-            self.report(exc)
+        limit, name = max_upload_bytes(), controls.UPLOAD_PREFIX + (filename or "upload")
+        if not data:
+            self.report(f"{filename or 'The upload'} is empty: expected a LIBSVM or CSV file.")
             return False
-        name = UPLOAD_PREFIX + (filename or "upload")
-        previous = self._uploads.get(name)
+        if len(data) > limit:
+            self.report(f"{filename} is {len(data) / 2**20:.3g} MB, over the upload limit of {limit / 2**20:.3g} MB (set ATTENTIVE_MAX_UPLOAD_MB to change it).")  # fmt: skip
+            return False
+        self._pending_upload = None
         self._uploads[name] = (bytes(data), filename)
+        self.param.dataset.objects = [*(o for o in self.param.dataset.objects if o != name), name]
+        if self.dataset == name:
+            self._build(self._inputs())
+        else:
+            self.dataset = name
+        return self.dataset == name
 
-        def accepted() -> None:
-            self._pending_upload = None
-            if name not in self.param.dataset.objects:
-                self.param.dataset.objects = [*self.param.dataset.objects, name]
-            self._revert({"dataset": name})  # select it without starting another build
-
-        def refused() -> None:
-            # Forget the file, but keep it for a retry with a positive class.
-            self._pending_upload = (bytes(data), filename)
-            if previous is None:
-                self._uploads.pop(name, None)
-            else:
-                self._uploads[name] = previous
-
-        self._submit({**self._model_inputs(), "dataset": name}, accepted, refused)
-        # Final when the executor runs inline; a background build reports later.
-        return self._applied.get("dataset") == name or self.busy
-
-    @param.depends("positive_class", watch=True)
-    def _retry_pending_upload(self) -> None:
-        if self._pending_upload is not None and not self._reverting:
-            data, filename = self._pending_upload
-            self.upload_dataset(data, filename)
-
-    def upload_model(self, data: bytes, filename: str) -> bool:
-        """Use an uploaded skops model (checked for trusted types and feature count)."""
+    def upload_model(self, data: bytes | None, filename: str) -> bool:
+        """Use an uploaded skops model (an exported AttentiveClassifier too), checked for trusted
+        types and the dataset's feature count. True if in use or building."""
         from attentive.models import load_model
 
-        clf = self._walks.classifier if self._walks is not None else None
         try:
-            n_features = clf.n_features_in_ if clf is not None else None
+            if not data:
+                raise InvalidParameterError(f"{filename} is empty: expected a skops model file.")
+            # An uploaded dataset is read again for the model (its LIBSVM index base and CSV
+            # columns follow the model: attentive.data.reader), and checked then.
+            uploaded_data = self.dataset in self._uploads
+            n_features = (
+                self.walks.classifier.n_features_in_ if self.walks and not uploaded_data else None
+            )
             load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
             return False
-        previous = self._model_upload
-        self._model_upload = (bytes(data), filename)
+        key = content_hash(bytes(data))
+        self._models[key] = (bytes(data), filename)
+        self.param.update(model_source="upload", model_file=key)
+        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
 
-        def accepted() -> None:
-            self._revert({"model_source": "upload"})
-
-        def refused() -> None:
-            self._model_upload = previous
-
-        self._submit({**self._model_inputs(), "model_source": "upload"}, accepted, refused)
-        return self._applied.get("model_source") == "upload" or self.busy
-
-    # -- choosing an operating point ------------------------------------------------------------
-    def select_point(self, fraction: float, error: float) -> None:
-        """Choose the rule nearest a click on the tradeoff plot (x: mean evaluated fraction,
-        y: disagreement): for the budget rule, B; otherwise the nearest point of any family's
-        curve at a δ of the slider (the rule becomes that family, so a click on another curve
-        picks that curve, and a click with the calibrated rule picks a family's point)."""
-        f = self.figures
-        if f is None or not (math.isfinite(fraction) and math.isfinite(error)):
-            return
-        if f.tradeoff is None and self.boundary != "budget":
-            return  # the curves are not drawn yet
-        if self.boundary == "budget":
-            self.set_controls(budget=min(1.0, max(1.0 / f.n_terms, fraction)))
-            return
-        fam = f.tradeoff.families
-        deltas = rules.delta_steps()
-        zs = np.round([rules.z_of(d) for d in deltas], 2)
-        rows = fam[np.isin(np.round(fam["z"].to_numpy(), 2), zs)]
-        if rows.empty:
-            return
-        x = rows["mean_evaluated_fraction"].to_numpy()
-        y = rows["disagreement"].to_numpy()
-        # Distances on the plot's scales: x spans [0, 1], y the curves' few per cent.
-        y_span = tradeoff_error_span(f.tradeoff)
-        best = int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))
-        row = rows.iloc[best]
-        delta = float(deltas[int(np.flatnonzero(zs == round(float(row["z"]), 2))[0])])
-        self.set_controls(boundary=str(row["method"]), delta=delta)
-
-    @param.depends("target", watch=True)
-    def choose_cheapest(self) -> None:
-        """Move to the cheapest rule whose test disagreement is at most :attr:`target`."""
-        if self._walks is None or self._reverting:
+    # -- choosing an operating point -------------------------------------------------------------
+    @param.depends("target", "time_budget", watch=True)
+    def pick(self) -> None:
+        """Move to the rule the target (or the time budget) asks for, on the test set (when
+        either is set, and again on call: a field's Enter on an unchanged value)."""
+        if self.walks is None or (self.target is None and self.time_budget is None):
             return
         try:
-            row = rules.cheapest(self._walks, self.side, self.theta, self.target)
+            if self.target is not None:
+                row = rules.cheapest(self.walks, self.side, self.theta, self.target)
+                other = "time_budget"
+            else:
+                key = (self.walks, self.side, self.theta)
+                table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
+                row = rules.lowest_within_time(table, self.time_budget)
+                other = "target"
         except (AttentiveError, ValueError) as exc:
             self.report(exc)
+            return self.param.update(target=None, time_budget=None)
+        z = float(row["z"])
+        self._picked = (str(row["family"]), z)
+        delta = rules.delta_of(z)
+        asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
+        self.param.update(boundary=str(row["family"]), z=z, delta=delta, **asked)
+
+    def _forget_pick(self, *events) -> None:
+        """The rule moved away from the picked one: clear the target and the time budget."""
+        moved = {e.name for e in events} & {"walks", "side", "theta"}
+        if self._picked is not None and (moved or self._picked != (self.boundary, self.z)):
+            self._picked = None
+            self.param.update(target=None, time_budget=None)
+
+    def select_point(self, fraction: float, error: float) -> None:
+        """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
+        disagreement): B for the budget rule, else the nearest point of any family's curve."""
+        if self.walks is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
-        # The family's rule at the chosen z; δ shows its nominal value Φ(−z) on the slider.
-        self._reverting = True
-        try:
-            self.param.update(
-                boundary=str(row["family"]),
-                delta=rules.snap_delta(float(row["nominal_delta"])),
-                scale=float(row["z"]),
-            )
-        finally:
-            self._reverting = False
-        self._update_figures()
+        if self.boundary == "budget":
+            return self.set_controls(budget=min(1.0, max(1.0 / self.walks.n_terms, fraction)))
+        if self.tradeoff is None:
+            return  # the curves are not drawn yet
+        rows = self.tradeoff.families
+        x, y = rows["mean_evaluated_fraction"].to_numpy(), rows["disagreement"].to_numpy()
+        y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
+        row = rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
+        z = float(row["z"])
+        self.param.update(boundary=str(row["method"]), z=z, delta=rules.delta_of(z))
 
+    # -- the tables and the timing, after the numbers ---------------------------------------------
+    @param.depends("walks", "side", "theta", watch=True)
+    def _tables_changed(self) -> None:
+        """Every rule's tradeoff, then its times, for this walk, side and θ: cached, or computed
+        through :attr:`background`; the timing at the current rule follows the times."""
+        if self.walks is None:
+            return
+        key = (self.walks, self.side, self.theta)
+        self.param.update(tradeoff=rules.tradeoff_ready(*key), times=rules.rule_times.peek(*key))
+        if self.times is not None or self.background is None:
+            return
 
-def _plain(exc: BaseException) -> str:
-    """A control's error without param's own wording (``Parameter 'x' must be ...``)."""
-    msg = str(exc)
-    if msg.startswith(
-        ("Number parameter", "Integer parameter", "Selector parameter", "String parameter")
-    ):
-        msg = msg.split("'", 2)[-1].lstrip(" ")
-    return msg
+        def current() -> bool:
+            return (self.walks, self.side, self.theta) == key
+
+        def times_done(times) -> None:
+            if current():
+                self.times = times
+                self._measure()
+
+        def tradeoff_done(tradeoff) -> None:
+            if current():
+                self.tradeoff = tradeoff
+                self.background(lambda: rules.rule_times(*key), times_done, self.report)
+
+        if self.tradeoff is None:
+            self.background(lambda: rules.tradeoff(*key), tradeoff_done, self.report)
+        else:
+            self.background(lambda: rules.rule_times(*key), times_done, self.report)
+
+    @param.depends("walks", "rule", watch=True)
+    def _measure(self) -> None:
+        """Time the evaluator at the current rule once every rule's times are in (a timing taken
+        while another thread times every rule measures the contention)."""
+        self.measured = None
+        w, rule = self.walks, self.rule
+        if w is None or self.background is None:
+            return
+        if rules.rule_times.peek(w, rule.side, rule.theta) is None:
+            return  # started again when the tables arrive
+
+        def job():
+            if (self.walks, self.rule) != (w, rule):
+                return None  # a newer move came first: nobody will see this timing
+            return rules.measure(w, rule)
+
+        def done(result) -> None:
+            if result is not None and (self.walks, self.rule) == (w, rule):
+                self.measured = result
+
+        self.background(job, done, self.report)
+
+    def start_background(self, executor: Callable) -> None:
+        """Start the tables and the timing with ``executor`` (served: once the page has loaded)."""
+        self.background = executor
+        self._tables_changed()
+        if self.measured is None:  # unless the tables came at once and started it
+            self._measure()

@@ -1,28 +1,27 @@
 """The sidebar: controls generated from the state's parameters, and the export buttons.
 
 Widgets are created per view instance (never as class attributes, which every session would
-share). Released sliders set the state once per drag (``value_throttled``). Typed model inputs
-(seed, C, gamma) are text fields that go through :meth:`DashboardState.set_controls`, so that a
-refused value is reported and the field shows the value the model really uses.
+share) and linked to the state's parameters with ``from_param``; sliders with
+``throttled=True`` (the state follows ``value_throttled``: one change per drag). Typed values
+(seed, C, gamma, the target disagreement, the time budget) are text fields that go through
+:meth:`DashboardState.set_controls`, so that a refused value is reported and the field shows the
+value in use.
 
 Every help tooltip is shown from a small help icon, wraps at :data:`TOOLTIP_MAX_WIDTH` and opens
-below the icon, or above it when the window has no room below (a control at the bottom of a
-phone's screen), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
+beside the icon, over the main area (never over the sidebar's controls), and the download buttons carry their colour to the browser (Panel 1.9's ``FileDownload``
 drops ``button_type`` on the way to its Bokeh model).
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from typing import ClassVar
 
 import panel as pn
 import param
-from bokeh.models import CustomJSTickFormatter
 from bokeh.models import Tooltip as BkTooltip
 
-from attentive.app import exports
-from attentive.app.rules import DELTA_RANGE
+from attentive.app import exports, rules
 from attentive.app.state import DashboardState
 
 __all__ = [
@@ -31,11 +30,12 @@ __all__ = [
     "ExportPanel",
     "FileDownload",
     "checked_input",
-    "released_slider",
     "tooltip",
     "with_tooltip",
 ]
 
+UPLOAD_HELP = "Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y')."
+MODEL_UPLOAD_HELP = "Upload a fitted binary model saved with skops.io.dump, or a classifier exported here (pickles are refused)."
 # Registry datasets fetched from the internet the first time (the others ship with the project).
 DOWNLOADED = ("mnist-2v5", "gisette", "real-sim")
 
@@ -44,32 +44,29 @@ def _dataset_label(name: str) -> str:
     return f"{name} (needs internet)" if name in DOWNLOADED else name
 
 
-# Tooltips wrap at this width (or the screen's width less a margin, on a phone).
+# Tooltips wrap at this width. On a phone (the sidebar then spans the screen) a tooltip is laid
+# across the window's width instead, at the icon's height.
 TOOLTIP_MAX_WIDTH = 300
 TOOLTIP_CSS = (
     f":host {{ white-space: normal; max-width: min({TOOLTIP_MAX_WIDTH}px, calc(100vw - 24px)); }}"
+    "@media (max-width: 700px) { :host { left: 12px !important; right: 12px !important; } }"
 )
 
 
-# Where a tooltip attaches to its help icon (an 18 px square): the icon's centre, 1 px above its
-# middle. With the "vertical" attachment Bokeh opens a tooltip below that point when the window has
-# room below it and above otherwise (its rule: an anchor above the target's middle prefers below),
-# and the arrow's 10 px then end at the icon's edge, so the tooltip never covers the icon itself.
+# Where a tooltip attaches to its help icon (an 18 px square): the middle of the icon's right edge,
+# opening to the right. The icons sit at the sidebar's right edge, so a tooltip lies over the main
+# area and covers no control (opening below, the side buttons' help covered the δ slider; Bokeh's
+# "horizontal" flips it to the left inside the sidebar's scrolling box).
 HELP_ICON_SIZE = 18
 TOOLTIP_PLACEMENT = {
-    "position": (HELP_ICON_SIZE / 2, HELP_ICON_SIZE / 2 - 1),
-    "attachment": "vertical",
+    "position": (HELP_ICON_SIZE, HELP_ICON_SIZE / 2),
+    "attachment": "right",
 }
 
 
 def tooltip(doc: str) -> BkTooltip:
-    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below its help icon, or
-    above it at the bottom of the window.
-
-    Centred on the icon and clamped to the window's width by Bokeh: a tooltip to the right of a
-    sidebar control (Panel's default) runs off a 390 px screen however narrow it wraps, and one
-    always below runs off the bottom for a control at the bottom of the screen.
-    """
+    """A help tooltip that wraps at :data:`TOOLTIP_MAX_WIDTH` and opens beside its help icon
+    (:data:`TOOLTIP_PLACEMENT`), never over the controls below or above it."""
     return BkTooltip(content=doc, stylesheets=[TOOLTIP_CSS], **TOOLTIP_PLACEMENT)
 
 
@@ -84,7 +81,7 @@ def _wrap_tooltips(props: dict) -> dict:
 
 
 def _wrapped(widget_type: type) -> type:
-    """``widget_type`` whose help tooltip (``description``) wraps and opens below the widget."""
+    """``widget_type`` whose help tooltip (``description``) wraps and opens beside its icon."""
 
     def _process_param_change(self, params):
         return _wrap_tooltips(super(cls, self)._process_param_change(params))
@@ -131,47 +128,49 @@ class FileDownload(_wrapped(pn.widgets.FileDownload)):
 
 
 def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
-    """A widget whose label explains itself on hover of a help icon (``description`` or a
-    tooltip icon beside the widget).
+    """A widget that explains itself on hover of a help icon at the right end of its row.
 
-    The tooltip wraps at :data:`TOOLTIP_MAX_WIDTH` and opens below the icon, or above it at the
-    bottom of the window. Buttons get an icon beside them too: their own tooltip covers the
-    whole button, where no point places it clear of the button both below and above.
+    The icon sits at the sidebar's right edge (not beside the label, Panel's ``description``), so
+    that its tooltip, opening to the right, lies over the main area and covers no control.
     """
     if "description" in widget.param:
-        p = widget.param["description"]
-        if not (isinstance(p, param.ClassSelector) and BkTooltip in (p.class_ or ())):
-            widget.description = doc  # placed and wrapped by a _wrapped widget type
-            return widget
-        return pn.Row(widget, help_icon(doc, margin=(14, 0, 0, -6)), sizing_mode="stretch_width")
-    return pn.Row(widget, help_icon(doc), sizing_mode="stretch_width")
+        widget.description = None
+    unlabelled = (pn.widgets.RadioButtonGroup, pn.widgets.FileDownload, pn.widgets.FileInput)
+    margin = (14, 0, 0, -6) if isinstance(widget, unlabelled) else (28, 0, 0, -10)
+    return pn.Row(widget, help_icon(doc, margin=margin), sizing_mode="stretch_width")
 
 
 def help_icon(doc: str, margin=(28, 0, 0, -10)) -> pn.widgets.TooltipIcon:
     """A help icon whose tooltip is :func:`tooltip` (wrapped, below or above the icon)."""
-    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin)
+    # Fixed: a stretching icon (the extension's default sizing) would take half of its row.
+    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin, sizing_mode="fixed", width=20)
 
 
 def _number_text(value) -> str:
-    """A control's value as its text field shows it (floats to 12 significant digits: 1, 0.05)."""
+    """A control's value as its text field shows it (floats to 12 significant digits: 1, 0.05;
+    nothing for None)."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.12g}"
     return str(value)
 
 
-def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
+def checked_input(
+    state: DashboardState, name: str, on_enter: Callable[[], None] | None = None, **kw
+) -> EntryInput:
     """A text field for ``state.<name>`` whose entries go through ``state.set_controls``.
 
     The state validates and reports (a notification) what it refuses; the field then shows the
-    value the model really uses. A text field, not Bokeh's numeric input: that one silently
-    refuses a value outside its bounds or a word in the browser, so the state never hears of it
-    and the field keeps showing what was typed.
+    value in use. A text field, not Bokeh's numeric input: that one silently refuses a value
+    outside its bounds or a word in the browser, so the state never hears of it and the field
+    keeps showing what was typed. With ``on_enter``, Enter on an unchanged entry calls it (the
+    target disagreement applied again).
     """
     p = state.param[name]
     field = EntryInput(
         label=p.label,
         value=_number_text(getattr(state, name)),
-        description=p.doc,
         sizing_mode="stretch_width",
         **kw,
     )
@@ -191,45 +190,16 @@ def checked_input(state: DashboardState, name: str, **kw) -> EntryInput:
             state.set_controls(**{name: text})
             show_state()  # refused: the value in use; accepted: as the state holds it
 
+    def again(event) -> None:
+        if (field.value_input or "").strip() == field.value and getattr(state, name) is not None:
+            with pn.io.unlocked():
+                on_enter()
+
     field.param.watch(to_state, "value")
+    if on_enter is not None:
+        field.param.watch(again, "enter_pressed")
     state.param.watch(lambda event: show_state(), name)
     return field
-
-
-def released_slider(
-    state: DashboardState, name: str, widget_type=pn.widgets.FloatSlider, **kw
-) -> pn.widgets.Widget:
-    """A slider for ``state.<name>`` that sets it when a drag is released, not at every step.
-
-    The state follows ``value_throttled`` (one recompute per drag); the slider follows the state
-    (value and bounds), e.g. when the URL or a click on the tradeoff plot sets it.
-    """
-    p = state.param[name]
-    lo, hi = p.bounds
-    slider = widget_type(
-        label=p.label,
-        start=lo,
-        end=hi,
-        value=getattr(state, name),
-        sizing_mode="stretch_width",
-        **kw,
-    )
-
-    def to_state(event) -> None:
-        if event.new is not None and event.new != getattr(state, name):
-            with pn.io.unlocked():  # every change this move causes goes out in one message
-                state.set_controls(**{name: event.new})
-
-    def to_slider(event) -> None:
-        if event.what == "bounds":
-            slider.param.update(start=event.new[0], end=event.new[1])
-        elif slider.value != event.new:
-            slider.value = event.new
-
-    slider.param.watch(to_state, "value_throttled")
-    state.param.watch(to_slider, name, what="value")
-    state.param.watch(to_slider, name, what="bounds")
-    return slider
 
 
 class Controls(pn.viewable.Viewer):
@@ -241,113 +211,132 @@ class Controls(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         p = s.param
-        self.delta_slider = pn.widgets.FloatSlider(
-            label=p.delta.label,
-            start=math.log10(DELTA_RANGE[0]),
-            end=math.log10(DELTA_RANGE[1]),
-            step=0.01,
-            value=math.log10(s.delta),
+        # δ is log-scaled: a slider over every δ of its grid (rules.delta_steps).
+        self.delta_slider = pn.widgets.DiscreteSlider.from_param(
+            p.delta,
+            throttled=True,
+            options=[float(d) for d in rules.delta_steps()],
+            formatter="%.3g",
             css_classes=["att-delta"],
-            format=CustomJSTickFormatter(
-                code="return Number((10 ** tick).toPrecision(2)).toString()"
-            ),
             sizing_mode="stretch_width",
         )
-        self.delta_slider.param.watch(self._slider_to_delta, "value_throttled")
-        s.param.watch(self._delta_to_slider, "delta")
-        self.theta_slider = released_slider(
-            s, "theta", step=0.01, format="0.00", css_classes=["att-theta"]
+        slider = {"throttled": True, "sizing_mode": "stretch_width"}
+        self.theta_slider = pn.widgets.FloatSlider.from_param(
+            p.theta, step=0.01, format="0.00", css_classes=["att-theta"], **slider
+        )
+        self.budget_slider = pn.widgets.FloatSlider.from_param(p.budget, step=0.01, **slider)
+        self.trajectory_slider = pn.widgets.IntSlider.from_param(
+            p.n_trajectories, css_classes=["att-trajectories"], **slider
         )
         self.seed_input = checked_input(s, "seed", css_classes=["att-seed"])
         self.C_input = checked_input(s, "C", css_classes=["att-C"])
         self.gamma_input = checked_input(s, "gamma", css_classes=["att-gamma"])
-        self.budget_slider = released_slider(s, "budget", step=0.01)
-        self.trajectory_slider = released_slider(
-            s, "n_trajectories", pn.widgets.IntSlider, css_classes=["att-trajectories"]
-        )
-        self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
         # δ plays no part in the budgeted rule: its slider gives way to the budget B.
+        is_budget = pn.bind(lambda kind: kind == "budget", p.boundary)
+        self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
+        self.budget_row.visible = is_budget
         self.delta_row = with_tooltip(self.delta_slider, p.delta.doc)
-        self._show_rule_controls(s.boundary)
-        s.param.watch(lambda e: self._show_rule_controls(e.new), "boundary")
+        self.delta_row.visible = pn.bind(lambda kind: kind != "budget", p.boundary)
+        # A file handed to the state is cleared from its input at once: the dataset (or model)
+        # in use is shown by its own control, and a refused file does not stay shown.
         self.data_upload = FileInput(
             accept=".csv,.tsv,.libsvm,.svm,.svmlight,.txt,.t,.dat,.gz,.bz2,.xz",
             css_classes=["att-data-upload"],
             sizing_mode="stretch_width",
-            description="Upload your own LIBSVM or CSV file (label column 'label', 'class', 'target' or 'y').",
         )
-        self.data_upload.param.watch(self._on_data_upload, "value")
+        # An empty file arrives as a file name without a value: both are watched.
+        self.data_upload.param.watch(self._on_data_upload, ["value", "filename"])
         self.model_upload = FileInput(
             accept=".skops",
+            css_classes=["att-model-upload"],
             sizing_mode="stretch_width",
-            description="Upload a fitted binary model saved with skops.io.dump (pickles are refused).",
         )
-        self.model_upload.param.watch(self._on_model_upload, "value")
+        self.model_upload.param.watch(self._on_model_upload, ["value", "filename"])
 
-    def _show_rule_controls(self, boundary: str) -> None:
-        budget = boundary == "budget"
-        self.budget_row.visible = budget
-        self.delta_row.visible = not budget
+    @staticmethod
+    def _taken(widget) -> tuple[bytes, str] | None:
+        """The file a FileInput holds (empty bytes for an empty file), cleared from it."""
+        data, name = widget.value, widget.filename
+        if data is None and name is None:
+            return None  # cleared
+        widget.clear()
+        return data or b"", name or "upload"
 
-    def _slider_to_delta(self, event):
-        if event.new is None:
-            return
-        value = float(10**event.new)
-        lo, hi = DELTA_RANGE
-        with pn.io.unlocked():  # every change this move causes goes out in one message
-            self.state.set_controls(delta=min(hi, max(lo, float(f"{value:.3g}"))))
+    def _on_data_upload(self, *events):
+        taken = self._taken(self.data_upload)
+        if taken is not None:
+            with pn.io.unlocked():  # the new dataset, its numbers and the URL in one message
+                self.state.upload_dataset(*taken)
 
-    def _delta_to_slider(self, event):
-        target = math.log10(event.new)
-        if abs((self.delta_slider.value or 0) - target) > 1e-9:
-            self.delta_slider.value = target
+    def _on_model_upload(self, *events):
+        taken = self._taken(self.model_upload)
+        if taken is not None:
+            self.state.upload_model(*taken)
 
-    def _on_data_upload(self, event):
-        if event.new:
-            self.state.upload_dataset(event.new, self.data_upload.filename or "upload")
-
-    def _on_model_upload(self, event):
-        if event.new:
-            self.state.upload_model(event.new, self.model_upload.filename or "model.skops")
+    def _model_params(self, walks, source) -> str:
+        if walks is None or not walks.problem.model_source.uploaded or source != "upload":
+            return ""
+        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items())  # fmt: skip
+        return f"**Uploaded model**: {walks.problem.description}" + (
+            f"; {params}" if params else ""
+        )
 
     def __panel__(self):
         s = self.state
         p = s.param
 
         def w(widget_type, name, **kw):
-            return widget_type.from_param(p[name], sizing_mode="stretch_width", **kw)
+            widget = widget_type.from_param(p[name], sizing_mode="stretch_width", **kw)
+            return with_tooltip(widget, p[name].doc)
 
         def help_row(widget, name):
             return with_tooltip(widget, p[name].doc)
 
         radio = {"color": "primary", "variant": "outline"}
-
+        training = pn.Column(
+            w(Select, "kernel"),
+            # One help icon for both fields, at the row's end: beside C, its tooltip would
+            # cover the gamma field.
+            pn.Row(
+                self.C_input,
+                self.gamma_input,
+                help_icon(f"C: {p.C.doc} gamma: {p.gamma.doc}"),
+                sizing_mode="stretch_width",
+            ),
+            visible=pn.bind(lambda source: source == "train", p.model_source),
+            sizing_mode="stretch_width",
+        )
+        uploaded = pn.pane.Markdown(
+            pn.bind(self._model_params, p.walks, p.model_source),
+            margin=(0, 10),
+            css_classes=["att-model-params"],
+        )
         return pn.Column(
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
-            help_row(w(Select, "boundary"), "boundary"),
-            help_row(w(RadioButtonGroup, "side", **radio), "side"),
+            w(Select, "boundary"),
+            w(RadioButtonGroup, "side", **radio),
             self.delta_row,
             help_row(self.theta_slider, "theta"),
             self.budget_row,
             pn.pane.Markdown("### Data", margin=(0, 10)),
-            Select.from_param(
-                p.dataset,
-                sizing_mode="stretch_width",
+            w(
+                Select,
+                "dataset",
                 css_classes=["att-dataset"],
                 options={_dataset_label(n): n for n in p.dataset.objects},
             ),
             pn.pane.Markdown("Or upload a LIBSVM / CSV file:", margin=(0, 10)),
-            self.data_upload,
+            with_tooltip(self.data_upload, UPLOAD_HELP),
             w(TextInput, "positive_class"),
             pn.pane.Markdown("### Model", margin=(0, 10)),
-            help_row(w(RadioButtonGroup, "model_source", **radio), "model_source"),
-            w(Select, "kernel"),
-            pn.Row(self.C_input, self.gamma_input),
+            w(RadioButtonGroup, "model_source", **radio),
+            training,
+            uploaded,
             pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
-            self.model_upload,
+            with_tooltip(self.model_upload, MODEL_UPLOAD_HELP),
             pn.pane.Markdown("### Walk", margin=(0, 10)),
             w(Select, "centering"),
-            self.seed_input,
+            help_row(self.seed_input, "seed"),
             help_row(self.trajectory_slider, "n_trajectories"),
             sizing_mode="stretch_width",
         )
@@ -379,28 +368,18 @@ class ExportPanel(pn.viewable.Viewer):
             return io.BytesIO(exports.classifier_bytes(s))
 
         kw = {"sizing_mode": "stretch_width", "color": "primary"}
+        downloads = (
+            (json_file, "operating_point.json", "Operating point (JSON)", "Dataset, its positive class, model fingerprint, rule, δ, z, θ, τ, the metrics and the measured times."),
+            (skops_file, "attentive_classifier.skops", "AttentiveClassifier (skops)", "A fitted AttentiveClassifier at this operating point, ready to load with skops (or to upload here again)."),
+            (lambda: exports.operating_points_csv(s), "operating_points.csv", "Operating points (CSV)", "Every family at every scale: z, δ', side, θ, fraction of terms, stop-error, disagreement, accuracy, precision, recall, µs per example."),
+        )  # fmt: skip
         return pn.Column(
             pn.pane.Markdown("### Export the operating point", margin=(0, 10)),
-            FileDownload(
-                callback=self._guarded(json_file),
-                filename="operating_point.json",
-                label="Operating point (JSON)",
-                description="Dataset, model fingerprint, boundary, δ, θ, τ and the metrics.",
-                **kw,
-            ),
-            FileDownload(
-                callback=self._guarded(skops_file),
-                filename="attentive_classifier.skops",
-                label="AttentiveClassifier (skops)",
-                description="A fitted AttentiveClassifier at this operating point, ready to load with skops.",
-                **kw,
-            ),
-            FileDownload(
-                callback=self._guarded(lambda: exports.operating_points_csv(s)),
-                filename="operating_points.csv",
-                label="Operating points (CSV)",
-                description="Every family at every scale: z, δ', side, θ, fraction of terms, stop-error, disagreement, accuracy, precision, recall.",
-                **kw,
+            *(
+                with_tooltip(
+                    FileDownload(callback=self._guarded(fn), filename=name, label=label, **kw), doc
+                )
+                for fn, name, label, doc in downloads
             ),
             sizing_mode="stretch_width",
         )

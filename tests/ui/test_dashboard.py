@@ -112,7 +112,7 @@ def expected_numbers(controls: dict) -> dict[str, str]:
 
     state = DashboardState(**controls)
     assert state.n_errors == 0, state.last_error
-    values = HeadlineNumbers(state=state)._values(state.figures)
+    values = HeadlineNumbers.values(state.numbers())
     return {k: values[k] for k in ("evaluated", "disagreement", "stopped")}
 
 
@@ -208,10 +208,10 @@ def test_default_is_mnist_calibrated_and_matches_the_exported_classifier(page, s
     mean, n_terms = evaluated_terms(number(page, "evaluated"))
     assert n_terms >= 300  # an SVM with hundreds of support vectors, not a toy
     assert page.get_by_label("Rule", exact=True).input_value() == "calibrated"
-    guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥ 1 − α")
+    guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥")
     guarantee.first.wait_for()
     # How the scale was chosen folds away under the guarantee; its card opens on a click.
-    details = page.get_by_text("Calibration table: how the scale was chosen").first
+    details = page.get_by_text("How the scale was chosen").first
     assert details.is_visible()
     assert not page.locator(".att-table").first.is_visible()
     details.click()
@@ -247,7 +247,7 @@ def test_controls_move_numbers_and_the_url_holds_them(page, server_url):
     # themselves are checked against Python below.
     press(page, "delta", "PageUp", 3)
     after_delta = wait_for_change(page, "evaluated", after_seed)
-    page.wait_for_function("() => !location.search.includes('delta=0.01&')")
+    page.wait_for_function("() => new URLSearchParams(location.search).has('delta')")
     assert float(query(page)["delta"]) > 0.01
     # θ moves the decision threshold, so which walks are protected and where they stop.
     press(page, "theta", "PageUp", 3)
@@ -308,7 +308,7 @@ def test_target_disagreement_moves_the_point_and_the_snippet_reproduces_it(page,
     disagreement = percent(number(page, "disagreement"))
     assert disagreement <= 0.02
     mean, n_terms = evaluated_terms(number(page, "evaluated"))
-    page.wait_for_function(f"() => ({SNIPPET})()?.includes('with_rule(\"{rule}\"')")
+    page.wait_for_function(f"() => ({SNIPPET})()?.includes('\"{rule}\", side=')")
     code = page.evaluate(SNIPPET)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
@@ -323,7 +323,7 @@ def test_target_disagreement_moves_the_point_and_the_snippet_reproduces_it(page,
 
 def test_guarantee_shows_only_for_the_calibrated_rule(page, server_url):
     load(page, server_url)
-    guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥ 1 − α").first
+    guarantee = page.locator(".att-guarantee").get_by_text("with probability ≥").first
     guarantee.wait_for()
     before = number(page, "evaluated")
     page.get_by_label("Rule", exact=True).select_option("constant")
@@ -545,47 +545,5 @@ def test_layout_and_screenshots(browser, server_url, width, height):
         page.wait_for_timeout(300)  # the scroll, for the screenshot
         page.screenshot(path=str(SHOTS / f"dashboard-{width}x{height}-plots-2.png"))
         assert page.evaluate(OVERFLOW) <= 0
-    finally:
-        context.close()
-
-
-TOOLTIP_BOX = """() => {
-    const boxes = [];
-    const walk = (root) => {
-        for (const el of root.querySelectorAll('.bk-tooltip-content')) {
-            const r = el.getBoundingClientRect();
-            if (r.width > 0 && r.height > 0) boxes.push([r.top, r.bottom, r.left, r.right]);
-        }
-        for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
-    };
-    walk(document);
-    return boxes;
-}"""
-
-
-def test_a_tooltip_at_the_bottom_of_a_phone_screen_opens_above(browser, server_url):
-    """At 390×844 the open sidebar's lowest help icon sits near the bottom edge: its tooltip
-    opens above it, inside the window (below, it ran off the screen)."""
-    width, height = 390, 844
-    context = browser.new_context(viewport={"width": width, "height": height})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(120_000)
-        load(page, server_url)
-        page.locator("#sidebar-button").click()
-        page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
-        page.wait_for_timeout(400)
-        icons = page.locator("#sidebar .bk-description, #sidebar .bk-TooltipIcon")
-        boxes = [icons.nth(i).bounding_box() for i in range(icons.count())]
-        visible = [(i, b) for i, b in enumerate(boxes) if b and b["y"] + b["height"] <= height]
-        i, low = max(visible, key=lambda ib: ib[1]["y"])
-        assert low["y"] > height - 120, low  # a control at the very bottom of the screen
-        icons.nth(i).hover()
-        page.wait_for_function(f"() => ({TOOLTIP_BOX})().length > 0")
-        (top, bottom, left, right), *_ = page.evaluate(TOOLTIP_BOX)
-        page.screenshot(path=str(SHOTS / "tooltip-390x844-bottom.png"))
-        assert 0 <= top and bottom <= height, (top, bottom, low)
-        assert bottom <= low["y"] + 1  # above the icon, not over it
-        assert 0 <= left and right <= width
     finally:
         context.close()

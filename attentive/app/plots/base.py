@@ -1,10 +1,12 @@
 """The plots' common base: one Bokeh figure per view, updated in place from the state.
 
 Each plot is a Bokeh figure built once per session with one ``ColumnDataSource`` per drawn thing.
-When :attr:`DashboardState.figures` changes, a view computes the columns it draws and assigns a
-source only if its columns differ from what the browser has, so a slider move sends only what
-changed, the figure is never rebuilt and the zoom stays (see docs/app.md, *How the plots
-update*, for why these plots are raw Bokeh rather than HoloViews streams).
+A view follows one output of the state (:attr:`PlotView.output`, a ``@param.depends`` method such
+as :meth:`DashboardState.walk_figure`) through ``pn.bind`` on that output's own inputs: when one
+of them changes, the view computes the columns it draws and assigns a source only if its columns
+differ from what the browser has, so a slider move sends only what changed, the figure is never
+rebuilt and the zoom stays (see docs/app.md, *How the plots update*, for why these plots are raw
+Bokeh rather than HoloViews streams).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
 from bokeh.plotting import figure
 
+from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
 __all__ = ["COLORS", "PlotView", "col", "extent", "hv_plots", "thin"]
@@ -114,10 +117,12 @@ def extent(arrays, pad: float = 0.05, log: bool = False) -> tuple[float, float]:
 
 
 class PlotView(pn.viewable.Viewer):
-    """Base of the plots: one Bokeh figure whose sources follow the state's figure data."""
+    """Base of the plots: one Bokeh figure whose sources follow one output of the state."""
 
     state = param.ClassSelector(class_=DashboardState)
 
+    output = ""  # the state's ``@param.depends`` method this plot draws
+    extra: tuple[str, ...] = ()  # other state parameters the plot reads
     title = ""
     xlabel = ""
     ylabel = ""
@@ -261,30 +266,34 @@ class PlotView(pn.viewable.Viewer):
                     rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
             self._fitted = (*ranges[0], *ranges[1])
 
-    def _on_figures(self, event) -> None:
+    def _value(self):
+        """What the plot draws: the state's :attr:`output`."""
+        return getattr(self.state, self.output)()
+
+    def _on_change(self, *values) -> None:
         doc = self._fig.document
         if doc is None or doc.session_context is None:
-            self._refresh(event.new)
+            self._refresh(self._value())
             if doc is not None:
                 pn.io.push_notebook(self._pane)  # a notebook: send the in-place changes
         elif pn.state.curdoc is doc:
             # In this session's context, perhaps without its lock (a background result applied
             # on the loop): Panel's unlocked() sends the changes straight to the browser.
             with pn.io.unlocked():
-                self._refresh(event.new)
+                self._refresh(self._value())
         else:
-            doc.add_next_tick_callback(lambda: self._refresh(self.state.figures))
+            doc.add_next_tick_callback(lambda: self._refresh(self._value()))
 
     def __panel__(self):
         if self._pane is None:
             self._fig = self._figure()
             self._build(self._fig)
-            self._refresh(self.state.figures)
-            self.state.param.watch(self._on_figures, "figures")
+            self._refresh(self._value())
+            bind(self._on_change, self.state, self.output, *self.extra, watch=True)
             self._pane = pn.pane.Bokeh(self._fig, sizing_mode="stretch_both", min_height=300)
         return self._pane
 
 
 def class_label(state: DashboardState, positive: bool) -> str:
-    names = state.class_names
+    names = state.walks.class_names if state.walks else ("negative", "positive")
     return f"full evaluation: {names[1] if positive else names[0]}"

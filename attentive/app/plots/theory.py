@@ -6,7 +6,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource
 
 from attentive.app.plots.base import COLORS, PlotView, col, extent
-from attentive.app.rules import DELTA_RANGE
+from attentive.app.rules import DELTA_RANGE, family_names, nominal_delta
 
 __all__ = ["TheoryView"]
 
@@ -15,6 +15,8 @@ class TheoryView(PlotView):
     """Required δ against the actual stop-error of the current family on this dataset (the
     Brownian-bridge simulation has its own tab)."""
 
+    output = "theory"
+    extra = ("rule",)
     title = "Theory check: actual against required δ"
     xlabel = "required δ (log scale)"
     ylabel = "actual stop-error"
@@ -47,35 +49,38 @@ class TheoryView(PlotView):
         ]
         self._legend(fig, items)
 
-    def _split(self, f) -> dict[str, tuple[str, np.ndarray]]:
+    def _split(self, th) -> dict[str, tuple[str, np.ndarray]]:
         """Source key → (its name in the data, rows) in the order the data lists them."""
-        source = f.theory["source"].to_numpy()
+        source = th["source"].to_numpy()
         names = list(dict.fromkeys(source))
         return {key: (name, source == name) for key, name in zip(self.SOURCES, names, strict=True)}
 
-    def _data(self, f):
-        th = f.theory
+    def _current_delta(self) -> float:
+        """The current rule's required δ: Φ(−z) of a family, δ otherwise."""
+        s = self.state
+        return nominal_delta(s.z) if s.boundary in family_names() else s.delta
+
+    def _data(self, th):
         required, actual = th["required"].to_numpy(), th["actual"].to_numpy()
         out = {
             key: {"required": col(required, rows), "actual": col(actual, rows)}
-            for key, (_, rows) in self._split(f).items()
+            for key, (_, rows) in self._split(th).items()
         }
-        out["delta"] = {"x": col([self.state.delta])}
+        out["delta"] = {"x": col([self._current_delta()])}
         return out
 
-    def _labels(self, f):
-        return {key: str(name) for key, (name, _) in self._split(f).items()}
+    def _labels(self, th):
+        return {key: str(name) for key, (name, _) in self._split(th).items()}
 
-    def _ranges(self, f):
-        th = f.theory
+    def _ranges(self, th):
         # Up to the largest measured error (or the current δ), not to the grid's δ = 0.5, which
         # would flatten the dataset's curve onto the axis.
-        top = max(float(np.nanmax(th.actual.to_numpy(), initial=0.0)), self.state.delta, 0.01)
+        top = max(float(np.nanmax(th.actual.to_numpy(), initial=0.0)), self._current_delta(), 0.01)
         return (
             extent([th.required.to_numpy(), DELTA_RANGE], log=True),
             extent([th.actual.to_numpy(), [0.0, 1.2 * top]]),
         )
 
-    def _hidden(self, f):
+    def _hidden(self, th):
         # The budget rule has no δ: no current δ to mark.
-        return {"current δ"} if f.budget is not None else set()
+        return {"current δ"} if self.state.boundary == "budget" else set()

@@ -5,6 +5,8 @@ current family (or B for the budget rule)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from bokeh.events import Tap
 from bokeh.models import HoverTool, Span
@@ -25,6 +27,8 @@ def family_color(name: str) -> str:
 class TradeoffView(PlotView):
     """Disagreement against mean fraction evaluated for every rule; click to choose a point."""
 
+    output = "numbers"  # the current rule's point (the star)
+    extra = ("tradeoff",)  # every rule's curves
     title = "Tradeoff of every rule"  # short: the axes say what is plotted
     xlabel = "mean fraction of terms evaluated"
     ylabel = "disagreement with the full model"
@@ -84,6 +88,13 @@ class TradeoffView(PlotView):
         )
         self._legend(fig, items)
         fig.on_event(Tap, self._on_tap)
+
+    def _value(self):
+        m = self.state.numbers()
+        if m is None:
+            return None
+        point = {k: m[k] for k in ("mean_evaluated_fraction", "disagreement")}
+        return SimpleNamespace(tradeoff=self.state.tradeoff, operating_point=point)
 
     def _data(self, f):
         out = {}

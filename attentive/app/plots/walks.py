@@ -3,7 +3,7 @@ rule's boundary, θ_S, the budget B and the Brownian bridge the constant boundar
 A click on a stop shows that example (:mod:`attentive.app.focus`).
 
 A mass-regression rule's boundary applies to ``V_t = S_t + κ_t·A_t``, not to ``S_t``: for it the
-walks drawn are those of ``V_t`` (:attr:`Figures.uses_mass`; computed in
+walks drawn are those of ``V_t`` (:attr:`WalkFigure.uses_mass`; computed in
 :mod:`attentive.app.figures`), labelled so, and the bridge band (in S space) is hidden."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class TrajectoryView(PlotView):
     """Partial scores ``S_t`` (a mass rule: its statistic ``V_t``) against t, stopped walks ending
     at their stop, with τ and θ_S."""
 
+    output = "walk_figure"
     title = "Walks of the partial score S_t"
     xlabel = "t — terms evaluated"
     ylabel = "partial score S_t"

@@ -37,7 +37,7 @@ def is_sketched(walk) -> bool:
 
 @dataclass(frozen=True)
 class SketchArrays:
-    """A sketched walk's arrays in walk order: ``w_{π(k)} b_{π(k)}`` (n, m), ``β`` and ``ā · β``,
+    """A sketched walk's arrays in walk order: ``|w_{π(k)}| b_{π(k)}`` (n, m), ``β`` and ``ā · β``,
     and per position the size of what a block's sketched terms add up to, for the rounding
     allowance: ``Σ_{k≤t} |w_{π(k)}| ‖b_{π(k)}‖₁``."""
 
@@ -49,7 +49,8 @@ class SketchArrays:
 
 def sketch_arrays(walk, plan) -> SketchArrays:
     def build():
-        factors = np.ascontiguousarray(walk.ordered_factors * walk.ordered_weights[:, None])
+        factors = np.abs(walk.ordered_weights)[:, None] * walk.ordered_factors
+        factors = np.ascontiguousarray(factors)
         return SketchArrays(
             factors=factors,
             beta=np.asarray(walk.beta, dtype=np.float64),
@@ -109,7 +110,7 @@ class SketchedSource(TermSource):
     the source the plain walk's rows are routed to."""
 
     kind = "sketched"
-    magnitudes = False
+    magnitudes = True  # |w| (h − h̃), the weights' signs applied in summing
 
     @classmethod
     def usable(cls, walk, plan, X, precision):
@@ -122,7 +123,7 @@ class SketchedSource(TermSource):
         self.features = sketch_features(walk, np.asarray(X))
         self.start_values = self.features @ self.arrays_.beta - self.arrays_.mean_start
         self.certified = inner.certified
-        self._magnitudes = None
+        self._sketched = None
         term_ns = getattr(inner, "term_ns", 2.0)
         self.term_cost = inner.term_cost + _walked_ns(walk.sketch) / term_ns
         self.mass_cost = inner.mass_cost
@@ -143,21 +144,20 @@ class SketchedSource(TermSource):
         self.start_values = self.start_values[idx]
 
     def block(self, start, stop, out):
+        """``|w| (h − h̃)``: the exact magnitudes less ``a(x) · (|w| b)``, the signs applied in
+        summing (so ``w (h − h̃)``)."""
         self.inner.block(start, stop, out)
-        size, rows = out.shape
-        mags = self.inner.masses(start, stop, out, out=scratch().get("sketch-mass", out.shape))
-        self._magnitudes = mags
-        if self.inner.magnitudes:
+        if not self.inner.magnitudes:  # |w| h from w h
             out *= self.plan.weight_signs[start:stop, None]
+        size, rows = out.shape
         sketched = scratch().get("sketched", (rows, size))
         np.matmul(self.features, self.arrays_.factors[start:stop].T, out=sketched)
+        self._sketched = sketched
         out -= sketched.T
 
     def masses(self, start, stop, H, out=None):
-        if out is None:
-            return self._magnitudes
-        np.copyto(out, self._magnitudes)
-        return out
+        """``|w| h``: the block plus its sketched part back (a pass only when asked for)."""
+        return np.add(H, self._sketched.T, out=out)
 
     def relative_error(self):
         return self.inner.relative_error()

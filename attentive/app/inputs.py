@@ -1,0 +1,112 @@
+"""What a user types or a URL says, turned into a control's value, and errors in the dashboard's
+words.
+
+A text field or a URL gives text (``"0.05"``, ``"7"``); :func:`typed` turns it into the type the
+control's parameter holds and leaves range and choices to param's own validation, whose message
+:func:`plain` rewords (``Number parameter 'DashboardState.C' must be at least 0`` becomes
+``C: must be at least 0``). :func:`user_message` rewords the library's errors where the dashboard
+names things otherwise. No Panel here.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+
+import param
+
+from attentive.data.reader import CHOOSE_BASE
+from attentive.errors import DataError, DownloadError, InvalidParameterError, UntrustedModelError
+
+__all__ = ["parse_gamma", "plain", "typed", "user_message"]
+
+POSITIVE_CLASS_LABEL = "Positive class (uploads)"
+
+
+def parse_gamma(gamma: str) -> str | float:
+    """``gamma`` as the model takes it: ``"scale"``, ``"auto"`` or a positive number."""
+    text = str(gamma).strip()
+    if text in ("scale", "auto"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidParameterError(
+            f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}."
+        ) from None
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidParameterError(f"gamma must be a positive number, got {gamma!r}.")
+    return value
+
+
+def typed(p: param.Parameter, value):
+    """``value`` (text from a field or a URL, or already typed) as ``p`` holds it; a word where a
+    number belongs raises ValueError. Bounds and choices are param's to check."""
+    if isinstance(value, str) and value.strip() in ("", "None") and p.allow_None:
+        return None
+    if isinstance(p, param.Integer):
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected a whole number, got {value!r}") from None
+        if not math.isfinite(f) or f != int(f):
+            raise ValueError(f"expected a whole number, got {value!r}")
+        return int(f)
+    if isinstance(p, param.Number):
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected a number, got {value!r}") from None
+        if not math.isfinite(f):
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return f
+    if isinstance(p, param.String) and isinstance(value, numbers.Real):
+        return f"{value:.12g}"  # a URL's gamma=0.1 arrives as a number
+    if isinstance(p, param.Selector) and isinstance(value, numbers.Real):
+        text = f"{value:.12g}"
+        return text if text in p.objects else value
+    return value
+
+
+def plain(exc: BaseException) -> str:
+    """A control's error without param's own wording (``Number parameter 'X.y' must ...``)."""
+    return re.sub(r"^\w+ parameter '[^']*' ", "", str(exc))
+
+
+# What to do with an uploaded LIBSVM file whose index base the shared reader cannot tell.
+UPLOAD_BASE_HINT = (
+    "The dashboard cannot be told which: upload the rows as CSV with a header instead, or score "
+    "the file with python -m attentive score --zero-based or --one-based."
+)
+
+
+def user_message(exc: BaseException) -> str:
+    """The library's message, worded for the dashboard where the dashboard names things otherwise.
+
+    The library's own message stays as it is (it speaks of ``positive_class=...`` and lists every
+    trusted type, which suits a script); the dashboard names its field instead, and shows only the
+    refused types so that the notification stays short.
+    """
+    msg = str(exc)
+    if isinstance(exc, DataError):
+        msg = msg.replace("(positive_class=...)", f"in the '{POSITIVE_CLASS_LABEL}' field")
+        # The shared reader names the command line's options; the dashboard has none.
+        msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
+    if isinstance(exc, DownloadError):
+        # The library lists every address it tried with its network error; a notification keeps
+        # what the user can act on: what failed and how to install the file by hand.
+        lines = [line for line in msg.splitlines() if line.strip()]
+        if len(lines) > 2:
+            head = lines[0].rstrip(":").removesuffix("; tried").rstrip(";")
+            tried = " ".join(lines[1:-1]).lower()
+            corrupt = "md5" in tried or "checksum" in tried or "corrupt" in tried
+            why = "a mirror sent a damaged file" if corrupt else "this dataset needs internet"
+            msg = f"{head} ({why}). {lines[-1]}"
+    if isinstance(exc, UntrustedModelError):
+        head, sep, _ = msg.partition(". Trusted beyond")
+        if sep:
+            msg = f"{head}. See docs/robustness.md for the types attentive trusts."
+    return msg

@@ -1,0 +1,169 @@
+"""A lesson a lecturer can click through: the paper's view of the method in one click, and a guided
+tour whose steps each set the controls, open a tab and say what to look at.
+
+The steps are data (:data:`STEPS`); the view only shows the current one and applies its controls
+through :meth:`DashboardState.set_controls`. A new step — the sketched walk, once it exists — is
+one more :class:`Step` in :data:`STEPS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import panel as pn
+import param
+
+from attentive.app.state import DashboardState
+
+__all__ = ["PAPER_VIEW", "STEPS", "TABS", "Step", "Tour"]
+
+# The paper's setting: its rule (Constant-STST), one side, the walks of S_t with the Brownian
+# bridge the rule assumes, on a dataset where δ visibly trades error for terms (synthetic:
+# δ = 5 % evaluates 97 % of the terms at 0.7 % stop-error, δ = 50 % 71 % at 30 %).
+PAPER_VIEW = {
+    "dataset": "synthetic",
+    "boundary": "constant",
+    "side": "lower",
+    "centering": "positive",
+    "theta": 0.0,
+    "delta": 0.2,
+}
+# Tabs of the main area, by position, and their titles.
+WALKS_TAB, PICK_TAB, BRIDGE_TAB = 0, 1, 2
+TABS = ("Walks and rules", "Pick a threshold", "Brownian bridge")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the tour: what to read, the controls it sets and the tab it opens."""
+
+    title: str
+    text: str
+    controls: dict = field(default_factory=dict)
+    tab: int = WALKS_TAB
+
+
+STEPS = (
+    Step(
+        "The walk",
+        "A linear predictor's score f(x) = c + S_n(x) is a sum of n terms. Attentive prediction "
+        "adds them in a random order: each line on the **walks plot** is one test example's "
+        "partial score S_t after t terms, blue where the full evaluation says negative, "
+        "vermillion where it says positive. Most walks head for their side early.",
+        PAPER_VIEW,
+    ),
+    Step(
+        "The boundary",
+        "The dashed pink line is the paper's Constant-STST boundary τ (Theorem 1). A walk that "
+        "falls below it stops (×) and is called negative: the remaining terms are never "
+        "evaluated. The grey band is the Brownian bridge the boundary assumes for a walk that "
+        "ends at the decision threshold. Click a stop (×) to see that example below the plots.",
+        PAPER_VIEW,
+    ),
+    Step(
+        "δ against error",
+        "δ is the stop-error the boundary is built for. Here δ = 50 %: the boundary moves up, "
+        "more walks stop, fewer terms are evaluated — and more of the stopped ones would have "
+        "been positive. Move the δ slider in the sidebar and watch the **mean terms** and the "
+        "**stop-error** cards trade against each other; the star on the tradeoff plot moves "
+        "along the constant family's curve.",
+        {**PAPER_VIEW, "delta": 0.5},
+    ),
+    Step(
+        "The bridge theory",
+        "Simulated walks with a drift, stopping at τ(δ): the required δ against the actual "
+        "error, and the mean stopping time growing like √n (Theorem 2) — the paper's Figure 3. "
+        "Move the drift, n and δ sliders of this tab.",
+        tab=BRIDGE_TAB,
+    ),
+    Step(
+        "Beyond the paper: the calibrated rule",
+        "On real data (MNIST 2 vs 5) the calibrated rule picks the cheapest boundary family and "
+        "its scale on examples held out from training, so that the disagreement with the full "
+        "model is at most δ with probability at least 1 − α: the green box states the "
+        "guarantee. A mass-regression rule stops on S_t + κ_t·A_t, and the walks plot then "
+        "draws that statistic.",
+        {"dataset": "mnist-t10k-2v5", "boundary": "calibrated", "side": "both", "delta": 0.01},
+    ),
+    Step(
+        "Pick a threshold",
+        "The engineer's view: every family at every scale on the test set, with its time per "
+        "example. Type a target disagreement (or a time budget in µs per example) and press "
+        "Enter, or click a row; the highlighted row is the rule in use, and the snippet "
+        "reproduces it in Python.",
+        {"dataset": "mnist-t10k-2v5"},
+        tab=PICK_TAB,
+    ),
+    # The sketched walk, once it exists, is one more Step here.
+)
+
+
+class Tour(pn.viewable.Viewer):
+    """The tour's card: the current step's title and text, Back / Next / Close. Opening a step
+    sets its controls and shows its tab (``tabs``, the main area's :class:`pn.Tabs`)."""
+
+    state = param.ClassSelector(class_=DashboardState)
+    tabs = param.ClassSelector(class_=pn.Tabs)
+    step = param.Integer(default=-1, bounds=(-1, len(STEPS) - 1), doc="-1: the tour is closed.")
+
+    def start(self, event=None) -> None:
+        self.step = 0
+        self._show()  # again if already at the first step
+
+    def paper_view(self, event=None) -> None:
+        self.state.set_controls(**PAPER_VIEW)
+        if self.tabs is not None:
+            self.tabs.active = WALKS_TAB
+
+    @param.depends("step", watch=True)
+    def _show(self) -> None:
+        if self.step < 0:
+            return
+        step = STEPS[self.step]
+        if step.controls:
+            self.state.set_controls(**step.controls)
+        if self.tabs is not None:
+            self.tabs.active = step.tab
+
+    @param.depends("step")
+    def _card(self):
+        if self.step < 0:
+            return pn.Spacer(height=0)
+        step = STEPS[self.step]
+        back = pn.widgets.Button(name="◀ Back", disabled=self.step == 0, width=90)
+        last = self.step == len(STEPS) - 1
+        forward = pn.widgets.Button(
+            name="Done" if last else "Next ▶", button_type="primary", width=90
+        )
+        close = pn.widgets.Button(name="Close the tour", button_type="light", width=120)
+        back.on_click(lambda e: setattr(self, "step", self.step - 1))
+        forward.on_click(lambda e: setattr(self, "step", -1 if last else self.step + 1))
+        close.on_click(lambda e: setattr(self, "step", -1))
+        return pn.Column(
+            pn.pane.Markdown(
+                f"**Guided tour, step {self.step + 1} of {len(STEPS)}: {step.title}**\n\n"
+                f"{step.text}",
+                margin=(0, 10),
+                css_classes=["att-tour-text"],
+            ),
+            pn.Row(back, forward, close),
+            css_classes=["att-tour"],
+            styles={"border": "2px solid #CC79A7", "border-radius": "6px", "padding": "4px"},
+            sizing_mode="stretch_width",
+        )
+
+    def buttons(self) -> pn.Row:
+        """The two ways in: the paper's view in one click, and the tour."""
+        tour = pn.widgets.Button(
+            name="Guided tour", button_type="primary", css_classes=["att-tour-start"], width=130
+        )
+        paper = pn.widgets.Button(
+            name="Paper view", button_type="primary", button_style="outline",
+            css_classes=["att-paper-view"], width=130,
+        )  # fmt: skip
+        tour.on_click(self.start)
+        paper.on_click(self.paper_view)
+        return pn.Row(tour, paper, margin=(0, 0), sizing_mode="fixed", width=290, height=44)
+
+    def __panel__(self):
+        return pn.panel(self._card, sizing_mode="stretch_width")

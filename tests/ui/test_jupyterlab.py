@@ -1,0 +1,146 @@
+"""The dashboard in a real JupyterLab without the internet: the test starts JupyterLab on the
+project, opens ``notebooks/dashboard.ipynb`` in headless Chromium, runs every cell (Run ▸ Run All
+Cells), and the dashboard's output must render and answer a slider move — with every request to
+a host other than this machine refused, as on a laptop offline. Before, the output stayed blank:
+Bokeh's and Panel's scripts were asked of a CDN.
+
+The notebook writes nothing beside itself (its caches go to the project's ``data/`` folder).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from attentive.serve import free_port
+from tests.ui.conftest import REPO, _require_browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+NOTEBOOK = "notebooks/dashboard.ipynb"
+SHOTS = Path(os.environ.get("ATTENTIVE_UI_SHOTS", "/tmp/attentive-ui-shots"))
+LOCAL = {"127.0.0.1", "localhost", "[::1]"}
+# What the notebook could leave beside itself.
+BESIDE = ("data", "results")
+# Every code cell has run: its prompt shows an execution count, none is still running ([*]).
+ALL_RAN = """() => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+        .map((p) => p.textContent.trim());
+    return prompts.length > 0 && prompts.every((t) => /^\\[\\d+\\]:$/.test(t));
+}"""
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """JupyterLab on the project, on a free loopback port, with no token (stopped afterwards)."""
+    _require_browser()
+    pytest.importorskip("jupyterlab")
+    home = tmp_path_factory.mktemp("jupyter")
+    port = free_port()
+    env = {
+        **os.environ,
+        "ATTENTIVE_MIRROR": "http://127.0.0.1:9/",
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    env.pop("ATTENTIVE_DATA", None)  # the notebook's own default: the project's data/
+    cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={REPO}",
+        "--IdentityProvider.token=", "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=", "--allow-root",
+        "--LabApp.extension_manager=readonly",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    log = open(home / "jupyterlab.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab exited: {(home / 'jupyterlab.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not answer within 120 s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        # Stop the kernels, then the server.
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
+    beside = [REPO / "notebooks" / name for name in BESIDE]
+    existed = {p: p.exists() for p in beside}
+    refused: list[str] = []
+
+    def offline(route) -> None:
+        host = urlparse(route.request.url).hostname or ""
+        if host in LOCAL or route.request.url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.route("**/*", offline)
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    page.goto(f"{jupyterlab}/lab/tree/{NOTEBOOK}")
+    page.locator(".jp-NotebookPanel").first.wait_for()
+    accept = page.locator(".jp-Dialog .jp-mod-accept")  # JupyterLab may ask for the kernel
+    page.wait_for_timeout(3000)
+    if accept.count():
+        accept.first.click()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_function(ALL_RAN, timeout=600_000)
+    # Every cell ran without an error.
+    assert page.locator(".jp-OutputArea-output .jp-RenderedText", has_text="Traceback").count() == 0
+    # The dashboard's output: its numbers and a drawn Bokeh plot, with no CDN to load from.
+    page.locator(".jp-Cell").first.scroll_into_view_if_needed()
+    evaluated = page.locator(".att-value[data-key='evaluated']").first
+    evaluated.wait_for()
+    page.locator(".jp-OutputArea-output canvas").first.wait_for()
+    before = evaluated.inner_text()
+    assert " of " in before
+    handle = page.locator(".att-delta .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    for _ in range(3):
+        handle.press("PageUp")
+    deadline = time.monotonic() + 60
+    while evaluated.inner_text() == before and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    after = evaluated.inner_text()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    evaluated.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "jupyterlab.png"))
+    context.close()
+    assert after != before, f"the slider did not move the numbers ({before})"
+    cdn = [u for u in refused if any(k in u for k in ("bokeh", "panel", "holoviz", "cdn"))]
+    assert not cdn, f"the page asked the internet for scripts: {cdn[:5]}"
+    for path in beside:
+        assert path.exists() == existed[path], f"the notebook wrote {path}"

@@ -1,0 +1,132 @@
+"""A layout for phones and projectors (issue 32, "What must exist" 3): an emulated phone gets the
+phone layout (a viewport meta, a collapsed sidebar, full-width plots), 1024×768 shows a plot on
+its first screen, and no help tooltip covers a control. Screenshots are saved for a person."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.test_dashboard import OVERFLOW, SHOTS, SIDEBAR_WIDTH, STAR, load, wait_for_plots
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 3,
+    "is_mobile": True,
+    "has_touch": True,
+}
+WALKS_BOX = """() => {
+    for (const root of Bokeh.index.roots ?? Object.values(Bokeh.index)) {
+        const find = (v) => {
+            if (v.model && v.model.name === 'TrajectoryView') return v;
+            for (const c of (v.child_views ?? [])) { const r = find(c); if (r) return r; }
+            return null;
+        };
+        const v = find(root);
+        if (v) { const b = v.el.getBoundingClientRect(); return [b.left, b.top, b.width, b.height]; }
+    }
+    return null;
+}"""
+TOOLTIP_BOXES = """() => {
+    const boxes = [];
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('.bk-tooltip-content')) {
+            const r = el.getBoundingClientRect();
+            if (r.width > 0 && r.height > 0) boxes.push([r.left, r.top, r.right, r.bottom]);
+        }
+        for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+    };
+    walk(document);
+    return boxes;
+}"""
+CONTROL_BOXES = """() => {
+    const boxes = [];
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('input, select, button, .noUi-target')) {
+            const r = el.getBoundingClientRect();
+            if (r.width > 0 && r.height > 0) boxes.push([r.left, r.top, r.right, r.bottom]);
+        }
+        for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+    };
+    walk(document.getElementById('sidebar'));
+    return boxes;
+}"""
+
+
+def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
+    """A phone (device pixel ratio 3, touch, a 390 px screen) lays the page out at its own width:
+    the sidebar starts closed and the plots take the screen's width (before, without a viewport
+    meta, it got the 980 px desktop page shrunk to 40 %)."""
+    context = browser.new_context(**PHONE)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        load(page, server_url)
+        meta = page.locator("meta[name='viewport']")
+        assert "width=device-width" in meta.get_attribute("content")
+        assert page.evaluate("() => document.documentElement.clientWidth") == 390
+        assert page.evaluate(SIDEBAR_WIDTH) < 5
+        wait_for_plots(page)
+        page.wait_for_function(f"() => ({STAR})() !== null")
+        left, _, width, _ = page.evaluate(WALKS_BOX)
+        assert width >= 340 and left >= 0
+        assert page.evaluate(OVERFLOW) <= 0
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "phone.png"))
+        page.locator("#sidebar-button").click()
+        page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
+        page.wait_for_timeout(400)
+        page.screenshot(path=str(SHOTS / "phone-sidebar.png"))
+    finally:
+        context.close()
+
+
+def test_the_first_screen_at_1024x768_shows_a_plot(browser, server_url):
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        load(page, server_url)
+        wait_for_plots(page)
+        _, top, _, height = page.evaluate(WALKS_BOX)
+        visible = min(768, top + height) - top
+        assert visible >= 200, (top, height)  # at least 200 px of the walks plot, unscrolled
+        page.screenshot(path=str(SHOTS / "first-screen-1024x768.png"))
+    finally:
+        context.close()
+
+
+def overlap(a, b) -> bool:
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+@pytest.mark.parametrize("width,height", [(1440, 900), (1024, 768)])
+def test_no_help_tooltip_covers_a_control(browser, server_url, width, height):
+    """Every help icon of the sidebar, hovered: its tooltip opens beside the sidebar and covers
+    no input, slider, select or button (the side buttons' help used to cover the δ slider)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        load(page, server_url)
+        icons = page.locator("#sidebar .bk-description, #sidebar .bk-TooltipIcon")
+        assert icons.count() >= 8
+        checked = 0
+        for i in range(icons.count()):
+            icon = icons.nth(i)
+            if not icon.is_visible():
+                continue
+            icon.scroll_into_view_if_needed()
+            icon.hover()
+            page.wait_for_function(f"() => ({TOOLTIP_BOXES})().length > 0")
+            tip = page.evaluate(TOOLTIP_BOXES)[0]
+            covered = [c for c in page.evaluate(CONTROL_BOXES) if overlap(tip, c)]
+            assert not covered, (i, tip, covered)
+            assert 0 <= tip[0] and tip[2] <= width and 0 <= tip[1] and tip[3] <= height
+            checked += 1
+            page.mouse.move(width - 5, height - 5)
+            page.wait_for_function(f"() => ({TOOLTIP_BOXES})().length === 0")
+        assert checked >= 8
+    finally:
+        context.close()
