@@ -275,6 +275,50 @@ def test_no_sketched_rule_without_a_sketch_and_each_reason_named(binary_problem)
         AttentiveClassifier(SVC(), family="sketched-constant").fit(Xtr, ytr)
 
 
+def test_fit_sketch_after_a_plain_fit_offers_what_fit_chooses_for_a_sketched_rule(digits):
+    """Fitted with a plain rule, a classifier keeps no sketch and offers the families only;
+    ``fit_sketch`` on its fit rows then keeps the sketch that :meth:`fit` keeps for a sketched
+    rule on the same rows, and offers the sketched rules (operating points included). Run
+    again, it chooses the same (the plain walk's profile only, not the sketched rules')."""
+    from attentive import operating_points
+
+    clf, X_fit, y_fit, _, X_test = digits
+    frozen, rows = FrozenEstimator(clf.estimator_), X_test[:300]
+    kw = {"side": "both", "delta": DELTA, "random_state": 0}
+    plain = AttentiveClassifier(frozen, boundary="curved", **kw).fit(X_fit, y_fit)
+    assert plain.sketched_walk_ is None and plain.scaled_rules() == tuple(family_names())
+    with pytest.raises(InvalidParameterError, match=r"fit_sketch\(X, y\)"):
+        plain.with_rule("sketched-curved", z=1.0)
+    direct = AttentiveClassifier(frozen, boundary="sketched-curved", **kw).fit(X_fit, y_fit)
+    assert direct.sketched_walk_ is not None
+    assert plain.fit_sketch(X_fit, y_fit) is plain
+    assert plain.scaled_rules() == (*family_names(), *sketched_names())
+
+    def totals(c):
+        return [(o.label, o.total) for o in c.sketch_choice_.options]
+
+    assert totals(plain) == totals(direct)
+    size = (direct.sketched_walk_.sketch.k, direct.sketched_walk_.sketch.m)
+    assert (plain.sketched_walk_.sketch.k, plain.sketched_walk_.sketch.m) == size
+    assert plain.reference_profile_.keys() == direct.reference_profile_.keys()
+    for name, (rates, fractions) in direct.reference_profile_.items():
+        np.testing.assert_array_equal(plain.reference_profile_[name][0], rates)
+        np.testing.assert_array_equal(plain.reference_profile_[name][1], fractions)
+    np.testing.assert_array_equal(
+        plain.with_rule("sketched-curved", z=1.0).decision_function(rows),
+        direct.with_rule("sketched-curved", z=1.0).decision_function(rows),
+    )
+    table = operating_points(plain, rows)
+    assert set(table["family"]) == {*family_names(), *sketched_names()}
+    sketched = table[table["family"].str.startswith("sketched-")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        sketched, operating_points(direct, rows, families=sketched_names())
+    )
+    again = copy.deepcopy(plain).fit_sketch(X_fit, y_fit)
+    assert totals(again) == totals(plain)
+    assert again.reference_profile_.keys() == plain.reference_profile_.keys()
+
+
 # --------------------------------------------------------------------- what a sketched rule does
 def _sketched_cases(digits, small):
     clf_d, X_fit_d, y_fit_d, _, X_test_d = digits
