@@ -22,12 +22,21 @@ from attentive import AttentiveClassifier, InvalidParameterError, constant_thres
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("estimator", [LinearSVC(), SVC(kernel="rbf")], ids=["LinearSVC", "SVC"])
-def test_check_estimator(estimator):
+@pytest.mark.parametrize(
+    ("estimator", "params"),
+    [
+        (LinearSVC(), {}),
+        (SVC(kernel="rbf"), {}),
+        # A sketch asked for by size (it needs dense rows: the tags say so) and a rule after it.
+        (SVC(kernel="rbf"), {"sketch": (1, 2), "boundary": "sketched-curved"}),
+    ],
+    ids=["LinearSVC", "SVC", "SVC-sketched"],
+)
+def test_check_estimator(estimator, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(
-            AttentiveClassifier(estimator, random_state=0),
+            AttentiveClassifier(estimator, random_state=0, **params),
             expected_failed_checks=EXPECTED_FAILED_CHECKS,
             on_fail=None,
         )
