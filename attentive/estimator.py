@@ -537,7 +537,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         loo = self.reference_walks_ == "leave-one-out"
         own = self._own_terms(X) if loo else None
         self.n_own_terms_ = 0 if own is None else int((own >= 0).sum())
-        self.pilot_rows_ = self._pilot_rows(X, own)
+        self.pilot_rows_ = self._pilot_rows(
+            X if X_cal is None or not _num_samples(X_cal) else X_cal
+        )
         self.class_stats_ = {
             name: reference_statistics(
                 self.walk_,
@@ -591,18 +593,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return own
         return self.terms_.own_terms(self.walk_.prepare(X))
 
-    def _pilot_rows(self, X, own=None):
-        """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` reference rows, prepared for the
-        walk, spread over the reference set (rows that are not themselves support vectors where
-        that is known and enough of them): where :meth:`evaluate` expects walks to stop under
-        any rule, so that whether it walks or evaluates every term is decided the same way for
-        every call (a row's outcome never depends on its batch)."""
-        rows = np.arange(_num_samples(X))
-        if own is not None and int((own < 0).sum()) >= min(PILOT_ROWS, rows.size):
-            rows = np.flatnonzero(own < 0)
-        pick = rows[
-            np.unique(np.linspace(0, rows.size - 1, min(PILOT_ROWS, rows.size)).astype(int))
-        ]
+    def _pilot_rows(self, X):
+        """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` rows of ``X``, spread evenly and
+        prepared for the walk: where :meth:`evaluate` expects walks to stop under any rule, so
+        that whether it walks or evaluates every term is decided the same way for every call
+        (a row's outcome never depends on its batch). ``fit`` passes the calibration rows where
+        it holds some out (the model never saw them: they stop as new rows do), else the
+        reference rows."""
+        n = _num_samples(X)
+        pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
         return self.walk_.prepare(_safe_indexing(X, pick))
 
     def _reference_profile(self, X, own=None) -> dict:
