@@ -182,8 +182,17 @@ class Dashboard(pn.viewable.Viewer):
 
     def _apply(self, fn, *args) -> None:
         """Apply a background result on the loop, sending its changes at once — unless the
-        browser has gone (a tab closed while a job ran), when there is nobody to send them to."""
+        browser has gone (a tab closed while a job ran), when there is nobody to send them to.
+
+        Before the page has loaded, Panel's ``unlocked()`` does not hold the document, and a
+        change made then outside Bokeh's lock raised in the middle of the result (a model built
+        from a URL's dataset before the page loaded: the rule's controls the URL held never
+        reached their widgets): then the result is applied on the next tick, under the lock."""
         if self._closed:
+            return
+        doc = pn.state.curdoc
+        if self._served and not pn.state.loaded and doc is not None and doc.session_context:
+            doc.add_next_tick_callback(lambda: None if self._closed else fn(*args))
             return
         with pn.io.unlocked():
             fn(*args)
