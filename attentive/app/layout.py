@@ -31,7 +31,7 @@ from attentive.app.plots import (
 from attentive.app.plots.bridge import BridgeTab
 from attentive.app.state import DashboardState
 from attentive.app.tour import TABS, Tour
-from attentive.app.widgets import Controls, ExportPanel
+from attentive.app.widgets import Controls, ExportPanel, SketchNote
 
 __all__ = ["Dashboard", "build_dashboard"]
 
@@ -40,7 +40,9 @@ MEASURE_PAUSE = 0.3  # seconds after a move before background work starts (if st
 TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
     "A linear predictor's score is a sum of n terms; attentive prediction adds them in a random "
-    "order and **stops as soon as the partial score S_t crosses a boundary**."
+    "order and **stops as soon as the partial score S_t crosses a boundary**. Beyond the paper, "
+    "a **sketched rule** starts at a cheap sketch of the score. It then walks only what the "
+    "sketch got wrong."
 )
 TERMS = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
 TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fit below them
@@ -398,7 +400,10 @@ class Dashboard(pn.viewable.Viewer):
             (
                 TABS[1],
                 pn.Column(
-                    OperatingPointTable(state=s), SnippetView(state=s), sizing_mode="stretch_width"
+                    SketchNote(state=s),
+                    OperatingPointTable(state=s),
+                    SnippetView(state=s),
+                    sizing_mode="stretch_width",
                 ),
             ),
             (TABS[2], self._bridge_tab()),
