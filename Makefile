@@ -1,5 +1,6 @@
 # Two commands on a fresh machine:  make app  (serve the dashboard)  and  make test  (whole suite).
 # Both create .venv if needed and (re)install only when pyproject.toml changed, so a second run is quick.
+# Commands of the project's own command line run with the venv's Python: .venv/bin/python -m attentive ...
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 5006
 PYTEST_ARGS ?=
 
-.PHONY: app lab test lint format bench reproduce clean
+.PHONY: app lab scale test lint format bench reproduce clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +19,17 @@ $(VENV)/.stamp-app: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+$(VENV)/.stamp-scale: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[scale]"
+	touch $@ $(VENV)/.stamp-app
+
 $(VENV)/.stamp-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,scale,notebook]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $@ $(VENV)/.stamp-app
+	touch $@ $(VENV)/.stamp-app $(VENV)/.stamp-scale
+
+## make scale: .venv with the scale extra (Dask, pyarrow), for .venv/bin/python -m attentive score
+scale: $(VENV)/.stamp-scale
 
 ## make app: serve the dashboard on http://127.0.0.1:5006/app (offline default dataset)
 # Uploads travel over the websocket, whose message limit must exceed the 50 MB upload limit

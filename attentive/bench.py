@@ -157,6 +157,7 @@ def _input_mb(X) -> float:
 
 def _bench_problem(name: str, args) -> dict:
     from sklearn.base import clone
+    from threadpoolctl import threadpool_limits
 
     from attentive.bench_corpus import load_problem
     from attentive.estimator import AttentiveClassifier
@@ -179,7 +180,8 @@ def _bench_problem(name: str, args) -> dict:
 
     def ours(clf, jobs, method):
         def call():
-            with evaluation_options(n_jobs=jobs):
+            # One thread: BLAS too (the evaluator holds it to one inside its own threads).
+            with threadpool_limits(1 if jobs == 1 else None), evaluation_options(n_jobs=jobs):
                 return getattr(clf, method)(X)
 
         return call
@@ -187,11 +189,19 @@ def _bench_problem(name: str, args) -> dict:
     def peer_call(threads):
         def call():
             _peer_threads(threads)
-            return peer.decision_function(X)
+            with threadpool_limits(threads):
+                return peer.decision_function(X)
 
         return call
 
-    methods = {"sklearn": lambda: model.decision_function(X)}
+    def one_thread(fn):
+        def call():
+            with threadpool_limits(1):
+                return fn()
+
+        return call
+
+    methods = {"sklearn": one_thread(lambda: model.decision_function(X))}
     if peer is not None:
         methods["sklearnex_1"] = peer_call(1)
         methods["sklearnex"] = peer_call(None)

@@ -14,6 +14,7 @@ __all__ = [
     "FeatureMismatchError",
     "InvalidParameterError",
     "NonFiniteInput",
+    "OutputError",
     "UnsupportedModelError",
     "UntrustedModelError",
 ]
@@ -50,3 +51,7 @@ class NonFiniteInput(AttentiveError, ValueError):
 
 class FeatureMismatchError(AttentiveError, ValueError):
     """A model and a dataset disagree on the number of features."""
+
+
+class OutputError(AttentiveError, ValueError):
+    """An output cannot be written: its directory is missing or read-only, or the disk is full."""

@@ -19,7 +19,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--input",
         required=True,
-        help="LIBSVM/svmlight, CSV (with a header line) or Parquet file (or Parquet directory)",
+        help="LIBSVM/svmlight, CSV or Parquet file (or Parquet directory); text may be gzip, "
+        "bz2 or xz compressed",
     )
     parser.add_argument(
         "--output",
@@ -48,10 +49,38 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="default: from the name",
     )
-    parser.add_argument(
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument(
         "--zero-based",
-        action="store_true",
-        help="LIBSVM feature indices start at 0 (default: at 1)",
+        dest="zero_based",
+        action="store_const",
+        const=True,
+        default=None,
+        help="LIBSVM feature indices start at 0 (default: detected; a file that reads either "
+        "way is refused until you say which)",
+    )
+    base.add_argument(
+        "--one-based",
+        dest="zero_based",
+        action="store_const",
+        const=False,
+        help="LIBSVM feature indices start at 1",
+    )
+    header = parser.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header",
+        dest="header",
+        action="store_const",
+        const=True,
+        default=None,
+        help="the CSV file's first line names its columns (default: detected)",
+    )
+    header.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_const",
+        const=False,
+        help="the CSV file's first line is a row of data",
     )
     parser.add_argument(
         "--exclude",
@@ -72,22 +101,28 @@ def run(args: argparse.Namespace) -> int:
         if exc.name not in ("dask", "distributed", "pyarrow"):
             raise
         raise InvalidParameterError(
-            f"the score command needs {exc.name}: pip install 'attentive[scale]'"
+            f"the score command needs {exc.name}: make scale in the repository (or pip install "
+            "'attentive[scale]')"
         ) from None
     if args.chunk_rows < 1:
         raise InvalidParameterError(f"--chunk-rows must be ≥ 1, got {args.chunk_rows}")
-    summary = score_file(
-        args.model,
-        args.input,
-        args.output,
-        scheduler=args.scheduler,
-        n_workers=args.workers,
-        chunk_rows=args.chunk_rows,
-        format=args.format,
-        zero_based=args.zero_based,
-        exclude=tuple(c for c in args.exclude.split(",") if c),
-        progress=False if args.no_progress else None,
-        overwrite=args.overwrite,
-    )
+    try:
+        summary = score_file(
+            args.model,
+            args.input,
+            args.output,
+            scheduler=args.scheduler,
+            n_workers=args.workers,
+            chunk_rows=args.chunk_rows,
+            format=args.format,
+            zero_based=args.zero_based,
+            header=args.header,
+            exclude=tuple(c.strip() for c in args.exclude.split(",") if c.strip()),
+            progress=False if args.no_progress else None,
+            overwrite=args.overwrite,
+        )
+    except KeyboardInterrupt:
+        print(f"interrupted: {args.output} was not written", file=sys.stderr)
+        return 130
     print(summary.text(), file=sys.stdout)
     return 0

@@ -155,7 +155,7 @@ def test_csv_non_numeric_cell_names_column_and_line():
 
 
 def test_csv_truncated_line_and_extra_fields():
-    with pytest.raises(DataError, match=r"line 4, column 'b': the value is missing"):
+    with pytest.raises(DataError, match=r"not valid CSV: line 4 has 1 field, but there are 3"):
         load_user_file(b"a,b,label\n1,2,0\n3,4,1\n5", filename="t.csv", label_column="a")
     with pytest.raises(DataError, match=r"not valid CSV.*line 3"):
         load_user_file(b"a,b,label\n1,2,0\n3,4,1,9,9\n", filename="t.csv")
@@ -175,10 +175,10 @@ def test_csv_label_column_problems():
 def test_non_finite_features(bad):
     data = f"a,b,label\n1,2,0\n3,4,1\n5,{bad},0\n7,8,1\n".encode()
     # pandas reads 'nan' as a missing cell; inf arrives as a number and is caught as non-finite.
-    where = "line 4, column 'b'.*missing or NaN" if bad == "nan" else "row 3, column 2 .*finite"
-    with pytest.raises(DataError, match=where):
+    what = "the value is missing or NaN" if bad == "nan" else f"{bad} is not a finite number"
+    with pytest.raises(DataError, match=rf"t\.csv, line 4, column 'b': {what}"):
         load_user_file(data, filename="t.csv", test_size=0.5)
-    with pytest.raises(DataError, match="finite"):
+    with pytest.raises(DataError, match=rf"t\.libsvm, line 2: feature 1 is {bad}; .*finite"):
         load_user_file(f"1 1:1\n-1 1:{bad}\n".encode(), filename="t.libsvm")
 
 

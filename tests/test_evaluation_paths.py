@@ -252,6 +252,26 @@ def test_precision_double_gives_scikit_learns_decisions(request, data):
         )
 
 
+def test_precision_double_when_the_first_row_is_on_the_grid_and_others_near_it(pixels32):
+    """A chunk whose first row is exactly on the integer grid routes to the grid source; rows
+    after it only near the grid (float32 pixels) would give it a band. Under "double" no source
+    with a band serves a chunk: decisions are scikit-learn's to double precision."""
+    _, X, y, Xt = pixels32
+    X = np.rint(np.asarray(X, np.float64) * 255) / 255  # support vectors on the grid
+    model = SVC(gamma="scale").fit(X, y)
+    rows = np.asarray(Xt, dtype=np.float64)  # float32 pixels: near the grid
+    rows[0] = np.rint(rows[0] * 255) / 255  # the first row exactly on it
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="full", precision="double", random_state=0
+    ).fit(X, y)
+    mass = _term_mass(model, rows).max()
+    for block in (None, 64):  # whole calls and chunks whose first rows are near the grid
+        with evaluation_options(chunk_size=block):
+            got = clf.decision_function(rows)
+            # double precision: ~1e-15 of Σ|w h|; a float32 band here is ~1e-8 of it
+            assert np.abs(got - model.decision_function(rows)).max() <= 1e-12 * mass
+
+
 @pytest.mark.parametrize("data", ["pixels32", "standardised"])
 def test_precision_auto_is_within_the_certified_band(request, data):
     """Default precision: labels are the model's own; decision values are off by float32

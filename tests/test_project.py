@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,21 +81,23 @@ def test_core_never_imports_panel():
     assert offenders == []
 
 
+def _readme_command_lines() -> list[str]:
+    """The shell lines of the README's code blocks, continuation lines joined."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    joined = "\n".join(blocks).replace("\\\n", " ")
+    return [line.split("#", 1)[0].strip() for line in joined.splitlines() if line.strip()]
+
+
 def test_every_command_line_in_the_readme_parses():
-    """Each ``python -m attentive ...`` line of the README is accepted by the command line as
-    written (a renamed or positional argument fails here before a reader meets it)."""
+    """Each ``.venv/bin/python -m attentive ...`` line of the README is accepted by the command
+    line as written (a renamed or positional argument fails here before a reader meets it)."""
     import shlex
 
     from attentive.cli import build_parser
 
-    readme = (ROOT / "README.md").read_text()
-    joined = readme.replace("\\\n", " ")  # continuation lines
-    lines = [
-        line.split("#", 1)[0].strip()
-        for line in joined.splitlines()
-        if line.strip().startswith("python -m attentive ")
-    ]
-    assert len(lines) >= 5
+    lines = [line for line in _readme_command_lines() if ".venv/bin/python -m attentive " in line]
+    assert len(lines) >= 6
     parser = build_parser()
     for line in lines:
         line = re.sub(r"\[[^\]]*\]", "", line)  # [--optional ARG] of a synopsis
@@ -104,3 +107,41 @@ def test_every_command_line_in_the_readme_parses():
         except SystemExit as exc:  # argparse refuses: the README is wrong
             raise AssertionError(f"README command does not parse: {line}") from exc
         assert args.command == argv[0]
+
+
+def test_the_readme_runs_the_command_line_with_the_venvs_python():
+    """From a fresh clone nothing is on the shell's Python: a bare ``python -m attentive`` fails
+    with ModuleNotFoundError unless the venv is activated, so the README's blocks never use it
+    (the text says how to activate), and every make target they name exists."""
+    lines = _readme_command_lines()
+    assert [line for line in lines if re.match(r"python3? -m attentive\b", line)] == []
+    assert "source .venv/bin/activate" in (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    for target in {m for line in lines for m in re.findall(r"^make (\w+)", line)}:
+        assert re.search(rf"^{target}:", makefile, re.M), f"README names make {target}"
+
+
+def test_the_venvs_python_runs_the_command_line_without_activation():
+    """What the README runs, run as written: the venv's Python from the repository, with a shell
+    that has not activated it."""
+    import os
+    import subprocess
+
+    python = ROOT / ".venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no .venv here (a conda environment runs the tests)")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p
+    )
+    for argv in (["datasets"], ["score", "--help"]):
+        done = subprocess.run(
+            [".venv/bin/python", "-m", "attentive", *argv],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    assert "--zero-based" in done.stdout and "--one-based" in done.stdout

@@ -38,6 +38,7 @@ from attentive.scale import (
     COLUMNS,
     load_classifier,
     local_cluster,
+    read_input,
     score_dask,
     score_file,
     scores_meta,
@@ -248,10 +249,12 @@ def test_a_failed_run_leaves_no_output(client, tmp_path, exported):
 def test_killing_a_worker_mid_run_still_gives_the_full_correct_output(tmp_path, dense_problem):
     clf, X = dense_problem
     X = np.tile(X, (6, 1))  # 6,000 rows in 60 chunks: long enough to kill a worker mid-run
+    rows = tmp_path / "rows.csv"
+    pd.DataFrame(X).add_prefix("x").to_csv(rows, index=False)
     out = tmp_path / "scores.parquet"
     with local_cluster(2) as cluster, Client(cluster) as c:
         pids = list(c.run(os.getpid).values())
-        scores = score_dask(clf, blocks(X, [100] * 60))
+        scores = score_dask(clf, read_input(rows, clf, chunk_rows=100))
         result, errors = {}, []
 
         def write():
@@ -284,7 +287,7 @@ def test_a_part_interrupted_mid_write_is_invisible_to_parquet_readers(tmp_path, 
     behind; its hidden name keeps it out of every reader of the directory."""
     import pandas as pd
 
-    from attentive.scale import files
+    from attentive.scale import writing
 
     frame = pd.DataFrame(
         {
@@ -295,14 +298,14 @@ def test_a_part_interrupted_mid_write_is_invisible_to_parquet_readers(tmp_path, 
             "stop_side": [1, 0],
         }
     )
-    files._write_part(frame, str(tmp_path / "part-000000.parquet"))
+    writing._write_part(frame, str(tmp_path / "part-000000.parquet"))
 
     def killed(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(files.os, "replace", killed)
+    monkeypatch.setattr(writing.os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
-        files._write_part(frame, str(tmp_path / "part-000001.parquet"))
+        writing._write_part(frame, str(tmp_path / "part-000001.parquet"))
     monkeypatch.undo()
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert leftovers and all(name.startswith(".") for name in leftovers)

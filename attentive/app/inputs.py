@@ -16,6 +16,7 @@ import re
 
 import param
 
+from attentive.data.reader import CHOOSE_BASE
 from attentive.errors import DataError, DownloadError, InvalidParameterError, UntrustedModelError
 
 __all__ = ["parse_gamma", "plain", "typed", "user_message"]
@@ -75,6 +76,13 @@ def plain(exc: BaseException) -> str:
     return re.sub(r"^\w+ parameter '[^']*' ", "", str(exc))
 
 
+# What to do with an uploaded LIBSVM file whose index base the shared reader cannot tell.
+UPLOAD_BASE_HINT = (
+    "The dashboard cannot be told which: upload the rows as CSV with a header instead, or score "
+    "the file with python -m attentive score --zero-based or --one-based."
+)
+
+
 def user_message(exc: BaseException) -> str:
     """The library's message, worded for the dashboard where the dashboard names things otherwise.
 
@@ -85,6 +93,8 @@ def user_message(exc: BaseException) -> str:
     msg = str(exc)
     if isinstance(exc, DataError):
         msg = msg.replace("(positive_class=...)", f"in the '{POSITIVE_CLASS_LABEL}' field")
+        # The shared reader names the command line's options; the dashboard has none.
+        msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
     if isinstance(exc, DownloadError):
         # The library lists every address it tried with its network error; a notification keeps
         # what the user can act on: what failed and how to install the file by hand.

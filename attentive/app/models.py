@@ -96,12 +96,16 @@ class DataSource:
             return ("registry", self.name)
         return ("file", content_hash(self.data), self.positive_class)
 
-    def load(self):
+    def load(self, model=None):
+        """The dataset; an uploaded file is read for ``model`` when one is given (the shared
+        reader then decides a LIBSVM file's index base and checks CSV columns against it)."""
         from attentive.data import load_dataset, load_user_file
 
         if self.data is None:
             return load_dataset(self.name)
-        return load_user_file(self.data, filename=self.filename, positive_class=self.positive_class)
+        return load_user_file(
+            self.data, filename=self.filename, positive_class=self.positive_class, model=model
+        )
 
 
 @dataclass(frozen=True)
@@ -190,9 +194,14 @@ def model_params(model) -> dict:
 
 
 @pn.cache(max_items=8, hash_funcs=_HASH)
-def load(source: DataSource):
-    """The dataset of ``source`` (cached by name or content)."""
-    return source.load()
+def load(source: DataSource, model: ModelSource | None = None):
+    """The dataset of ``source`` (cached by name or content), an upload read for the uploaded
+    ``model`` if there is one."""
+    if model is None:
+        return source.load()
+    from attentive.models import load_model
+
+    return source.load(load_model(model.data))
 
 
 @pn.cache(max_items=8, hash_funcs=_HASH)
@@ -200,7 +209,8 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     """Load the data, split it and train (or load and check) the model."""
     from attentive.models import final_estimator, load_model, make_model
 
-    ds = load(data)
+    # An uploaded file is read for an uploaded model (attentive.data.reader: index base, columns).
+    ds = load(data, model if model.uploaded and data.data is not None else None)
     X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
     if model.uploaded:
         fitted = _unwrapped(load_model(model.data, n_features=ds.n_features))

@@ -283,7 +283,12 @@ class DashboardState(Background):
         try:
             if not data:
                 raise InvalidParameterError(f"{filename} is empty: expected a skops model file.")
-            n_features = self.walks.classifier.n_features_in_ if self.walks else None
+            # An uploaded dataset is read again for the model (its LIBSVM index base and CSV
+            # columns follow the model: attentive.data.reader), and checked then.
+            uploaded_data = self.dataset in self._uploads
+            n_features = (
+                self.walks.classifier.n_features_in_ if self.walks and not uploaded_data else None
+            )
             load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
@@ -291,7 +296,7 @@ class DashboardState(Background):
         key = content_hash(bytes(data))
         self._models[key] = (bytes(data), filename)
         self.param.update(model_source="upload", model_file=key)
-        return self.model_file == key
+        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
 
     # -- choosing an operating point -------------------------------------------------------------
     @param.depends("target", "time_budget", watch=True)

@@ -1,17 +1,16 @@
 """Parse LIBSVM / svmlight text (``<label> <index>:<value> ...``) with useful errors.
 
-Parsing is scikit-learn's ``load_svmlight_file`` (fast, C). Its errors do not say where, so when it
-fails we scan the text line by line to report the first bad line number and what was expected.
+Parsing is scikit-learn's ``load_svmlight_file`` (fast, C), always with the index base said
+(:func:`attentive.data.reader.libsvm_zero_based` decides it; scikit-learn's own guess looks at
+one piece of text at a time). Its errors do not say where, so when it fails we scan the text line
+by line to report the first bad line number and what was expected; a value that is NaN or infinite
+is reported with its line too.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import re
-import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,58 +18,110 @@ from sklearn.datasets import load_svmlight_file
 
 from attentive.errors import DataError
 
-__all__ = ["decompress", "parse_libsvm"]
+__all__ = ["parse_libsvm", "read_libsvm_rows"]
 
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|nan)"
 _LABEL = re.compile(rf"^(?:{_NUMBER})$", re.IGNORECASE)
-_PAIR = re.compile(r"^(\d+):(\S+)$")
+_PAIR = re.compile(r"^([+-]?\d+):(\S+)$")
+_EXPECTED = "expected '<label> <index>:<value> ...' with increasing indices"
 
 
-def parse_libsvm(
-    data: bytes, *, where: str, n_features: int | None = None
+def read_libsvm_rows(
+    data: bytes,
+    *,
+    where: str,
+    n_features: int | None,
+    zero_based: bool,
+    first_line: int = 1,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Parse LIBSVM text into a CSR matrix and raw labels.
+    """Parse LIBSVM text (possibly no rows) into a CSR matrix and raw labels.
 
     Parameters
     ----------
     data : bytes
-        The file's content (already decompressed).
+        The text (decompressed, without a byte-order mark); a whole file or a range of its lines.
     where : str
         The file's name, for error messages.
     n_features : int, optional
-        Number of features to expect; by default the largest index seen.
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix of float64
-    labels : ndarray of float64
+        Number of features; by default the largest index seen (plus one when zero-based).
+    zero_based : bool
+        Whether index 0 is the first feature (else index 1 is).
+    first_line : int
+        The file's line number of the text's first line, for error messages.
 
     Raises
     ------
     DataError
-        Empty file, or a malformed line (the message gives its number, its start and the expected
-        ``<label> <index>:<value> ...`` form).
+        A malformed line, an index beyond ``n_features`` or 0 in a one-based file, or a value that
+        is NaN or infinite: the message gives the line number, the problem and the expected form.
+    """
+    try:
+        X, labels = load_svmlight_file(
+            io.BytesIO(data), n_features=n_features, dtype=np.float64, zero_based=zero_based
+        )
+    except ValueError as exc:
+        problem = _locate_error(data, where, n_features, zero_based, first_line)
+        raise DataError(problem or f"{where}, lines from {first_line}: {exc}") from None
+    X = X.tocsr()
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:
+        k = int(bad[0])
+        row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        index = int(X.indices[k]) + (0 if zero_based else 1)
+        raise DataError(
+            f"{where}, line {_line_of_row(data, row, first_line)}: feature {index} is "
+            f"{X.data[k]}; every feature needs a finite number (remove or impute it)"
+        )
+    return X, labels
+
+
+def parse_libsvm(
+    data: bytes, *, where: str, n_features: int | None = None, zero_based: bool = False
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Parse a whole LIBSVM file into a CSR matrix and raw labels; refuse a file without rows.
+
+    See :func:`read_libsvm_rows` for the parameters.
+
+    Raises
+    ------
+    DataError
+        Empty file, no examples, or any problem :func:`read_libsvm_rows` reports.
     """
     if not data.strip():
         raise DataError(f"{where} is empty; expected LIBSVM lines '<label> <index>:<value> ...'")
-    try:
-        X, labels = load_svmlight_file(io.BytesIO(data), n_features=n_features, dtype=np.float64)
-    except ValueError as exc:
-        raise DataError(_locate_error(data, where, n_features) or f"{where}: {exc}") from None
+    X, labels = read_libsvm_rows(data, where=where, n_features=n_features, zero_based=zero_based)
     if X.shape[0] == 0:
         raise DataError(
             f"{where} has no examples; expected LIBSVM lines '<label> <index>:<value> ...'"
         )
-    return X.tocsr(), labels
+    return X, labels
 
 
-def _locate_error(data: bytes, where: str, n_features: int | None) -> str | None:
+def _content(raw: bytes) -> str:
+    return raw.split(b"#", 1)[0].decode("utf-8", errors="replace").strip()
+
+
+def _line_of_row(data: bytes, row: int, first_line: int) -> int:
+    """The line number of example ``row`` (0-based) of the text: blank and comment lines hold none."""
+    seen = -1
+    for offset, raw in enumerate(data.split(b"\n")):
+        if _content(raw):
+            seen += 1
+            if seen == row:
+                return first_line + offset
+    return first_line  # not reached for a row the parser found
+
+
+def _locate_error(
+    data: bytes, where: str, n_features: int | None, zero_based: bool, first_line: int
+) -> str | None:
     """Describe the first malformed line of LIBSVM text, or ``None`` if none is found."""
-    for number, raw in enumerate(data.splitlines(), start=1):
-        line = raw.split(b"#", 1)[0].decode("utf-8", errors="replace").strip()
+    lowest = 0 if zero_based else 1
+    for offset, raw in enumerate(data.split(b"\n")):
+        line = _content(raw)
         if not line:
             continue
-        head = raw[:60].decode("utf-8", errors="replace")
+        head = raw[:60].decode("utf-8", errors="replace").rstrip("\r")
         tokens = line.split()
         problem = None
         if not _LABEL.match(tokens[0]):
@@ -91,34 +142,16 @@ def _locate_error(data: bytes, where: str, n_features: int | None) -> str | None
             except ValueError:
                 problem = f"the value {value!r} of feature {index} is not a number"
                 break
-            if index <= last:
+            if index < lowest:
+                problem = f"feature index {index} is below {lowest}, the first index of this file"
+            elif index <= last:
                 problem = f"feature indices must increase, but {index} follows {last}"
-            elif n_features is not None and index > n_features:
-                problem = f"feature index {index} exceeds the {n_features} features expected"
+            elif n_features is not None and index - lowest >= n_features:
+                problem = (
+                    f"feature index {index} exceeds the {n_features} features expected "
+                    f"({'zero' if zero_based else 'one'}-based)"
+                )
             last = index
         if problem:
-            return (
-                f"{where}, line {number}: {problem} (line starts {head!r}); expected "
-                "'<label> <index>:<value> ...' with increasing indices"
-            )
+            return f"{where}, line {first_line + offset}: {problem} (line starts {head!r}); {_EXPECTED}"
     return None
-
-
-def decompress(data: bytes, name: str) -> bytes:
-    """Decompress gzip, bz2 or xz content (recognised by magic bytes); other bytes pass through.
-
-    Raises
-    ------
-    DataError
-        The content starts like a compressed file but is truncated or corrupt.
-    """
-    try:
-        if data[:2] == b"\x1f\x8b":
-            return gzip.decompress(data)
-        if data[:3] == b"BZh":
-            return bz2.decompress(data)
-        if data[:6] == b"\xfd7zXZ\x00":
-            return lzma.decompress(data)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        raise DataError(f"{name}: compressed file is truncated or corrupt ({exc})") from None
-    return data

@@ -1,25 +1,38 @@
 """Load a user's own LIBSVM/svmlight or CSV file as a :class:`~attentive.data.Dataset`.
 
-Every problem a file can have is reported as :class:`~attentive.errors.DataError` saying what was
-wrong and what is expected: missing, empty, too large, truncated or malformed content (with the
-line number), non-numeric cells (column and line), NaN / infinite features, labels that are not
-binary (listing the labels found) or a single class.
+The file is read by the project's one reader (:mod:`attentive.data.reader`, shared with
+``python -m attentive score``): the same format guess, byte-order mark and line ends, LIBSVM index
+base and CSV cells. Every problem a file can have is reported as
+:class:`~attentive.errors.DataError` saying what was wrong and what is expected: missing, empty,
+too large, truncated or malformed content (with the line number), non-numeric cells (column and
+line), NaN / infinite features, an index base that cannot be told, columns that do not fit the
+model, labels that are not binary (listing the labels found) or a single class.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-import pandas as pd
 from sklearn.model_selection import train_test_split
 
 from attentive.data.dataset import Dataset, binary_labels, check_features
-from attentive.data.libsvm import decompress, parse_libsvm
+from attentive.data.libsvm import parse_libsvm
+from attentive.data.reader import (
+    BOM,
+    ExpectedFeatures,
+    csv_header,
+    csv_separator,
+    decompress,
+    feature_columns,
+    guess_format,
+    libsvm_index_range,
+    libsvm_zero_based,
+    parse_csv_rows,
+    split_csv_line,
+)
 from attentive.errors import DataError, InvalidParameterError
 
 __all__ = ["DEFAULT_MAX_UPLOAD_MB", "load_user_file", "max_upload_bytes"]
@@ -27,9 +40,6 @@ __all__ = ["DEFAULT_MAX_UPLOAD_MB", "load_user_file", "max_upload_bytes"]
 DEFAULT_MAX_UPLOAD_MB = 50.0
 FORMATS = ("libsvm", "csv")
 LABEL_COLUMN_GUESSES = ("label", "labels", "class", "target", "y")
-_CSV_SUFFIXES = {".csv", ".tsv"}
-_LIBSVM_SUFFIXES = {".libsvm", ".svm", ".svmlight", ".t", ".scale", ".txt", ".dat"}
-_PAIR_TOKEN = re.compile(rb"\s\d+:\S")
 # Dense features unless the matrix is both large and sparse (then CSR is kept end to end).
 _DENSE_MAX_CELLS = 5_000_000
 _DENSE_MIN_DENSITY = 0.1
@@ -63,6 +73,8 @@ def load_user_file(
     test_size: float = 0.25,
     random_state: int = 0,
     max_bytes: int | None = None,
+    model: Any = None,
+    zero_based: bool | None = None,
 ) -> Dataset:
     """Read a LIBSVM or CSV file and split it into a stratified train / test :class:`Dataset`.
 
@@ -87,6 +99,14 @@ def load_user_file(
         Seed of the stratified split.
     max_bytes : int, optional
         Upload limit in bytes (default: ``ATTENTIVE_MAX_UPLOAD_MB`` megabytes, else 50 MB).
+    model : fitted estimator, optional
+        The model these rows are for (an uploaded one). Its ``n_features_in_`` decides a LIBSVM
+        file's index base and width, and its ``feature_names_in_`` (or count) is checked against
+        a CSV file's feature columns (:mod:`attentive.data.reader`). Without one, the file decides.
+    zero_based : bool, optional
+        LIBSVM only: whether feature indices start at 0. ``None`` detects it: index 0 present →
+        zero-based; else the model's width reached → one-based; else, with a model, refused;
+        without one, one-based (LIBSVM's convention).
 
     Returns
     -------
@@ -106,14 +126,19 @@ def load_user_file(
         raise InvalidParameterError(f"test_size must be in (0, 1), got {test_size}")
     limit = max_upload_bytes(max_bytes)
     data, name = _read(path_or_bytes, filename, limit)
-    data = decompress(data, name)
+    data = decompress(data, name).removeprefix(BOM)
     if not data.strip():
         raise DataError(f"{name} is empty; expected a LIBSVM or CSV file with one example per line")
-    fmt = format or _guess_format(name, data)
+    fmt = guess_format(name, data[:65536], format=format, allowed=FORMATS)
+    expected = ExpectedFeatures.of(model)
+    base = None
     if fmt == "csv":
-        X, labels, label_name, columns = _parse_csv(data, name, label_column)
+        X, labels, label_name, columns = _parse_csv(data, name, label_column, expected)
     else:
-        X, labels = parse_libsvm(data, where=name)
+        base = libsvm_zero_based(
+            libsvm_index_range(data), expected.n_features, zero_based, where=name
+        )
+        X, labels = parse_libsvm(data, where=name, n_features=expected.n_features, zero_based=base)
         label_name, columns = "label", None
         if X.shape[0] * X.shape[1] <= _DENSE_MAX_CELLS or X.nnz >= _DENSE_MIN_DENSITY * np.prod(
             X.shape, dtype=float
@@ -153,6 +178,7 @@ def load_user_file(
             "test_size": test_size,
             "random_state": random_state,
             "feature_names": columns,
+            "zero_based": base,
         },
     )
 
@@ -192,84 +218,43 @@ def _too_large(name: str, size: int, limit: int) -> str:
     )
 
 
-def _guess_format(name: str, data: bytes) -> str:
-    """Guess ``"csv"`` or ``"libsvm"`` from the file name, else from the first line."""
-    suffixes = [s.lower() for s in Path(name).suffixes if s.lower() not in {".gz", ".bz2", ".xz"}]
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix in _CSV_SUFFIXES:
-        return "csv"
-    if suffix in _LIBSVM_SUFFIXES:
-        return "libsvm"
-    first = next((line for line in data.splitlines() if line.strip()), b"")
-    if _PAIR_TOKEN.search(first):
-        return "libsvm"
-    if b"," in first:
-        return "csv"
-    raise DataError(
-        f"cannot tell the format of {name}: name it .csv or .libsvm, or pass format='csv' or "
-        "format='libsvm'"
-    )
-
-
 def _parse_csv(
-    data: bytes, name: str, label_column: str | int | None
+    data: bytes, name: str, label_column: str | int | None, expected: ExpectedFeatures
 ) -> tuple[np.ndarray, np.ndarray, str, list[str]]:
     """Parse CSV with a header row into features, raw labels, the label column and feature names."""
-    sep = "\t" if Path(name).suffix.lower() == ".tsv" else ","
-    try:
-        frame = pd.read_csv(io.BytesIO(data), sep=sep, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
+    sep = csv_separator(name)
+    first, _, rest = data.partition(b"\n")
+    header_line = 1
+    while not first.strip() and rest:  # blank lines before the header (pandas skips them too)
+        first, _, rest = rest.partition(b"\n")
+        header_line += 1
+    cells = split_csv_line(first, sep, where=name)
+    if not any(cells):
         raise DataError(
-            f"{name} is empty; expected a header row and one example per line"
-        ) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{name} is not valid CSV: {exc}".rstrip()) from None
-    columns = [str(c) for c in frame.columns]
-    frame.columns = columns
-    if frame.shape[0] == 0:
+            f"{name} has no header line; expected a header row and one example per line"
+        )
+    columns = csv_header(cells, header=True, expected=expected, where=name)
+    if not rest.strip():
         raise DataError(f"{name} has a header but no examples")
-    label = _label_column(frame, name, label_column)
-    if frame.shape[1] < 2:
+    label = _label_column(columns, name, label_column)
+    if len(columns) < 2:
         raise DataError(f"{name}: only the label column {label!r}; expected feature columns too")
+    features = feature_columns(columns, len(columns), expected, (label,), where=name)
+    frame = parse_csv_rows(
+        rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
+    )
     labels = frame[label]
     missing = labels.isna().to_numpy()
     if missing.any():
-        line = int(np.flatnonzero(missing)[0]) + 2  # +1 for 1-based, +1 for the header row
+        line = int(np.flatnonzero(missing)[0]) + header_line + 1
         raise DataError(f"{name}, line {line}: the label ({label!r}) is missing")
-    features = frame.drop(columns=[label])
-    for column in features.columns:
-        values = features[column]
-        if not pd.api.types.is_numeric_dtype(values):
-            numeric = pd.to_numeric(values, errors="coerce")
-            bad = numeric.isna().to_numpy() & values.notna().to_numpy()
-            if bad.any():
-                row = int(np.flatnonzero(bad)[0])
-                raise DataError(
-                    f"{name}, line {row + 2}, column {column!r}: {values.iloc[row]!r} is not a "
-                    f"number ({int(bad.sum())} non-numeric cells in this column); features must be "
-                    "numeric"
-                )
-            features[column] = numeric
-        empty = features[column].isna().to_numpy()
-        if empty.any():
-            row = int(np.flatnonzero(empty)[0])
-            raise DataError(
-                f"{name}, line {row + 2}, column {column!r}: the value is missing or NaN (an empty "
-                "cell, a truncated line or 'nan'); every feature needs a finite number"
-            )
     labels_array = labels.to_numpy()
     if labels_array.dtype == object:
         labels_array = labels_array.astype(str)
-    return (
-        features.to_numpy(dtype=np.float64),
-        labels_array,
-        label,
-        [str(c) for c in features.columns],
-    )
+    return frame[features].to_numpy(dtype=np.float64), labels_array, label, features
 
 
-def _label_column(frame: pd.DataFrame, name: str, label_column: str | int | None) -> str:
-    columns = list(frame.columns)
+def _label_column(columns: list[str], name: str, label_column: str | int | None) -> str:
     shown = ", ".join(repr(c) for c in columns[:30]) + (" ..." if len(columns) > 30 else "")
     if label_column is None:
         guesses = [c for c in columns if c.strip().lower() in LABEL_COLUMN_GUESSES]

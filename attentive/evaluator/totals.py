@@ -30,9 +30,13 @@ def tile_totals(walk, plan, X, budget: int, precision: str, final: float | None)
     while True:
         try:
             U, band = cls.tile_totals(walk, plan, X, budget, final)
-            break
         except NotUsable:
             cls = source_for(walk, plan, X, precision, after=cls)
+            continue
+        if precision == "double" and band is not None:  # a band is not double precision
+            cls = source_for(walk, plan, X, precision, after=cls)
+            continue
+        break
     if band is not None and final is not None:
         near = np.flatnonzero(np.abs(U - final) <= band)
         if near.size:

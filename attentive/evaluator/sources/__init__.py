@@ -55,13 +55,21 @@ def source_for(walk, plan, X, precision: str, *, after: type[TermSource] | None 
 
 def build_source(walk, plan, X, precision: str, cls: type[TermSource] | None = None):
     """An instance holding rows ``X``: of ``cls`` (default: the routed source), or, where its
-    constructor finds the rows do not suit it (:class:`NotUsable`), of the next usable one."""
+    constructor finds the rows do not suit it (:class:`NotUsable`) or it would carry an error
+    band under ``precision="double"``, of the next usable one."""
     cls = cls or source_for(walk, plan, X, precision)
     while True:
         try:
-            return cls(walk, plan, X)
+            source = cls(walk, plan, X)
         except NotUsable:
             cls = source_for(walk, plan, X, precision, after=cls)
+            continue
+        if precision == "double" and source.certified:
+            # Double precision asked for: a source whose terms carry a band (rows near the grid
+            # but not on it) is not that.
+            cls = source_for(walk, plan, X, precision, after=cls)
+            continue
+        return source
 
 
 # Registration order is routing order: specialised sources first, the generic one last.

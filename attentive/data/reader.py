@@ -1,0 +1,635 @@
+"""One reader of feature rows, shared by the dashboard's uploads, the library and the command line.
+
+``attentive.data.load_user_file`` (an upload, read whole in memory) and
+``attentive.scale.read_input`` (``python -m attentive score``: a file of any size, in row chunks on
+Dask) make every decision about a file here, so a file means the same rows wherever it is read:
+
+- **Format and compression** (:func:`guess_format`, :func:`compression_of`): from the name
+  (``.csv``, ``.tsv``, ``.libsvm``, ``.svm``, ``.t``, ``.txt``, ``.parquet``, ...; a ``.gz``,
+  ``.bz2`` or ``.xz`` suffix is looked through), else from the content; compression from the
+  first bytes, never from the name.
+- **Text**: a UTF-8 byte-order mark at the start is skipped, CRLF line ends are read as LF, blank
+  lines hold no row.
+- **LIBSVM index base** (:func:`libsvm_zero_based`): a file whose indices include 0 is zero-based;
+  else, for a model, one whose largest index is the model's number of features is one-based; any
+  other file fits both readings and is refused until the caller says which. scikit-learn's
+  ``dump_svmlight_file`` writes zero-based indices by default, LIBSVM's convention is one-based,
+  and a file whose first feature is always zero cannot say which it is.
+- **CSV header** (:func:`csv_header`): a first line without a single number is a header; one of
+  numbers only is data; anything else (a mix, or pandas' ``0,1,2,...`` of an unnamed frame) is
+  refused until the caller says which.
+- **Columns against the model** (:func:`feature_columns`): by name and order where the model was
+  fitted with feature names, else by count.
+- **Cells** (:func:`parse_csv_rows`, :func:`attentive.data.libsvm.read_libsvm_rows`): every feature
+  a finite number; the first line (and column) that is not is named.
+
+Every refusal is a :class:`~attentive.errors.DataError` naming the file, what is wrong and what
+to do.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import lzma
+import math
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import pandas as pd
+
+from attentive.errors import DataError, InvalidParameterError
+
+__all__ = [
+    "BOM",
+    "CHOOSE_BASE",
+    "CHOOSE_HEADER",
+    "FORMATS",
+    "ExpectedFeatures",
+    "check_finite_rows",
+    "compression_of",
+    "csv_header",
+    "csv_separator",
+    "decompress",
+    "feature_columns",
+    "guess_format",
+    "libsvm_index_range",
+    "libsvm_zero_based",
+    "merge_index_ranges",
+    "open_binary",
+    "parse_csv_rows",
+    "split_csv_line",
+]
+
+FORMATS = ("libsvm", "csv", "parquet")
+SUFFIXES = {
+    ".libsvm": "libsvm",
+    ".svm": "libsvm",
+    ".svmlight": "libsvm",
+    ".t": "libsvm",
+    ".scale": "libsvm",
+    ".txt": "libsvm",
+    ".dat": "libsvm",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_COMPRESSION_SUFFIXES = {".gz", ".bz2", ".xz"}
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+_OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
+BOM = b"\xef\xbb\xbf"
+_PAIR_TOKEN = re.compile(rb"\s\d+:\S")
+
+# How to choose, named in every refusal (the command line's flags and the library's parameters).
+CHOOSE_BASE = (
+    "--zero-based or --one-based (python -m attentive score), or zero_based=True or False "
+    "(attentive.scale.score_file / read_input, attentive.data.load_user_file)"
+)
+CHOOSE_HEADER = (
+    "--header or --no-header (python -m attentive score), or header=True or False "
+    "(attentive.scale.score_file / read_input)"
+)
+EXCLUDE = "--exclude (exclude=... from Python)"
+
+
+# -- what the rows must fit -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpectedFeatures:
+    """What the rows of a file must fit: a model's number of features and, where it was fitted on
+    named columns, their names in order. Both ``None``: the file decides (training data)."""
+
+    n_features: int | None = None
+    names: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, model: Any) -> ExpectedFeatures:
+        """From a fitted model's ``n_features_in_`` and ``feature_names_in_`` (``None``: nothing
+        expected)."""
+        if model is None:
+            return cls()
+        if isinstance(model, ExpectedFeatures):
+            return model
+        n = getattr(model, "n_features_in_", None)
+        names = getattr(model, "feature_names_in_", None)
+        return cls(
+            None if n is None else int(n),
+            None if names is None else tuple(str(name) for name in names),
+        )
+
+
+# -- format and compression -----------------------------------------------------------------------
+def compression_of(head: bytes) -> str | None:
+    """``"gzip"``, ``"bz2"`` or ``"xz"`` from a file's first bytes, else ``None``."""
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def open_binary(path: str | Path, compression: str | None = None) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed on the fly when ``compression`` says so."""
+    if compression is None:
+        return open(path, "rb")
+    return _OPENERS[compression](path, "rb")
+
+
+def decompress(data: bytes, name: str) -> bytes:
+    """Decompress gzip, bz2 or xz content (recognised by its first bytes); other bytes pass through.
+
+    Raises
+    ------
+    DataError
+        The content starts like a compressed file but is truncated or corrupt.
+    """
+    kind = compression_of(data)
+    if kind is None:
+        return data
+    try:
+        return {"gzip": gzip.decompress, "bz2": bz2.decompress, "xz": lzma.decompress}[kind](data)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
+        raise DataError(f"{name}: compressed file is truncated or corrupt ({exc})") from None
+
+
+def _suffix(name: str) -> str:
+    suffixes = [s.lower() for s in Path(name).suffixes if s.lower() not in _COMPRESSION_SUFFIXES]
+    return suffixes[-1] if suffixes else ""
+
+
+def guess_format(
+    name: str, head: bytes = b"", *, format: str | None = None, allowed: tuple[str, ...] = FORMATS
+) -> str:
+    """The format of a file: ``format`` when given, else from its name, else from ``head`` (its
+    first bytes, decompressed).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``format`` is not one of ``allowed``.
+    DataError
+        Neither the name nor the content says, or the file is of a format not ``allowed``.
+    """
+    if format is not None:
+        if format not in allowed:
+            raise InvalidParameterError(f"format must be one of {allowed} or None, got {format!r}")
+        return format
+    guessed = SUFFIXES.get(_suffix(name))
+    if guessed is None:
+        first = next((line for line in head.splitlines() if line.strip()), b"")
+        if head.startswith(b"PAR1"):
+            guessed = "parquet"
+        elif _PAIR_TOKEN.search(b" " + first):
+            guessed = "libsvm"
+        elif b"," in first or b"\t" in first:
+            guessed = "csv"
+    if guessed not in allowed:
+        what = f"looks like {guessed}, which is not read here" if guessed else "has no known suffix"
+        names = " or ".join(f"format={f!r}" for f in allowed)
+        raise DataError(
+            f"cannot tell the format of {name}: it {what}; name it "
+            f"{', '.join(s for s, f in SUFFIXES.items() if f in allowed)}, or pass {names}"
+        )
+    return guessed
+
+
+def csv_separator(name: str) -> str:
+    """A tab for ``.tsv`` files, else a comma."""
+    return "\t" if _suffix(name) == ".tsv" else ","
+
+
+# -- LIBSVM: the index base -----------------------------------------------------------------------
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True  # what bytes.split() splits on, as scikit-learn's parser
+_PIECE = 8 << 20
+_HUGE = np.iinfo(np.int64).max
+
+
+def libsvm_index_range(data: bytes) -> tuple[int, int] | None:
+    """The smallest and largest feature index written in LIBSVM text, or ``None`` if no line has a
+    feature.
+
+    Counts every ``<index>:`` that starts a whitespace-separated token (an optional sign, then
+    digits), outside ``#`` comments; ``qid:`` is not an index. A malformed token is left to the
+    parser, which names its line. Vectorised over bytes, 8 MiB at a time (about a sixth of the
+    time scikit-learn takes to parse the same text).
+    """
+    lo = hi = None
+    start, end = 0, len(data)
+    while start < end:
+        stop = min(start + _PIECE, end)
+        if stop < end:  # cut after a line break, so that comments are judged per line
+            cut = data.rfind(b"\n", start, stop)
+            if cut < 0:
+                cut = data.find(b"\n", stop)
+            stop = end if cut < 0 else cut + 1
+        found = _piece_index_range(np.frombuffer(data, np.uint8, stop - start, start))
+        if found is not None:
+            lo = found[0] if lo is None else min(lo, found[0])
+            hi = found[1] if hi is None else max(hi, found[1])
+        start = stop
+    return None if lo is None else (lo, hi)
+
+
+def _piece_index_range(buf: np.ndarray) -> tuple[int, int] | None:
+    colons = np.flatnonzero(buf == ord(":"))
+    if colons.size and (buf == ord("#")).any():
+        newlines = np.flatnonzero(buf == ord("\n"))
+        hashes = np.flatnonzero(buf == ord("#"))
+        line_start = _previous(newlines, colons)
+        colons = colons[_previous(hashes, colons) <= line_start]  # not after a '#' of its line
+    n = colons.size
+    if not n:
+        return None
+    # Walk back from each colon over its digits, accumulating the index. Every step writes into
+    # the same few arrays: a Dask worker returns freed memory to the system at once
+    # (MALLOC_TRIM_THRESHOLD_), so each new temporary array costs a page fault per page.
+    value = np.zeros(n, dtype=np.int64)
+    term = np.empty(n, dtype=np.int64)
+    pos = colons - 1
+    c = np.empty(n, dtype=np.uint8)
+    step = np.empty(n, dtype=bool)
+    active = np.ones(n, dtype=bool)
+    scale = 1
+    for _ in range(18):
+        _bytes_at(buf, pos, c, step)
+        np.subtract(c, ord("0"), out=c)  # a digit becomes 0-9, anything else wraps above 9
+        np.less_equal(c, 9, out=step)
+        np.logical_and(active, step, out=active)
+        if not active.any():
+            break
+        np.multiply(c, np.int64(scale), out=term)
+        np.add(value, term, out=value, where=active)
+        np.subtract(pos, active, out=pos, casting="unsafe")
+        scale *= 10
+    has_digits = pos != colons - 1
+    _bytes_at(buf, pos, c, step)
+    huge = (c >= ord("0")) & (c <= ord("9"))  # more than 18 digits: beyond any model
+    value[huge] = _HUGE
+    negative = c == ord("-")
+    np.negative(value, out=value, where=negative)
+    np.subtract(pos, negative | (c == ord("+")), out=pos, casting="unsafe")  # past a sign
+    _bytes_at(buf, pos, c, step)
+    ok = has_digits & _SPACE[c]
+    if not ok.any():
+        return None
+    return int(value.min(where=ok, initial=_HUGE)), int(value.max(where=ok, initial=-_HUGE))
+
+
+def _bytes_at(buf: np.ndarray, pos: np.ndarray, out: np.ndarray, before: np.ndarray) -> None:
+    """``out = buf[pos]``, a space where ``pos`` is before the start (``before`` is scratch)."""
+    np.take(buf, pos, out=out, mode="clip")
+    np.less(pos, 0, out=before)
+    out[before] = ord(" ")
+
+
+def _previous(marks: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """For each position, the last mark before it (-1 when none)."""
+    if not marks.size:
+        return np.full(positions.shape, -1, dtype=np.int64)
+    k = np.searchsorted(marks, positions) - 1
+    return np.where(k >= 0, marks[np.maximum(k, 0)], -1)
+
+
+def merge_index_ranges(ranges) -> tuple[int, int] | None:
+    """The range covering every ``(lo, hi)`` of ``ranges`` (``None`` entries skipped)."""
+    found = [r for r in ranges if r is not None]
+    if not found:
+        return None
+    return min(r[0] for r in found), max(r[1] for r in found)
+
+
+def libsvm_zero_based(
+    index_range: tuple[int, int] | None,
+    n_features: int | None,
+    zero_based: bool | None,
+    *,
+    where: str,
+) -> bool:
+    """Whether a LIBSVM file's indices start at 0, from its smallest and largest index.
+
+    Parameters
+    ----------
+    index_range : (int, int) or None
+        :func:`libsvm_index_range` over the whole file (``None``: no features at all).
+    n_features : int or None
+        The model's number of features; ``None`` for training data (the file decides).
+    zero_based : bool or None
+        The caller's answer; ``None`` decides: index 0 present → zero-based; else largest index
+        equal to ``n_features`` → one-based; else, for a model, refused (without a model:
+        one-based, LIBSVM's convention).
+    where : str
+        The file's name, for messages.
+
+    Raises
+    ------
+    DataError
+        The base cannot be told (the message names :data:`CHOOSE_BASE`), the file contradicts the
+        base asked for, or it has more features than the model.
+    """
+    if zero_based is not None and not isinstance(zero_based, bool | np.bool_):
+        raise InvalidParameterError(f"zero_based must be True, False or None, got {zero_based!r}")
+    if index_range is None:
+        return bool(zero_based)  # no feature anywhere: every row is zero in either base
+    lo, hi = index_range
+    if lo < 0:
+        raise DataError(
+            f"{where}: feature index {lo} is negative; LIBSVM indices start at 1 (or 0)"
+        )
+    if zero_based is None:
+        if lo == 0:
+            zero_based = True
+        elif n_features is None or hi == n_features:
+            zero_based = False
+        elif hi < n_features:
+            raise DataError(
+                f"{where}: cannot tell whether its feature indices start at 0 or 1. Index 0 never "
+                f"appears and the largest index, {hi}, is below the model's {n_features} features, "
+                "so the file reads either way: zero-based with the first feature always zero "
+                "(scikit-learn's dump_svmlight_file writes zero-based indices by default) or "
+                f"one-based with the last features always zero. Say which: {CHOOSE_BASE}"
+            )
+    elif not zero_based and lo == 0:
+        raise DataError(
+            f"{where}: feature index 0 appears, so the file is zero-based, but one-based was asked "
+            "for; pass --zero-based (zero_based=True), or leave the base to be detected"
+        )
+    width = hi + 1 if zero_based else hi
+    if n_features is not None and width > n_features:
+        base = "zero-based" if zero_based else "one-based"
+        raise DataError(
+            f"{where}: the largest feature index is {hi}, so the file ({base}) has at least "
+            f"{width} features, but the model has {n_features}; score it with a model trained on "
+            "features like these"
+        )
+    return bool(zero_based)
+
+
+# -- CSV: the header and the columns --------------------------------------------------------------
+# pandas' default missing-value markers: cells that are data (a missing value), never names.
+_NA_TOKENS = frozenset(
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|"
+    "nan|null|".split("|")
+)
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE
+)
+
+
+def split_csv_line(line: bytes, sep: str = ",", *, where: str) -> list[str]:
+    """The cells of one CSV line (quotes as the csv module and pandas read them), stripped."""
+    try:
+        text = line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: the first line is not UTF-8 text ({exc})") from None
+    cells = next(csv.reader([text], delimiter=sep, skipinitialspace=True), [])
+    return [cell.strip() for cell in cells]
+
+
+def _is_number(cell: str) -> bool:
+    return _NUMBER.fullmatch(cell) is not None
+
+
+def csv_header(
+    cells: list[str], *, header: bool | None, expected: ExpectedFeatures, where: str
+) -> list[str] | None:
+    """The column names a CSV file's first line gives (its ``cells``), or ``None`` when it is data.
+
+    ``header`` True / False is the caller's answer. ``None`` decides: the model's feature names,
+    or a line without a number (at least one name, no cell that is a number or a missing value
+    of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
+    header; a line of numbers (and missing values) is data. A mix, and pandas' ``0,1,2,...`` (the
+    header of a frame without column names, or a row of data) are refused: say which.
+    Empty names become ``Unnamed: i`` as in pandas.
+    """
+    if header is not None and not isinstance(header, bool | np.bool_):
+        raise InvalidParameterError(f"header must be True, False or None, got {header!r}")
+    if header is None:
+        numbers = [_is_number(c) for c in cells]
+        names = [
+            bool(c) and not n and c not in _NA_TOKENS for c, n in zip(cells, numbers, strict=True)
+        ]
+        shown = ",".join(cells[:8]) + (",..." if len(cells) > 8 else "")
+        if expected.names is not None and tuple(cells) == expected.names:
+            header = True
+        elif cells == [str(i) for i in range(len(cells))]:
+            raise DataError(
+                f"{where}: the first line, {shown}, is either the header pandas writes for a "
+                "frame without column names or a row of data. Say which: " + CHOOSE_HEADER
+            )
+        elif any(names) and not any(numbers):
+            header = True
+        elif not any(names):
+            header = False
+        else:
+            raise DataError(
+                f"{where}: cannot tell whether the first line, {shown}, is a header: it mixes "
+                f"names and numbers. Say which: {CHOOSE_HEADER}"
+            )
+    if not header:
+        return None
+    columns = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
+    if repeated:
+        raise DataError(f"{where}: the header names a column more than once: {repeated}")
+    return columns
+
+
+def feature_columns(
+    columns: list[str] | None,
+    n_columns: int,
+    expected: ExpectedFeatures,
+    exclude: tuple[str, ...] = (),
+    *,
+    where: str,
+) -> list[str]:
+    """The feature columns of a table, in order, checked against the model.
+
+    Parameters
+    ----------
+    columns : list of str or None
+        The header's names; ``None`` for a CSV file without a header (its columns are then
+        named ``"0"``, ``"1"``, ... and all of them are features).
+    n_columns : int
+        The number of columns.
+    expected : ExpectedFeatures
+        With names: the table's columns, less ``exclude``, must be those names in that order.
+        Else with a count: that many feature columns.
+    exclude : tuple of str
+        Columns that are not features (a label, an id).
+
+    Raises
+    ------
+    DataError
+        Names missing, unknown, repeated or out of order, or the wrong count (the message says
+        which and how to fix it).
+    """
+    exclude = tuple(exclude)
+    if columns is None:
+        if exclude:
+            raise DataError(
+                f"{where} has no header line, so no column can be excluded by name "
+                f"({', '.join(exclude)}); give it a header"
+            )
+        if expected.names is not None:
+            raise DataError(
+                f"{where} has no header line, but the model knows its features by name "
+                f"({_preview(expected.names)}); give the file a header line naming its columns"
+            )
+        columns = [str(i) for i in range(n_columns)]
+    present = set(columns)
+    unknown = [c for c in exclude if c not in present]
+    if unknown:
+        raise DataError(
+            f"{where}: {unknown} to exclude are not among its columns: {_preview(columns)}"
+        )
+    excluded = set(exclude)
+    features = [c for c in columns if c not in excluded]
+    if expected.names is not None:
+        names = list(expected.names)
+        if features != names:
+            known, found = set(names), set(features)
+            missing = [n for n in names if n not in found]
+            extra = [c for c in features if c not in known]
+            problems = []
+            if missing:
+                problems.append(
+                    f"lacks {len(missing)} of the model's features: {_preview(missing)}"
+                )
+            if extra:
+                what = "a column" if len(extra) == 1 else f"{len(extra)} columns"
+                problems.append(
+                    f"has {what} the model does not know: {_preview(extra)} (not features? name "
+                    f"them with {EXCLUDE})"
+                )
+            if not problems:
+                i = next(k for k, (a, b) in enumerate(zip(features, names, strict=True)) if a != b)
+                problems.append(
+                    f"has the model's features in another order: feature {i + 1} is {features[i]!r} "
+                    f"where the model has {names[i]!r}; write the columns in the model's order"
+                )
+            raise DataError(f"{where} " + "; it ".join(problems))
+    elif expected.n_features is not None and len(features) != expected.n_features:
+        less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
+        hint = (
+            f"; name the other columns with {EXCLUDE}"
+            if len(features) > expected.n_features
+            else ""
+        )
+        raise DataError(
+            f"{where} has {len(features)} feature columns{less}, but the model expects "
+            f"{expected.n_features}{hint}"
+        )
+    return features
+
+
+def _preview(names, limit: int = 10) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+# -- CSV: the cells -------------------------------------------------------------------------------
+def parse_csv_rows(
+    data: bytes,
+    *,
+    names: list[str],
+    numeric: list[str],
+    where: str,
+    first_line: int,
+    sep: str = ",",
+) -> pd.DataFrame:
+    """Rows of CSV text (no header line) as a frame with columns ``names``; the ``numeric``
+    columns as float64, every value finite; the others as read.
+
+    ``first_line`` is the file's line number of the text's first line, for messages.
+
+    Raises
+    ------
+    DataError
+        A line with another number of fields, or a numeric column's cell that is not a number,
+        missing or not finite: the first such line and column are named.
+    """
+    try:
+        frame = pd.read_csv(io.BytesIO(data), header=None, sep=sep, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        floats = set(numeric)
+        return pd.DataFrame({c: np.empty(0) if c in floats else [] for c in names})
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(
+            _csv_problem(data, names, numeric, where, first_line, sep)
+            or f"{where} is not valid CSV: {exc}".rstrip()
+        ) from None
+    if frame.shape[1] != len(names):
+        raise DataError(
+            _csv_problem(data, names, numeric, where, first_line, sep)
+            or f"{where}: lines from {first_line} have {frame.shape[1]} fields, not {len(names)}"
+        )
+    frame.columns = names
+    values = frame[numeric]
+    ok = all(pd.api.types.is_numeric_dtype(t) for t in values.dtypes)
+    if ok:
+        array = values.to_numpy(dtype=np.float64)
+        ok = bool(np.isfinite(array).all())
+    if not ok:
+        raise DataError(
+            _csv_problem(data, names, numeric, where, first_line, sep)
+            or f"{where}: lines from {first_line} hold cells that are not finite numbers"
+        )
+    if len(numeric) == len(names):
+        return pd.DataFrame(array, columns=names, index=frame.index)
+    frame[numeric] = array
+    return frame
+
+
+def _csv_problem(
+    data: bytes, names: list[str], numeric: list[str], where: str, first_line: int, sep: str
+) -> str | None:
+    """Describe the first line of CSV text that pandas could not read into finite numbers."""
+    where_is = {c: i for i, c in enumerate(names)}
+    positions = [where_is[c] for c in numeric]
+    for offset, raw in enumerate(data.split(b"\n")):
+        text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        if not text.strip():
+            continue
+        line = first_line + offset
+        cells = next(csv.reader([text], delimiter=sep, skipinitialspace=True), [])
+        if len(cells) != len(names):
+            return (
+                f"{where} is not valid CSV: line {line} has {_fields(len(cells))}, but there are "
+                f"{len(names)} columns (a truncated or joined line?)"
+            )
+        for i in positions:
+            cell = cells[i].strip()
+            at = f"{where}, line {line}, column {names[i]!r}"
+            if cell in _NA_TOKENS or (_is_number(cell) and math.isnan(float(cell))):
+                return (
+                    f"{at}: the value is missing or NaN ({cell!r}); every feature needs a "
+                    "finite number"
+                )
+            if not _is_number(cell):
+                return f"{at}: {cell!r} is not a number; features must be numeric"
+            if not math.isfinite(float(cell)):
+                return f"{at}: {cell} is not a finite number; every feature needs a finite number"
+    return None
+
+
+def _fields(n: int) -> str:
+    return f"{n} field" + ("" if n == 1 else "s")
+
+
+def check_finite_rows(frame: pd.DataFrame, *, where: str, first_row: int) -> None:
+    """Refuse a frame of float features holding NaN or an infinity, naming the first (row
+    ``first_row`` is the frame's first, counted from 1)."""
+    values = frame.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        what = "missing or NaN" if np.isnan(values[row, col]) else f"{values[row, col]}"
+        raise DataError(
+            f"{where}, row {first_row + row}, column {frame.columns[col]!r}: the value is {what}; "
+            "every feature needs a finite number"
+        )

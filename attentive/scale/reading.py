@@ -1,0 +1,365 @@
+"""Read LIBSVM, CSV or Parquet lazily in row chunks for Dask, with the project's one reader.
+
+Every decision about a file — format, compression, byte-order mark, LIBSVM index base, CSV header,
+columns against the model, cells — is :mod:`attentive.data.reader`'s, which the dashboard's
+uploads use too; here a file is cut into chunks whose tasks call it. A text file is cut by one
+sequential pass counting line breaks, so every chunk holds exactly ``chunk_rows`` lines and knows
+the number of its first line (for messages). A LIBSVM file whose base is not given gets a first
+pass on Dask over every chunk (smallest and largest index) before anything is scored.
+"""
+
+from __future__ import annotations
+
+import lzma
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from attentive.data.libsvm import read_libsvm_rows
+from attentive.data.reader import (
+    BOM,
+    ExpectedFeatures,
+    check_finite_rows,
+    compression_of,
+    csv_header,
+    csv_separator,
+    feature_columns,
+    guess_format,
+    libsvm_index_range,
+    libsvm_zero_based,
+    merge_index_ranges,
+    open_binary,
+    parse_csv_rows,
+    split_csv_line,
+)
+from attentive.errors import DataError, InvalidParameterError
+
+__all__ = ["line_chunks", "read_input"]
+
+_SCAN_BYTES = 16 * 1024 * 1024
+_HEAD_BYTES = 65536
+
+
+def read_input(
+    path: str | os.PathLike,
+    clf,
+    *,
+    chunk_rows: int = 100_000,
+    format: str | None = None,
+    zero_based: bool | None = None,
+    header: bool | None = None,
+    exclude: tuple[str, ...] = (),
+    name: str | None = None,
+):
+    """The rows of a file as lazy chunks of about ``chunk_rows`` rows, for :func:`score_dask`.
+
+    Parameters
+    ----------
+    path : path-like
+        LIBSVM/svmlight text (one example per line; labels are ignored), CSV (one numeric column
+        per feature, no quoted line breaks; ``.tsv``: tab-separated) or Parquet (a file or a
+        directory of files). Text may be gzip / bz2 / xz compressed: each chunk then decompresses
+        the file up to its own lines (:func:`~attentive.scale.score_file` decompresses once
+        instead).
+    clf : fitted estimator
+        The model to feed: its ``n_features_in_`` and ``feature_names_in_`` decide what is read
+        (:class:`attentive.data.reader.ExpectedFeatures`).
+    chunk_rows : int
+        Rows per chunk: lines for text files; for Parquet, whole row groups are gathered until a
+        chunk holds at least ``chunk_rows`` rows.
+    format : {"libsvm", "csv", "parquet"}, optional
+        Guessed from the name (then the content) when None.
+    zero_based : bool, optional
+        LIBSVM: whether feature indices start at 0. None detects it from a first pass over the
+        whole file, computed here on Dask's current scheduler: index 0 present → zero-based;
+        largest index equal to the model's number of features → one-based; otherwise refused
+        (say which). Given, the first pass is skipped.
+    header : bool, optional
+        CSV: whether the first line names the columns. None decides from the line
+        (:func:`attentive.data.reader.csv_header`).
+    exclude : tuple of str
+        CSV / Parquet columns that are not features (e.g. a label).
+    name : str, optional
+        The name to report in messages (default: the file's).
+
+    Returns
+    -------
+    dask.array.Array (LIBSVM: CSR blocks) or dask.dataframe.DataFrame (CSV, Parquet)
+
+    Raises
+    ------
+    DataError
+        A file that cannot be read as rows for this model (see :mod:`attentive.data.reader`);
+        problems inside a chunk are raised when it is computed, naming the line.
+    """
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise InvalidParameterError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+    path = Path(path)
+    where = name or path.name
+    if not path.exists():
+        raise DataError(f"input not found: {path}")
+    expected = ExpectedFeatures.of(clf)
+    if path.is_dir():
+        guess_format(where, format=format or "parquet", allowed=("parquet",))
+        return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
+    with open(path, "rb") as f:
+        text = _Text(str(path), compression_of(f.read(8)), where)
+    head = text.head()
+    fmt = guess_format(where, head, format=format)
+    if fmt == "parquet":
+        if text.compression:
+            raise DataError(f"{where}: a compressed Parquet file; Parquet compresses its own pages")
+        return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
+    start = len(BOM) if head.startswith(BOM) else 0
+    if fmt == "libsvm":
+        return _read_libsvm(text, start, expected, chunk_rows, zero_based)
+    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+
+
+_CORRUPT = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A text file read in line ranges: where it is, how it is compressed, its name in messages."""
+
+    path: str
+    compression: str | None
+    where: str
+
+    def head(self) -> bytes:
+        try:
+            with open_binary(self.path, self.compression) as f:
+                return f.read(_HEAD_BYTES)
+        except _CORRUPT as exc:
+            raise self._corrupt(exc) from None
+
+    def chunks(self, chunk_rows: int, start: int, first_line: int = 1):
+        """:func:`line_chunks` of the file; a compressed one found truncated is a DataError."""
+        try:
+            return line_chunks(
+                self.path,
+                chunk_rows,
+                start=start,
+                first_line=first_line,
+                compression=self.compression,
+            )
+        except _CORRUPT as exc:
+            if self.compression is None:
+                raise
+            raise self._corrupt(exc) from None
+
+    def read(self, start: int, stop: int) -> bytes:
+        with open_binary(self.path, self.compression) as f:
+            f.seek(start)
+            return f.read(stop - start)
+
+    def _corrupt(self, exc: BaseException) -> DataError:
+        return DataError(f"{self.where}: compressed file is truncated or corrupt ({exc})")
+
+
+def line_chunks(
+    path: str | os.PathLike,
+    chunk_rows: int,
+    *,
+    start: int = 0,
+    first_line: int = 1,
+    compression: str | None = None,
+) -> list[tuple[int, int, int]]:
+    """Byte ranges ``[a, b)`` of ``chunk_rows`` lines each from byte ``start`` (the last may be
+    shorter), each with the file's number of its first line.
+
+    One sequential pass counting line breaks, 16 MiB at a time: memory stays flat in the file
+    size. Offsets are in the decompressed text when ``compression`` is given.
+    """
+    bounds = []
+    lines = 0  # line breaks since the current chunk began
+    offset = a = start
+    with open_binary(path, compression) as f:
+        f.seek(start)
+        while piece := f.read(_SCAN_BYTES):
+            n = piece.count(b"\n")
+            ends = range(chunk_rows - lines - 1, n, chunk_rows)  # line breaks that end a chunk
+            if len(ends):
+                breaks = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == ord("\n"))
+                for k in ends:
+                    b = offset + int(breaks[k]) + 1
+                    bounds.append((a, b, first_line + len(bounds) * chunk_rows))
+                    a = b
+            lines = (lines + n) % chunk_rows
+            offset += len(piece)
+    if offset > a:
+        bounds.append((a, offset, first_line + len(bounds) * chunk_rows))
+    return bounds
+
+
+# -- LIBSVM ---------------------------------------------------------------------------------------
+def _libsvm_range(text: _Text, a: int, b: int) -> tuple[int, int] | None:
+    return libsvm_index_range(text.read(a, b))
+
+
+def _libsvm_chunk(text: _Text, a: int, b: int, line: int, n_features: int, zero_based: bool):
+    X, _ = read_libsvm_rows(
+        text.read(a, b),
+        where=text.where,
+        n_features=n_features,
+        zero_based=zero_based,
+        first_line=line,
+    )
+    return X
+
+
+def _read_libsvm(text: _Text, start, expected: ExpectedFeatures, chunk_rows, zero_based):
+    n = expected.n_features
+    chunks = text.chunks(chunk_rows, start)
+    if not chunks:
+        raise DataError(
+            f"{text.where} is empty; expected LIBSVM lines '<label> <index>:<value> ...'"
+        )
+    index_range = None
+    if zero_based is None:  # the first pass: smallest and largest index of the whole file
+        ranges = dask.compute(
+            *[dask.delayed(_libsvm_range, pure=True)(text, a, b) for a, b, _ in chunks]
+        )
+        index_range = merge_index_ranges(ranges)
+    zero_based = libsvm_zero_based(index_range, n, zero_based, where=text.where)
+    blocks = [
+        da.from_delayed(
+            dask.delayed(_libsvm_chunk, pure=True)(text, a, b, line, n, zero_based),
+            shape=(np.nan, n),
+            dtype=np.float64,
+            meta=sp.csr_matrix((0, n)),
+        )
+        for a, b, line in chunks
+    ]
+    return da.concatenate(blocks, axis=0, allow_unknown_chunksizes=True)
+
+
+# -- CSV ------------------------------------------------------------------------------------------
+def _csv_chunk(text: _Text, a, b, line, names, features, sep) -> pd.DataFrame:
+    frame = parse_csv_rows(
+        text.read(a, b),
+        names=names,
+        numeric=features,
+        where=text.where,
+        first_line=line,
+        sep=sep,
+    )
+    return frame[features]
+
+
+def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
+    where = text.where
+    sep = csv_separator(where)
+    with open_binary(text.path, text.compression) as f:
+        f.seek(start)
+        skipped = 0  # blank lines before the first line (pandas skips them too)
+        while (first := f.readline()) and not first.strip():
+            skipped += 1
+        first_start = f.tell() - len(first)
+    if not first:
+        raise DataError(f"{where} is empty; expected one example per line")
+    cells = split_csv_line(first, sep, where=where)
+    columns = csv_header(cells, header=header, expected=expected, where=where)
+    n = expected.n_features
+    if columns is None and n is not None and len(cells) != n and expected.names is None:
+        raise DataError(
+            f"{where}, line {skipped + 1}: {len(cells)} fields, but the model expects {n} "
+            "features (the file has no header line)"
+        )
+    features = feature_columns(columns, len(cells), expected, exclude, where=where)
+    names = columns or features
+    if columns is None:  # the first line is a row
+        data_start, first_line = first_start, skipped + 1
+    else:
+        data_start, first_line = first_start + len(first), skipped + 2
+    chunks = text.chunks(chunk_rows, data_start, first_line)
+    if not chunks:
+        raise DataError(f"{where} has a header but no rows")
+    meta = pd.DataFrame({c: np.empty(0) for c in features})
+    parts = [
+        dask.delayed(_csv_chunk, pure=True)(text, a, b, line, names, features, sep)
+        for a, b, line in chunks
+    ]
+    return dd.from_delayed(parts, meta=meta)
+
+
+# -- Parquet --------------------------------------------------------------------------------------
+def _parquet_chunk(file: str, groups: list[int], columns: list[str], where: str, first_row: int):
+    import pyarrow.parquet as pq
+
+    frame = pq.ParquetFile(file).read_row_groups(groups, columns=columns).to_pandas()
+    frame = frame.reset_index(drop=True).astype(np.float64)
+    check_finite_rows(frame, where=where, first_row=first_row)
+    return frame
+
+
+def _parquet_columns(schema) -> list[str]:
+    """The schema's columns less the index pandas stored with a frame (``__index_level_0__``)."""
+    index = set()
+    if schema.pandas_metadata:
+        index = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
+    return [c for c in schema.names if c not in index]
+
+
+def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclude, where: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = (
+        sorted(
+            p
+            for p in path.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
+        )
+        if path.is_dir()
+        else [path]
+    )
+    if not files:
+        raise DataError(f"no Parquet files in {path}")
+    opened = []
+    for file in files:
+        name = where if file == path else f"{where}/{file.relative_to(path)}"
+        try:
+            opened.append((file, name, pq.ParquetFile(file)))
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"{name} is not a readable Parquet file ({exc})") from None
+    schema = opened[0][2].schema_arrow
+    columns = _parquet_columns(schema)
+    features = feature_columns(columns, len(columns), expected, exclude, where=where)
+    for _, name, f in opened[1:]:
+        if _parquet_columns(f.schema_arrow) != columns:
+            raise DataError(f"{name} has other columns than {opened[0][1]}: every file must match")
+    for column in features:
+        kind = schema.field(column).type
+        if not (
+            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+        ):
+            raise DataError(
+                f"{where}: column {column!r} holds {kind} values; features must be numeric"
+            )
+    meta = pd.DataFrame({c: np.empty(0) for c in features})
+    parts = []
+    for file, name, f in opened:
+        groups, rows, first_row = [], 0, 1
+        for i in range(f.metadata.num_row_groups):
+            groups.append(i)
+            rows += f.metadata.row_group(i).num_rows
+            if rows >= chunk_rows or i == f.metadata.num_row_groups - 1:
+                parts.append(
+                    dask.delayed(_parquet_chunk, pure=True)(
+                        str(file), groups, features, name, first_row
+                    )
+                )
+                groups, first_row, rows = [], first_row + rows, 0
+    if not sum(f.metadata.num_rows for _, _, f in opened):
+        raise DataError(f"{where} has no rows")
+    return dd.from_delayed(parts, meta=meta)

@@ -1,0 +1,307 @@
+"""The one reader (attentive.data.reader): LIBSVM index base, CSV header and columns, cells.
+
+Its decisions are checked here without Dask; tests/test_score_files.py checks the same decisions
+end to end through ``python -m attentive score``, and the dashboard's uploads through
+``load_user_file(..., model=...)`` below.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import dump_svmlight_file, make_classification
+from sklearn.svm import SVC
+
+from attentive import AttentiveClassifier
+from attentive.data import load_user_file
+from attentive.data.reader import (
+    ExpectedFeatures,
+    csv_header,
+    feature_columns,
+    guess_format,
+    libsvm_index_range,
+    libsvm_zero_based,
+    parse_csv_rows,
+)
+from attentive.errors import DataError
+
+FOUR = ExpectedFeatures(n_features=4)
+NAMED = ExpectedFeatures(n_features=3, names=("a", "b", "c"))
+
+
+# -- the LIBSVM index range -----------------------------------------------------------------------
+def _brute_force_range(text: bytes):
+    """Every index of LIBSVM text by splitting lines and tokens in Python."""
+    found = []
+    for raw in text.split(b"\n"):
+        tokens = raw.split(b"#", 1)[0].split()
+        for token in tokens[1:]:
+            head, sep, _ = token.partition(b":")
+            if sep and head != b"qid":
+                found.append(int(head))
+    return (min(found), max(found)) if found else None
+
+
+@st.composite
+def libsvm_texts(draw):
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["row", "row", "row", "blank", "comment"]))
+        if kind == "blank":
+            lines.append(draw(st.sampled_from(["", "   ", "\t"])))
+            continue
+        indices = sorted(draw(st.sets(st.integers(0, 10**12), max_size=6)))
+        tokens = [draw(st.sampled_from(["1", "-1", "0.5", "+1"]))]
+        if draw(st.booleans()):
+            tokens.append(f"qid:{draw(st.integers(0, 99))}")
+        for i in indices:
+            sign = draw(st.sampled_from(["", "", "+"]))
+            tokens.append(f"{sign}{i}:{draw(st.sampled_from(['1', '-2.5', '1e-3', 'nan']))}")
+        line = " ".join(tokens) if kind == "row" else ""
+        if kind == "comment" or draw(st.booleans()):
+            # a comment whose "index" must not count
+            line += f" # {draw(st.integers(0, 10**13))}:7 qid:1"
+        lines.append(line)
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    return end.join(lines).encode() + (end.encode() if draw(st.booleans()) else b"")
+
+
+@settings(max_examples=300, deadline=None)
+@given(libsvm_texts())
+def test_index_range_equals_a_token_by_token_count(text):
+    assert libsvm_index_range(text) == _brute_force_range(text)
+
+
+def test_index_range_spans_pieces_of_the_text(monkeypatch):
+    from attentive.data import reader
+
+    text = b"".join(f"1 {i + 1}:1 {3 * i + 7}:2 # {10**9}:1\n".encode() for i in range(2000))
+    whole = reader.libsvm_index_range(text)
+    monkeypatch.setattr(reader, "_PIECE", 97)  # many pieces, each cut after a line break
+    assert reader.libsvm_index_range(text) == whole == (1, 3 * 1999 + 7)
+
+
+# -- the LIBSVM index base ------------------------------------------------------------------------
+def test_index_zero_present_means_zero_based():
+    assert libsvm_zero_based((0, 3), 4, None, where="f") is True
+    assert libsvm_zero_based((0, 7), None, None, where="f") is True
+
+
+def test_largest_index_equal_to_the_width_means_one_based():
+    assert libsvm_zero_based((1, 4), 4, None, where="f") is False
+    assert libsvm_zero_based((2, 4), 4, None, where="f") is False
+    # training data (no model): LIBSVM's convention
+    assert libsvm_zero_based((1, 3), None, None, where="f") is False
+
+
+def test_neither_is_refused_naming_both_flags_and_the_parameter():
+    with pytest.raises(DataError) as info:
+        libsvm_zero_based((1, 3), 4, None, where="rows.libsvm")
+    message = str(info.value)
+    for needed in ("rows.libsvm", "--zero-based", "--one-based", "zero_based=True or False"):
+        assert needed in message
+    assert "largest index, 3, is below the model's 4 features" in message
+    # said, it reads
+    assert libsvm_zero_based((1, 3), 4, True, where="f") is True
+    assert libsvm_zero_based((1, 3), 4, False, where="f") is False
+
+
+def test_files_that_contradict_the_model_or_the_base_asked_for_are_refused():
+    with pytest.raises(DataError, match="at least 5 features, but the model has 4"):
+        libsvm_zero_based((1, 5), 4, None, where="f")
+    with pytest.raises(DataError, match="at least 5 features, but the model has 4"):
+        libsvm_zero_based((0, 4), 4, None, where="f")
+    with pytest.raises(DataError, match="at least 5 features"):
+        libsvm_zero_based((1, 4), 4, True, where="f")
+    with pytest.raises(DataError, match="index 0 appears, so the file is zero-based"):
+        libsvm_zero_based((0, 2), 4, False, where="f")
+    with pytest.raises(DataError, match="negative"):
+        libsvm_zero_based((-1, 2), 4, None, where="f")
+    assert libsvm_zero_based(None, 4, None, where="f") is False  # no features: base irrelevant
+
+
+# -- the CSV header -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        (["a", "b", "c", "d"], ["a", "b", "c", "d"]),
+        (["", "a", "b", "c"], ["Unnamed: 0", "a", "b", "c"]),  # pandas' unnamed index column
+        (["1.5", "-2", "3e4", "inf"], None),
+        (["1", "", "nan", "NA"], None),  # missing values are data, not names
+    ],
+)
+def test_header_is_told_from_the_first_line(cells, expected):
+    assert csv_header(cells, header=None, expected=FOUR, where="f") == expected
+
+
+@pytest.mark.parametrize(
+    ("cells", "problem"),
+    [
+        (["x", "1", "2", "3"], "mixes names and numbers"),
+        (["0", "1", "2", "3"], "header pandas writes for a frame without column names"),
+    ],
+)
+def test_an_ambiguous_first_line_is_refused_naming_the_flags(cells, problem):
+    with pytest.raises(DataError, match=problem) as info:
+        csv_header(cells, header=None, expected=FOUR, where="rows.csv")
+    assert "--header or --no-header" in str(info.value) and "header=True or False" in str(
+        info.value
+    )
+    assert csv_header(cells, header=True, expected=FOUR, where="f") == cells
+    assert csv_header(cells, header=False, expected=FOUR, where="f") is None
+
+
+def test_the_models_own_numeric_names_are_a_header():
+    expected = ExpectedFeatures(4, names=("0", "1", "2", "3"))
+    assert csv_header(["0", "1", "2", "3"], header=None, expected=expected, where="f") == [
+        "0",
+        "1",
+        "2",
+        "3",
+    ]
+    with pytest.raises(DataError, match="more than once"):
+        csv_header(["a", "a", "b", "c"], header=None, expected=FOUR, where="f")
+
+
+# -- columns against the model --------------------------------------------------------------------
+def test_columns_are_checked_by_name_and_order():
+    assert feature_columns(["a", "b", "c"], 3, NAMED, where="f") == ["a", "b", "c"]
+    assert feature_columns(["id", "a", "b", "c"], 4, NAMED, ("id",), where="f") == ["a", "b", "c"]
+    with pytest.raises(DataError, match=r"another order: feature 1 is 'b' where the model has 'a'"):
+        feature_columns(["b", "a", "c"], 3, NAMED, where="f")
+    with pytest.raises(DataError, match=r"lacks 1 of the model's features: 'c'"):
+        feature_columns(["a", "b"], 2, NAMED, where="f")
+    with pytest.raises(
+        DataError, match=r"has a column the model does not know: 'label'.*--exclude"
+    ):
+        feature_columns(["a", "b", "c", "label"], 4, NAMED, where="f")
+    with pytest.raises(DataError, match="no header line, but the model knows its features by name"):
+        feature_columns(None, 3, NAMED, where="f")
+
+
+def test_columns_are_counted_for_a_model_without_names():
+    assert feature_columns(None, 4, FOUR, where="f") == ["0", "1", "2", "3"]
+    assert feature_columns(["y", "p", "q", "r", "s"], 5, FOUR, ("y",), where="f") == [
+        "p",
+        "q",
+        "r",
+        "s",
+    ]
+    with pytest.raises(DataError, match=r"has 5 feature columns, but the model expects 4; name"):
+        feature_columns(["y", "p", "q", "r", "s"], 5, FOUR, where="f")
+    with pytest.raises(DataError, match=r"\['z'\] to exclude are not among its columns"):
+        feature_columns(["p", "q", "r", "s"], 4, FOUR, ("z",), where="f")
+    with pytest.raises(DataError, match="no header line, so no column can be excluded"):
+        feature_columns(None, 5, FOUR, ("y",), where="f")
+
+
+# -- cells ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"1,2,3\n4,5\n", "line 11 has 2 fields, but there are 3 columns"),
+        (b"1,2,3\n4,5,6,7\n", "line 11 has 4 fields"),
+        (b"1,2,3\n4,x,6\n", "line 11, column 'b': 'x' is not a number"),
+        (b"1,2,3\n4,,6\n", "line 11, column 'b': the value is missing or NaN"),
+        (b"1,2,3\r\n4,-inf,6\r\n", "line 11, column 'b': -inf is not a finite number"),
+        (b"1,2,3\n\n4,1e999,6\n", "line 12, column 'b': 1e999 is not a finite number"),
+    ],
+)
+def test_bad_cells_are_named_by_the_files_line_and_column(text, message):
+    with pytest.raises(DataError, match=message):
+        parse_csv_rows(
+            text, names=["a", "b", "c"], numeric=["a", "b", "c"], where="f", first_line=10
+        )
+
+
+def test_cells_read_exactly_and_other_columns_stay_as_read():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2)) * 10.0 ** rng.integers(-300, 300, size=(50, 2))
+    text = "".join(f"{a!r},{b!r},spam\r\n" for a, b in X.tolist()).encode()
+    frame = parse_csv_rows(text, names=["a", "b", "y"], numeric=["a", "b"], where="f", first_line=1)
+    np.testing.assert_array_equal(frame[["a", "b"]].to_numpy(), X)  # bit for bit
+    assert (frame["y"] == "spam").all()
+
+
+def test_format_is_guessed_from_the_name_through_compression_then_the_content():
+    assert guess_format("rows.libsvm.gz") == "libsvm"
+    assert guess_format("rows.tsv.bz2") == "csv"
+    assert guess_format("blob", b"PAR1....") == "parquet"
+    assert guess_format("blob", b"\n1 3:0.5 7:1\n") == "libsvm"
+    assert guess_format("blob", b"a,b\n1,2\n") == "csv"
+    with pytest.raises(DataError, match="cannot tell the format of blob"):
+        guess_format("blob", b"1 2 3\n")
+    with pytest.raises(DataError, match="looks like parquet, which is not read here"):
+        guess_format("x.parquet", allowed=("libsvm", "csv"))
+
+
+# -- the dashboard's uploads, read for an uploaded model ------------------------------------------
+@pytest.fixture(scope="module")
+def model_first_feature_zero():
+    X, y = make_classification(200, 4, n_informative=3, n_redundant=0, random_state=0)
+    X[:, 0] = 0.0
+    return AttentiveClassifier(SVC(), random_state=0).fit(X, y), X, y
+
+
+def _dumped(X, y, zero_based) -> bytes:
+    buffer = io.BytesIO()
+    dump_svmlight_file(X, y, buffer, zero_based=zero_based)
+    return buffer.getvalue()
+
+
+def test_an_upload_is_read_for_the_uploaded_model(model_first_feature_zero):
+    clf, X, y = model_first_feature_zero
+    zero_based = _dumped(X, y, True)  # scikit-learn's default: index 0 never written
+    with pytest.raises(DataError, match="cannot tell whether its feature indices start at 0"):
+        load_user_file(zero_based, filename="z.libsvm", model=clf)
+    ds = load_user_file(zero_based, filename="z.libsvm", model=clf, zero_based=True)
+    assert ds.n_features == 4 and ds.params["zero_based"] is True
+    rows = np.vstack([ds.X_train, ds.X_test])
+    assert np.all(rows[:, 0] == 0)  # the first column, not shifted
+    # The same rows, one-based: the largest index is the model's width.
+    ds = load_user_file(_dumped(X, y, False), filename="o.libsvm", model=clf)
+    assert ds.n_features == 4 and ds.params["zero_based"] is False
+    # One-based with the last feature always zero: without the model the file reads narrower.
+    X_last = np.roll(X, -1, axis=1)  # column 3 is now the zero one
+    one_based = _dumped(X_last, y, False)
+    assert load_user_file(one_based, filename="l.libsvm").n_features == 3
+    with pytest.raises(DataError, match="--one-based"):
+        load_user_file(one_based, filename="l.libsvm", model=clf)
+    assert (
+        load_user_file(one_based, filename="l.libsvm", model=clf, zero_based=False).n_features == 4
+    )
+
+
+def test_an_uploaded_csv_is_checked_against_the_models_feature_names():
+    X, y = make_classification(120, 3, n_informative=2, n_redundant=0, random_state=1)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    clf = AttentiveClassifier(SVC(), random_state=0).fit(frame, y)
+    good = frame.assign(label=y).to_csv(index=False).encode()
+    assert load_user_file(good, filename="g.csv", model=clf).params["feature_names"] == [
+        "a",
+        "b",
+        "c",
+    ]
+    swapped = frame[["b", "a", "c"]].assign(label=y).to_csv(index=False).encode()
+    with pytest.raises(DataError, match="another order"):
+        load_user_file(swapped, filename="s.csv", model=clf)
+
+
+def test_an_upload_with_a_bom_crlf_and_gzip_reads_as_the_plain_file():
+    X, y = make_classification(80, 3, n_informative=2, n_redundant=0, random_state=2)
+    plain = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=y).to_csv(index=False).encode()
+    dressed = gzip.compress(b"\xef\xbb\xbf" + plain.replace(b"\n", b"\r\n"))
+    a = load_user_file(plain, filename="p.csv")
+    b = load_user_file(dressed, filename="p.csv.gz")
+    np.testing.assert_array_equal(a.X_train, b.X_train)
+    assert b.params["feature_names"] == ["a", "b", "c"]
+    libsvm = _dumped(X, y, False)
+    c = load_user_file(libsvm, filename="p.libsvm")
+    d = load_user_file(b"\xef\xbb\xbf" + libsvm.replace(b"\n", b"\r\n"), filename="p.libsvm")
+    np.testing.assert_array_equal(c.X_train, d.X_train)

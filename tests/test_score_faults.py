@@ -1,0 +1,260 @@
+"""``python -m attentive score`` when things go wrong around it: nothing partial is left behind.
+
+- An output location that cannot be written (a path through a file, a read-only file system, a
+  directory the user may not write) or that fills up is a clear error, before or during the run,
+  and leaves no directory under the output's name and no hidden temporary one.
+- Ctrl-C mid-run (SIGINT to the command's whole process group, as a terminal sends it) stops the
+  command with status 130, leaves no partial output and no running process.
+- A worker killed mid-run still gives the full output: tests/test_scale.py.
+
+A file system that is really full or read-only is a small tmpfs mounted for the test; where
+mounting is not allowed (not root, or a container without the right) those cases are skipped,
+and a full disk is also simulated in-process (every write of a part fails with ENOSPC).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.svm import SVC
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+import psutil
+import skops.io as sio
+from distributed import Client
+
+from attentive import AttentiveClassifier
+from attentive.cli import main
+from attentive.errors import OutputError
+from attentive.scale import local_cluster, score_file
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A classifier saved as the dashboard exports it, and a CSV file of 6,000 rows for it."""
+    X, y = make_classification(2600, 20, flip_y=0.3, random_state=0)
+    clf = AttentiveClassifier(SVC(C=10), random_state=0).fit(X[:2000], y[:2000])
+    folder = tmp_path_factory.mktemp("exported")
+    sio.dump(clf, folder / "model.skops")
+    rows = folder / "rows.csv"
+    pd.DataFrame(np.tile(X[2000:], (10, 1))).add_prefix("x").to_csv(rows, index=False)
+    return clf, folder / "model.skops", rows
+
+
+def _hidden_leftovers(folder: Path, output: str = "scores.parquet") -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.startswith(f".{output}.")]
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    """Mount a tmpfs with the given options on a fresh directory (unmounted after the test)."""
+    mounted = []
+
+    def mount(options: str) -> Path:
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            pytest.skip("mounting a file system needs root")
+        target = tmp_path / f"fs{len(mounted)}"
+        target.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in mounted:
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A one-worker cluster shared by the command runs below that get as far as scoring."""
+    with local_cluster(1) as cluster:
+        yield cluster.scheduler_address
+
+
+def _score(model, rows, output, capsys, *extra) -> tuple[int, str]:
+    argv = ["score", "--model", str(model), "--input", str(rows), "--output", str(output)]
+    code = main([*argv, "--no-progress", *extra])
+    return code, capsys.readouterr().err
+
+
+# -- an output location that cannot be written ----------------------------------------------------
+def test_an_output_through_a_file_is_refused_before_any_work(exported, tmp_path, capsys):
+    _, model, rows = exported
+    (tmp_path / "afile").write_text("not a directory")
+    started = time.perf_counter()
+    code, err = _score(model, rows, tmp_path / "afile" / "scores.parquet", capsys)
+    assert code == 1
+    assert err.startswith("error: cannot write") and "afile is not a directory" in err, err
+    assert time.perf_counter() - started < 5  # refused up front: no cluster was started
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_an_output_on_a_read_only_file_system_is_refused(exported, mount_tmpfs, capsys):
+    _, model, rows = exported
+    folder = mount_tmpfs("ro,size=64k")
+    code, err = _score(model, rows, folder / "scores.parquet", capsys)
+    assert code == 1
+    assert "cannot write" in err and "the file system is read-only" in err, err
+    assert list(folder.iterdir()) == []
+
+
+def test_an_output_in_a_directory_the_user_may_not_write_is_refused(exported, tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root may write anywhere")
+    _, model, rows = exported
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    code, err = _score(model, rows, locked / "scores.parquet", capsys)
+    assert code == 1 and "permission denied" in err, err
+    assert list(locked.iterdir()) == []
+
+
+def test_a_disk_that_fills_up_mid_run_is_a_clear_error_and_leaves_nothing(
+    exported, mount_tmpfs, scheduler, capsys
+):
+    _, model, rows = exported
+    folder = mount_tmpfs("size=64k")  # room for a few of the 60 parts
+    extra = ("--chunk-rows", "100", "--scheduler", scheduler)
+    code, err = _score(model, rows, folder / "scores.parquet", capsys, *extra)
+    assert code == 1
+    assert "cannot write" in err and "the disk is full" in err, err
+    assert "Nothing was written to the output" in err
+    assert list(folder.iterdir()) == []  # no output, no temporary directory, no part
+
+
+def test_a_full_disk_simulated_in_process_is_a_clear_error_and_leaves_nothing(
+    exported, tmp_path, monkeypatch
+):
+    """The same with every write of a part failing with ENOSPC, on a cluster whose worker is a
+    thread of this process (so that the patched writer is the one that runs)."""
+    import pyarrow.parquet as pq
+
+    clf, _, rows = exported
+    real = pq.write_table
+    written = []
+
+    def write_table(table, where, **kwargs):
+        if len(written) >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device", where)
+        written.append(where)
+        return real(table, where, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", write_table)
+    with local_cluster(1, processes=False, protocol="tcp") as cluster:
+        with pytest.raises(
+            OutputError, match=r"cannot write .*part-\d+\.parquet: the disk is full"
+        ):
+            score_file(
+                clf,
+                rows,
+                tmp_path / "scores.parquet",
+                scheduler=cluster.scheduler_address,
+                chunk_rows=100,
+                progress=False,
+            )
+    assert len(written) == 3  # three parts were written before the disk "filled"
+    assert not (tmp_path / "scores.parquet").exists() and _hidden_leftovers(tmp_path) == []
+
+
+def test_a_failed_run_leaves_an_existing_output_as_it_was(exported, tmp_path, scheduler, capsys):
+    _, model, rows = exported
+    out = tmp_path / "scores.parquet"
+    extra = ("--chunk-rows", "3000", "--scheduler", scheduler)
+    assert _score(model, rows, out, capsys, *extra)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    broken = tmp_path / "broken.csv"
+    broken.write_text(rows.read_text() + "1,2,oops\n")
+    code, err = _score(model, broken, out, capsys, "--overwrite", *extra)
+    assert code == 1 and "broken.csv" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert _hidden_leftovers(tmp_path) == []
+
+
+# -- Ctrl-C -------------------------------------------------------------------------------------------
+def _live_processes(group: int) -> list[psutil.Process]:
+    out = []
+    for process in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(process.pid) == group and process.info["status"] != "zombie":
+                out.append(process)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            continue
+    return out
+
+
+def test_ctrl_c_mid_run_leaves_no_partial_output_and_no_process(exported, tmp_path):
+    _, model, rows = exported
+    out = tmp_path / "scores.parquet"
+    command = [sys.executable, "-m", "attentive", "score", "--model", str(model)]
+    command += ["--input", str(rows), "--output", str(out), "--workers", "1", "--chunk-rows", "50"]
+    run = subprocess.Popen(
+        command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        parts = 0
+        while time.monotonic() < deadline and not parts and run.poll() is None:
+            tmp = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp") and p.is_dir()]
+            parts = len(list(tmp[0].glob("part-*.parquet"))) if tmp else 0
+            time.sleep(0.02)
+        assert parts, "the run never started writing"
+        os.killpg(run.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+        _, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130, stderr.decode()
+    assert stderr.decode().strip().endswith(f"interrupted: {out} was not written")
+    assert "Traceback" not in stderr.decode()  # not from the workers either
+    assert 0 < parts < 120, "interrupted mid-run"
+    assert not out.exists() and _hidden_leftovers(tmp_path) == []
+    deadline = time.monotonic() + 10
+    while _live_processes(run.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _live_processes(run.pid) == []
+
+
+def test_ctrl_c_on_a_shared_cluster_cancels_the_run_and_keeps_the_cluster(
+    exported, tmp_path, monkeypatch
+):
+    """Interrupted from Python (KeyboardInterrupt in the thread waiting for parts): the parts
+    still running are cancelled, the temporary directory removed, the cluster goes on serving."""
+    import distributed
+
+    clf, _, rows = exported
+    real = distributed.as_completed
+
+    def interrupted_after_two(futures, **kwargs):
+        for i, future in enumerate(real(futures, **kwargs)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield future
+
+    monkeypatch.setattr(distributed, "as_completed", interrupted_after_two)
+    out = tmp_path / "scores.parquet"
+    with local_cluster(1, processes=False, protocol="tcp") as cluster:
+        with pytest.raises(KeyboardInterrupt):
+            score_file(clf, rows, out, scheduler=cluster.scheduler_address, chunk_rows=100)
+        assert not out.exists() and _hidden_leftovers(tmp_path) == []
+        with Client(cluster) as client:
+            assert client.submit(sum, [1, 2]).result() == 3

@@ -1,0 +1,365 @@
+"""``python -m attentive score`` on generated files: equal to in-memory evaluation, or a clear error.
+
+Hypothesis writes CSV, LIBSVM and Parquet files of 0, 1 or many rows — with or without a header,
+zero- or one-based, with missing trailing features, NaN / inf, non-numeric cells, CRLF line ends,
+a byte-order mark, gzip — and scores each with the command line (``attentive.cli.main``, on a
+two-worker cluster shared by the module, in chunks of random size). The matrix the file was
+written from is evaluated in memory by ``clf.evaluate``; the outcome must be the same scores row
+for row, or an error that names the file and what is wrong. Which files are refused is decided
+here from the documented rules (docs/scale.md), not from the reader's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+from sklearn.datasets import dump_svmlight_file, make_classification
+from sklearn.svm import SVC
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+import skops.io as sio
+from distributed import Client
+
+from attentive import AttentiveClassifier
+from attentive.cli import main
+from attentive.scale import COLUMNS, local_cluster
+
+pytestmark = pytest.mark.slow
+
+N_FEATURES = 4
+NAMES = [f"f{i}" for i in range(N_FEATURES)]
+BOM = b"\xef\xbb\xbf"
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_cluster(2) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """The same kind of model fitted without and with feature names, saved as exported."""
+    X, y = make_classification(300, N_FEATURES, n_informative=3, n_redundant=0, random_state=0)
+    folder = tmp_path_factory.mktemp("models")
+    out = {}
+    for named in (False, True):
+        data = pd.DataFrame(X, columns=NAMES) if named else X
+        clf = AttentiveClassifier(SVC(C=0.5), random_state=0).fit(data, y)
+        path = folder / f"model-{named}.skops"
+        sio.dump(clf, path)
+        out[named] = (clf, path)
+    return out
+
+
+def score(client, model_path, data: Path, *extra: str) -> tuple[int, str, Path]:
+    """Run the command line; its exit code, stderr and output directory."""
+    out = data.with_name("scores.parquet")
+    argv = ["score", "--model", str(model_path), "--input", str(data), "--output", str(out)]
+    argv += ["--scheduler", client.scheduler.address, "--no-progress", *extra]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    return code, err.getvalue(), out
+
+
+def _event(outcome: str) -> None:
+    """Count outcomes for ``--hypothesis-show-statistics`` (outside Hypothesis: nothing)."""
+    if currently_in_test_context():
+        event(outcome)
+
+
+def assert_scores_equal_in_memory(out: Path, clf, X) -> None:
+    _event("scored, equal to in memory")
+    scores = pd.read_parquet(out).reset_index(drop=True)
+    expected = clf.evaluate(
+        pd.DataFrame(X, columns=NAMES) if hasattr(clf, "feature_names_in_") else X
+    )
+    assert len(scores) == X.shape[0]
+    for column, attribute in COLUMNS.items():
+        got, want = scores[column].to_numpy(), np.asarray(getattr(expected, attribute))
+        if column == "decision":
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=column)
+
+
+def assert_refused(code: int, err: str, out: Path, *needed: str) -> None:
+    _event("refused: " + re.sub(r"rows\.\w+(\.gz)?|line \d+|\d+|'[^']*'", "_", err)[7:60])
+    assert code == 1, err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    for text in needed:
+        assert text in err, (text, err)
+    assert not out.exists()
+    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".scores.parquet")]
+    assert leftovers == []
+
+
+def write_bytes(path: Path, text: bytes, *, bom: bool, crlf: bool, compress: bool) -> Path:
+    if crlf:
+        text = text.replace(b"\n", b"\r\n")
+    if bom:
+        text = BOM + text
+    if compress:
+        path = path.with_name(path.name + ".gz")
+        text = gzip.compress(text)
+    path.write_bytes(text)
+    return path
+
+
+# -- the two files that went wrong ----------------------------------------------------------------
+def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(
+    client, models, tmp_path
+):
+    """scikit-learn's dump_svmlight_file writes zero-based indices; with the first feature zero
+    in every row, index 0 never appears. It used to be read one-based: every feature shifted."""
+    clf, path = models[False]
+    X, y = make_classification(500, N_FEATURES, n_informative=3, n_redundant=0, random_state=4)
+    X[:, 0] = 0.0
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X, y, str(data))  # the defaults: zero_based=True
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "rows.libsvm", "--zero-based", "--one-based", "zero_based=")
+    code, err, out = score(client, path, data, "--zero-based", "--chunk-rows", "70")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+
+
+def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
+    """A header in a file shorter than one chunk used to be read as a row of data."""
+    clf, path = models[False]
+    X, _ = make_classification(600, N_FEATURES, n_informative=3, n_redundant=0, random_state=5)
+    data = tmp_path / "rows.csv"
+    pd.DataFrame(X, columns=[f"p{i}" for i in range(N_FEATURES)]).to_csv(data, index=False)
+    code, err, out = score(client, path, data)  # one chunk of the default 100,000 rows
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+
+
+# -- generated files ------------------------------------------------------------------------------
+VALUES = st.one_of(
+    st.just(0.0),
+    st.floats(-100, 100, allow_nan=False, allow_infinity=False, width=64),
+    st.floats(-1e-3, 1e-3, allow_nan=False, allow_infinity=False),
+)
+BAD_CELLS = {
+    "nan": ["nan", "NaN", "", "NA"],
+    "inf": ["inf", "-inf", "1e400"],
+    "text": ["abc", "1.2.3", "?"],
+}
+
+
+@st.composite
+def matrices(draw):
+    """A matrix of 0, 1 or many rows whose first or last column may be zero throughout."""
+    n_rows = draw(st.sampled_from([0, 1, 2]) | st.integers(3, 60))
+    X = np.array(
+        [[draw(VALUES) for _ in range(N_FEATURES)] for _ in range(n_rows)], dtype=np.float64
+    ).reshape(n_rows, N_FEATURES)
+    zero = draw(st.sampled_from(["none", "first", "last", "both"]))
+    if zero in ("first", "both"):
+        X[:, 0] = 0.0
+    if zero in ("last", "both"):
+        X[:, -1] = 0.0
+    return X
+
+
+@st.composite
+def faults(draw, n_rows: int):
+    """At most one bad cell per row: (row, column, kind, token); kind "short" cuts the row."""
+    if n_rows == 0 or draw(st.integers(0, 2)) > 0:  # two in three files are clean
+        return []
+    rows = draw(st.sets(st.integers(0, n_rows - 1), min_size=1, max_size=min(3, n_rows)))
+    out = []
+    for row in sorted(rows):
+        kind = draw(st.sampled_from(["nan", "inf", "text", "short"]))
+        column = draw(st.integers(1 if kind == "short" else 0, N_FEATURES - 1))
+        token = draw(st.sampled_from(BAD_CELLS[kind])) if kind != "short" else ""
+        out.append((row, column, kind, token))
+    return out
+
+
+def _csv_text(X, bad, header: bool, label: bool) -> tuple[bytes, int]:
+    """CSV text and the file's line number of row 0."""
+    cells = [[repr(v) for v in row] for row in X.tolist()]
+    for row, column, kind, token in bad:
+        cells[row] = cells[row][:column] if kind == "short" else cells[row]
+        if kind != "short":
+            cells[row][column] = token
+    lines = [",".join((["1"] if label else []) + row) for row in cells]
+    if header:
+        lines.insert(0, ",".join((["label"] if label else []) + NAMES))
+    return ("\n".join(lines) + "\n").encode() if lines else b"", 2 if header else 1
+
+
+@given(data=st.data())
+@SETTINGS
+def test_generated_csv_files_score_as_in_memory_or_are_refused(client, models, data):
+    X = data.draw(matrices(), "X")
+    bad = data.draw(faults(X.shape[0]), "bad")
+    named = data.draw(st.booleans(), "model with feature names")
+    header = data.draw(st.booleans() if not named else st.just(True), "header")
+    label = header and data.draw(st.booleans(), "label column")
+    look = {k: data.draw(st.booleans(), k) for k in ("bom", "crlf", "compress")}
+    chunk_rows = data.draw(st.integers(1, 70), "chunk rows")
+    clf, model_path = models[named]
+    text, first_line = _csv_text(X, bad, header, label)
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_bytes(Path(folder) / "rows.csv", text, **look)
+        extra = ["--chunk-rows", str(chunk_rows)] + (["--exclude", "label"] if label else [])
+        code, err, out = score(client, model_path, path, *extra)
+        if X.shape[0] == 0:
+            assert_refused(code, err, out, path.name)
+        elif bad:
+            assert_refused(code, err, out, path.name)
+            first_row_text = not header and any(r == 0 and k == "text" for r, _, k, _ in bad)
+            if first_row_text:  # a first line of names and numbers: say whether it is a header
+                assert "first line" in err and "--no-header" in err
+            else:
+                lines = {first_line + r for r, *_ in bad}
+                assert any(f"line {n}" in err for n in lines), (lines, err)
+        else:
+            assert code == 0, err
+            assert_scores_equal_in_memory(out, clf, X)
+
+
+def _libsvm_text(X, bad, zero_based: bool, comments: bool) -> tuple[bytes, list[int]]:
+    """LIBSVM text (only non-zero values written) and each row's line number."""
+    lines, numbers = [], []
+    bad_at = {row: (column, kind, token) for row, column, kind, token in bad}
+    for i, row in enumerate(X.tolist()):
+        if comments and i % 7 == 3:
+            lines.append(f"# {N_FEATURES + 9}:1 a comment whose index is not a feature")
+        pairs = {j: repr(v) for j, v in enumerate(row) if v != 0.0}
+        if i in bad_at:
+            column, kind, token = bad_at[i]
+            pairs[column] = {"nan": "nan", "inf": "inf", "text": token, "short": "1:"}[kind]
+            if kind == "short":  # a line cut in the middle of a pair
+                pairs = {j: v for j, v in pairs.items() if j < column} | {column: ""}
+        base = 0 if zero_based else 1
+        tokens = [f"{j + base}:{v}" for j, v in sorted(pairs.items())]
+        lines.append(" ".join(["1", *tokens]))
+        numbers.append(len(lines))
+    return ("\n".join(lines) + "\n").encode() if lines else b"", numbers
+
+
+@given(data=st.data())
+@SETTINGS
+def test_generated_libsvm_files_score_as_in_memory_or_are_refused(client, models, data):
+    X = data.draw(matrices(), "X")
+    bad = data.draw(faults(X.shape[0]), "bad")
+    zero_based = data.draw(st.booleans(), "written zero-based")
+    said = data.draw(st.booleans(), "base said on the command line")
+    look = {k: data.draw(st.booleans(), k) for k in ("bom", "crlf", "compress")}
+    comments = data.draw(st.booleans(), "comment lines")
+    chunk_rows = data.draw(st.integers(1, 70), "chunk rows")
+    clf, model_path = models[False]
+    text, line_of_row = _libsvm_text(X, bad, zero_based, comments)
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_bytes(Path(folder) / "rows.libsvm", text, **look)
+        extra = ["--chunk-rows", str(chunk_rows)]
+        if said:
+            extra.append("--zero-based" if zero_based else "--one-based")
+        code, err, out = score(client, model_path, path, *extra)
+        # The documented rule, from the values written (a bad cell still writes its index).
+        written = {j for row in X for j in np.flatnonzero(row)} | {c for _, c, k, _ in bad}
+        index_zero = zero_based and 0 in written
+        width_reached = not zero_based and N_FEATURES - 1 in written
+        ambiguous = not said and written and not (index_zero or width_reached)
+        if X.shape[0] == 0:
+            assert_refused(code, err, out, path.name)
+        elif ambiguous:
+            assert_refused(code, err, out, path.name, "--zero-based", "--one-based")
+        elif bad:
+            assert_refused(code, err, out, path.name)
+            lines = {line_of_row[r] for r, *_ in bad}
+            assert any(f"line {n}" in err for n in lines), (lines, err)
+        else:
+            assert code == 0, err
+            assert_scores_equal_in_memory(out, clf, X)
+
+
+@given(data=st.data())
+@SETTINGS
+def test_generated_parquet_files_score_as_in_memory_or_are_refused(client, models, data):
+    X = data.draw(matrices(), "X")
+    named = data.draw(st.booleans(), "model with feature names")
+    fault = data.draw(st.sampled_from(["none"] * 3 + ["nan", "inf", "text", "short"]), "fault")
+    row_group = data.draw(st.integers(1, 40), "row group size")
+    chunk_rows = data.draw(st.integers(1, 70), "chunk rows")
+    codec = data.draw(st.sampled_from(["none", "snappy", "gzip"]), "compression")
+    clf, model_path = models[named]
+    frame = pd.DataFrame(X, columns=NAMES)
+    if X.shape[0] and fault in ("nan", "inf"):
+        row = data.draw(st.integers(0, X.shape[0] - 1), "bad row")
+        frame.iloc[row, 1] = np.nan if fault == "nan" else -np.inf
+    if fault == "text":
+        frame["f2"] = frame["f2"].map(repr)  # a column of strings
+    if fault == "short":
+        frame = frame.drop(columns=["f3"])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.parquet"
+        frame.to_parquet(path, row_group_size=row_group, compression=codec)
+        code, err, out = score(client, model_path, path, "--chunk-rows", str(chunk_rows))
+        if fault == "short":  # the columns are checked first
+            assert_refused(code, err, out, "rows.parquet", "f3" if named else "3 feature columns")
+        elif X.shape[0] == 0:
+            assert_refused(code, err, out, "rows.parquet", "no rows")
+        elif fault == "text":
+            assert_refused(code, err, out, "rows.parquet", "'f2'", "numeric")
+        elif fault in ("nan", "inf"):
+            assert_refused(code, err, out, "rows.parquet", f"row {row + 1}, column 'f1'")
+        else:
+            assert code == 0, err
+            assert_scores_equal_in_memory(out, clf, X)
+
+
+def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_path):
+    from attentive.errors import DataError
+    from attentive.scale import read_input
+
+    clf, _ = models[False]
+    data = tmp_path / "rows.csv"
+    data.write_text("\n1.5,2.5,3.5\n1,2,3,4\n")
+    with pytest.raises(DataError, match=r"rows\.csv, line 2: 3 fields, but the model expects 4"):
+        read_input(data, clf)
+
+
+def test_read_input_reads_compressed_text_chunk_by_chunk_and_refuses_a_truncated_file(
+    client, models, tmp_path
+):
+    """From Python, a compressed file is read in place: each chunk decompresses up to its lines."""
+    from attentive.errors import DataError
+    from attentive.scale import read_input, score_dask
+
+    clf, _ = models[False]
+    X, _ = make_classification(50, N_FEATURES, n_informative=3, n_redundant=0, random_state=6)
+    text = pd.DataFrame(X, columns=NAMES).to_csv(index=False).encode()
+    data = tmp_path / "rows.csv.gz"
+    data.write_bytes(gzip.compress(text))
+    frame = read_input(data, clf, chunk_rows=7)
+    assert frame.npartitions == 8
+    np.testing.assert_array_equal(frame.compute().to_numpy(), X)
+    scores = score_dask(clf, frame).compute().reset_index(drop=True)
+    np.testing.assert_array_equal(scores["label"], clf.predict(X))
+    data.write_bytes(gzip.compress(text)[:-30])
+    with pytest.raises(DataError, match=r"rows\.csv\.gz: compressed file is truncated or corrupt"):
+        read_input(data, clf, chunk_rows=7)
