@@ -52,7 +52,7 @@ def _mnist(name: str, C: float, repeat: int, quick: bool) -> Problem:
     return Problem(f"mnist-{name}{suffix}", SVC(gamma="scale", C=C), X_train, y_train, X_test, True)
 
 
-def _grid(name: str, quick: bool) -> Problem:
+def _grid(name: str, quick: bool, tiled: bool = True) -> Problem:
     from sklearn.svm import SVC
 
     from attentive.data import load_dataset
@@ -64,7 +64,7 @@ def _grid(name: str, quick: bool) -> Problem:
         SVC(gamma=0.05, C=1.0),
         np.asarray(ds.X_train),
         np.asarray(ds.y_train),
-        X_test[:400] if quick else np.tile(X_test, (10, 1)),
+        X_test[:400] if quick else np.tile(X_test, (10 if tiled else 1, 1)),
         False,
     )
 
@@ -101,20 +101,23 @@ def _registry(name: str, quick: bool) -> Problem:
     return Problem(name, model, ds.X_train, np.asarray(ds.y_train), ds.X_test, False)
 
 
+# name -> problem(quick, tiled): ``tiled`` repeats the MNIST test rows (for timing); the others
+# have as many distinct test rows either way.
 CORPUS = {
-    **{f"mnist-{p}": (lambda q, p=p: _mnist(p, 1.0, 10, q)) for p in PAIRS},
-    **{f"mnist-{p}-C10": (lambda q, p=p: _mnist(p, 10.0, 10, q)) for p in PAIRS},
-    "mnist-8vrest": lambda q: _mnist("8vrest", 1.0, 2, q),
-    "mnist-8vrest-C10": lambda q: _mnist("8vrest", 10.0, 2, q),
-    "dense-40": _dense_40,
-    **{f"grid-{p}": (lambda q, p=p: _grid(p, q)) for p in PAIRS},
-    "digits-2v5": lambda q: _registry("digits-2v5", q),
-    "synthetic": lambda q: _registry("synthetic", q),
-    "synthetic-sparse": lambda q: _registry("synthetic-sparse", q),
+    **{f"mnist-{p}": (lambda q, t, p=p: _mnist(p, 1.0, 10 if t else 1, q)) for p in PAIRS},
+    **{f"mnist-{p}-C10": (lambda q, t, p=p: _mnist(p, 10.0, 10 if t else 1, q)) for p in PAIRS},
+    "mnist-8vrest": lambda q, t: _mnist("8vrest", 1.0, 2 if t else 1, q),
+    "mnist-8vrest-C10": lambda q, t: _mnist("8vrest", 10.0, 2 if t else 1, q),
+    "dense-40": lambda q, t: _dense_40(q),
+    **{f"grid-{p}": (lambda q, t, p=p: _grid(p, q, t)) for p in PAIRS},
+    "digits-2v5": lambda q, t: _registry("digits-2v5", q),
+    "synthetic": lambda q, t: _registry("synthetic", q),
+    "synthetic-sparse": lambda q, t: _registry("synthetic-sparse", q),
 }
 DEFAULT = tuple(CORPUS)
 
 
-def load_problem(name: str, quick: bool = False) -> Problem:
-    """The problem ``name`` of :data:`CORPUS` (``quick``: small, for a check that it runs)."""
-    return CORPUS[name](quick)
+def load_problem(name: str, quick: bool = False, *, tiled: bool = True) -> Problem:
+    """The problem ``name`` of :data:`CORPUS` (``quick``: small, for a check that it runs;
+    ``tiled=False``: each test row once, for measuring rules rather than timing them)."""
+    return CORPUS[name](quick, tiled)

@@ -39,7 +39,13 @@ SIZES = (300, 1000, 3000, 10000)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), metavar="NAME")
+    parser.add_argument(
+        "--problems",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help=f"default {' '.join(PROBLEMS)} (with --targets: attentive.bench_corpus names)",
+    )
     parser.add_argument(
         "--no-sizes", action="store_true", help="skip the calibration-size sweep on synthetic"
     )
@@ -54,10 +60,29 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--seeds",
         nargs="+",
         type=int,
-        default=[0],
+        default=None,
         metavar="S",
-        help="split and order seeds; with several, also each family's mean ratio to the oracle "
-        "over them (one split's ratio moves by ±30 %%: one calibration disagreement more or less)",
+        help="split and order seeds (default 0; with --targets 0 1 2 3 4); with several, also "
+        "each family's mean ratio to the oracle over them (one split's ratio moves by ±30 %%: "
+        "one calibration disagreement more or less)",
+    )
+    parser.add_argument(
+        "--targets",
+        action="store_true",
+        help="issue 35's targets for sketched walks instead (attentive.bench_sketch): the "
+        "calibrated rule's work against the plain walk's oracle floor on MNIST float32 "
+        "(problems of attentive.bench_corpus; default every MNIST pair and 8-vs-rest at C = 1 "
+        "and 10, and dense-40)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="with --targets: the problems' small versions (a check that it runs)",
+    )
+    parser.add_argument(
+        "--no-counted",
+        action="store_true",
+        help="with --targets: skip the classifier choosing by the count of multiply-adds",
     )
 
 
@@ -223,6 +248,14 @@ def mean_ratios(results: list[dict]) -> dict:
 
 
 def run(args) -> int:
+    if args.targets:
+        from attentive.bench_sketch import run_targets
+
+        summary = run_targets(args)
+        print(json.dumps({"delta": DELTA, "alpha": ALPHA, **summary}))
+        return 0
+    args.seeds = args.seeds or [0]
+    args.problems = args.problems or list(PROBLEMS)
     results = []
     for name in args.problems:
         for seed in args.seeds:

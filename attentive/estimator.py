@@ -50,6 +50,7 @@ from attentive.calibration import (
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.evaluator import NonFiniteInput, rejects_non_finite
+from attentive.evaluator.pilot import PILOT_ROWS
 from attentive.families import (
     BoundaryFamily,
     WalkStatistics,
@@ -60,6 +61,7 @@ from attentive.families import (
 from attentive.families.heteroscedastic import reference_sample, spread_table
 from attentive.families.mass import mass_table
 from attentive.families.sketched import (
+    SKETCHED_PREFIX,
     SketchedFamily,
     base_family,
     is_sketched_name,
@@ -232,9 +234,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     early_stopping : "auto" or bool, default="auto"
         Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
         the boundary. ``True``: always walk the rule. ``"auto"``: walk the rule unless that
-        would cost more time than evaluating every term — decided per call from a pilot of the
-        call's rows (where they are expected to stop) and the cost of a term and a row
-        (:mod:`attentive.evaluator.pilot`), and never for a linear model over a sparse matrix,
+        would cost more time than evaluating every term — decided per rule from a pilot of
+        reference rows kept in ``fit`` (``pilot_rows_``: where walks are expected to stop) and
+        the cost of a term and a row for the kind of rows passed
+        (:mod:`attentive.evaluator.pilot`), so a row's outcome never depends on the other
+        rows of its call, and never for a linear model over a sparse matrix,
         whose full evaluation is one sparse product no walk beats (docs/speed.md). Where every
         term is evaluated, each example gets the full model's decision (``n_evaluated ==
         n_terms_``, ``Evaluation.path == "full"``), which is what the rule approximates; what the
@@ -250,16 +254,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         bound, about 1e-6 of ``Σ|w h|`` (docs/speed.md, "Precision"). ``"double"``: double
         precision throughout, decision values to about 1e-12. Other models are evaluated in
         double precision (or exact float32 products of data on an integer grid) either way.
-    sketch : {"auto", "none"}, default="auto"
+    sketch : {"auto", "none"} or (k, m), default="auto"
         A cheap sketch of the score first, then a walk over what the sketch got wrong (SPEC §3b;
         RBF models on dense rows). ``"auto"``: where a rule can use one — ``boundary=
         "calibrated"`` with ``family="auto"``, or a ``sketched-<family>`` rule — :meth:`fit`
-        fits a Nyström sketch of a few sizes (k principal directions, m landmarks) on the
-        reference data and keeps the one whose total cost (the sketch, plus the terms walked at
-        disagreement ≤ ``delta`` on the reference profile) is lowest, or none where no sketch
+        fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
+        :data:`attentive.sketch.DEFAULT_SIZES`) on the reference data and keeps the one whose
+        total cost (the sketch, plus the terms walked at disagreement ≤ ``delta`` on the
+        reference profile, at the evaluator's measured costs) is lowest, or none where no sketch
         pays (``sketch_choice_``); ``family="auto"`` then chooses among the plain and the
         sketched families on the reference set, the calibration set taking no part (the
-        guarantee is unchanged). ``"none"``: never.
+        guarantee is unchanged). ``"none"``: never. A pair ``(k, m)``: fit that sketch whatever
+        the rule, and keep it whether it pays or not (the sketched rules are offered;
+        ``family="auto"`` still ranks them by their cost).
 
     Attributes
     ----------
@@ -296,6 +303,15 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         out (0 otherwise, or for a frozen model whose training rows are not in the reference set).
     n_terms_ : int
     n_features_in_ : int
+    sketch_choice_ : SketchChoice or None
+        Where a sketch was considered (the ``sketch`` parameter): the cost of no sketch and of
+        each size on the reference profile (:func:`attentive.sketch.choose_sketch`); None
+        otherwise.
+    sketched_walk_ : SketchedWalk or None
+        The walk after the sketch kept (what the ``sketched-<family>`` rules walk); None
+        without one.
+    sketched_statistics_ : WalkStatistics or None
+        What the sketched rules are built from: the reference statistics of ``sketched_walk_``.
     """
 
     def __init__(
@@ -349,8 +365,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"family must be 'auto' or one of {_scaled_names()}, got {self.family!r}."
             )
-        if self.sketch not in ("auto", "none"):
-            raise InvalidParameterError(f"sketch must be 'auto' or 'none', got {self.sketch!r}.")
+        self._sketch_size()
         check_stopped_score(self.stopped_score)
         self._early_stopping()
         self._precision()
@@ -380,6 +395,25 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if isinstance(state, dict):
             state = {"early_stopping": "auto", "precision": "auto", "sketch": "auto", **state}
         super().__setstate__(state)
+
+    def _sketch_size(self) -> tuple[int, int] | None:
+        """The ``sketch`` parameter's (k, m), None for "auto" or "none" (checked)."""
+        if isinstance(self.sketch, str) and self.sketch in ("auto", "none"):
+            return None
+        size = self.sketch
+        if (
+            isinstance(size, (tuple, list))
+            and len(size) == 2
+            and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+                for v in size
+            )
+        ):
+            return int(size[0]), int(size[1])
+        raise InvalidParameterError(
+            "sketch must be 'auto', 'none' or a pair (k, m) of whole numbers ≥ 1 (principal "
+            f"directions, landmarks), got {self.sketch!r}."
+        )
 
     def _early_stopping(self) -> str:
         """``early_stopping`` checked, as the evaluator's path: "auto", "walk" or "full"."""
@@ -503,6 +537,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         loo = self.reference_walks_ == "leave-one-out"
         own = self._own_terms(X) if loo else None
         self.n_own_terms_ = 0 if own is None else int((own >= 0).sum())
+        self.pilot_rows_ = self._pilot_rows(X, own)
         self.class_stats_ = {
             name: reference_statistics(
                 self.walk_,
@@ -556,6 +591,20 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return own
         return self.terms_.own_terms(self.walk_.prepare(X))
 
+    def _pilot_rows(self, X, own=None):
+        """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` reference rows, prepared for the
+        walk, spread over the reference set (rows that are not themselves support vectors where
+        that is known and enough of them): where :meth:`evaluate` expects walks to stop under
+        any rule, so that whether it walks or evaluates every term is decided the same way for
+        every call (a row's outcome never depends on its batch)."""
+        rows = np.arange(_num_samples(X))
+        if own is not None and int((own < 0).sum()) >= min(PILOT_ROWS, rows.size):
+            rows = np.flatnonzero(own < 0)
+        pick = rows[
+            np.unique(np.linspace(0, rows.size - 1, min(PILOT_ROWS, rows.size)).astype(int))
+        ]
+        return self.walk_.prepare(_safe_indexing(X, pick))
+
     def _reference_profile(self, X, own=None) -> dict:
         """Each family's tradeoff on (a sample of) the reference set, for ``family="auto"``."""
         families = [
@@ -600,12 +649,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :meth:`fit` chooses one only where its rule can use one (see the ``sketch`` parameter);
         this makes the sketched rules (``with_rule("sketched-curved", ...)``, ``scale_outcomes``)
         available afterwards — for a dashboard that shows every rule. ``(X, y)`` must be the
-        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``).
+        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``). With
+        ``sketch=(k, m)`` that size is fitted; with ``sketch="none"``, none.
 
         Returns
         -------
         self
-            With ``sketch_choice_``, and ``sketched_walk_`` where a sketch pays.
+            With ``sketch_choice_``, and ``sketched_walk_`` where a sketch pays (or was asked
+            for by size).
         """
         check_is_fitted(self)
         X = self._check_X(X)
@@ -616,20 +667,33 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
-        """Choose a sketch (or none) where a rule can use one (see the ``sketch`` parameter)."""
-        from attentive.sketch import choose_sketch, sketch_available
+        """Choose a sketch (or none) where a rule can use one (or ``wanted``: :meth:`fit_sketch`),
+        or fit the size asked for (see the ``sketch`` parameter)."""
+        from attentive.sketch import DEFAULT_SIZES, choose_sketch, sketch_unavailable
 
         self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
+        # The plain walk's profile only (a sketch chosen before, by fit_sketch, is chosen again).
+        self.reference_profile_ = {
+            name: tradeoff
+            for name, tradeoff in self.reference_profile_.items()
+            if not is_sketched_name(name)
+        }
+        size = self._sketch_size()
         wanted = (
             wanted
             or (self.boundary == "calibrated" and self.family == AUTO)
             or any(is_sketched_name(name) for name in (self.boundary, self.family))
         )
-        if self.sketch == "none" or not wanted or not sketch_available(self.terms_, X):
+        if self.sketch == "none" or not (wanted or size):
             return
-        from attentive.evaluator.sources.sketch import sketch_cost_model
-
-        loo = self.reference_walks_ == "leave-one-out"
+        unavailable = sketch_unavailable(self.terms_, X)
+        if unavailable is not None:
+            if size is not None:
+                raise InvalidParameterError(
+                    f"sketch={self.sketch!r} asks for a sketch, but {unavailable}. Use "
+                    "sketch='auto' or 'none'."
+                )
+            return
         choice = choose_sketch(
             self.walk_,
             X,
@@ -638,21 +702,47 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ref_mask=ref_mask,
             theta_s=self.theta_s_,
             side=self.side_,
+            sizes=DEFAULT_SIZES if size is None else [size],
             variance=self.variance,
-            leave_own_out=loo,
+            leave_own_out=self.reference_walks_ == "leave-one-out",
             own=own,
             statistics=self.walk_statistics_,
-            cost_model=sketch_cost_model(self.n_terms_),
+            profile=dict(self.reference_profile_),
+            cost_model=self._sketch_cost_model(),
             random_state=0,
         )
         self.sketch_choice_ = choice
-        best = choice.best
-        if best.k is None:
+        # The size asked for whatever it costs; else the cheapest, if a sketch at all.
+        kept = choice.best if size is None else choice.options[-1]
+        if kept.k is None:
+            if size is not None:  # choose_sketch leaves out sizes the rows do not allow
+                d = self.walk_.prepare(_safe_indexing(X, [0])).shape[1]
+                raise InvalidParameterError(
+                    f"sketch={self.sketch!r} does not fit these rows: k must be below their "
+                    f"n_features = {d} and m at most their {_num_samples(X)} examples."
+                )
             return
-        self.sketched_walk_ = best.walk
-        self.sketched_statistics_ = best.statistics
-        for name, tradeoff in best.profile.items():
-            self.reference_profile_["sketched-" + name] = tradeoff
+        self.sketched_walk_ = kept.walk
+        self.sketched_statistics_ = kept.statistics
+        for name, tradeoff in kept.profile.items():
+            self.reference_profile_[SKETCHED_PREFIX + name] = tradeoff
+
+    def _sketch_cost_model(self):
+        """What a sketch costs, for :func:`attentive.sketch.choose_sketch` and the ranking of
+        ``family="auto"``: the evaluator's measured costs (SPEC §3b's count of multiply-adds
+        is what :class:`attentive.Evaluation` reports)."""
+        from attentive.evaluator.sources.sketch import sketch_cost_model
+
+        return sketch_cost_model(self.n_terms_)
+
+    def _kept_sketch(self):
+        """The :class:`attentive.sketch.SketchOption` of ``sketched_walk_`` (None without one)."""
+        choice = getattr(self, "sketch_choice_", None)
+        walk = getattr(self, "sketched_walk_", None)
+        if choice is None or walk is None:
+            return None
+        size = (walk.sketch.k, walk.sketch.m)
+        return next(o for o in choice.options if (o.k, o.m) == size)
 
     def scaled_rules(self) -> tuple[str, ...]:
         """The rules with a scale z this classifier can evaluate: every family, and the sketched
@@ -662,17 +752,23 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return (*family_names(), *(sketched_names() if has else ()))
 
     def _no_sketch_reason(self) -> str:
+        from attentive.sketch import sketch_unavailable
+
         if self.sketch == "none":
             return "it was fitted with sketch='none'."
+        unavailable = sketch_unavailable(self.terms_)
+        if unavailable is not None:
+            return unavailable + "."
         choice = getattr(self, "sketch_choice_", None)
         if choice is not None:
             return (
                 "no sketch paid on the reference profile (the cheapest was "
-                f"{choice.best.label}); see sketch_choice_."
+                f"{choice.best.label}); see sketch_choice_, or fit with sketch=(k, m)."
             )
         return (
-            "sketches are fitted for RBF models on dense rows, when the rule can use one "
-            "(boundary='calibrated' with family='auto', or a sketched-<family> rule)."
+            "sketches are fitted for RBF models on dense rows, when a rule can use one "
+            "(boundary='calibrated' with family='auto', or a sketched-<family> rule), when "
+            "sketch=(k, m) asks for one, or by fit_sketch(X, y)."
         )
 
     def _walk_of(self, name: str):
@@ -687,12 +783,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """The reference profile with each family's evaluated fraction as its cost in units of
         a full evaluation: a sketched family's includes the sketch and the walked terms' extra
         cost (:func:`attentive.sketch.choose_sketch`'s total)."""
-        best = getattr(self, "sketch_choice_", None)
-        best = None if best is None else best.best
+        kept = self._kept_sketch()
         out = {}
         for name, (rates, fractions) in self.reference_profile_.items():
-            if is_sketched_name(name) and best is not None and best.k is not None:
-                fractions = best.sketch_cost + fractions * best.term_cost
+            if is_sketched_name(name) and kept is not None:
+                fractions = kept.sketch_cost + fractions * kept.term_cost
             out[name] = (rates, fractions)
         return out
 
@@ -849,6 +944,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 threshold=self.threshold,
                 stopped_score=self.stopped_score,
                 path=path,
+                reference=getattr(self, "pilot_rows_", None),
             )
         except NonFiniteInput:
             # The finiteness check was left to the evaluator (it is free there): scikit-learn's
@@ -1021,6 +1117,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
+        # A sketch asked for by size needs dense rows (the Nyström sketch projects them).
+        tags.input_tags.sparse = isinstance(self.sketch, str)
         tags.classifier_tags.multi_class = False
         return tags

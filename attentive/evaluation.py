@@ -107,6 +107,7 @@ def evaluate(
     threshold: float | None = None,
     stopped_score: str = "estimate",
     path: str = "auto",
+    reference=None,
 ) -> Evaluation:
     """Evaluate raw examples ``X`` under ``boundary`` (Algorithm 1 or 2).
 
@@ -148,6 +149,11 @@ def evaluate(
         sparse matrix); then evaluate every term, and every example gets the full model's
         decision. ``"walk"``: always walk. ``"full"``: never stop. ``AttentiveClassifier``'s
         ``early_stopping`` ("auto", True, False). The path taken is ``Evaluation.path``.
+    reference : array-like, optional
+        Rows prepared for the walk whose stops the ``"auto"`` choice is made from, the same for
+        every call, so that a row's outcome never depends on the rows evaluated with it
+        (``AttentiveClassifier`` passes a sample of its reference set); see
+        :func:`attentive.evaluator.evaluate_blocked`.
     """
     default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()
     return evaluate_blocked(
@@ -162,6 +168,7 @@ def evaluate(
         threshold=threshold,
         stopped_score=stopped_score,
         path=path,
+        reference=reference,
     )
 
 

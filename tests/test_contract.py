@@ -85,6 +85,39 @@ def test_scores_agree_with_predictions_for_every_rule(mnist, boundary, side, del
     _agree(boundary_scores, ds.X_test)
 
 
+@pytest.mark.parametrize("boundary", rule_names("sketched"))
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+@pytest.mark.parametrize("delta", [0.01, 0.3])
+def test_scores_agree_with_predictions_for_every_sketched_rule(mnist, boundary, side, delta):
+    """A sketched rule (SPEC §3b) stops, scores and labels as its reference — the sketched
+    walk's own partial scores and running masses — and its scores agree with its labels."""
+    ds, model = mnist
+    X_ref, y_ref = ds.X_train[:700], ds.y_train[:700]
+    clf = AttentiveClassifier(
+        FrozenEstimator(model),
+        boundary=boundary,
+        side=side,
+        delta=delta,
+        sketch=(8, 32),
+        random_state=0,
+    ).fit(X_ref, y_ref)
+    _agree(clf, ds.X_test)
+    ev = _agree(copy.copy(clf).set_params(early_stopping=True), ds.X_test)
+    assert ev.path == "walk" and ev.sketch_cost > 0
+    walk = clf.sketched_walk_
+    S, A = walk.partial_scores_and_masses(ds.X_test)
+    for score in ("estimate", "boundary"):
+        ref = apply_boundary(
+            S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_, stopped_score=score, A=A
+        )
+        np.testing.assert_array_equal(ref.positive, ref.decision >= clf.threshold)
+        if score == "estimate":
+            np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+            np.testing.assert_array_equal(ev.positive, ref.positive)
+            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-6, atol=1e-6)
+    assert ev.stopped.any()
+
+
 @pytest.mark.parametrize("family", [*family_names(), "auto"])
 @pytest.mark.parametrize("delta", [0.01, 0.2])
 @pytest.mark.parametrize("threshold", [0.0, 0.4])

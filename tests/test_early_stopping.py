@@ -18,8 +18,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.svm import SVC, LinearSVC
 
-from attentive import AttentiveClassifier, InvalidParameterError
+from attentive import AttentiveClassifier
 from attentive.evaluation import apply_boundary, evaluate
+from attentive.evaluator.plan import InvalidParameterError, walk_plan
 
 
 def _reference(clf, X):
@@ -81,14 +82,26 @@ def _with(clf, **params):
     return copy.copy(clf).set_params(**params)
 
 
+def _eager(clf):
+    """A rule that stops every walk at its first term (a lower threshold far above any S_1):
+    walking it pays wherever walking can pay at all."""
+    return clf.with_rule("constant", side="lower", tau=clf.theta_s_ + 1e6)
+
+
 def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear):
     clf, Xte = sparse_linear
+    eager = _eager(clf)
     dense = Xte.toarray()
-    auto, walking = clf.evaluate(dense), _with(clf, early_stopping=True).evaluate(dense)
+    auto, walking = eager.evaluate(dense), _with(eager, early_stopping=True).evaluate(dense)
     assert auto.path == walking.path == "walk" and auto.stopped.any()
     np.testing.assert_array_equal(auto.n_evaluated, walking.n_evaluated)
     np.testing.assert_array_equal(auto.positive, walking.positive)
-    assert clf.evaluate(Xte).path == "full"  # the same rows, sparse
+    assert eager.evaluate(Xte).path == "full"  # the same rows, sparse
+    # The delta = 0.1 rule stops walks too, late: on dense rows "auto" walks it only where the
+    # pilot (from the reference rows) predicts walking pays.
+    pilots = walk_plan(clf.walk_).pilots(clf.boundary_)
+    ev = clf.evaluate(dense)
+    assert ev.path == ("walk" if pilots.by_kind["linear"].walk_pays else "full")
     # What the walk sees decides, not what the caller passed: a head that makes sparse rows
     # dense walks them, a head that makes dense rows sparse is evaluated in full.
     rng = np.random.default_rng(5)
@@ -99,13 +112,15 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
         "sparsify": (FunctionTransformer(sp.csr_matrix), X.toarray()),
     }
     for name, (head, data) in heads.items():
-        piped = AttentiveClassifier(
-            make_pipeline(head, LinearSVC(random_state=0)),
-            boundary="constant",
-            side="both",
-            delta=0.1,
-            random_state=0,
-        ).fit(data[:250], y[:250])
+        piped = _eager(
+            AttentiveClassifier(
+                make_pipeline(head, LinearSVC(random_state=0)),
+                boundary="constant",
+                side="both",
+                delta=0.1,
+                random_state=0,
+            ).fit(data[:250], y[:250])
+        )
         ev = piped.evaluate(data[250:])
         assert _reference(piped, data[250:]).stopped.mean() > 0.2, name
         if name == "densify":
@@ -124,7 +139,12 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
 def test_false_never_stops_and_budgets_are_kept(binary_problem, sparse_linear):
     Xtr, ytr, Xte, _ = binary_problem
     clf = AttentiveClassifier(
-        SVC(gamma=0.1), boundary="curved", side="both", delta=0.3, random_state=0
+        SVC(gamma=0.1),
+        boundary="curved",
+        side="both",
+        delta=0.3,
+        random_state=0,
+        early_stopping=True,
     ).fit(Xtr, ytr)
     assert clf.evaluate(Xte).stopped.any()
     never = _with(clf, early_stopping=False)

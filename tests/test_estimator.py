@@ -22,12 +22,21 @@ from attentive import AttentiveClassifier, InvalidParameterError, constant_thres
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("estimator", [LinearSVC(), SVC(kernel="rbf")], ids=["LinearSVC", "SVC"])
-def test_check_estimator(estimator):
+@pytest.mark.parametrize(
+    ("estimator", "params"),
+    [
+        (LinearSVC(), {}),
+        (SVC(kernel="rbf"), {}),
+        # A sketch asked for by size (it needs dense rows: the tags say so) and a rule after it.
+        (SVC(kernel="rbf"), {"sketch": (1, 2), "boundary": "sketched-curved"}),
+    ],
+    ids=["LinearSVC", "SVC", "SVC-sketched"],
+)
+def test_check_estimator(estimator, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(
-            AttentiveClassifier(estimator, random_state=0),
+            AttentiveClassifier(estimator, random_state=0, **params),
             expected_failed_checks=EXPECTED_FAILED_CHECKS,
             on_fail=None,
         )
@@ -62,7 +71,9 @@ def test_sparse_input(sparse_problem):
 
 def test_constant_boundary_follows_algorithm_one(binary_problem):
     Xtr, ytr, Xte, _ = binary_problem
-    clf = AttentiveClassifier(SVC(gamma=0.1), delta=0.3, random_state=0).fit(Xtr, ytr)
+    clf = AttentiveClassifier(SVC(gamma=0.1), delta=0.3, random_state=0, early_stopping=True).fit(
+        Xtr, ytr
+    )
     tau = constant_threshold(0.3, clf.variance_, clf.theta_s_, side="lower")
     assert clf.boundary_.lower[0] == pytest.approx(tau)
     ev = clf.evaluate(Xte)

@@ -114,13 +114,13 @@ def test_auto_evaluates_in_full_where_the_pilot_predicts_walking_costs_more(rbf)
     np.testing.assert_allclose(ev.decision, model.decision_function(X), rtol=1e-9, atol=1e-9)
     np.testing.assert_array_equal(ev.labels, model.predict(X))
 
-    (pilot,) = walk_plan(walk).pilots(boundary).values()
+    (pilot,) = walk_plan(walk).pilots(boundary).by_kind.values()
     assert not pilot.walk_pays and pilot.walk_cost > pilot.full_cost
     np.testing.assert_array_equal(pilot.stops, ref.n_evaluated[pilot_rows(X.shape[0])])
-    # The pilot is kept: a later call too small for a pilot of its own (but not tiny: those
-    # walk in one go) evaluates in full too; asked to walk, it walks as the reference does.
-    small = evaluate_blocked(walk, X[:200], boundary, theta_s)
-    assert small.path == "full"
+    # The pilot is kept: a later call too small for a pilot of its own, even a single row,
+    # evaluates in full too; asked to walk, it walks as the reference does.
+    for small in (X[:200], X[7:8]):
+        assert evaluate_blocked(walk, small, boundary, theta_s).path == "full"
     walked = evaluate_blocked(walk, X, boundary, theta_s, path="walk")
     assert walked.path == "walk"
     _same_as(walked, ref)
@@ -136,12 +136,91 @@ def test_auto_walks_where_the_pilot_predicts_walking_pays(rbf):
     ev = evaluate_blocked(walk, X, boundary, theta_s, path="auto")
     assert ev.path == "walk"
     _same_as(ev, ref)
-    (pilot,) = walk_plan(walk).pilots(boundary).values()
+    (pilot,) = walk_plan(walk).pilots(boundary).by_kind.values()
     assert pilot.walk_pays
     np.testing.assert_array_equal(pilot.stops, ref.n_evaluated[pilot_rows(X.shape[0])])
     # Calls too small for a pilot, without one kept, walk.
     fresh = _quantiles(S, 0.0005, 0.9995)
     assert evaluate_blocked(walk, X[: PILOT_MIN - 1], fresh, theta_s).path == "walk"
+
+
+def _in_batches(walk, X, boundary, theta_s, sizes, **kw):
+    """``X`` evaluated in consecutive batches of ``sizes`` (cycled), each a call of its own."""
+    out, lo, k = [], 0, 0
+    while lo < X.shape[0]:
+        hi = lo + sizes[k % len(sizes)]
+        out.append(evaluate_blocked(walk, X[lo:hi], boundary, theta_s, **kw))
+        lo, k = hi, k + 1
+    return out
+
+
+@pytest.mark.parametrize("quantiles", [(0.0005, 0.9995), (0.3, 0.7)], ids=["full", "walk"])
+def test_with_reference_rows_a_rows_outcome_never_depends_on_its_batch(rbf, quantiles):
+    """Given reference rows, "auto" decides from their stops alone: every call takes the same
+    path, so the same rows evaluated all at once, in batches of any size (single rows, calls
+    too small for a pilot, tiny problems) and in another order give the same outcome row for
+    row — on a rule where walking does not pay (every row the full model's decision) and on one
+    where it does (every row the reference walk's). The pilot's stops are the reference walk's
+    on the reference rows."""
+    model, walk, X, X_ref, _ = rbf
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(X)
+    boundary = _quantiles(S, *quantiles)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    R = X_ref[::4]  # 100 rows: the pilot walks them all
+    batches = _in_batches(walk, X[:300], boundary, theta_s, [1, 7, 40, 252], reference=R)
+    whole = evaluate_blocked(walk, X, boundary, theta_s, reference=R)
+    expected_path = "full" if quantiles[0] < 0.01 else "walk"
+    assert {ev.path for ev in batches} == {expected_path} and whole.path == expected_path
+    if expected_path == "full":
+        assert not whole.stopped.any()
+        np.testing.assert_array_equal(whole.labels, model.predict(X))
+    else:
+        _same_as(whole, ref)
+    for field in ("n_evaluated", "stop_side", "labels"):
+        got = np.concatenate([getattr(ev, field) for ev in batches])
+        np.testing.assert_array_equal(got, getattr(whole, field)[:300])
+    got = np.concatenate([ev.decision for ev in batches])
+    np.testing.assert_allclose(got, whole.decision[:300], rtol=1e-9, atol=1e-9)
+    reversed_ = evaluate_blocked(walk, X[::-1], boundary, theta_s, reference=R)
+    np.testing.assert_array_equal(reversed_.n_evaluated[::-1], whole.n_evaluated)
+
+    pilots = walk_plan(walk).pilots(boundary)
+    sample = apply_boundary(
+        walk.partial_scores(R), boundary, theta_s, walk.offset, walk.terms.classes
+    )
+    np.testing.assert_array_equal(np.sort(pilots.stops), np.sort(sample.n_evaluated))
+
+
+def test_the_estimators_batches_give_the_same_outcome_as_one_call():
+    """``AttentiveClassifier`` keeps reference rows for the pilot: ``evaluate`` on the whole set,
+    on batches of many sizes and row by row agree, field by field (a row evaluated in full in
+    one call used to be walked in another, with another label)."""
+    X, y = make_classification(
+        n_samples=900, n_features=4, n_informative=3, n_redundant=0, random_state=4
+    )
+    clf = AttentiveClassifier(SVC(C=0.5), random_state=0).fit(X[:300], y[:300])
+    assert clf.pilot_rows_.shape[0] >= 1
+    Xt = X[300:]
+    whole = clf.evaluate(Xt)
+    parts = [clf.evaluate(Xt[lo : lo + 70]) for lo in range(0, Xt.shape[0], 70)]
+    singles = [clf.evaluate(Xt[i : i + 1]) for i in range(0, Xt.shape[0], 37)]
+    assert {ev.path for ev in parts + singles} == {whole.path}
+    for field in ("n_evaluated", "stop_side", "labels", "decision"):
+        # Decision values to rounding (a product's blocking depends on the rows it holds).
+        same = np.testing.assert_array_equal if field != "decision" else _to_rounding
+        same(np.concatenate([getattr(ev, field) for ev in parts]), getattr(whole, field))
+        same(
+            np.concatenate([getattr(ev, field) for ev in singles]),
+            getattr(whole, field)[::37],
+        )
+    # The rows survive saving.
+    loaded = load_model(sio.dumps(clf))
+    np.testing.assert_array_equal(loaded.pilot_rows_, clf.pilot_rows_)
+
+
+def _to_rounding(actual, desired):
+    np.testing.assert_allclose(actual, desired, rtol=1e-12, atol=1e-12)
 
 
 def test_the_estimators_early_stopping_is_the_path(rbf):

@@ -66,13 +66,26 @@ def test_train_overrides(tmp_path, capsys):
     assert not (tmp_path / "models").exists()
 
 
-def test_elapsed_line_reports_time():
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_elapsed_line_refreshes_one_line_on_a_terminal():
+    stream = _Terminal()
+    with elapsed_line("working", stream=stream, interval=0.01):
+        time.sleep(0.05)
+    assert re.fullmatch(
+        r"(\rworking … \d+\.\d s)+\rworking: done in \d+\.\d s\n", stream.getvalue()
+    )
+
+
+def test_elapsed_line_writes_plain_lines_to_a_log():
+    """A log file or a pipe gets no carriage returns: the message, then the total."""
     stream = io.StringIO()
     with elapsed_line("working", stream=stream, interval=0.01):
-        pass
-    assert re.fullmatch(
-        r"(\rworking … \d+\.\d s)*\rworking: done in \d+\.\d s\n", stream.getvalue()
-    )
+        time.sleep(0.05)
+    assert re.fullmatch(r"working …\nworking: done in \d+\.\d s\n", stream.getvalue())
 
 
 def test_serve_stops_on_sigterm_and_frees_its_port(tmp_path):

@@ -155,7 +155,10 @@ def test_cli_family_curves_match_the_estimator(digits_run, digits_walks):
     ds, model, S, offset = digits_walks
     table = pd.read_csv(digits_run / "tradeoff.csv")
     assert set(family_names()) <= set(table.method)
-    clf = AttentiveClassifier(FrozenEstimator(model), boundary="full", random_state=SEED)
+    # The rules' own walks (as the command walks them), not "auto"'s choice of path.
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="full", random_state=SEED, early_stopping=True
+    )
     clf.fit(ds.X_train, ds.y_train)
     full = S[:, -1] >= -offset
     for name in family_names():
@@ -296,7 +299,11 @@ def test_constant_rule_is_algorithm_1_at_tau(digits_walks, where):
     ds, model, S, offset = digits_walks
     theta_s = -offset
     clf = AttentiveClassifier(
-        FrozenEstimator(model), boundary="full", random_state=SEED, stopped_score="boundary"
+        FrozenEstimator(model),
+        boundary="full",
+        random_state=SEED,
+        stopped_score="boundary",
+        early_stopping=True,  # Algorithm 1's walk whatever it costs
     ).fit(ds.X_train, ds.y_train)
     low = S[:, :-1].min()
     tau = low + where * (theta_s - low)

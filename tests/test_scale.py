@@ -124,6 +124,32 @@ def test_sparse_blocks_chunked_along_columns_equal_in_memory_evaluation(
     assert_same_as_in_memory(scores, clf, X)
 
 
+@pytest.fixture(scope="module")
+def sketched_problem():
+    """A sketched rule (SPEC §3b): each block starts its walks at the sketch's score."""
+    X, y = make_classification(1600, 12, n_informative=6, random_state=0)
+    clf = AttentiveClassifier(
+        SVC(kernel="rbf", C=0.5),
+        boundary="sketched-regression",
+        side="both",
+        sketch=(4, 16),
+        random_state=0,
+        early_stopping=True,
+    )
+    return clf.fit(X[:600], y[:600]), X[600:]
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=list(CHUNKINGS))
+def test_a_sketched_rule_in_blocks_equals_in_memory_evaluation(client, sketched_problem, chunking):
+    clf, X = sketched_problem
+    assert clf.boundary_.params["walk"] == "sketched"
+    scores = score_dask(clf, blocks(X, CHUNKINGS[chunking](X.shape[0]))).compute()
+    assert_same_as_in_memory(scores, clf, X)
+    # In memory, the sketched walk is what was walked: its stops differ from the plain walk's.
+    plain = clf.with_rule("regression", z=clf.boundary_.params["z"]).evaluate(X)
+    assert (plain.n_evaluated != scores["n_evaluated"].to_numpy()).any()
+
+
 def test_dataframe_partitions_with_feature_names_and_an_empty_one(client):
     X, y = make_classification(900, 6, random_state=3)
     names = [f"x{i}" for i in range(6)]

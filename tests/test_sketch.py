@@ -196,3 +196,31 @@ def test_fit_is_seeded(rbf_problem):
     c = fit_sketch(terms, Xtr, k=3, m=16, random_state=6).term_values(Xte)
     np.testing.assert_array_equal(a, b)
     assert np.max(np.abs(a - c)) > 0
+
+
+def test_directions_computed_once_serve_every_smaller_k(rbf_problem):
+    """``principal_directions`` of the rows ``fit_sketch`` samples: a sketch given them takes
+    their first k, spans the top-k principal subspace, and draws the same landmarks."""
+    from attentive.sketch import principal_directions
+
+    _, terms, Xtr, _ = rbf_problem
+    directions = principal_directions(Xtr, 6, random_state=3)
+    np.testing.assert_allclose(directions @ directions.T, np.eye(6), atol=1e-10)
+    _, vecs = np.linalg.eigh(np.cov(Xtr.T))
+    for k in (2, 4, 6):
+        shared = fit_sketch(terms, Xtr, k=k, m=12, random_state=3, directions=directions)
+        np.testing.assert_array_equal(shared.components, directions[:k])
+        top = vecs[:, ::-1][:, :k]
+        np.testing.assert_allclose(shared.components.T @ shared.components, top @ top.T, atol=1e-6)
+    # k equal to the features' count: the exact decomposition both ways, and the same sample and
+    # landmarks (the random draws do not depend on where the directions came from).
+    full = principal_directions(Xtr, 8, random_state=3)
+    alone = fit_sketch(terms, Xtr, k=8, m=12, random_state=3)
+    shared = fit_sketch(terms, Xtr, k=8, m=12, random_state=3, directions=full)
+    np.testing.assert_array_equal(shared.components, alone.components)
+    np.testing.assert_array_equal(shared.landmarks, alone.landmarks)
+    np.testing.assert_array_equal(shared.term_factors, alone.term_factors)
+    with pytest.raises(InvalidParameterError, match=r"at least k=7 principal directions of 8"):
+        fit_sketch(terms, Xtr, k=7, m=12, directions=directions)
+    with pytest.raises(InvalidParameterError, match=r"directions must hold"):
+        fit_sketch(terms, Xtr, k=2, m=12, directions=directions[:, :5])

@@ -247,3 +247,30 @@ def test_with_forty_features_no_sketch_pays_for_its_walked_terms():
     assert choice.best is none
     # Not because the residual walk is no shorter: without the m-dot products a sketch would win.
     assert min(o.sketch_cost + o.walked_fraction for o in sketched) < 0.5 * none.total
+
+
+def test_the_sizes_share_one_decomposition_and_a_given_profile_is_the_plain_walks(problem):
+    walk, _, stats, _, Xtr, ytr, _, mask, own = problem
+    theta_s = walk.theta_s(0.0)
+    common = dict(
+        delta=0.05, ref_mask=mask, theta_s=theta_s, leave_own_out=True, own=own, statistics=stats
+    )
+    sizes = [(2, 16), (5, 16), (3, 24)]
+    choice = choose_sketch(walk, Xtr, ytr, sizes=sizes, **common)
+    top = choice.options[2].walk.sketch.components  # k = 5, the largest
+    for option in choice.options[1:]:
+        np.testing.assert_array_equal(option.walk.sketch.components, top[: option.k])
+    # The plain walk's profile passed in: the same choice, without walking it again.
+    fams = [make_family(name, stats, theta_s, "both") for name in family_names()]
+    profile = reference_profile(walk, Xtr, fams, leave_own_out=True, own=own)
+    given = choose_sketch(walk, Xtr, ytr, sizes=sizes, profile=profile, **common)
+    assert given.options[0].profile is profile
+    for a, b in zip(choice.options, given.options, strict=True):
+        assert (a.k, a.m, a.walked_fraction, a.family, a.scale) == (
+            b.k,
+            b.m,
+            b.walked_fraction,
+            b.family,
+            b.scale,
+        )
+    assert given.best.label == choice.best.label

@@ -442,9 +442,7 @@ class _Entry:
 
 
 REGISTRY: dict[str, _Entry] = {
-    "digits-2v5": _Entry(
-        _digits_2v5, "scikit-learn's bundled 8×8 digits, 2 vs 5 (offline; the app's default)"
-    ),
+    "digits-2v5": _Entry(_digits_2v5, "scikit-learn's bundled 8×8 digits, 2 vs 5 (offline)"),
     "breast-cancer": _Entry(
         _breast_cancer, "Wisconsin breast cancer, malignant vs benign (offline, bundled)"
     ),
@@ -461,7 +459,8 @@ REGISTRY: dict[str, _Entry] = {
     **{
         f"mnist-t10k-{a}v{b}": _Entry(
             functools.partial(mnist_t10k_pair, a, b),
-            f"real MNIST t10k images, {a} vs {b}, stratified 65 / 35 split (offline, in data/)",
+            f"real MNIST t10k images, {a} vs {b}, stratified 65 / 35 split (offline, in data/"
+            + ("; the app's default)" if (a, b) == (2, 5) else ")"),
         )
         for a, b in LISTED_T10K_PAIRS
     },

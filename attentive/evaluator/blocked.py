@@ -86,6 +86,7 @@ def evaluate_blocked(
     threshold: float | None = None,
     stopped_score: str = "estimate",
     path: str = "auto",
+    reference=None,
 ):
     """Evaluate raw examples ``X`` under ``boundary``, computing only the terms that are needed.
 
@@ -128,6 +129,13 @@ def evaluate_blocked(
         model's decisions). ``"auto"``: walk unless the pilot predicts that walking costs more
         than evaluating every term, or walking can never pay (a linear model on sparse rows);
         then evaluate in full. Budgeted rules are unaffected.
+    reference : array-like, optional
+        Rows prepared for the walk (``walk.prepare``) whose stops make the pilot for every call
+        under ``boundary`` (:mod:`attentive.evaluator.pilot`): with them, ``path="auto"``
+        chooses the same path for a row whatever rows it is evaluated with, so a row's outcome
+        never depends on its batch. Without them, the first call of at least
+        :data:`~attentive.evaluator.pilot.PILOT_MIN` rows makes the pilot, and calls before it
+        walk.
 
     Returns
     -------
@@ -184,8 +192,12 @@ def evaluate_blocked(
     if source_cls is not None and thr.stops_anything and path != "full":
         if path == "auto" and not getattr(source_cls, "walking_pays", True):
             path = "full"
-        elif block_size is None and not tiny:
-            pilot = pilot_for(plan, boundary, thr, source_cls.kind, Xp, make_source)
+        elif block_size is None:
+            # Tiny problems too: with reference rows (or a kept pilot) the choice of path, and
+            # with it each row's outcome, is the same whatever rows come with it.
+            if reference is not None:
+                reference = as_rows(reference)
+            pilot = pilot_for(plan, boundary, thr, source_cls.kind, Xp, make_source, reference)
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":

@@ -1,14 +1,24 @@
-"""The pilot: where the walks of a call are expected to stop, and from that, whether walking pays
-and which blocks to walk in.
+"""The pilot: where walks under a boundary are expected to stop, and from that, whether walking
+pays and which blocks to walk in.
 
-A strided sample of the call's rows (every row's terms computed at once, the stops found as the
-reference finds them) gives a survival curve: the share of walks still going at each position.
-:func:`attentive.evaluator.plan.survival_schedule` turns it into the cheapest blocks and their
-predicted cost per walk, in units of one term of a full evaluation; a full evaluation costs ``n``
-such units. The evaluator walks only where the walk is predicted to cost less
-(:attr:`Pilot.walk_pays`). The pilot is kept per walk, boundary and kind of term source, so only
-the first call of at least :data:`PILOT_MIN` rows pays for it (its rows are evaluated again with
-the others).
+A sample of walks (every row's terms computed at once, in double precision, the stops found as
+the reference finds them) gives a survival curve: the share of walks still going at each
+position. :func:`attentive.evaluator.plan.survival_schedule` turns it into the cheapest blocks
+for a kind of term source and their predicted cost per walk, in units of one term of a full
+evaluation; a full evaluation costs ``n`` such units. The evaluator walks only where the walk is
+predicted to cost less (:attr:`Pilot.walk_pays`).
+
+The sample is the same for every call under a boundary, so whether a row is walked or evaluated
+in full (and with it its outcome) never depends on the other rows of its call:
+
+* ``reference`` rows given by the caller (an :class:`~attentive.estimator.AttentiveClassifier`
+  passes a sample of its reference set, kept in ``fit``) are the sample for every call, however
+  few rows it has;
+* without them, the first call of at least :data:`PILOT_MIN` rows lends a sample of its own rows
+  (its rows are evaluated again with the others), kept for the calls after it; calls before it
+  walk.
+
+The stops are kept per (walk, boundary); the schedule and costs per kind of term source.
 """
 
 from __future__ import annotations
@@ -22,8 +32,8 @@ from attentive.evaluator.walk import walk_whole
 
 __all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows"]
 
-# Calls below PILOT_MIN rows have no pilot of their own (they walk, or use one kept from an
-# earlier call); the pilot takes PILOT_ROWS rows spread over the call.
+# Calls below PILOT_MIN rows lend no rows to a pilot (they walk, or use one kept from reference
+# rows or an earlier call); a pilot walks PILOT_ROWS rows spread over the sample.
 PILOT_MIN = 256
 PILOT_ROWS = 128
 WALK_MARGIN = 0.9
@@ -31,7 +41,7 @@ WALK_MARGIN = 0.9
 
 @dataclass(frozen=True)
 class Pilot:
-    """A sample of walks' stops and what they predict.
+    """A sample of walks' stops and what they predict for one kind of term source.
 
     Attributes
     ----------
@@ -67,31 +77,51 @@ def pilot_rows(m: int) -> np.ndarray:
     class would mislead a pilot of the first rows); none below :data:`PILOT_MIN`."""
     if m < PILOT_MIN:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(np.linspace(0, m - 1, min(PILOT_ROWS, m // 2)).astype(np.int64))
+    return _spread(m, min(PILOT_ROWS, m // 2))
 
 
-def pilot_for(plan: WalkPlan, boundary, thr: Thresholds, kind: str, X, make_source) -> Pilot | None:
-    """The pilot kept for (walk, boundary, source ``kind``), made from rows of ``X`` if there is
-    none yet and ``X`` has at least :data:`PILOT_MIN` rows (else None). ``make_source(rows)``
-    gives the source that holds rows as the walk's chunks will."""
+def _spread(m: int, k: int) -> np.ndarray:
+    return np.unique(np.linspace(0, m - 1, k).astype(np.int64))
+
+
+def pilot_for(
+    plan: WalkPlan, boundary, thr: Thresholds, kind: str, X, make_source, reference=None
+) -> Pilot | None:
+    """The pilot kept for (walk, boundary, source ``kind``), made if there is none yet.
+
+    Its stops are the boundary's kept sample, else walks of ``reference`` rows (already
+    prepared for the walk), else of rows of ``X`` if it has at least :data:`PILOT_MIN` (else
+    None: no pilot). ``make_source(rows, precision=None, cls=None)`` gives a source holding rows
+    as the call's chunks are held (the default arguments), or as the exact double-precision
+    source routed for them (``"double"``, ``None``)."""
     kept = plan.pilots(boundary)
-    pilot = kept.get(kind)
+    pilot = kept.by_kind.get(kind)
     if pilot is not None:
         return pilot
-    rows = pilot_rows(X.shape[0])
-    if rows.size == 0:
-        return None
-    source = make_source(X[rows])
-    n = plan.n_terms
-    stops = np.full(rows.size, n, dtype=np.int64)
-    res = walk_whole(source, thr)
-    stops[res.at[:, 0]] = res.at[:, 1]
+    stops = kept.stops
+    if stops is None:
+        if reference is not None and reference.shape[0]:
+            sample = reference[_spread(reference.shape[0], min(PILOT_ROWS, reference.shape[0]))]
+        else:
+            rows = pilot_rows(X.shape[0])
+            if rows.size == 0:
+                return None
+            sample = X[rows]
+        n = plan.n_terms
+        res = walk_whole(make_source(sample, "double", None), thr)
+        stops = np.full(sample.shape[0], n, dtype=np.int64)
+        stops[res.at[:, 0]] = res.at[:, 1]
+        kept.stops = stops
+    # The costs of the source the call's chunks will be held by (they depend on its kind and
+    # the model, not on the rows).
+    source = make_source(X[:1])
     term_cost = source.term_cost + (source.mass_cost if thr.mass is not None else 0.0)
+    n = plan.n_terms
     schedule, cost = survival_schedule(
         stops, n, source.row_cost, term_cost=term_cost, max_block=source.max_block
     )
     pilot = Pilot(
         stops=stops, schedule=schedule, walk_cost=cost + source.start_cost, full_cost=float(n)
     )
-    kept[kind] = pilot
+    kept.by_kind[kind] = pilot
     return pilot

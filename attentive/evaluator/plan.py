@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -162,6 +162,15 @@ class Thresholds:
         return self.lower is not None or self.upper is not None
 
 
+@dataclass
+class KeptPilots:
+    """What the pilot keeps for one (walk, boundary): the stops of its sample of walks, and the
+    :class:`~attentive.evaluator.pilot.Pilot` made from them for each kind of term source."""
+
+    stops: np.ndarray | None = None
+    by_kind: dict = field(default_factory=dict)
+
+
 class WalkPlan:
     """What every term source shares for one walk, computed once per walk, and the caches that
     belong to it: each source's own arrays (:meth:`arrays`), each boundary's thresholds and each
@@ -178,7 +187,7 @@ class WalkPlan:
         self.offset = walk.offset  # c = b + Σ w μ
         self._arrays: dict = {}
         self._lock = threading.Lock()
-        self.boundaries: dict = {}  # id(boundary) -> (weakref, Thresholds, {source: pilot})
+        self.boundaries: dict = {}  # id(boundary) -> (weakref, Thresholds, KeptPilots)
         self.prefix_matrices: dict = {}
 
     @property
@@ -196,9 +205,8 @@ class WalkPlan:
                     value = self._arrays[key] = build()
         return value
 
-    def pilots(self, boundary: Boundary) -> dict:
-        """The pilots kept for ``boundary``, by source kind (see
-        :func:`attentive.evaluator.pilot.pilot_for`)."""
+    def pilots(self, boundary: Boundary) -> KeptPilots:
+        """The pilots kept for ``boundary`` (see :func:`attentive.evaluator.pilot.pilot_for`)."""
         return self._boundary_entry(boundary)[2]
 
     def _boundary_entry(self, boundary: Boundary):
@@ -210,8 +218,8 @@ class WalkPlan:
         try:
             ref = weakref.ref(boundary, lambda _ref, _key=key: self.boundaries.pop(_key, None))
         except TypeError:  # pragma: no cover - a boundary type without weak references
-            return (lambda: boundary, thr, {})
-        entry = self.boundaries[key] = (ref, thr, {})
+            return (lambda: boundary, thr, KeptPilots())
+        entry = self.boundaries[key] = (ref, thr, KeptPilots())
         return entry
 
 

@@ -52,7 +52,9 @@ class SketchedFamily(BoundaryFamily):
 
     def boundary(self, z: float) -> Boundary:
         b = self.inner.boundary(z)
-        return dataclasses.replace(b, kind=self.name, params={**(b.params or {}), "walk": "sketched"})
+        return dataclasses.replace(
+            b, kind=self.name, params={**(b.params or {}), "walk": "sketched"}
+        )
 
     def crossing_scores(self, head, upper, **kwargs):
         return self.inner.crossing_scores(head, upper, **kwargs)

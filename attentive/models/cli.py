@@ -84,9 +84,13 @@ def _number_or_text(value: str) -> float | str:
 def elapsed_line(
     message: str, stream: TextIO | None = None, interval: float = 0.5
 ) -> Iterator[None]:
-    """Show ``message … 12.3 s`` on one refreshed line while the block runs, then the total time."""
+    """Show ``message … 12.3 s`` on one refreshed line while the block runs, then the total time.
+
+    Only a terminal gets the refreshed line; a log or a pipe gets ``message …`` once and the
+    total on a line of its own (no carriage returns in a file)."""
     stream = stream or sys.stderr
     start = time.perf_counter()
+    live = bool(getattr(stream, "isatty", lambda: False)())
     done = threading.Event()
 
     def tick() -> None:
@@ -94,12 +98,18 @@ def elapsed_line(
             stream.write(f"\r{message} … {time.perf_counter() - start:.1f} s")
             stream.flush()
 
-    thread = threading.Thread(target=tick, daemon=True)
-    thread.start()
+    thread = threading.Thread(target=tick, daemon=True) if live else None
+    if thread is None:
+        stream.write(f"{message} …\n")
+        stream.flush()
+    else:
+        thread.start()
     try:
         yield
     finally:
         done.set()
-        thread.join()
-        stream.write(f"\r{message}: done in {time.perf_counter() - start:.1f} s\n")
+        if thread is not None:
+            thread.join()
+        prefix = "\r" if live else ""
+        stream.write(f"{prefix}{message}: done in {time.perf_counter() - start:.1f} s\n")
         stream.flush()

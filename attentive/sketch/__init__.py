@@ -13,8 +13,10 @@ from attentive.sketch.nystrom import (
     LANDMARKS,
     NystromSketch,
     fit_sketch,
+    principal_directions,
     sketch_available,
     sketch_cost,
+    sketch_unavailable,
     walked_term_cost,
 )
 from attentive.sketch.walk import SketchedWalk, make_sketched_walk, sketch_walk
@@ -30,8 +32,10 @@ __all__ = [
     "choose_sketch",
     "fit_sketch",
     "make_sketched_walk",
+    "principal_directions",
     "sketch_available",
     "sketch_cost",
+    "sketch_unavailable",
     "sketch_walk",
     "walked_term_cost",
 ]

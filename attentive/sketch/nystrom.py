@@ -34,8 +34,10 @@ __all__ = [
     "NystromSketch",
     "RowProjection",
     "fit_sketch",
+    "principal_directions",
     "sketch_available",
     "sketch_cost",
+    "sketch_unavailable",
     "walked_term_cost",
 ]
 
@@ -54,10 +56,25 @@ MAX_ROWS = 3000
 def sketch_available(terms: TermDecomposition, X_ref) -> bool:
     """Whether a sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw): an RBF
     SVM with dense support vectors whose rows, after the pipeline's head, are dense."""
-    if terms.kind != "kernel" or terms.kernel != "rbf" or sp.issparse(terms.support_vectors):
-        return False
+    return sketch_unavailable(terms, X_ref) is None
+
+
+def sketch_unavailable(terms: TermDecomposition, X_ref=None) -> str | None:
+    """Why no sketch can be fitted for ``terms`` on reference rows ``X_ref`` (raw), or None
+    when one can (:func:`sketch_available`). ``X_ref=None``: the model alone."""
+    if terms.kind != "kernel" or terms.kernel != "rbf":
+        what = f"kernel {terms.kernel!r}" if terms.kind == "kernel" else f"{terms.kind} terms"
+        return f"the model has {what}, and sketches are fitted for RBF SVMs only"
+    if sp.issparse(terms.support_vectors):
+        return "the model stores its support vectors sparse, and the sketch needs dense ones"
+    if X_ref is None:
+        return None
     head = terms.prepare(X_ref[:1]) if hasattr(X_ref, "shape") else None
-    return head is not None and not sp.issparse(head)
+    if head is None or sp.issparse(head):
+        return (
+            "the rows are sparse (after the pipeline's transforms), and the sketch needs dense ones"
+        )
+    return None
 
 
 def sketch_cost(n_terms: int, n_features: int, k: int, m: int) -> float:
@@ -213,6 +230,35 @@ def _principal_directions(X: np.ndarray, k: int, random_state) -> np.ndarray:
     return np.ascontiguousarray(Vt)
 
 
+def _leading_directions(directions, k: int, d: int) -> np.ndarray:
+    P = np.asarray(directions, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] != d or P.shape[0] < k:
+        raise InvalidParameterError(
+            f"directions must hold at least k={k} principal directions of {d} features, got an "
+            f"array of shape {P.shape}."
+        )
+    return np.ascontiguousarray(P[:k])
+
+
+def principal_directions(X_ref_prepared, k: int, *, max_rows: int = MAX_ROWS, random_state=0):
+    """The top k principal directions (k × d, orthonormal rows) that :func:`fit_sketch` fits on
+    the same rows with the same ``max_rows`` and ``random_state``; any smaller k' takes their
+    first k' rows (``fit_sketch(..., directions=...)``)."""
+    X = _dense_rows(X_ref_prepared, X_ref_prepared.shape[1])
+    rng = np.random.default_rng(random_state)
+    sample = _reference_sample(X, max_rows, rng)
+    k = min(int(k), *sample.shape)
+    return _principal_directions(sample - X.mean(axis=0), k, int(rng.integers(2**31 - 1)))
+
+
+def _reference_sample(X: np.ndarray, max_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """A seeded sample of at most ``max_rows`` rows of X (all of them when there are fewer)."""
+    rows = X.shape[0]
+    if rows > max_rows:
+        return X[np.sort(rng.choice(rows, max_rows, replace=False))]
+    return X
+
+
 def _landmarks(U: np.ndarray, m: int, method: str, rng: np.random.Generator) -> np.ndarray:
     if method == "sample":
         return U[np.sort(rng.choice(U.shape[0], m, replace=False))]
@@ -240,6 +286,7 @@ def fit_sketch(
     max_rows: int = MAX_ROWS,
     random_state=0,
     corrected: bool = True,
+    directions=None,
 ) -> NystromSketch:
     """Fit the Nyström sketch of an RBF model's terms on reference rows (SPEC §3b).
 
@@ -262,6 +309,11 @@ def fit_sketch(
     corrected : bool
         False drops the factors ``e^{−γ r}`` (the kernel of the projections alone): not a sketch
         to use, a way to measure what the correction does (docs/method.md).
+    directions : array (K, d), optional
+        Principal directions of the same rows computed already (:func:`principal_directions`
+        with the same ``max_rows`` and ``random_state``, ``K ≥ k``): ``P`` is their first k.
+        Sketches of several sizes then share one decomposition (:func:`attentive.sketch.
+        choose_sketch`).
     """
     if terms.kind != "kernel" or terms.kernel != "rbf":
         what = f"kernel {terms.kernel!r}" if terms.kind == "kernel" else f"{terms.kind} terms"
@@ -279,11 +331,7 @@ def fit_sketch(
     if landmarks not in LANDMARKS:
         raise InvalidParameterError(f"landmarks must be one of {LANDMARKS}, got {landmarks!r}.")
     rng = np.random.default_rng(random_state)
-    rows = X.shape[0]
-    if rows > max_rows:
-        sample = X[np.sort(rng.choice(rows, max_rows, replace=False))]
-    else:
-        sample = X
+    sample = _reference_sample(X, max_rows, rng)
     rows_used = sample.shape[0]
     limits = {
         "k": (min(d, rows_used), f"{d} features, {rows_used} reference rows"),
@@ -297,7 +345,11 @@ def fit_sketch(
             raise InvalidParameterError(f"{name}={value} is too large: at most {top} ({why}).")
     gamma = float(terms.kernel_params["gamma"])
     mean = X.mean(axis=0)
-    P = _principal_directions(sample - mean, int(k), int(rng.integers(2**31 - 1)))
+    seed = int(rng.integers(2**31 - 1))  # drawn either way: the landmarks' draws stay the same
+    if directions is None:
+        P = _principal_directions(sample - mean, int(k), seed)
+    else:
+        P = _leading_directions(directions, int(k), d)
     L = _landmarks((sample - mean) @ P.T, int(m), landmarks, rng)
     W = _pseudo_inverse(np.exp(-gamma * _squared_distances(L, L)))
     # b_i = e^{−γ r(s_i)} W K(L, P s̃_i) = W a(s_i): the same features as a row's, times W.

@@ -1,0 +1,468 @@
+"""Sketched rules in AttentiveClassifier (SPEC §3b): which sketch and which family it keeps, the
+rules' stops, scores and costs, and the rest of the estimator's contract with a sketch.
+
+The references are computed here independently: the residual walk from scikit-learn's RBF
+kernel and the sketch's term values (:func:`_residual_walk`), the ranking of ``family="auto"``
+from the reference profiles and the evaluator's cost model, the sketch's cost from its sizes.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import skops.io as sio
+from sklearn.compose import make_column_transformer
+from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.svm import SVC, LinearSVC
+
+from attentive import AttentiveClassifier, InvalidParameterError, family_names
+from attentive.calibration import CalibrationWarning
+from attentive.evaluation import apply_boundary
+from attentive.evaluator.sources.sketch import sketch_cost_model
+from attentive.families import make_family
+from attentive.families.sketched import base_family, sketched_names
+from attentive.grid import reference_profile
+from attentive.models import load_model, save_model
+
+DELTA, ALPHA = 0.01, 0.05
+
+
+# ----------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def digits():
+    """MNIST t10k 7 vs 9 as users prepare it (float32 pixels / 255, ``gamma="scale"``), the
+    calibrated rule with ``family="auto"`` fitted on the training part: a sketch pays here
+    (its choice is checked in the tests), and the rows go through the near-grid source."""
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-7v9")
+    X = np.asarray(ds.X_train, dtype=np.float32)
+    y = np.asarray(ds.y_train)
+    X_test = np.asarray(ds.X_test, dtype=np.float32)
+    clf = AttentiveClassifier(
+        SVC(gamma="scale"),
+        boundary="calibrated",
+        side="both",
+        delta=DELTA,
+        alpha=ALPHA,
+        random_state=0,
+    ).fit(X, y)
+    # The rows fit kept for its reference set (the estimator's own split, replayed).
+    X_fit, X_cal, y_fit, _ = train_test_split(
+        X, y, test_size=clf._calibration_examples(len(y)), stratify=y, random_state=0
+    )
+    return clf, X_fit, y_fit, X_cal, X_test
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Ten features, a model of a few hundred support vectors and a sketch asked for by size:
+    a sketch that does not pay (two principal directions shorten the walks a little, and each
+    walked term's m-dot product costs twice its kernel value over 10 features), kept because
+    it was asked for."""
+    X, y = make_classification(
+        n_samples=1400, n_features=10, n_informative=6, flip_y=0.03, random_state=3
+    )
+    model = SVC(C=1.0).fit(X[:500], y[:500])
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="curved", side="both", sketch=(2, 32), random_state=0
+    ).fit(X[:500], y[:500])
+    return clf, X[:500], y[:500], X[500:]
+
+
+def _residual_walk(clf, X, X_fit, y_fit):
+    """The sketched walk's partial scores and running masses, from SPEC §3b term by term:
+    ``S^ρ_t = Σ_i w_i (h̃_i − μ̃_i) + Σ_{k≤t} w_{π(k)} (h − h̃ − μ + μ̃)_{π(k)}`` with
+    ``h = K(s_i, x)`` from scikit-learn, ``h̃`` the sketch's term values and ``μ̃`` their mean
+    over the positive reference examples (``centering="positive"``)."""
+    terms, walk, sketch = clf.terms_, clf.walk_, clf.sketched_walk_.sketch
+    prepared = np.asarray(walk.prepare(X), dtype=np.float64)
+    H = rbf_kernel(prepared, np.asarray(terms.support_vectors), gamma=sketch.gamma)
+    H_sketch = sketch.term_values(prepared)
+    positives = np.asarray(walk.prepare(X_fit[y_fit == clf.classes_[1]]), dtype=np.float64)
+    mu_sketch = sketch.term_values(positives).mean(axis=0)
+    w, order = terms.weights, walk.order
+    start = (H_sketch - mu_sketch) @ w
+    steps = (H - H_sketch - (walk.mu - mu_sketch))[:, order] * w[order]
+    S = start[:, None] + np.cumsum(steps, axis=1)
+    A = np.cumsum(H[:, order] * np.abs(w[order]), axis=1)
+    return S, A
+
+
+def _agree(clf, X):
+    """predict == classes_[decision_function ≥ θ], and evaluate() says the same."""
+    d, p = clf.decision_function(X), clf.predict(X)
+    np.testing.assert_array_equal(p, clf.classes_[(d >= clf.threshold).astype(int)])
+    ev = clf.evaluate(X)
+    np.testing.assert_array_equal(ev.labels, p)
+    np.testing.assert_array_equal(
+        ev.labels, clf.classes_[(ev.decision >= clf.threshold).astype(int)]
+    )
+    return ev
+
+
+def _own(clf, n_rows):
+    own = np.full(n_rows, -1)
+    own[clf.estimator_.support_] = np.arange(clf.n_terms_)
+    return own
+
+
+def _ranking(profiles: dict, delta: float) -> list[str]:
+    """Cheapest first at disagreement ≤ δ; rules that never get there last, by their lowest
+    disagreement (a loop, not attentive.grid.family_ranking)."""
+    keys = {}
+    for name, (rates, costs) in profiles.items():
+        ok = [c for r, c in zip(rates, costs, strict=True) if r <= delta]
+        keys[name] = (0, min(ok)) if ok else (1, min(rates))
+    return sorted(keys, key=lambda name: keys[name])
+
+
+# ------------------------------------------------------------------ which rule auto chooses
+def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(digits):
+    clf, X_fit, y_fit, _, _ = digits
+    choice = clf.sketch_choice_
+    kept = choice.best
+    assert kept.k is not None and clf.sketched_walk_ is kept.walk
+    # The evaluator's costs, counted here: a row's sketch and a walked term's.
+    cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
+    for option in choice.options[1:]:
+        c, t = sketch_cost_model(clf.n_terms_)(option.walk.sketch)
+        assert option.total == pytest.approx(c + option.walked_fraction * t)
+    assert kept.total < choice.options[0].total  # the sketch pays here
+    # Every rule's tradeoff on the fit rows (walked leave-one-out), at its cost.
+    own = _own(clf, len(y_fit))
+    common = {"leave_own_out": True, "own": own}
+    plain = reference_profile(
+        clf.walk_,
+        X_fit,
+        [make_family(n, clf.walk_statistics_, clf.theta_s_, "both") for n in family_names()],
+        **common,
+    )
+    sketched = reference_profile(
+        clf.sketched_walk_,
+        X_fit,
+        [
+            make_family(base_family(n), clf.sketched_statistics_, clf.theta_s_, "both")
+            for n in sketched_names()
+        ],
+        **common,
+    )
+    for name, (_, fractions) in plain.items():
+        np.testing.assert_array_equal(clf.reference_profile_[name][1], fractions)
+    profiles = {
+        **plain,
+        **{"sketched-" + n: (r, cost + f * term_cost) for n, (r, f) in sketched.items()},
+    }
+    expected = _ranking(profiles, DELTA)
+    assert list(clf.calibration_.ranking) == expected
+    assert expected[0].startswith("sketched-")  # a sketched rule is the cheapest
+    assert clf.calibration_.family == expected[0]
+    assert clf.boundary_.params["walk"] == "sketched"
+
+
+def test_the_calibration_rows_take_no_part_in_the_choice(digits):
+    clf, _, _, X_cal, X_test = digits
+    rankings = []
+    for rows in (X_cal, X_test[:350], X_test[350:]):
+        other = copy.copy(clf)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CalibrationWarning)
+            other.calibrate(rows, family="auto")
+        rankings.append(other.calibration_.ranking)
+        assert other.sketched_walk_ is clf.sketched_walk_
+    assert rankings[0] == rankings[1] == rankings[2] == clf.calibration_.ranking
+
+
+def test_costs_rank_a_sketch_that_does_not_pay_after_the_plain_rules(small):
+    """Asked for by size, the sketch shortens the walk, but its walked terms cost more than the
+    terms they save: ``family="auto"`` ranks every sketched rule after the plain rules that
+    reach δ, which their walked fraction alone would not."""
+    clf, _, _, X_cal = small
+    delta = 0.05
+    cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
+    assert term_cost > 2
+    walked = {n: clf.reference_profile_[n] for n in clf.reference_profile_}
+    assert _ranking(walked, delta)[0].startswith("sketched-")  # what the fractions alone say
+    costs = {
+        n: (r, cost + f * term_cost if n.startswith("sketched-") else f)
+        for n, (r, f) in walked.items()
+    }
+    expected = _ranking(costs, delta)
+    reaching = [n for n in expected if (costs[n][0] <= delta).any()]
+    assert not reaching[0].startswith("sketched-")
+    cal = clf.with_rule("curved").calibrate(X_cal[:600], delta=delta, alpha=0.1, family="auto")
+    assert list(cal.calibration_.ranking) == expected
+    assert not cal.calibration_.family.startswith("sketched-")
+
+
+def test_where_no_sketch_pays_none_is_kept_and_no_sketched_rule_is_offered():
+    """The benchmark's 40-feature problem (``bench_corpus``'s dense-40, its quick size): every
+    size shortens the walk, none pays for its walked terms' m-dot products."""
+    from attentive.bench_corpus import load_problem
+
+    problem = load_problem("dense-40", quick=True)
+    clf = AttentiveClassifier(
+        problem.model,
+        boundary="calibrated",
+        side="both",
+        delta=DELTA,
+        alpha=ALPHA,
+        random_state=0,
+    ).fit(problem.X_train, problem.y_train)
+    choice = clf.sketch_choice_
+    none, *sketches = choice.options
+    assert none.k is None and len(sketches) >= 2
+    model = sketch_cost_model(clf.n_terms_)
+    for option in sketches:
+        c, t = model(option.walk.sketch)
+        assert option.walked_fraction < none.walked_fraction  # shorter walks...
+        assert none.walked_fraction <= c + option.walked_fraction * t  # ...that cost more
+    assert choice.best is none and clf.sketched_walk_ is None
+    assert not any(name.startswith("sketched-") for name in clf.calibration_.ranking)
+    assert not any(name.startswith("sketched-") for name in clf.reference_profile_)
+    with pytest.raises(InvalidParameterError, match=r"needs a sketch.*no sketch paid"):
+        clf.with_rule("sketched-curved", z=1.0)
+    with pytest.raises(InvalidParameterError, match=r"no sketch paid"):
+        clf.boundary_family("sketched-regression")
+
+
+def test_no_sketched_rule_without_a_sketch_and_each_reason_named(binary_problem):
+    Xtr, ytr, _, _ = binary_problem
+    kw = {"delta": 0.2, "alpha": 0.2, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        linear = AttentiveClassifier(LinearSVC(), boundary="calibrated", **kw).fit(Xtr, ytr)
+        poly = AttentiveClassifier(SVC(kernel="poly"), boundary="calibrated", **kw).fit(Xtr, ytr)
+    assert linear.sketch_choice_ is None and poly.sketch_choice_ is None
+    with pytest.raises(InvalidParameterError, match=r"linear terms.*RBF SVMs only"):
+        linear.with_rule("sketched-curved")
+    with pytest.raises(InvalidParameterError, match=r"kernel 'poly'.*RBF SVMs only"):
+        poly.with_rule("sketched-curved", z=1.0)
+    with pytest.raises(InvalidParameterError, match=r"linear terms.*RBF SVMs only"):
+        AttentiveClassifier(LinearSVC(), boundary="sketched-curved").fit(Xtr, ytr)
+    # An RBF model: not with sketch="none", nor after a rule that cannot use a sketch.
+    none = AttentiveClassifier(SVC(gamma=0.1), boundary="sketched-curved", sketch="none")
+    with pytest.raises(InvalidParameterError, match=r"fitted with sketch='none'"):
+        none.fit(Xtr, ytr)
+    plain = AttentiveClassifier(SVC(gamma=0.1), boundary="curved").fit(Xtr, ytr)
+    assert plain.sketch_choice_ is None
+    with pytest.raises(InvalidParameterError, match=r"when a rule can use one.*sketch=\(k, m\)"):
+        plain.with_rule("sketched-mass-regression")
+    # A size asked for that cannot be fitted.
+    with pytest.raises(InvalidParameterError, match=r"asks for a sketch, but the model has linear"):
+        AttentiveClassifier(LinearSVC(), sketch=(2, 8)).fit(Xtr, ytr)
+    with pytest.raises(InvalidParameterError, match=r"support vectors sparse.*needs dense"):
+        AttentiveClassifier(SVC(), sketch=(2, 8)).fit(sp.csr_matrix(Xtr), ytr)
+    dense = FrozenEstimator(SVC().fit(Xtr, ytr))
+    with pytest.raises(InvalidParameterError, match=r"the rows are sparse.*needs dense"):
+        AttentiveClassifier(dense, sketch=(2, 8)).fit(sp.csr_matrix(Xtr), ytr)
+    with pytest.raises(InvalidParameterError, match=r"k must be below their n_features = 8"):
+        AttentiveClassifier(SVC(), sketch=(8, 8)).fit(Xtr, ytr)
+    for bad in ("always", (4,), (4, 0), (4.0, 16), (True, 16), 4):
+        with pytest.raises(InvalidParameterError, match=r"sketch must be 'auto', 'none' or a pair"):
+            AttentiveClassifier(SVC(), sketch=bad).fit(Xtr, ytr)
+    with pytest.raises(InvalidParameterError, match=r"family must be 'auto' or one of"):
+        AttentiveClassifier(SVC(), family="sketched-constant").fit(Xtr, ytr)
+
+
+def test_fit_sketch_after_a_plain_fit_offers_what_fit_chooses_for_a_sketched_rule(digits):
+    """Fitted with a plain rule, a classifier keeps no sketch and offers the families only;
+    ``fit_sketch`` on its fit rows then keeps the sketch that :meth:`fit` keeps for a sketched
+    rule on the same rows, and offers the sketched rules (operating points included). Run
+    again, it chooses the same (the plain walk's profile only, not the sketched rules')."""
+    from attentive import operating_points
+
+    clf, X_fit, y_fit, _, X_test = digits
+    frozen, rows = FrozenEstimator(clf.estimator_), X_test[:300]
+    kw = {"side": "both", "delta": DELTA, "random_state": 0}
+    plain = AttentiveClassifier(frozen, boundary="curved", **kw).fit(X_fit, y_fit)
+    assert plain.sketched_walk_ is None and plain.scaled_rules() == tuple(family_names())
+    with pytest.raises(InvalidParameterError, match=r"fit_sketch\(X, y\)"):
+        plain.with_rule("sketched-curved", z=1.0)
+    direct = AttentiveClassifier(frozen, boundary="sketched-curved", **kw).fit(X_fit, y_fit)
+    assert direct.sketched_walk_ is not None
+    assert plain.fit_sketch(X_fit, y_fit) is plain
+    assert plain.scaled_rules() == (*family_names(), *sketched_names())
+
+    def totals(c):
+        return [(o.label, o.total) for o in c.sketch_choice_.options]
+
+    assert totals(plain) == totals(direct)
+    size = (direct.sketched_walk_.sketch.k, direct.sketched_walk_.sketch.m)
+    assert (plain.sketched_walk_.sketch.k, plain.sketched_walk_.sketch.m) == size
+    assert plain.reference_profile_.keys() == direct.reference_profile_.keys()
+    for name, (rates, fractions) in direct.reference_profile_.items():
+        np.testing.assert_array_equal(plain.reference_profile_[name][0], rates)
+        np.testing.assert_array_equal(plain.reference_profile_[name][1], fractions)
+    np.testing.assert_array_equal(
+        plain.with_rule("sketched-curved", z=1.0).decision_function(rows),
+        direct.with_rule("sketched-curved", z=1.0).decision_function(rows),
+    )
+    table = operating_points(plain, rows)
+    assert set(table["family"]) == {*family_names(), *sketched_names()}
+    sketched = table[table["family"].str.startswith("sketched-")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        sketched, operating_points(direct, rows, families=sketched_names())
+    )
+    again = copy.deepcopy(plain).fit_sketch(X_fit, y_fit)
+    assert totals(again) == totals(plain)
+    assert again.reference_profile_.keys() == plain.reference_profile_.keys()
+
+
+# --------------------------------------------------------------------- what a sketched rule does
+def _sketched_cases(digits, small):
+    clf_d, X_fit_d, y_fit_d, _, X_test_d = digits
+    clf_s, X_fit_s, y_fit_s, X_test_s = small
+    return [
+        (clf_d, X_test_d[:400], X_fit_d, y_fit_d),
+        (clf_s, X_test_s[:400], X_fit_s, y_fit_s),
+    ]
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["digits-float32", "ten-features"])
+def test_sketched_rules_stop_where_the_residual_walk_does(digits, small, case):
+    clf, X, X_fit, y_fit = _sketched_cases(digits, small)[case]
+    S, A = _residual_walk(clf, X, X_fit, y_fit)
+    # The residual walk ends where the model does.
+    np.testing.assert_allclose(
+        clf.offset_ + S[:, -1], clf.estimator_.decision_function(X), rtol=1e-9, atol=1e-9
+    )
+    stopped = 0
+    for name in sketched_names():
+        for z in (0.5, 2.0):
+            rule = clf.with_rule(name, z=z, side="both").set_params(early_stopping=True)
+            assert rule.boundary_.params["walk"] == "sketched"
+            ev = rule.evaluate(X)
+            ref = apply_boundary(
+                S, rule.boundary_, rule.theta_s_, rule.offset_, rule.classes_,
+                A=A if rule.boundary_.uses_mass else None,
+            )  # fmt: skip
+            assert ev.path == "walk"
+            np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated, err_msg=name)
+            np.testing.assert_array_equal(ev.stop_side, ref.stop_side, err_msg=name)
+            np.testing.assert_array_equal(ev.positive, ref.positive, err_msg=name)
+            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-6, atol=1e-6)
+            stopped += ev.stopped.sum()
+    assert stopped > 0
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["digits-float32", "ten-features"])
+def test_predictions_are_the_side_of_the_scores_for_sketched_rules(digits, small, case):
+    clf, X, _, _ = _sketched_cases(digits, small)[case]
+    for name in sketched_names():
+        for side in ("lower", "upper", "both"):
+            for score in ("estimate", "boundary"):
+                for early in (True, "auto"):
+                    rule = clf.with_rule(name, z=1.0, side=side)
+                    rule.set_params(stopped_score=score, early_stopping=early)
+                    _agree(rule, X)
+    # The calibrated rule as fitted, on its own walk.
+    _agree(clf, X)
+
+
+def test_the_work_counts_the_sketch_beside_the_exact_terms(small, digits):
+    for clf, X in ((small[0], small[3]), (digits[0], digits[4])):
+        sketch = clf.sketched_walk_.sketch
+        n, d, k, m = clf.n_terms_, sketch.n_features, sketch.k, sketch.m
+        own_count = ((k + 1) * d + m * (k + 2)) / (n * d)  # SPEC §3b: P x̃, ‖x̃‖², L, exp, β
+        rule = clf.with_rule("sketched-regression", z=1.0).set_params(early_stopping=True)
+        ev = rule.evaluate(X)
+        assert ev.path == "walk" and ev.stopped.any()
+        assert ev.sketch_cost == pytest.approx(own_count, rel=1e-12)
+        assert ev.walked_term_cost == pytest.approx(1 + m / d, rel=1e-12)
+        walked = ev.n_evaluated.mean() / n
+        assert ev.work_fraction == pytest.approx(own_count + walked * (1 + m / d), rel=1e-12)
+        assert ev.mean_evaluated_fraction == pytest.approx(walked)
+        # Without a sketch: the exact terms alone; evaluated in full: no sketch computed.
+        plain = clf.with_rule("regression", z=1.0).set_params(early_stopping=True).evaluate(X)
+        assert plain.sketch_cost == 0 and plain.work_fraction == plain.mean_evaluated_fraction
+        full = copy.copy(rule).set_params(early_stopping=False).evaluate(X)
+        assert full.path == "full" and full.sketch_cost == 0 and full.work_fraction == 1.0
+        budget = clf.with_rule("budget", budget=0.5).evaluate(X)
+        assert budget.sketch_cost == 0 and budget.work_fraction == pytest.approx(0.5, abs=1 / n)
+
+
+# ------------------------------------------------------------------------- the estimator contract
+def test_a_classifier_with_a_sketch_survives_the_trusted_skops_round_trip(digits, tmp_path):
+    clf, _, _, _, X_test = digits
+    X = X_test[:300]
+    loaded = load_model(save_model(clf, tmp_path / "sketched.skops"))
+    # The dashboard's export (skops bytes) loaded as its snippet loads it.
+    data = sio.dumps(clf)
+    exported = sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+    for again in (loaded, exported):
+        np.testing.assert_array_equal(
+            again.sketched_walk_.sketch.term_factors, clf.sketched_walk_.sketch.term_factors
+        )
+        assert again.calibration_.family == clf.calibration_.family
+        np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+        # (Its pilot is not saved: blocks of other lengths, sums equal to the last bits.)
+        np.testing.assert_allclose(
+            again.decision_function(X), clf.decision_function(X), rtol=1e-12, atol=1e-12
+        )
+        rule, mine = (c.with_rule("sketched-mass-regression", z=1.0) for c in (again, clf))
+        np.testing.assert_array_equal(rule.evaluate(X).n_evaluated, mine.evaluate(X).n_evaluated)
+        assert list(again._profile_costs()) == list(clf._profile_costs())
+    # A classifier saved before sketches existed loads with sketch="auto" and predicts as saved.
+    old = copy.copy(clf.with_rule("curved", z=1.0))
+    expected = old.predict(X)
+    for name in ("sketch", "sketch_choice_", "sketched_walk_", "sketched_statistics_"):
+        delattr(old, name)
+    old.reference_profile_ = {
+        k: v for k, v in old.reference_profile_.items() if not k.startswith("sketched-")
+    }
+    back = load_model(sio.dumps(old))
+    assert back.get_params()["sketch"] == "auto"
+    np.testing.assert_array_equal(back.predict(X), expected)
+    with pytest.raises(InvalidParameterError, match="needs a sketch"):
+        back.with_rule("sketched-curved")
+
+
+def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
+    rng = np.random.default_rng(4)
+    n = 900
+    numbers = pd.DataFrame(rng.normal(size=(n, 24)), columns=[f"x{i}" for i in range(24)])
+    colour = rng.choice(["green", "red", "blue"], size=n)
+    frame = numbers.assign(colour=colour)
+    score = numbers["x0"] - numbers["x1"] * numbers["x2"] + (colour == "green") * 1.2
+    y = (score + 0.4 * rng.normal(size=n) > 0.3).astype(int).to_numpy()
+    pipe = make_pipeline(
+        make_column_transformer(
+            (OneHotEncoder(), ["colour"]), (StandardScaler(), list(numbers.columns))
+        ),
+        SVC(gamma="scale"),
+    )
+    clf = AttentiveClassifier(
+        pipe, boundary="sketched-curved", side="both", delta=0.1, sketch=(4, 16), random_state=0
+    ).fit(frame[:600], y[:600])
+    test = frame[600:]
+    head = clf.estimator_[:-1]
+    transformed = head.transform(frame[:600])
+    sketch = clf.sketched_walk_.sketch
+    assert sketch.n_features == transformed.shape[1] == 27
+    np.testing.assert_allclose(sketch.mean, transformed.mean(axis=0), rtol=1e-12, atol=1e-12)
+    assert list(clf.feature_names_in_) == list(frame.columns)
+    ev = _agree(clf.set_params(early_stopping=True), test)
+    S, _ = _residual_walk(clf, test, frame[:600], y[:600])
+    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    assert ev.stopped.any()
+    # The calibrated rule with family="auto" on the same frame: it considers a sketch too.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        calibrated = AttentiveClassifier(
+            pipe, boundary="calibrated", delta=0.1, alpha=0.2, random_state=0
+        ).fit(frame[:700], y[:700])
+    assert calibrated.sketch_choice_ is not None
+    _agree(calibrated, frame[700:])
