@@ -57,7 +57,7 @@ class Background(Controls):
             self.fit_sketch()
 
     def fit_sketch(self) -> None:
-        """Fit the sketch of the walk in use through :attr:`background` (10–30 s; once per walk,
+        """Fit the sketch of the walk in use through :attr:`background` (a few seconds; once per walk,
         then cached), unless it is known or being fitted; then a sketched rule asked for meanwhile
         applies, or is put back with the reason where none pays."""
         w = self.walks

@@ -3,8 +3,8 @@
 A sketched rule (``sketched-curved``, …) first computes a cheap approximation of every term for
 the whole row — a Nyström sketch of the RBF kernel — and then walks only what the sketch got
 wrong, starting at the sketch's score ``F̃(x)``. The classifier chooses the sketch's size, or
-none, on its reference (fit) examples (:meth:`~attentive.AttentiveClassifier.fit_sketch`): ten
-candidate walks, 5–30 s on the offline problems. So the dashboard fits it only when asked (a
+none, on its reference (fit) examples (:meth:`~attentive.AttentiveClassifier.fit_sketch`): a walk
+per candidate size, 1–4 s on the offline problems. So the dashboard fits it only when asked (a
 sketched rule chosen, *Fit a sketch*, the guided tour), never on the first page or a slider's
 path, once per walk (:func:`sketch`, shared by every session). Where no sketch can be fitted (not
 an RBF model on dense rows) that is known without fitting (:func:`unavailable`); where the choice
@@ -207,12 +207,12 @@ def note(sketch: Sketch | None, fitting: bool = False) -> str:
     if fitting:
         return (
             "**Sketched rules**: fitting a sketch of the score on the reference examples (its "
-            "size or none is chosen among ten; 5–30 s)…"
+            "size, or none, is chosen by its cost; a few seconds)…"
         )
     if sketch is None:
         return (
             "**Sketched rules** (a cheap sketch of the whole score first, then a walk over what "
-            "it got wrong): not fitted for this model yet. Fitting takes 5–30 s; choosing a "
+            "it got wrong): not fitted for this model yet. Fitting takes a few seconds; choosing a "
             "sketched rule fits it too."
         )
     if not sketch.pays:

@@ -29,8 +29,8 @@ PAPER_VIEW = {
     "delta": 0.2,
 }
 # Where a sketch of the score pays, quickly (its 100 features lie near a 3-dimensional subspace;
-# on the MNIST t10k pairs at the dashboard's size none does): a sketched rule at δ = 1 % works
-# 0.14 of a full evaluation at 1.25 % disagreement, the plain curved rule 0.86 at 3.75 %.
+# there it pays most): a sketched rule at δ = 1 % works 0.18 of a full evaluation at 0.75 %
+# disagreement, the plain curved rule 0.86 at 3.75 %.
 SKETCHED_VIEW = {
     "dataset": "synthetic-lowrank",
     "boundary": "sketched-curved",
@@ -102,9 +102,9 @@ STEPS = (
         "starting at the sketch's score F̃(x). On the **walks plot** each walk now starts, at "
         "t = 0, near where it ends, and most cross the boundary within a few terms; on the "
         "**tradeoff plot** the dashed sketched curves, whose cost includes the sketch, lie left "
-        "of the plain ones. The sketch is fitted when asked for (5–30 s; the sidebar says when it "
-        "is in). This generated problem, whose 100 features lie near a 3-dimensional subspace, "
-        "is the case a sketch is made for; on MNIST 2 vs 5 at this size none pays, and the "
+        "of the plain ones. The sketch is fitted when asked for (a few seconds; the sidebar says "
+        "when it is in). This generated problem, whose 100 features lie near a 3-dimensional "
+        "subspace, is the case a sketch is made for; where none pays (digits 2 vs 5), the "
         "sidebar says why.",
         SKETCHED_VIEW,
     ),
