@@ -43,6 +43,14 @@ def _offline(offline_data_home):
     """No network; models trained once per test session."""
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _forget_sketches():
+    """A walk's sketch, once fitted, is shared by every later session on that walk (as when
+    served): the other modules' states start without one."""
+    yield
+    sketches.sketch.clear()
+
+
 @pytest.fixture(scope="module")
 def lowrank():
     """A state on the low-rank problem with its sketch fitted (once per module)."""
