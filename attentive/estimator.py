@@ -235,7 +235,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
         the boundary. ``True``: always walk the rule. ``"auto"``: walk the rule unless that
         would cost more time than evaluating every term — decided per rule from a pilot of
-        reference rows kept in ``fit`` (``pilot_rows_``: where walks are expected to stop) and
+        rows kept in ``fit`` (``pilot_rows_``: where walks are expected to stop) and
         the cost of a term and a row for the kind of rows passed
         (:mod:`attentive.evaluator.pilot`), so a row's outcome never depends on the other
         rows of its call, and never for a linear model over a sparse matrix,

@@ -152,7 +152,7 @@ def evaluate(
     reference : array-like, optional
         Rows prepared for the walk whose stops the ``"auto"`` choice is made from, the same for
         every call, so that a row's outcome never depends on the rows evaluated with it
-        (``AttentiveClassifier`` passes a sample of its reference set); see
+        (``AttentiveClassifier`` passes rows kept in ``fit``, ``pilot_rows_``); see
         :func:`attentive.evaluator.evaluate_blocked`.
     """
     default_chunk, default_block, default_jobs, default_precision = _OPTIONS.get()

@@ -12,8 +12,8 @@ The sample is the same for every call under a boundary, so whether a row is walk
 in full (and with it its outcome) never depends on the other rows of its call:
 
 * ``reference`` rows given by the caller (an :class:`~attentive.estimator.AttentiveClassifier`
-  passes a sample of its reference set, kept in ``fit``) are the sample for every call, however
-  few rows it has;
+  passes rows kept in ``fit``: of its calibration set, else of its reference set) are the
+  sample for every call, however few rows it has;
 * without them, the first call of at least :data:`PILOT_MIN` rows lends a sample of its own rows
   (its rows are evaluated again with the others), kept for the calls after it; calls before it
   walk.
