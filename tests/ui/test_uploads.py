@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.test_dashboard import load, number, wait_for_change, wait_for_query
+from tests.ui.test_dashboard import load, number, wait_for_change, wait_for_plots, wait_for_query
 from tests.ui.test_picker import until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -45,6 +45,9 @@ def test_the_guarantee_box_fade_clears_after_every_rebuild(page, server_url):
     """While a new model trains the box is faded; after the seed's model, a dataset switch and
     a switch back it is fully opaque again each time (before, it stayed at 0.45 for good)."""
     load(page, server_url)
+    # The first render's deferred plots in place before the first rebuild (a rebuild that
+    # replaces them while Bokeh is still inserting them can raise in the page).
+    wait_for_plots(page)
     page.locator(".att-guarantee").first.wait_for()
     assert page.evaluate(OPACITY) == 1
     for change in (
