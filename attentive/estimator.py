@@ -303,6 +303,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         out (0 otherwise, or for a frozen model whose training rows are not in the reference set).
     n_terms_ : int
     n_features_in_ : int
+    pilot_rows_ : ndarray or sparse matrix
+        Up to 128 rows (of the calibration set where ``fit`` holds one out, else of the
+        reference set), prepared for the walk: where ``early_stopping="auto"`` expects walks to
+        stop, the same for every call (:mod:`attentive.evaluator.pilot`).
     sketch_choice_ : SketchChoice or None
         Where a sketch was considered (the ``sketch`` parameter): the cost of no sketch and of
         each size on the reference profile (:func:`attentive.sketch.choose_sketch`); None
