@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attentive.evaluator.precision import U64, rounding_allowance
+from attentive.evaluator.precision import U64
 from attentive.evaluator.rows import GridRows, block_product, grid_rows, row_on_grid
 from attentive.evaluator.sources import GRID, register_source
 from attentive.evaluator.sources.base import NotUsable, TermSource
@@ -34,6 +34,7 @@ from attentive.evaluator.sources.rbf import (
     RBFDoubleSource,
     dense_costs,
     is_dense_rbf,
+    rbf_allowance,
     rbf_arrays,
 )
 from attentive.terms import check_width
@@ -158,11 +159,7 @@ class RBFGridSource(_GridRows):
         return self.rho
 
     def allowance(self, thr, final):
-        a = self.a
-        max_norm = float(np.sqrt((-self.row / a.gamma).max(initial=0.0)))
-        scale = a.gamma * (max_norm + a.sv_norm) ** 2
-        p = self.plan
-        return rounding_allowance(p.ordered_weights, p.centring_sums, thr, scale, a.width, final)
+        return rbf_allowance(self, thr, final)
 
 
 @register_source(priority=GRID)

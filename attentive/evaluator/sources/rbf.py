@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.plan import MAX_SURVIVAL_BLOCK, WIDE_SURVIVAL_BLOCK
+from attentive.evaluator.precision import rounding_allowance
 from attentive.evaluator.rows import (
     SupportColumns,
     check_finite_rows,
@@ -25,7 +26,14 @@ from attentive.evaluator.sources import register_source
 from attentive.evaluator.sources.base import TermSource
 from attentive.terms import check_width
 
-__all__ = ["WIDE_FEATURES", "RBFArrays", "RBFDoubleSource", "dense_costs", "rbf_arrays"]
+__all__ = [
+    "WIDE_FEATURES",
+    "RBFArrays",
+    "RBFDoubleSource",
+    "dense_costs",
+    "rbf_allowance",
+    "rbf_arrays",
+]
 
 # Over more features than this a block's product dominates its cost: rows are worth keeping on
 # the support vectors' columns and blocks may be longer (plan.WIDE_SURVIVAL_BLOCK).
@@ -53,6 +61,17 @@ def dense_costs(source, d: int, single: bool) -> None:
     source.mass_cost = MASS_TERM_NS / term_ns
     source.row_cost = row_ns / term_ns
     source.max_block = max_block_for(d)
+
+
+def rbf_allowance(source, thr, final) -> np.ndarray:
+    """The rounding allowance of a certified dense RBF source (float32 products): its rows'
+    exponent parts ``source.row`` (−γ|x|²) bound the exponent's scale with the arrays'
+    largest support-vector norm (:func:`attentive.evaluator.precision.rounding_allowance`)."""
+    a = source.a
+    max_norm = float(np.sqrt((-source.row / a.gamma).max(initial=0.0)))
+    scale = a.gamma * (max_norm + a.sv_norm) ** 2
+    p = source.plan
+    return rounding_allowance(p.ordered_weights, p.centring_sums, thr, scale, a.width, final)
 
 
 def max_block_for(d: int) -> int:

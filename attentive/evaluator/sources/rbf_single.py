@@ -18,7 +18,6 @@ import numpy as np
 from attentive.evaluator.precision import (
     MAX_RELATIVE_TERM_ERROR,
     product_relative_error,
-    rounding_allowance,
 )
 from attentive.evaluator.rows import block_product, restricted_rows
 from attentive.evaluator.sources import SINGLE, register_source
@@ -28,6 +27,7 @@ from attentive.evaluator.sources.rbf import (
     RBFDoubleSource,
     dense_costs,
     is_dense_rbf,
+    rbf_allowance,
     rbf_arrays,
 )
 from attentive.terms import check_width
@@ -80,8 +80,4 @@ class RBFSingleSource(TermSource):
         return self.rho
 
     def allowance(self, thr, final):
-        a = self.a
-        max_norm = float(np.sqrt((-self.row / a.gamma).max(initial=0.0)))
-        scale = a.gamma * (max_norm + a.sv_norm) ** 2
-        p = self.plan
-        return rounding_allowance(p.ordered_weights, p.centring_sums, thr, scale, a.width, final)
+        return rbf_allowance(self, thr, final)
