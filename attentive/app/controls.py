@@ -73,7 +73,7 @@ class Controls(param.Parameterized):
     C = param.Number(default=1.0, bounds=(1e-6, 1e6), inclusive_bounds=(False, True), label="C", doc="SVM regularisation: larger C fits the training data more closely (more or fewer support vectors).")  # fmt: skip
     gamma = param.String(default="0.05", label="gamma", doc="RBF/poly/sigmoid kernel width: 'scale', 'auto' or a positive number.")  # fmt: skip
     model_file = param.String(default="", precedence=-1, doc="Content hash of the uploaded model in use.")  # fmt: skip
-    centering = param.Selector(default="positive", objects=["positive", "all", "none"], label="Centering", doc="Trend removal: subtract each term's mean over the positive training examples (the paper), all of them, or nothing.")  # fmt: skip
+    centering = param.Selector(default="positive", objects=["positive", "all", "none"], label="Centering", doc="Trend removal: subtract each term's mean over the positive training examples (the paper), all of them, or nothing. It moves the constant and finite-population rules only: the curved, regression, heteroscedastic and mass-regression rules estimate the rest of the walk from reference walks, which the centring cancels out of.")  # fmt: skip
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Permutation seed", doc="Seeds the random order in which terms are evaluated.")  # fmt: skip
 
     # -- stopping rule ---------------------------------------------------------------------
