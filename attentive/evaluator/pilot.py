@@ -37,9 +37,10 @@ __all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows"]
 PILOT_MIN = 256
 PILOT_ROWS = 128
 # Walk only where the pilot predicts clearly less than a full evaluation. The cost model's
-# predictions have run 1.3-1.9 times short of measured walks (docs/speed.md, "The cost model");
-# a lower margin (0.7 was tried) is left until that is understood.
-WALK_MARGIN = 0.9
+# predictions have run 1.3-1.9 times short of measured walks (docs/speed.md, "The cost model"):
+# a walk predicted at 0.85-0.92 of a full evaluation measured 1.17, one predicted at 0.62
+# measured 0.79. At 0.7 the first go to full evaluation and the second still walks.
+WALK_MARGIN = 0.7
 
 
 @dataclass(frozen=True)
