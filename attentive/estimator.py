@@ -736,9 +736,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         is what :class:`attentive.Evaluation` reports)."""
         from attentive.evaluator.sources.sketch import sketch_cost_model
 
-        return sketch_cost_model(
-            self.n_terms_, "double" if self.precision == "double" else "single"
-        )
+        return sketch_cost_model(self.n_terms_)
 
     def _kept_sketch(self):
         """The :class:`attentive.sketch.SketchOption` of ``sketched_walk_`` (None without one)."""

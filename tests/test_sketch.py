@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -226,41 +224,3 @@ def test_directions_computed_once_serve_every_smaller_k(rbf_problem):
         fit_sketch(terms, Xtr, k=7, m=12, directions=directions)
     with pytest.raises(InvalidParameterError, match=r"directions must hold"):
         fit_sketch(terms, Xtr, k=2, m=12, directions=directions[:, :5])
-
-
-@pytest.mark.parametrize(
-    ("d", "k", "m", "scale", "offset"),
-    [(784, 8, 32, 1.0, 0.0), (80, 4, 16, 30.0, 5.0), (300, 16, 64, 1e-3, 1e3), (5, 2, 8, 1.0, 0.0)],
-)
-def test_float32_features_stay_within_their_bound(d, k, m, scale, offset):
-    """The float32 features differ from the double ones (of the same rows) by at most the bound
-    ``features_single`` gives per row, which stays far below the features themselves, except
-    on rows far from the origin with a tiny spread (float32 norms cancel there): no bound, and
-    the evaluator's features of those rows are the double ones."""
-    from attentive.evaluator.sources.sketch import sketch_features
-    from attentive.sketch.nystrom import RowProjection
-
-    rng = np.random.default_rng(d + k)
-    X = (offset + scale * rng.normal(size=(700, d)) * (rng.random((700, d)) < 0.5)).astype(
-        np.float32
-    )
-    mean = X[:300].mean(axis=0, dtype=np.float64)
-    P = np.linalg.qr(rng.normal(size=(d, k)))[0].T
-    U = (X[:300] - mean) @ P.T
-    landmarks = U[rng.choice(300, m, replace=False)] + 0.01 * scale * rng.normal(size=(m, k))
-    gamma = 1.0 / (d * float(X.var()))
-    for corrected in (True, False):
-        proj = RowProjection.of(mean, P, landmarks, corrected)
-        a, err = proj.features_single(X, gamma)
-        exact = proj.features(X.astype(np.float64), gamma)
-        off = np.abs(a - exact).max(axis=1)
-        assert np.all(off <= err), float((off / err).max())
-        assert off.max() > 0  # the float32 products did round
-        if offset < 100:
-            assert np.median(err / exact.max(axis=1)) < 1e-2
-            continue
-        assert np.isinf(err).all()
-        walk = SimpleNamespace(sketch=SimpleNamespace(projection=proj, gamma=gamma, m=m))
-        a, err = sketch_features(walk, X, single=True)
-        np.testing.assert_allclose(a, exact, rtol=1e-9, atol=0)
-        assert not err.any()

@@ -21,14 +21,12 @@ evaluation's multiply-adds (``n·d`` per row).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from attentive.errors import InvalidParameterError, UnsupportedModelError
-from attentive.evaluator.precision import U32, U64
 from attentive.terms import TermDecomposition, checked_rows
 
 __all__ = [
@@ -198,11 +196,6 @@ class RowProjection:
             landmarks=self.landmarks.astype(dtype),
         )
 
-    @functools.cached_property
-    def stacked_single(self) -> np.ndarray:
-        """``[Pᵀ | x̄]ᵀ`` in float32, (k + 1, d) contiguous: the float32 product's operand."""
-        return np.ascontiguousarray(self.stacked.T, dtype=np.float32)
-
     def features(self, X: np.ndarray, gamma: float) -> np.ndarray:
         """``a(x)`` of rows ``X``: the discarded-norm factor ``e^{−γ r(x)}`` times the RBF
         kernel to the landmarks, ``r(x) = ‖x̃‖² − ‖P x̃‖²`` clipped at 0 against rounding."""
@@ -215,66 +208,6 @@ class RowProjection:
             D += np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)[:, None]
         D *= -gamma
         return np.exp(D, out=D)
-
-    def features_single(self, X: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-        """``a(x)`` of rows ``X`` from float32 products ``X [Pᵀ | x̄]`` and float32 ``‖x‖²``
-        (a tile of rows at a time, converted to float32 there; the rest in float64 over all
-        the rows at once), and per row a bound on ``max_j |â_j(x) − a_j(x)|`` against
-        :meth:`features` of the same rows in float64.
-
-        The bound, step by step (``u`` the unit roundoff of float32, ``u'`` of float64):
-        each product ``G_c`` is within ``ε_c = g ‖x‖ ‖s_c‖``, ``g = (d + 2) u / (1 − (d + 2) u)
-        + (d + 2) u'``, of the double one (a dot product of length d in any order, the column
-        ``s_c`` rounded to float32; ``|x|·|s_c| ≤ ‖x‖ ‖s_c‖``), and the float32 ``‖x‖²`` within
-        ``g ‖x‖²``; so ``‖ΔU‖ ≤ e_U = ‖(ε_c)_{c<k}‖``; ``D_j = ‖U − L_j‖² + r`` moves by at most
-        ``2 (‖U‖ + max‖L‖) e_U + e_U²`` through U, and ``r = ‖x‖² − 2 G_k + ‖x̄‖² − ‖U‖²`` by
-        ``g ‖x‖² + 2 ε_k + 2 ‖U‖ e_U + e_U²`` (the clips at 0 do not widen a difference), plus
-        double rounding of both formulas, at most ``16 (d + k + 8) u'`` of the sizes summed.
-        Then ``|â − a| ≤ â (e^{γ ΔD} − 1)`` plus a few ulps of ``exp``."""
-        k = self.projected_mean.shape[0]
-        m, d = X.shape
-        S = self.stacked_single
-        Gt = np.empty((k + 1, m), dtype=np.float32)
-        x_norm2 = np.empty(m, dtype=np.float32)
-        # (k + 1) × d times d × rows, at most ~1150 products a tile: OpenBLAS ran this narrow
-        # product at 0.03-0.08 of a full evaluation over MNIST's columns, and at 0.2 with
-        # tiles twice as large (k = 4, 8, 16).
-        tile = max(16, 1152 // (k + 1) // 16 * 16)
-        for lo in range(0, m, tile):
-            rows = np.asarray(X[lo : lo + tile], dtype=np.float32)
-            hi = lo + rows.shape[0]
-            Gt[:, lo:hi] = S @ rows.T
-            np.einsum("ij,ij->i", rows, rows, out=x_norm2[lo:hi])
-        G = Gt.T.astype(np.float64)
-        x_norm2 = x_norm2.astype(np.float64)
-        U = G[:, :k] - self.projected_mean
-        D = _squared_distances(U, self.landmarks)
-        u_norm2 = np.einsum("ij,ij->i", U, U)
-        if self.corrected:
-            centred_norm = x_norm2 - 2.0 * G[:, k] + self.mean_norm
-            D += np.maximum(centred_norm - u_norm2, 0.0)[:, None]
-        # The bound (docstring).
-        g = (d + 2) * U32 / (1.0 - (d + 2) * U32) + (d + 2) * U64
-        x_norm = np.sqrt(x_norm2)
-        col = np.sqrt(np.einsum("ij,ij->j", self.stacked, self.stacked))
-        e_G = g * x_norm[:, None] * col
-        e_U = np.sqrt(np.einsum("ij,ij->i", e_G[:, :k], e_G[:, :k]))
-        u_norm = np.sqrt(u_norm2)
-        l_max = float(np.sqrt(np.einsum("ij,ij->i", self.landmarks, self.landmarks).max()))
-        dD = 2.0 * (u_norm + l_max) * e_U + e_U**2
-        size = (u_norm + l_max) ** 2
-        if self.corrected:
-            dD += g * x_norm2 + 2.0 * e_G[:, k] + 2.0 * u_norm * e_U + e_U**2
-            size += x_norm2 + 2.0 * np.abs(G[:, k]) + self.mean_norm + u_norm2
-        dD += 16 * (d + k + 8) * U64 * size
-        D *= -gamma
-        a = np.exp(D, out=D)
-        a_max = a.max(axis=1, initial=0.0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            err = a_max * np.expm1(1.0001 * gamma * dD) + 8 * U64 * a_max
-        # Beyond float range (rows whose float32 norms cancel): no bound.
-        err[~np.isfinite(err) | ~np.isfinite(dD)] = np.inf
-        return a, err
 
 
 def _dense_rows(X, width: int) -> np.ndarray:

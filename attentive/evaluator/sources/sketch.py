@@ -11,13 +11,9 @@ only fixed cost, nothing per support vector), per block one product of the rows'
 the block's ``w b`` (``m`` multiply-adds a term). The exact terms' magnitudes stay the running
 mass's steps (a rule on the mass, a certified source's band), as in the plain walk.
 
-Over an exact inner source the features are computed as the reference computes them
-(:meth:`attentive.sketch.NystromSketch.features`, in float64, a tile of rows at a time), so the
-sketched parts agree with the reference to double rounding. Over a certified inner source
-(float32 products under a band) they come from float32 products too, with a bound on their
-error per row (:meth:`attentive.sketch.nystrom.RowProjection.features_single`) that joins the
-band: a walk whose crossing it makes unsure is walked again in double precision. Either way the
-sums end where the plain walk's do (the start's ``a · β`` and the terms' ``a · w b`` cancel).
+The features are computed as the reference computes them (:meth:`attentive.sketch.
+NystromSketch.features`, in float64, a tile of rows at a time), so the sketched parts agree with
+the reference to double rounding; a certified inner source's band covers its exact terms.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ from attentive.evaluator.precision import U64
 from attentive.evaluator.rows import TILE
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
-from attentive.evaluator.sources.rbf import WIDE_FEATURES
 
 __all__ = ["SketchArrays", "SketchedSource", "is_sketched", "sketch_cost_model"]
 
@@ -66,34 +61,16 @@ def sketch_arrays(walk, plan) -> SketchArrays:
     return plan.arrays("sketch", build)
 
 
-MAX_FEATURE_ERROR = 1e-3
-
-
-def sketch_features(walk, X: np.ndarray, single: bool = False):
-    """``a(x)`` of rows ``X`` (prepared, dense) a tile of rows at a time (in cache, instead of
-    one copy of every row), and a bound on each row's ``max_j |â_j − a_j|`` (None: exact).
-
-    In double precision as the reference computes them; ``single``: from float32 products
-    (:meth:`attentive.sketch.nystrom.RowProjection.features_single`), with the bound. A narrow
-    double product over MNIST's 784 columns costs about 0.2 of a full evaluation (OpenBLAS,
-    measured), the float32 one about 0.05."""
+def sketch_features(walk, X: np.ndarray) -> np.ndarray:
+    """``a(x)`` of rows ``X`` (prepared, dense), as the reference computes them, converted to
+    float64 a tile of rows at a time (in cache, instead of one copy of every row)."""
     sketch = walk.sketch
-    if single:
-        a, err = sketch.projection.features_single(X, sketch.gamma)
-        # Rows whose float32 features may be off by more than MAX_FEATURE_ERROR (a feature is
-        # at most 1) get them in double precision: their band would leave their crossings
-        # unsure.
-        loose = np.flatnonzero(~(err <= MAX_FEATURE_ERROR))
-        if loose.size:
-            a[loose], _ = sketch_features(walk, X[loose])
-            err[loose] = 0.0
-        return a, err
     m = X.shape[0]
     out = np.empty((m, sketch.m))
     for lo in range(0, m, TILE):
         tile = np.asarray(X[lo : lo + TILE], dtype=np.float64)
         out[lo : lo + tile.shape[0]] = sketch.projection.features(tile, sketch.gamma)
-    return out, None
+    return out
 
 
 def _term_ns(d: int) -> float:
@@ -101,15 +78,11 @@ def _term_ns(d: int) -> float:
     return 1.5 + 0.0085 * d
 
 
-def _features_ns(sketch, single: bool = False) -> float:
-    """A row's sketch features, ns. In double precision: its conversion to float64 and the
-    projection over d columns (a narrow product: ~0.12 ns a multiply-add, measured on MNIST
-    with k = 8), the m distances in k dimensions and m exponentials. From float32 products
-    (``single``): ``120 + 0.1 d + 0.018 (k + 1) d + 3.4 m`` (measured on MNIST-like rows at
-    (k, m) = (4, 16), (8, 32), (16, 64): 323, 403, 651 ns, against 764-1033 in double)."""
+def _features_ns(sketch) -> float:
+    """A row's sketch features, ns: its conversion to float64 and the projection over d columns
+    (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
+    in k dimensions and m exponentials."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
-    if single:
-        return 120.0 + 0.1 * d + 0.018 * (k + 1) * d + 3.4 * m
     return 0.12 * (k + 1) * d + 0.1 * m * k + 2.0 * m
 
 
@@ -119,18 +92,14 @@ def _walked_ns(sketch) -> float:
     return 0.05 * sketch.m + 1.5
 
 
-def sketch_cost_model(n_terms: int, precision: str = "single"):
+def sketch_cost_model(n_terms: int):
     """The evaluator's own costs of a sketch, for :func:`attentive.sketch.choose_sketch`:
     ``sketch -> (a row's features in units of a full evaluation, a walked term's cost in plain
-    walk terms)``, measured as the other costs of ``sources/rbf.py`` (docs/speed.md). Under
-    ``precision="single"`` rows of more than ``WIDE_FEATURES`` columns get float32 products
-    (the certified source), and with them float32 features."""
+    walk terms)``, measured as the other costs of ``sources/rbf.py`` (docs/speed.md)."""
 
     def cost(sketch):
         term_ns = _term_ns(sketch.n_features)
-        single = precision == "single" and sketch.n_features > WIDE_FEATURES
-        features = _features_ns(sketch, single) / (n_terms * term_ns)
-        return features, 1.0 + _walked_ns(sketch) / term_ns
+        return _features_ns(sketch) / (n_terms * term_ns), 1.0 + _walked_ns(sketch) / term_ns
 
     return cost
 
@@ -151,18 +120,16 @@ class SketchedSource(TermSource):
         super().__init__(walk, plan, X)
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
-        self.certified = inner.certified
-        # Under a certified inner source the features come from float32 products too, their
-        # error bound joins the band (:meth:`allowance`).
-        self.features, self.feature_error = sketch_features(walk, np.asarray(X), self.certified)
+        self.features = sketch_features(walk, np.asarray(X))
         self.start_values = self.features @ self.arrays_.beta - self.arrays_.mean_start
+        self.certified = inner.certified
         self._sketched = None
         term_ns = getattr(inner, "term_ns", 2.0)
         self.term_cost = inner.term_cost + _walked_ns(walk.sketch) / term_ns
         self.mass_cost = inner.mass_cost
         self.row_cost = inner.row_cost
         self.max_block = inner.max_block
-        self.start_cost = _features_ns(walk.sketch, self.certified) / term_ns
+        self.start_cost = _features_ns(walk.sketch) / term_ns
 
     @property
     def n_rows(self) -> int:
@@ -174,8 +141,6 @@ class SketchedSource(TermSource):
     def keep(self, idx):
         self.inner.keep(idx)
         self.features = self.features[idx]
-        if self.feature_error is not None:
-            self.feature_error = self.feature_error[idx]
         self.start_values = self.start_values[idx]
 
     def block(self, start, stop, out):
@@ -205,13 +170,7 @@ class SketchedSource(TermSource):
         a_max = float(np.abs(self.features).max(initial=0.0))
         start_max = float(np.abs(self.start_values).max(initial=0.0))
         m, d = self.walk.sketch.m, self.walk.sketch.n_features
-        out = own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
-        if self.feature_error is not None:
-            # Features off by ε: ``U^ρ_t`` moves by ``Δa · (β − Σ_{k≤t} w b)``, at most
-            # ``ε (‖β‖₁ + Σ_{k≤t} |w| ‖b‖₁)``.
-            eps = 1.01 * float(self.feature_error.max(initial=0.0))
-            out = out + eps * (np.abs(self.arrays_.beta).sum() + self.arrays_.size)
-        return out
+        return own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
 
     def exact_source(self, X):
         return SketchedSource(self.inner.exact_source(X), self.walk, self.plan, X)
