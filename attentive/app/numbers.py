@@ -112,7 +112,7 @@ def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
         return None
     if rule.kind == "calibrated":
         key, delta = "disagreement", rule.delta
-    elif rule.kind in rules.family_names():
+    elif rule.kind in rules.scaled_kinds():
         key, delta = "stop_error", rules.nominal_delta(rule.scale)
     else:
         return None
@@ -160,14 +160,26 @@ class HeadlineNumbers(pn.viewable.Viewer):
             "stopped": f"{m['n_stopped']:,} of {m['n_test']:,} ({share(m['n_stopped'], m['n_test'])})",
         }
 
+    @staticmethod
+    def sketch_lines(m: dict) -> dict[str, str]:
+        """A sketched rule's second lines: its work with the sketch, beside the terms."""
+        if not m.get("sketch_cost"):
+            return {}
+        return {
+            "evaluated": f"+ the sketch: work {m['work_fraction']:.3f} of a full evaluation",
+            "speedup": f"{m['speedup_work']:.2f}× in work, with the sketch",
+        }
+
     def _html(self, metrics, measured=None, busy=False) -> str:
         if metrics is None:
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
         values = self.values(metrics, measured)
         check = delta_check(self.state.rule, metrics)
+        lines = self.sketch_lines(metrics)
         cards = "".join(
-            self._card(key, label, doc, values[key], check, measured) for key, label, doc in NUMBERS
+            self._card(key, label, doc, values[key], check, measured, lines.get(key))
+            for key, label, doc in NUMBERS
         )
         note = (
             "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"
@@ -177,8 +189,12 @@ class HeadlineNumbers(pn.viewable.Viewer):
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod
-    def _card(key, label, doc, value, check: DeltaCheck | None, measured) -> str:
+    def _card(key, label, doc, value, check: DeltaCheck | None, measured, line=None) -> str:
         flag, miss = "", ""
+        if line:
+            flag = (
+                f"<div class='att-check att-met' data-key='{key}-sketch'>{html.escape(line)}</div>"
+            )
         if check is not None and check.key == key:
             state = "miss" if check.exceeded else "met"
             miss = " att-card-miss" if check.exceeded else ""
@@ -247,11 +263,14 @@ NUMBER_CSS = """
 .att-card-miss { border-color: #D55E00; box-shadow: inset 3px 0 0 #D55E00; }
 """
 
-# The columns that decide, shown at any width; the others on demand.
+# The columns that decide, shown at any width; the others on demand. The sketch's cost and the
+# work (sketch + terms walked) show only where the table has sketched rules.
 MAIN_COLUMNS = {
     "family": "family",
     "z": "z",
     "mean_evaluated_fraction": "terms",
+    "sketch_cost": "sketch",
+    "work_fraction": "work",
     "disagreement": "disagreement",
     "accuracy": "accuracy",
     "us_per_example": "µs / example",
@@ -299,7 +318,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             show_index=False,
             layout="fit_data_table",
             sizing_mode="stretch_width",
-            hidden_columns=[*MORE_COLUMNS.values(), "current"],
+            hidden_columns=self._hidden_columns(False, False),
             formatters=TABLE_FORMATS,
             stylesheets=[TABLE_CSS],
             css_classes=["att-op-table"],
@@ -315,9 +334,17 @@ class OperatingPointTable(pn.viewable.Viewer):
         bind(self._update, self.state, "table", "rule", watch=True)
         self._update(self.state.table())
 
+    @staticmethod
+    def _hidden_columns(more: bool, sketched: bool) -> list[str]:
+        hidden = [] if more else list(MORE_COLUMNS.values())
+        return [*hidden, *(() if sketched else ("sketch", "work")), "current"]
+
+    def _sketched_rows(self) -> bool:
+        value = self.table.value
+        return value is not None and bool(value["family"].map(rules.is_sketched).any())
+
     def _show_more(self, event) -> None:
-        hidden = [] if event.new else list(MORE_COLUMNS.values())
-        self.table.hidden_columns = [*hidden, "current"]
+        self.table.hidden_columns = self._hidden_columns(event.new, self._sketched_rows())
 
     def _update(self, table, rule=None) -> None:
         self.pending.visible = table is None
@@ -327,6 +354,9 @@ class OperatingPointTable(pn.viewable.Viewer):
         columns = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
         frame = rows[[c for c in columns if c in rows]].rename(columns=columns)
         self.table.value = frame.round(4).round({"µs / example": 1})
+        hidden = self._hidden_columns(self.more.value, self._sketched_rows())
+        if self.table.hidden_columns != hidden:
+            self.table.hidden_columns = hidden
         here = [int(i) for i in frame.index[frame["current"]]]
         self.table.selection = here
         if here:
@@ -336,8 +366,8 @@ class OperatingPointTable(pn.viewable.Viewer):
         """The current rule's row: its family and z, or the family and scale the calibrated
         rule chose."""
         s = self.state
-        if s.boundary in rules.family_names():
-            return s.boundary, s.z
+        if s.rule.kind in rules.scaled_kinds():
+            return s.rule.kind, s.z
         report = s.calibration()
         if report is not None and not report.fallback:
             return report.family, float(report.chosen_scale)
