@@ -16,12 +16,13 @@ import warnings
 
 import numpy as np
 import pytest
+from bokeh.document import Document
 from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
 from attentive.app.layout import Dashboard
-from attentive.app.numbers import HeadlineNumbers
+from attentive.app.numbers import HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.tradeoff import TradeoffView, legend_spot
 from attentive.app.plots.walks import caption
 from attentive.app.state import DashboardState, run_inline
@@ -207,6 +208,36 @@ def test_the_cheapest_rule_for_a_target_counts_the_sketch(lowrank):
     assert again.state.n_errors == 0, again.state.last_error
     assert (again.state.boundary, again.state.z) == (s.boundary, s.z)
     assert again.state.numbers() == s.numbers()
+
+
+def test_the_table_keeps_its_first_columns_through_times_and_sketched_rows(lowrank):
+    """In the browser a new set of columns rebuilds the operating-point table (Panel's
+    Tabulator), and a change of its columns or hidden columns that arrives before the rebuilt
+    table exists raises ("Cannot read properties of null (reading 'offsetWidth')") and drops the
+    rest of that update: the sketched curves of the tradeoff plot never came. So the table keeps
+    the columns and configuration of its first, empty draw while the rows come without their
+    times, with them, and with sketched rows; only which columns are hidden changes."""
+    s = DashboardState(dataset=LOWRANK, side=lowrank.side, hold_background=True)
+    s.param.update(tradeoff=None, times=None)  # as on a first page: the tables follow it
+    view = OperatingPointTable(state=s)
+    model = view.table.get_root(Document())
+
+    def columns():
+        return [c.field for c in model.columns], model.configuration
+
+    first = columns()
+    assert "sketch" in first[0] and "µs / example" in first[0]
+    key = (s.walks, s.side, s.theta)
+    hidden = []
+    for sketched in (False, True):
+        tradeoff = rules.tradeoff(*key, sketched)
+        for times in (None, rules.rule_times(*key, sketched)):
+            s.param.update(tradeoff=tradeoff, times=times)
+            assert columns() == first
+            assert len(view.table.value) > 0
+            assert view.table.value["µs / example"].isna().all() == (times is None)
+            hidden.append({"sketch", "work"} <= set(model.hidden_columns))
+    assert hidden == [True, True, False, False]
 
 
 def test_the_exports_name_the_sketch_and_the_snippet_reproduces_a_sketched_rule(lowrank, tmp_path):

@@ -14,6 +14,7 @@ import html
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 import panel as pn
 import param
 
@@ -283,6 +284,14 @@ MORE_COLUMNS = {
     "speedup_terms": "speed-up (terms)",
     "measured": "timed",
 }
+# Every column the table has, from its first draw on: a table without its times (they follow the
+# operating points) or without sketched rules has the same columns, empty or hidden. In the
+# browser a new set of columns rebuilds the table (Panel's Tabulator), and a change of its columns
+# or hidden columns that arrives before the rebuilt table exists raises ("Cannot read properties
+# of null (reading 'firstChild' / 'offsetWidth')") and drops the rest of that update.
+TABLE_COLUMNS = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
+# Their types where not float: a row is "timed" and "current" or not, before the times too.
+TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
 TABLE_FORMATS = {
     "terms": {"type": "progress", "max": 1, "legend": True, "color": "#CC79A766"},
 }
@@ -300,6 +309,18 @@ def table_rows(table, point: tuple[str, float] | None):
     return rows.reset_index(drop=True)
 
 
+def table_frame(rows: pd.DataFrame | None) -> pd.DataFrame:
+    """``rows`` (:func:`table_rows`; None: no rows yet) as the table shows them: every column of
+    :data:`TABLE_COLUMNS` under its title, in that order, with the same types whatever is known
+    (a time not measured yet is empty and its row not timed), rounded for the screen."""
+    frame = pd.DataFrame(columns=list(TABLE_COLUMNS)) if rows is None else rows
+    frame = frame.reindex(columns=list(TABLE_COLUMNS))
+    for flag in ("measured", "current"):
+        frame[flag] = frame[flag].eq(True)  # missing (not timed yet): False
+    frame = frame.astype({c: TABLE_TYPES.get(c, float) for c in TABLE_COLUMNS})
+    return frame.rename(columns=TABLE_COLUMNS).round(4).round({"µs / example": 1})
+
+
 class OperatingPointTable(pn.viewable.Viewer):
     """Every family at every scale on the test set with its time per example, the current rule
     highlighted; two ways to pick a rule (a target disagreement, a time budget); a click on a row
@@ -310,7 +331,7 @@ class OperatingPointTable(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.widgets.Tabulator(
-            None,
+            table_frame(None),
             pagination="local",
             page_size=10,
             disabled=True,
@@ -350,10 +371,8 @@ class OperatingPointTable(pn.viewable.Viewer):
         self.pending.visible = table is None
         if table is None:
             return
-        rows = table_rows(table, self._point())
-        columns = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
-        frame = rows[[c for c in columns if c in rows]].rename(columns=columns)
-        self.table.value = frame.round(4).round({"µs / example": 1})
+        frame = table_frame(table_rows(table, self._point()))
+        self.table.value = frame
         hidden = self._hidden_columns(self.more.value, self._sketched_rows())
         if self.table.hidden_columns != hidden:
             self.table.hidden_columns = hidden
