@@ -16,6 +16,7 @@ OFFLINE = (
     "breast-cancer",
     "synthetic",
     "synthetic-sparse",
+    "synthetic-lowrank",
     "mnist-t10k-2v5",
     "mnist-t10k-4v9",
     "mnist-t10k-3v8",
@@ -106,6 +107,29 @@ def test_synthetic_sparse_has_real_sim_shape():
     norms = np.sqrt(ds.X_train.multiply(ds.X_train).sum(axis=1)).A1
     np.testing.assert_allclose(norms, 1.0, rtol=1e-12)
     assert 0.2 < ds.y_train.mean() < 0.4
+
+
+def test_synthetic_lowrank_lies_near_a_subspace_with_a_curved_noisy_boundary():
+    ds = load_dataset("synthetic-lowrank")
+    assert ds.X_train.shape == (800, 100) and ds.X_test.shape == (400, 100)
+    X = np.vstack([ds.X_train, ds.X_test])
+    # Rank 3 plus noise of standard deviation 0.15: three directions carry nearly all variance,
+    # and what is left is the noise's (0.15² per feature).
+    centred = X - X.mean(axis=0)
+    s = np.linalg.svd(centred, compute_uv=False)
+    assert (s[:3] ** 2).sum() / (s**2).sum() > 0.95
+    np.testing.assert_allclose((s[3:] ** 2).sum() / X.size, 0.15**2, rtol=0.1)
+    # Not linearly separable, and noisy: an RBF SVM keeps hundreds of support vectors.
+    model = SVC().fit(ds.X_train, ds.y_train)
+    assert model.support_.size > 200
+    assert 0.7 < model.score(ds.X_test, ds.y_test) < 0.9  # 15 % of labels flipped
+    same = load_dataset("synthetic-lowrank", n_train=50, n_test=10, seed=2)
+    clear_cache()
+    np.testing.assert_array_equal(
+        load_dataset("synthetic-lowrank", n_train=50, n_test=10, seed=2).X_train, same.X_train
+    )
+    with pytest.raises(InvalidParameterError, match="rank"):
+        load_dataset("synthetic-lowrank", rank=0)
 
 
 def test_reference_comes_from_training_part():

@@ -29,7 +29,8 @@ def test_the_estimator_and_the_dashboard_read_the_registry():
     from attentive.app.rules import kinds
 
     assert boundaries() == rule_names()
-    assert kinds() == list(rule_names("family", "budget", "calibrated"))
+    # The dashboard lists every family, their sketched rules (SPEC §3b), the budget and calibrated.
+    assert kinds() == list(rule_names("family", "sketched", "budget", "calibrated"))
     with pytest.raises(InvalidParameterError, match="boundary must be one of"):
         AttentiveClassifier(None, boundary="no-such-rule")._check_params()
 

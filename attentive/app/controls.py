@@ -77,7 +77,7 @@ class Controls(param.Parameterized):
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Permutation seed", doc="Seeds the random order in which terms are evaluated.")  # fmt: skip
 
     # -- stopping rule ---------------------------------------------------------------------
-    boundary = param.Selector(default="calibrated", objects=["calibrated"], label="Rule", doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families on S_t; mass-regression: a regression of S_n on S_t and the walk's running mass A_t = Σ|w|·h (beyond the paper), so it stops on the statistic S_t + κ_t·A_t rather than on S_t; budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the examples held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.")  # fmt: skip
+    boundary = param.Selector(default="calibrated", objects=["calibrated"], label="Rule", doc="constant: Constant-STST threshold τ (the paper); curved: Gaussian curtailment; finite-population, regression and heteroscedastic: the other families on S_t; mass-regression: a regression of S_n on S_t and the walk's running mass A_t = Σ|w|·h (beyond the paper), so it stops on the statistic S_t + κ_t·A_t rather than on S_t; sketched-<family>: a cheap sketch of the whole score first (a Nyström sketch of the RBF kernel, fitted on demand), then that family's walk over what the sketch got wrong, starting at the sketch's score (beyond the paper); budget: evaluate exactly B terms; calibrated: the cheapest family whose scale, chosen on the examples held out, guarantees disagreement ≤ δ with probability ≥ 1 − α.")  # fmt: skip
     side = param.Selector(default="both", objects=["lower", "upper", "both"], label="Side", doc="lower: stop walks falling below τ and predict negative (the paper); upper: stop rising walks and predict positive; both: either.")  # fmt: skip
     delta = Snapped(default=CALIBRATION_DELTA, snap=rules.snap_delta, bounds=rules.DELTA_RANGE, label="δ (target error)", doc="For a family: the stop-error the boundary is built for (z = Φ⁻¹(1 − δ)); smaller δ stops later and errs less. For calibrated: the disagreement rate with the full evaluation that is guaranteed (with probability ≥ 1 − α).")  # fmt: skip
     z = Snapped(default=rules.z_of(CALIBRATION_DELTA), snap=rules.snap_z, bounds=(-6.0, 6.0), label="z (scale)", precedence=-1, doc="A family's scale: Φ⁻¹(1 − δ) when δ moves, or the exact z of a rule picked from the table.")  # fmt: skip
@@ -94,6 +94,8 @@ class Controls(param.Parameterized):
     tradeoff = param.Parameter(default=None, precedence=-1, doc="rules.Tradeoff, or None.")
     times = param.Parameter(default=None, precedence=-1, doc="rules.rule_times, or None.")
     measured = param.Parameter(default=None, precedence=-1, doc="rules.Measurement or None.")
+    sketch = param.Parameter(default=None, precedence=-1, doc="sketches.Sketch of the walk in use (or why it has none), None: not fitted.")  # fmt: skip
+    sketching = param.Parameter(default=None, precedence=-1, doc="The Walks whose sketch is being fitted, or None.")  # fmt: skip
     busy = param.Boolean(default=False, precedence=-1)
     elapsed = param.Number(default=0.0, precedence=-1)
     last_error = param.String(default="", precedence=-1)

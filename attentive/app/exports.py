@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from attentive import InvalidParameterError
-from attentive.app import rules
+from attentive.app import rules, sketches
 from attentive.app.models import (
     CALIBRATION_ALPHA,
     CALIBRATION_DELTA,
@@ -109,6 +109,16 @@ def operating_point(state) -> dict[str, Any]:
         "attentive_version": __version__,
         "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+    if rules.is_sketched(state.rule.kind):
+        sketch = sketches.sketch(walks)
+        s = clf.sketched_walk_.sketch
+        point["sketch"] = {
+            "k": int(s.k),
+            "m": int(s.m),
+            "sketch_cost": sketch.sketch_cost,
+            "walked_term_cost": sketch.term_cost,
+            "chosen_at": {"delta": sketches.SKETCH_DELTA, "side": sketches.SKETCH_SIDE},
+        }
     r = clf.calibration_
     if state.boundary == "calibrated" and r is not None:
         point["alpha"] = state.alpha
@@ -150,7 +160,7 @@ def operating_points_frame(state) -> pd.DataFrame:
     """Every family at every scale on the test set, with the side and θ it was measured at."""
     walks = _ready(state)
     # The table as the page shows it, with the time per example (computed if not there yet).
-    key = (walks, state.side, state.theta)
+    key = (walks, state.side, state.theta, state.sketched)
     table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key)).copy()
     table.insert(2, "side", state.side)
     table.insert(3, "theta", state.theta)
@@ -194,6 +204,15 @@ def snippet(state) -> str:
             f'rule = clf.with_rule(\n        "budget", {at},\n'
             f"        budget={rule.budget_terms(walks.n_terms)},\n    )"
         )
+    elif rules.is_sketched(rule.kind):
+        make_rule = (
+            "# The sketch's size (or none) is chosen on the fit examples, as on the page.\n"
+            f'    sketched = clf.with_rule("constant", side="{sketches.SKETCH_SIDE}", '
+            f"delta={sketches.SKETCH_DELTA!r})\n"
+            "    sketched.fit_sketch(X_fit, y_fit)\n"
+            f'    rule = sketched.with_rule(\n        "{rule.kind}", {at},\n'
+            f"        z={rule.scale!r},\n    )"
+        )
     else:
         make_rule = (
             f'rule = clf.with_rule(\n        "{rule.kind}", {at},\n        z={rule.scale!r},\n    )'
@@ -231,6 +250,8 @@ full = clf.with_rule("full", {at}).evaluate(ds.X_test)
 truth = np.asarray(ds.y_test) == clf.classes_[1]
 frac = early.n_evaluated.mean() / clf.n_terms_
 print("mean fraction of terms", round(frac, 4))
+# With a sketch, the work per example counts it too (full evaluations).
+print("work per example", round(early.work_fraction, 4))
 differ = np.mean(early.positive != full.positive)
 print("disagreement", round(float(differ), 4))
 right = np.mean(early.positive == truth)

@@ -7,7 +7,9 @@ the rule uses (``boundary_`` of the exported classifier), the tradeoff curves, t
 The walks drawn are those of the statistic the rule's boundary applies to
 (``Boundary.statistic``): the partial score ``S_t`` for every rule but one of the mass-regression
 family, whose thresholds apply to ``V_t = S_t + κ_t·A_t`` (``A_t`` the running mass); then the
-walks of ``V_t`` are drawn, so that each stop sits on its boundary as it does for the others.
+walks of ``V_t`` are drawn, so that each stop sits on its boundary as it does for the others. A
+sketched rule walks after the walk's sketch (SPEC §3b): its walks are the residual walks
+``S^ρ_t``, which start at the sketch's score ``F̃(x)`` at t = 0 and end where ``S_t`` ends.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attentive.app import rules
+from attentive.app import rules, sketches
 from attentive.app.models import Walks
 
 __all__ = [
@@ -45,7 +47,9 @@ class WalkFigure:
     upper boundary, θ_S and the Brownian-bridge band in S space; ``uses_mass`` whether the
     statistic drawn is the rule's ``V_t = S_t + κ_t·A_t`` rather than ``S_t`` (a mass-regression
     rule, whose boundary applies to ``V_t``; the bridge band, in S space, does not apply to it);
-    ``budget`` the budget rule's B (None for the others) and ``budget_line`` its vertical line."""
+    ``budget`` the budget rule's B (None for the others) and ``budget_line`` its vertical line;
+    ``sketch`` the walk's sketch for a sketched rule, whose residual walks ``S^ρ_t`` are drawn
+    from the sketch's score ``F̃(x)`` at t = 0 (None for the others)."""
 
     trajectories: dict
     stops: pd.DataFrame
@@ -56,6 +60,7 @@ class WalkFigure:
     budget_line: pd.DataFrame
     uses_mass: bool
     rule: rules.Rule
+    sketch: sketches.Sketch | None = None
 
 
 def _drawn_positions(n: int) -> np.ndarray:
@@ -63,23 +68,31 @@ def _drawn_positions(n: int) -> np.ndarray:
     return np.unique(np.append(np.arange(0, n + 1, stride), n))
 
 
-def walk_statistic(walks: Walks, idx, boundary=None) -> np.ndarray:
+def walk_statistic(walks: Walks, idx, boundary=None, sketch=None) -> np.ndarray:
     """The statistic ``boundary`` applies to along the walks of test examples ``idx``, column
     ``t`` at position t (column 0: t = 0, where it is 0): ``S_t``, or for a boundary that uses
-    the running mass ``V_t = S_t + κ_t·A_t`` (``Boundary.statistic``)."""
+    the running mass ``V_t = S_t + κ_t·A_t`` (``Boundary.statistic``). With a ``sketch`` (a
+    sketched rule's), the residual walks ``S^ρ_t`` instead, column 0 the sketch's score
+    ``F̃(x)`` (their running masses are the plain walk's)."""
     S, A = walks.S[idx], walks.A[idx]
+    start = np.zeros(S.shape[0])
+    if sketch is not None:
+        S, start = sketch.S[idx], sketch.start[idx]
     stat = S if boundary is None or not boundary.uses_mass else boundary.statistic(S, A)
-    return np.concatenate([np.zeros((stat.shape[0], 1)), stat], axis=1)
+    return np.concatenate([start[:, None], stat], axis=1)
 
 
-def trajectory_paths(walks: Walks, n_evaluated, full_positive, n_draw: int, boundary=None):
+def trajectory_paths(
+    walks: Walks, n_evaluated, full_positive, n_draw: int, boundary=None, sketch=None
+):
     """NaN-separated paths of the first ``n_draw`` sampled walks, each cut at its stop: walks of
-    the statistic ``boundary`` stops on (:func:`walk_statistic`; ``S_t`` without a boundary)."""
+    the statistic ``boundary`` stops on (:func:`walk_statistic`; ``S_t`` without a boundary,
+    after the ``sketch`` for a sketched rule)."""
     idx = walks.sample[: max(0, int(n_draw))]
     n = walks.n_terms
     grid = _drawn_positions(n)
     k = idx.size
-    S0 = walk_statistic(walks, idx, boundary)  # column t = the statistic at t, 0 at t = 0
+    S0 = walk_statistic(walks, idx, boundary, sketch)  # column t: the statistic at t
     stop_t = np.asarray(n_evaluated)[idx]
     y = S0[:, grid].astype(np.float32)
     x = np.broadcast_to(grid.astype(np.float32), y.shape).copy()
@@ -142,7 +155,7 @@ def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataF
 
 def theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
     """Required δ against the actual error of the current family (δ as the estimator reads it)."""
-    family = rule.kind if rule.kind in rules.family_names() else "constant"
+    family = rule.kind if rule.kind in rules.scaled_kinds() else "constant"
     # The budget and calibrated rules are not a family at a nominal δ: the constant family's
     # curve is shown for reference.
     name = family if rule.kind == family else "constant family, for reference"
@@ -168,8 +181,9 @@ def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigu
     current = rules.outcome(walks, rule)
     clf = rules.rule_classifier(walks, rule)
     theta_s = float(clf.theta_s_)
+    sketch = sketches.sketch(walks) if rules.is_sketched(rule.kind) else None
     paths, stops = trajectory_paths(
-        walks, current.n_evaluated, current.full_positive, n_trajectories, clf.boundary_
+        walks, current.n_evaluated, current.full_positive, n_trajectories, clf.boundary_, sketch
     )
     return WalkFigure(
         trajectories=paths,
@@ -181,6 +195,7 @@ def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigu
         budget_line=_budget_line(clf.boundary_.budget, paths),
         uses_mass=clf.boundary_.uses_mass,
         rule=rule,
+        sketch=sketch,
     )
 
 

@@ -31,7 +31,7 @@ from attentive.app.plots import (
 from attentive.app.plots.bridge import BridgeTab
 from attentive.app.state import DashboardState
 from attentive.app.tour import TABS, Tour
-from attentive.app.widgets import Controls, ExportPanel
+from attentive.app.widgets import Controls, ExportPanel, SketchNote
 
 __all__ = ["Dashboard", "build_dashboard"]
 
@@ -40,7 +40,9 @@ MEASURE_PAUSE = 0.3  # seconds after a move before background work starts (if st
 TITLE = "attentive — focus of attention for linear predictors"
 INTRO = (
     "A linear predictor's score is a sum of n terms; attentive prediction adds them in a random "
-    "order and **stops as soon as the partial score S_t crosses a boundary**."
+    "order and **stops as soon as the partial score S_t crosses a boundary**. Beyond the paper, "
+    "a **sketched rule** starts at a cheap sketch of the score. It then walks only what the "
+    "sketch got wrong."
 )
 TERMS = {"kernel": "support vectors", "linear": "features", "boosting": "weak learners"}
 TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fit below them
@@ -182,8 +184,17 @@ class Dashboard(pn.viewable.Viewer):
 
     def _apply(self, fn, *args) -> None:
         """Apply a background result on the loop, sending its changes at once — unless the
-        browser has gone (a tab closed while a job ran), when there is nobody to send them to."""
+        browser has gone (a tab closed while a job ran), when there is nobody to send them to.
+
+        Before the page has loaded, Panel's ``unlocked()`` does not hold the document, and a
+        change made then outside Bokeh's lock raised in the middle of the result (a model built
+        from a URL's dataset before the page loaded: the rule's controls the URL held never
+        reached their widgets): then the result is applied on the next tick, under the lock."""
         if self._closed:
+            return
+        doc = pn.state.curdoc
+        if self._served and not pn.state.loaded and doc is not None and doc.session_context:
+            doc.add_next_tick_callback(lambda: None if self._closed else fn(*args))
             return
         with pn.io.unlocked():
             fn(*args)
@@ -389,7 +400,10 @@ class Dashboard(pn.viewable.Viewer):
             (
                 TABS[1],
                 pn.Column(
-                    OperatingPointTable(state=s), SnippetView(state=s), sizing_mode="stretch_width"
+                    SketchNote(state=s),
+                    OperatingPointTable(state=s),
+                    SnippetView(state=s),
+                    sizing_mode="stretch_width",
                 ),
             ),
             (TABS[2], self._bridge_tab()),

@@ -14,6 +14,7 @@ import html
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 import panel as pn
 import param
 
@@ -112,7 +113,7 @@ def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
         return None
     if rule.kind == "calibrated":
         key, delta = "disagreement", rule.delta
-    elif rule.kind in rules.family_names():
+    elif rule.kind in rules.scaled_kinds():
         key, delta = "stop_error", rules.nominal_delta(rule.scale)
     else:
         return None
@@ -160,14 +161,26 @@ class HeadlineNumbers(pn.viewable.Viewer):
             "stopped": f"{m['n_stopped']:,} of {m['n_test']:,} ({share(m['n_stopped'], m['n_test'])})",
         }
 
+    @staticmethod
+    def sketch_lines(m: dict) -> dict[str, str]:
+        """A sketched rule's second lines: its work with the sketch, beside the terms."""
+        if not m.get("sketch_cost"):
+            return {}
+        return {
+            "evaluated": f"+ the sketch: work {m['work_fraction']:.3f} of a full evaluation",
+            "speedup": f"{m['speedup_work']:.2f}× in work, with the sketch",
+        }
+
     def _html(self, metrics, measured=None, busy=False) -> str:
         if metrics is None:
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
         values = self.values(metrics, measured)
         check = delta_check(self.state.rule, metrics)
+        lines = self.sketch_lines(metrics)
         cards = "".join(
-            self._card(key, label, doc, values[key], check, measured) for key, label, doc in NUMBERS
+            self._card(key, label, doc, values[key], check, measured, lines.get(key))
+            for key, label, doc in NUMBERS
         )
         note = (
             "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"
@@ -177,8 +190,12 @@ class HeadlineNumbers(pn.viewable.Viewer):
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod
-    def _card(key, label, doc, value, check: DeltaCheck | None, measured) -> str:
+    def _card(key, label, doc, value, check: DeltaCheck | None, measured, line=None) -> str:
         flag, miss = "", ""
+        if line:
+            flag = (
+                f"<div class='att-check att-met' data-key='{key}-sketch'>{html.escape(line)}</div>"
+            )
         if check is not None and check.key == key:
             state = "miss" if check.exceeded else "met"
             miss = " att-card-miss" if check.exceeded else ""
@@ -247,11 +264,14 @@ NUMBER_CSS = """
 .att-card-miss { border-color: #D55E00; box-shadow: inset 3px 0 0 #D55E00; }
 """
 
-# The columns that decide, shown at any width; the others on demand.
+# The columns that decide, shown at any width; the others on demand. The sketch's cost and the
+# work (sketch + terms walked) show only where the table has sketched rules.
 MAIN_COLUMNS = {
     "family": "family",
     "z": "z",
     "mean_evaluated_fraction": "terms",
+    "sketch_cost": "sketch",
+    "work_fraction": "work",
     "disagreement": "disagreement",
     "accuracy": "accuracy",
     "us_per_example": "µs / example",
@@ -264,6 +284,14 @@ MORE_COLUMNS = {
     "speedup_terms": "speed-up (terms)",
     "measured": "timed",
 }
+# Every column the table has, from its first draw on: a table without its times (they follow the
+# operating points) or without sketched rules has the same columns, empty or hidden. In the
+# browser a new set of columns rebuilds the table (Panel's Tabulator), and a change of its columns
+# or hidden columns that arrives before the rebuilt table exists raises ("Cannot read properties
+# of null (reading 'firstChild' / 'offsetWidth')") and drops the rest of that update.
+TABLE_COLUMNS = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
+# Their types where not float: a row is "timed" and "current" or not, before the times too.
+TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
 TABLE_FORMATS = {
     "terms": {"type": "progress", "max": 1, "legend": True, "color": "#CC79A766"},
 }
@@ -281,6 +309,18 @@ def table_rows(table, point: tuple[str, float] | None):
     return rows.reset_index(drop=True)
 
 
+def table_frame(rows: pd.DataFrame | None) -> pd.DataFrame:
+    """``rows`` (:func:`table_rows`; None: no rows yet) as the table shows them: every column of
+    :data:`TABLE_COLUMNS` under its title, in that order, with the same types whatever is known
+    (a time not measured yet is empty and its row not timed), rounded for the screen."""
+    frame = pd.DataFrame(columns=list(TABLE_COLUMNS)) if rows is None else rows
+    frame = frame.reindex(columns=list(TABLE_COLUMNS))
+    for flag in ("measured", "current"):
+        frame[flag] = frame[flag].eq(True)  # missing (not timed yet): False
+    frame = frame.astype({c: TABLE_TYPES.get(c, float) for c in TABLE_COLUMNS})
+    return frame.rename(columns=TABLE_COLUMNS).round(4).round({"µs / example": 1})
+
+
 class OperatingPointTable(pn.viewable.Viewer):
     """Every family at every scale on the test set with its time per example, the current rule
     highlighted; two ways to pick a rule (a target disagreement, a time budget); a click on a row
@@ -291,7 +331,7 @@ class OperatingPointTable(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.widgets.Tabulator(
-            None,
+            table_frame(None),
             pagination="local",
             page_size=10,
             disabled=True,
@@ -299,7 +339,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             show_index=False,
             layout="fit_data_table",
             sizing_mode="stretch_width",
-            hidden_columns=[*MORE_COLUMNS.values(), "current"],
+            hidden_columns=self._hidden_columns(False, False),
             formatters=TABLE_FORMATS,
             stylesheets=[TABLE_CSS],
             css_classes=["att-op-table"],
@@ -315,18 +355,27 @@ class OperatingPointTable(pn.viewable.Viewer):
         bind(self._update, self.state, "table", "rule", watch=True)
         self._update(self.state.table())
 
+    @staticmethod
+    def _hidden_columns(more: bool, sketched: bool) -> list[str]:
+        hidden = [] if more else list(MORE_COLUMNS.values())
+        return [*hidden, *(() if sketched else ("sketch", "work")), "current"]
+
+    def _sketched_rows(self) -> bool:
+        value = self.table.value
+        return value is not None and bool(value["family"].map(rules.is_sketched).any())
+
     def _show_more(self, event) -> None:
-        hidden = [] if event.new else list(MORE_COLUMNS.values())
-        self.table.hidden_columns = [*hidden, "current"]
+        self.table.hidden_columns = self._hidden_columns(event.new, self._sketched_rows())
 
     def _update(self, table, rule=None) -> None:
         self.pending.visible = table is None
         if table is None:
             return
-        rows = table_rows(table, self._point())
-        columns = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
-        frame = rows[[c for c in columns if c in rows]].rename(columns=columns)
-        self.table.value = frame.round(4).round({"µs / example": 1})
+        frame = table_frame(table_rows(table, self._point()))
+        self.table.value = frame
+        hidden = self._hidden_columns(self.more.value, self._sketched_rows())
+        if self.table.hidden_columns != hidden:
+            self.table.hidden_columns = hidden
         here = [int(i) for i in frame.index[frame["current"]]]
         self.table.selection = here
         if here:
@@ -336,8 +385,8 @@ class OperatingPointTable(pn.viewable.Viewer):
         """The current rule's row: its family and z, or the family and scale the calibrated
         rule chose."""
         s = self.state
-        if s.boundary in rules.family_names():
-            return s.boundary, s.z
+        if s.rule.kind in rules.scaled_kinds():
+            return s.rule.kind, s.z
         report = s.calibration()
         if report is not None and not report.fallback:
             return report.family, float(report.chosen_scale)

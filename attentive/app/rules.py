@@ -5,7 +5,9 @@ No boundary is built and no walk is walked here: a rule is ``walks.classifier.wi
 ``scale_outcomes`` on the test set, the table of operating points is
 :func:`attentive.operating_points`, calibration is ``calibrate``, the oracle floor is
 ``oracle_n_evaluated`` and the family curves are :func:`attentive.experiments.family_tradeoffs`
-(the ones ``reproduce`` draws).
+(the ones ``reproduce`` draws). A sketched rule is the same, asked of the classifier with the
+walk's sketch (:mod:`attentive.app.sketches`), once it is fitted: its cost is its work — the
+sketch plus the walked terms, in units of a full evaluation.
 
 Two speeds. What depends on (walk, side, θ) — every family's outcomes on a grid of scales that
 contains every δ the slider can reach, the tradeoff curves, the table — is computed once and
@@ -17,6 +19,7 @@ move, in the background when served: :func:`measure`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 import warnings
@@ -33,7 +36,6 @@ from attentive import (
     GridOutcomes,
     InvalidParameterError,
     budgeted_tradeoff,
-    cheapest_operating_point,
     default_grid,
     disagreement_rate,
     family_names,
@@ -41,8 +43,10 @@ from attentive import (
     precision_recall,
     stop_error,
 )
+from attentive.app import sketches
 from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
+from attentive.families.sketched import base_family, is_sketched_name
 from attentive.rules import rule_names
 
 __all__ = [
@@ -50,12 +54,14 @@ __all__ = [
     "DELTA_RANGE",
     "Rule",
     "Tradeoff",
+    "base_family",
     "bridge_envelope",
     "calibrated",
     "cheapest",
     "delta_of",
     "delta_steps",
     "family_outcomes",
+    "is_sketched",
     "kinds",
     "lowest_within_time",
     "measure",
@@ -64,6 +70,7 @@ __all__ = [
     "rule_classifier",
     "rule_times",
     "scale_column",
+    "scaled_kinds",
     "snap_delta",
     "snap_z",
     "theta_range",
@@ -81,8 +88,19 @@ N_BUDGETS = 200
 
 
 def kinds() -> list[str]:
-    """The rules the dashboard offers: every registered family, the budget and calibrated."""
-    return list(rule_names("family", "budget", "calibrated"))
+    """The rules the dashboard offers: every registered family, their sketched rules, the budget
+    and calibrated."""
+    return list(rule_names("family", "sketched", "budget", "calibrated"))
+
+
+def scaled_kinds() -> tuple[str, ...]:
+    """The rules with a scale z: the families and their sketched rules."""
+    return rule_names("family", "sketched")
+
+
+def is_sketched(kind) -> bool:
+    """Whether ``kind`` is a sketched rule (a family walked after the sketch, SPEC §3b)."""
+    return is_sketched_name(kind)
 
 
 def snap_delta(delta: float) -> float:
@@ -154,15 +172,27 @@ class Rule:
         return max(1, min(n_terms, math.ceil(float(self.budget) * n_terms)))
 
 
-def _base(walks: Walks, side: str, theta: float):
-    """The classifier at this side and θ (its constant rule at the default δ)."""
-    return walks.classifier.with_rule("constant", side=side, threshold=float(theta))
+def _classifier(walks: Walks, kind: str):
+    """The fitted classifier a rule of ``kind`` is asked of: the walk's, or for a sketched rule
+    the one with the walk's sketch (fitted by :func:`attentive.app.sketches.sketch`)."""
+    if not is_sketched(kind):
+        return walks.classifier
+    sketch = sketches.sketch(walks)
+    if not sketch.pays:
+        raise InvalidParameterError(f"{kind}: {sketch.reason}: {sketch.detail}")
+    return sketch.classifier
+
+
+def _base(walks: Walks, side: str, theta: float, kind: str = "constant"):
+    """The classifier for rules of ``kind`` at this side and θ (its constant rule)."""
+    return _classifier(walks, kind).with_rule("constant", side=side, threshold=float(theta))
 
 
 @pn.cache(max_items=24, hash_funcs=WALKS_HASH)
 def family_outcomes(walks: Walks, family: str, side: str, theta: float) -> GridOutcomes:
-    """A family's early decisions on the test set at every scale of :data:`Z_GRID`."""
-    return _base(walks, side, theta).scale_outcomes(walks.X_test, family, Z_GRID)
+    """A family's (or sketched rule's) early decisions on the test set at every scale of
+    :data:`Z_GRID`."""
+    return _base(walks, side, theta, family).scale_outcomes(walks.X_test, family, Z_GRID)
 
 
 @pn.cache(max_items=24, hash_funcs=WALKS_HASH)
@@ -188,30 +218,37 @@ def rule_classifier(walks: Walks, rule: Rule):
             threshold=float(rule.theta),
             budget=rule.budget_terms(walks.n_terms),
         )
-    if rule.kind not in family_names():
+    if rule.kind not in scaled_kinds():
         raise InvalidParameterError(f"boundary must be one of {kinds()}, got {rule.kind!r}.")
+    at = {"side": rule.side, "threshold": float(rule.theta)}
     if rule.z is not None:
-        return walks.classifier.with_rule(
-            rule.kind, side=rule.side, threshold=float(rule.theta), z=float(rule.z)
-        )
-    return walks.classifier.with_rule(
-        rule.kind, side=rule.side, threshold=float(rule.theta), delta=float(rule.delta)
-    )
+        return _classifier(walks, rule.kind).with_rule(rule.kind, z=float(rule.z), **at)
+    return _classifier(walks, rule.kind).with_rule(rule.kind, delta=float(rule.delta), **at)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """The current rule on the test set: early decisions and terms evaluated per example."""
+    """The current rule on the test set: early decisions and terms evaluated per example; for a
+    sketched rule also the sketch's cost per row and a walked term's (full-evaluation units)."""
 
     positive: np.ndarray
     n_evaluated: np.ndarray
     full_positive: np.ndarray
     n_terms: int
     report: CalibrationReport | None = None
+    sketch_cost: float = 0.0
+    term_cost: float = 1.0
 
     @property
     def stopped(self) -> np.ndarray:
         return self.n_evaluated < self.n_terms
+
+    @property
+    def work_fraction(self) -> float:
+        """Work per example in full evaluations: the sketch and the exact terms at their cost
+        (the fraction of terms evaluated without a sketch; ``Evaluation.work_fraction``)."""
+        fraction = float(self.n_evaluated.mean()) / self.n_terms
+        return self.sketch_cost + fraction * self.term_cost
 
 
 @pn.cache(max_items=16, hash_funcs=WALKS_HASH)
@@ -231,8 +268,12 @@ def outcome(walks: Walks, rule: Rule) -> Outcome:
         clf = rule_classifier(walks, rule)
         report = clf.calibration_
         kind, z = report.family, report.chosen_scale
-    elif kind in family_names():
+    elif kind in scaled_kinds():
         z = rule.scale
+    costs = {}
+    if is_sketched(kind):
+        sketch = sketches.sketch(walks)
+        costs = {"sketch_cost": sketch.sketch_cost, "term_cost": sketch.term_cost}
     any_family = family_names()[0]
     full = family_outcomes(walks, kind if z is not None else any_family, rule.side, rule.theta)
     if kind == "budget":
@@ -242,7 +283,7 @@ def outcome(walks: Walks, rule: Rule) -> Outcome:
     else:
         j = scale_column(z)
         pos, n_eval = full.positive[:, j], full.n_evaluated[:, j]
-    return Outcome(pos, n_eval, full.full_positive, n, report)
+    return Outcome(pos, n_eval, full.full_positive, n, report, **costs)
 
 
 # ----------------------------------------------------------------------------- tradeoff
@@ -256,11 +297,14 @@ class Tradeoff:
     ----------
     families : DataFrame
         ``method`` (family), ``z``, ``mean_evaluated_fraction``, ``stop_error``,
-        ``disagreement`` (:func:`attentive.experiments.family_tradeoffs`).
+        ``disagreement`` (:func:`attentive.experiments.family_tradeoffs`) and ``work_fraction``,
+        the work per example in full evaluations (a sketched rule's includes its sketch: the
+        plot's x); with the sketch, the sketched rules' rows follow the families'.
     budgeted, sweep : DataFrame
         The budgeted rule over B and (one-sided only) the paper's constant τ sweep.
     table : DataFrame
-        :func:`attentive.operating_points` with the stop-error: one row per family and scale.
+        :func:`attentive.operating_points` with the stop-error: one row per family (or sketched
+        rule) and scale, with ``sketch_cost`` (0 without a sketch) and ``work_fraction``.
     oracle_fraction : float
         Mean evaluated fraction of the all-knowing rule (a floor, disagreement 0).
     """
@@ -278,15 +322,22 @@ def _curve_frame(curve) -> pd.DataFrame:
     return f.rename(columns={curve.parameter_name: "parameter"})
 
 
-@shared(key=lambda walks, side, theta: (walks.key, side, float(theta)), max_items=12)
-def tradeoff(walks: Walks, side: str, theta: float) -> Tradeoff:
-    """The tradeoff of every family, the budgeted baseline, the τ sweep and the oracle floor.
+def _tables_key(walks: Walks, side: str, theta: float, sketched: bool = False) -> tuple:
+    return (walks.key, side, float(theta), bool(sketched))
 
-    Computed once per (walk, side, θ) even when several sessions ask at once;
+
+@shared(key=_tables_key, max_items=12)
+def tradeoff(walks: Walks, side: str, theta: float, sketched: bool = False) -> Tradeoff:
+    """The tradeoff of every family, the budgeted baseline, the τ sweep and the oracle floor;
+    ``sketched``: with the sketched rules too (the walk's sketch must pay).
+
+    Computed once per (walk, side, θ, sketched) even when several sessions ask at once;
     ``tradeoff.peek(walks, side, theta)`` is the cached value or None (the state draws the
     numbers first and computes a missing tradeoff in the background)."""
     from attentive.experiments.compute import family_tradeoffs
 
+    if sketched:
+        return _with_sketched(tradeoff(walks, side, theta), walks, side, theta)
     base = _base(walks, side, theta)
     X, S, n = walks.X_test, walks.S, walks.n_terms
     families = family_tradeoffs(base, X, side)
@@ -305,7 +356,30 @@ def tradeoff(walks: Walks, side: str, theta: float) -> Tradeoff:
         else pd.DataFrame(columns=budgeted.columns)
     )
     oracle = float(np.mean(base.oracle_n_evaluated(X))) / n
+    families["work_fraction"] = families["mean_evaluated_fraction"]
+    table["sketch_cost"] = 0.0
+    table["work_fraction"] = table["mean_evaluated_fraction"]
     return Tradeoff(families, budgeted, sweep, table, oracle, float(base.theta_s_))
+
+
+def _with_sketched(plain: Tradeoff, walks: Walks, side: str, theta: float) -> Tradeoff:
+    """``plain`` with the sketched rules' rows: their operating points on the test set (one
+    pass per rule over the scales), each at its work — the sketch plus the walked terms."""
+    sketch = sketches.sketch(walks)
+    names = rule_names("sketched")
+    rows = operating_points(
+        _base(walks, side, theta, names[0]), walks.X_test, walks.y_test, families=names
+    )
+    rows["sketch_cost"] = sketch.sketch_cost
+    rows["work_fraction"] = sketch.work(rows["mean_evaluated_fraction"])
+    curves = rows.rename(columns={"family": "method"})
+    curves["mean_evaluated"] = curves["mean_evaluated_fraction"] * walks.n_terms
+    curves = curves[[c for c in plain.families.columns if c in curves]]
+    return dataclasses.replace(
+        plain,
+        families=pd.concat([plain.families, curves], ignore_index=True),
+        table=pd.concat([plain.table, rows[plain.table.columns]], ignore_index=True),
+    )
 
 
 def tradeoff_ready(walks: Walks, side: str, theta: float) -> Tradeoff | None:
@@ -313,9 +387,22 @@ def tradeoff_ready(walks: Walks, side: str, theta: float) -> Tradeoff | None:
     return tradeoff.peek(walks, side, theta)
 
 
-def cheapest(walks: Walks, side: str, theta: float, target: float) -> pd.Series:
-    """The cheapest rule whose disagreement on the test set is at most ``target``."""
-    return cheapest_operating_point(_base(walks, side, theta), walks.X_test, target, walks.y_test)
+def cheapest(walks: Walks, side: str, theta: float, sketched: bool, target: float) -> pd.Series:
+    """The cheapest rule (least work per example; ties: the more conservative scale, then the
+    rule listed first) whose disagreement on the test set is at most ``target`` (``sketched``:
+    the sketched rules compete too). Without them this is
+    :func:`attentive.cheapest_operating_point`, whose cost is the fraction of terms evaluated."""
+    target = float(target)
+    if not 0.0 <= target <= 1.0:
+        raise InvalidParameterError(f"the target must be a rate in [0, 1], got {target!r}.")
+    table = tradeoff(walks, side, theta, sketched).table
+    ok = table[table["disagreement"] <= target]
+    if ok.empty:
+        raise InvalidParameterError(
+            f"no rule reaches disagreement ≤ {target:g} on these examples; evaluate every term."
+        )
+    best = ok.sort_values(["work_fraction", "z"], ascending=[True, False], kind="stable")
+    return best.iloc[0]
 
 
 #: Rules timed per family for :func:`rule_times` (spread over the family's evaluated fractions),
@@ -324,9 +411,10 @@ TIMED_PER_FAMILY = 4
 TIMED_RUNS = 3
 
 
-@shared(key=lambda walks, side, theta: (walks.key, side, float(theta)), max_items=12)
-def rule_times(walks: Walks, side: str, theta: float) -> pd.DataFrame:
-    """Microseconds per test example of every operating point of :func:`tradeoff`'s table.
+@shared(key=_tables_key, max_items=12)
+def rule_times(walks: Walks, side: str, theta: float, sketched: bool = False) -> pd.DataFrame:
+    """Microseconds per test example of every operating point of :func:`tradeoff`'s table
+    (``sketched``: with the sketched rules' rows, timed after the plain ones).
 
     The evaluator runs on the test set (median of :data:`TIMED_RUNS`) at
     :data:`TIMED_PER_FAMILY` rules of each family, spread over its evaluated fractions, and at
@@ -334,25 +422,35 @@ def rule_times(walks: Walks, side: str, theta: float) -> pd.DataFrame:
     (``measured`` says which rows were run). Timing every one of the ~1,500 rows would take
     minutes; a family's time follows its fraction of terms closely between the timed rules.
     """
-    table = tradeoff(walks, side, theta).table
-    base = _base(walks, side, theta)
     X = walks.X_test
-    full_us = _median_us(base.with_rule("full"), X)
-    out = []
-    for family, rows in table.groupby("family", sort=False):
-        rows = rows.sort_values("mean_evaluated_fraction")
-        picks = np.unique(np.linspace(0, len(rows) - 1, TIMED_PER_FAMILY).round().astype(int))
-        anchors = rows.iloc[picks]
-        us = [_median_us(base.with_rule(family, z=float(z)), X) for z in anchors["z"]]
-        frame = rows[["family", "z", "mean_evaluated_fraction"]].copy()
-        frame["us_per_example"] = np.interp(
-            frame["mean_evaluated_fraction"], anchors["mean_evaluated_fraction"], us
-        )
-        frame["measured"] = frame["z"].isin(anchors["z"])
-        out.append(frame)
-    times = pd.concat(out, ignore_index=True).drop(columns="mean_evaluated_fraction")
+    if sketched:
+        plain = rule_times(walks, side, theta)
+        table = tradeoff(walks, side, theta, True).table
+        rows = table[table["family"].map(is_sketched)]
+        times = pd.concat([plain, _timed(walks, side, theta, rows)], ignore_index=True)
+        times.attrs["full_us_per_example"] = plain.attrs["full_us_per_example"]
+        return times
+    full_us = _median_us(_base(walks, side, theta).with_rule("full"), X)
+    times = _timed(walks, side, theta, tradeoff(walks, side, theta).table)
     times.attrs["full_us_per_example"] = full_us
     return times
+
+
+def _timed(walks: Walks, side: str, theta: float, table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rule_times` of the rows of ``table``: :data:`TIMED_PER_FAMILY` rules of each
+    family timed, the others interpolated along its work per example."""
+    out = []
+    for family, rows in table.groupby("family", sort=False):
+        base = _base(walks, side, theta, family)
+        rows = rows.sort_values("work_fraction")
+        picks = np.unique(np.linspace(0, len(rows) - 1, TIMED_PER_FAMILY).round().astype(int))
+        anchors = rows.iloc[picks]
+        us = [_median_us(base.with_rule(family, z=float(z)), walks.X_test) for z in anchors["z"]]
+        frame = rows[["family", "z"]].copy()
+        frame["us_per_example"] = np.interp(rows["work_fraction"], anchors["work_fraction"], us)
+        frame["measured"] = frame["z"].isin(anchors["z"])
+        out.append(frame)
+    return pd.concat(out, ignore_index=True)
 
 
 def _median_us(clf, X) -> float:
@@ -475,7 +573,7 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
         and np.array_equal(ev.n_evaluated, current.n_evaluated)
     )
     n = walks.n_terms
-    b = max(1, min(n, round(float(ev.n_evaluated.mean()))))
+    b = max(1, min(n, round(float(ev.work_fraction) * n)))  # the same work per example
     budget = walks.classifier.with_rule(
         "budget", side=rule.side, threshold=float(rule.theta), budget=b
     ).set_params(stopped_score="boundary")
@@ -525,6 +623,7 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
     pos, full = current.positive, current.full_positive
     mean_eval = float(current.n_evaluated.mean())
     n = walks.n_terms
+    work = current.work_fraction
     return {
         "accuracy_full": float(np.mean(full == y)),
         "accuracy_attentive": float(np.mean(pos == y)),
@@ -533,6 +632,10 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
         "mean_evaluated": mean_eval,
         "mean_evaluated_fraction": mean_eval / n,
         "speedup_terms": n / mean_eval if mean_eval > 0 else float("nan"),
+        # A sketched rule's work includes its sketch (the others': the fraction of terms).
+        "sketch_cost": current.sketch_cost,
+        "work_fraction": work,
+        "speedup_work": 1.0 / work if work > 0 else float("nan"),
         "n_stopped": int(current.stopped.sum()),
         "fraction_stopped": float(current.stopped.mean()),
         "n_test": int(pos.size),
@@ -543,3 +646,4 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
 def clear_caches() -> None:
     for fn in (family_outcomes, calibrated, _budget_outcome, tradeoff, rule_times, measure):
         fn.clear()
+    sketches.sketch.clear()

@@ -3,15 +3,16 @@
 Its parameters (declared in :mod:`attentive.app.controls`) are the controls and the outputs set
 when work finishes: ``walks`` (the fitted classifier and the test walk, built when a model input
 changes), ``tradeoff`` and ``times`` (every rule on the test set, its time per example),
-``measured`` (the evaluator timed at the current rule). Each view draws one ``@param.depends``
+``measured`` (the evaluator timed at the current rule), ``sketch`` (the walk's sketch, fitted on
+demand: :meth:`~DashboardState.fit_sketch`). Each view draws one ``@param.depends``
 method (:meth:`~DashboardState.numbers`, ``walk_figure``, ``theory``, ``outcome``,
 ``calibration``, ``table``) on exactly the parameters it reads: a move recomputes what it changes.
 
-Model builds go through :attr:`executor` (inline by default, a thread when served), the tables
-and timing through :attr:`background` (``None`` holds them until :meth:`start_background`: the
-served first page sends its numbers first). A result is applied only if the controls still ask
-for it. Every error a user can cause is reported (:meth:`report`, a notification) and the
-controls go back to what is in use. The maths are in :mod:`~attentive.app.rules` and
+Model builds go through :attr:`executor` (inline by default, a thread when served); the tables,
+the timing and the sketch through :attr:`background` (:mod:`attentive.app.background`; ``None``
+holds them until :meth:`start_background`: the served first page sends its numbers first). A
+result is applied only if the controls still ask for it. Every error a user can cause is
+reported (:meth:`report`, a notification) and the controls go back to what is in use. The maths are in :mod:`~attentive.app.rules` and
 :mod:`~attentive.app.figures`.
 """
 
@@ -25,8 +26,9 @@ from typing import Any
 import numpy as np
 import param
 
-from attentive.app import controls, figures, rules
-from attentive.app.controls import DEFAULT_DATASET, Controls
+from attentive.app import controls, figures, rules, sketches
+from attentive.app.background import Background
+from attentive.app.controls import DEFAULT_DATASET
 from attentive.app.inputs import parse_gamma, plain, typed, user_message
 from attentive.app.models import DataSource, ModelSource, Walks, content_hash, walks
 from attentive.errors import AttentiveError, InvalidParameterError
@@ -46,7 +48,7 @@ def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callab
         done(result)
 
 
-class DashboardState(Controls):
+class DashboardState(Background):
     """Controls and outputs of one dashboard session (see the module's docstring)."""
 
     def __init__(self, executor: Callable | None = None, *, hold_background=False, **params):
@@ -75,8 +77,10 @@ class DashboardState(Controls):
         if "delta" in moved and "z" not in moved and rules.delta_of(self.z) != self.delta:
             self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
             return
-        z = self.z if self.boundary in rules.family_names() else None
-        rule = rules.Rule(self.boundary, self.side, self.delta, self.theta, self.budget, self.alpha, z)  # fmt: skip
+        put_back = {} if self.building else self._refused(self.sketch)
+        if put_back:
+            return self.param.update(put_back)  # this watcher runs again
+        rule = self._rule_of(self.sketch)
         if rule != self.rule:
             self.rule = rule
 
@@ -97,7 +101,7 @@ class DashboardState(Controls):
             return None
         return figures.walk_figure(self.walks, self.rule, self.n_trajectories)
 
-    @param.depends("walks", "boundary", "side", "theta")
+    @param.depends("walks", "boundary", "side", "theta", "sketch")
     def theory(self):
         """Required δ against the current family's actual stop-error."""
         return None if self.walks is None else figures.theory(self.walks, self.rule)
@@ -225,7 +229,12 @@ class DashboardState(Controls):
                 self._applied = inputs
                 self.param.theta.bounds = lo, hi = rules.theta_range(built)  # θ follows the data
                 theta = self.theta if lo <= self.theta <= hi else 0.0
-                self.param.update(walks=built, theta=theta, focus=-1)
+                # The new walk's sketch (if known) and the rule for it, in the same update.
+                sketch = sketches.known(built)
+                put_back = self._refused(sketch)
+                rule = self._rule_of(sketch, theta=theta, **put_back)
+                new = {"rule": rule} if rule != self.rule else {}
+                self.param.update(walks=built, theta=theta, focus=-1, sketch=sketch, **new, **put_back)  # fmt: skip
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
@@ -297,11 +306,11 @@ class DashboardState(Controls):
         if self.walks is None or (self.target is None and self.time_budget is None):
             return
         try:
+            key = (self.walks, self.side, self.theta, self.sketched)
             if self.target is not None:
-                row = rules.cheapest(self.walks, self.side, self.theta, self.target)
+                row = rules.cheapest(*key, self.target)
                 other = "time_budget"
             else:
-                key = (self.walks, self.side, self.theta)
                 table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
                 row = rules.lowest_within_time(table, self.time_budget)
                 other = "target"
@@ -331,67 +340,8 @@ class DashboardState(Controls):
         if self.tradeoff is None:
             return  # the curves are not drawn yet
         rows = self.tradeoff.families
-        x, y = rows["mean_evaluated_fraction"].to_numpy(), rows["disagreement"].to_numpy()
+        x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
         y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
         row = rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
         z = float(row["z"])
         self.param.update(boundary=str(row["method"]), z=z, delta=rules.delta_of(z))
-
-    # -- the tables and the timing, after the numbers ---------------------------------------------
-    @param.depends("walks", "side", "theta", watch=True)
-    def _tables_changed(self) -> None:
-        """Every rule's tradeoff, then its times, for this walk, side and θ: cached, or computed
-        through :attr:`background`; the timing at the current rule follows the times."""
-        if self.walks is None:
-            return
-        key = (self.walks, self.side, self.theta)
-        self.param.update(tradeoff=rules.tradeoff_ready(*key), times=rules.rule_times.peek(*key))
-        if self.times is not None or self.background is None:
-            return
-
-        def current() -> bool:
-            return (self.walks, self.side, self.theta) == key
-
-        def times_done(times) -> None:
-            if current():
-                self.times = times
-                self._measure()
-
-        def tradeoff_done(tradeoff) -> None:
-            if current():
-                self.tradeoff = tradeoff
-                self.background(lambda: rules.rule_times(*key), times_done, self.report)
-
-        if self.tradeoff is None:
-            self.background(lambda: rules.tradeoff(*key), tradeoff_done, self.report)
-        else:
-            self.background(lambda: rules.rule_times(*key), times_done, self.report)
-
-    @param.depends("walks", "rule", watch=True)
-    def _measure(self) -> None:
-        """Time the evaluator at the current rule once every rule's times are in (a timing taken
-        while another thread times every rule measures the contention)."""
-        self.measured = None
-        w, rule = self.walks, self.rule
-        if w is None or self.background is None:
-            return
-        if rules.rule_times.peek(w, rule.side, rule.theta) is None:
-            return  # started again when the tables arrive
-
-        def job():
-            if (self.walks, self.rule) != (w, rule):
-                return None  # a newer move came first: nobody will see this timing
-            return rules.measure(w, rule)
-
-        def done(result) -> None:
-            if result is not None and (self.walks, self.rule) == (w, rule):
-                self.measured = result
-
-        self.background(job, done, self.report)
-
-    def start_background(self, executor: Callable) -> None:
-        """Start the tables and the timing with ``executor`` (served: once the page has loaded)."""
-        self.background = executor
-        self._tables_changed()
-        if self.measured is None:  # unless the tables came at once and started it
-            self._measure()

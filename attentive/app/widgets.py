@@ -21,7 +21,7 @@ import panel as pn
 import param
 from bokeh.models import Tooltip as BkTooltip
 
-from attentive.app import exports, rules
+from attentive.app import exports, rules, sketches
 from attentive.app.state import DashboardState
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "EntryInput",
     "ExportPanel",
     "FileDownload",
+    "SketchNote",
     "checked_input",
     "tooltip",
     "with_tooltip",
@@ -311,13 +312,18 @@ class Controls(pn.viewable.Viewer):
             margin=(0, 10),
             css_classes=["att-model-params"],
         )
+        rule = Select.from_param(p.boundary, sizing_mode="stretch_width")
+        # The sketched rules are not offered where the walk's sketch says none pays.
+        s.param.watch(lambda event: setattr(rule, "options", offered(event.new)), "sketch")
+        rule.options = offered(s.sketch)
         return pn.Column(
             pn.pane.Markdown("### Attentive prediction", margin=(0, 10)),
-            w(Select, "boundary"),
+            with_tooltip(rule, p.boundary.doc),
             w(RadioButtonGroup, "side", **radio),
             self.delta_row,
             help_row(self.theta_slider, "theta"),
             self.budget_row,
+            SketchNote(state=s),
             pn.pane.Markdown("### Data", margin=(0, 10)),
             w(
                 Select,
@@ -338,6 +344,50 @@ class Controls(pn.viewable.Viewer):
             w(Select, "centering"),
             help_row(self.seed_input, "seed"),
             help_row(self.trajectory_slider, "n_trajectories"),
+            sizing_mode="stretch_width",
+        )
+
+
+def offered(sketch) -> list[str]:
+    """The rules the rule control lists: all of them, but the sketched ones where ``sketch``
+    (the walk's, :class:`attentive.app.sketches.Sketch`) says none pays."""
+    return [k for k in rules.kinds() if sketch is None or sketch.pays or not rules.is_sketched(k)]
+
+
+class SketchNote(pn.viewable.Viewer):
+    """Where the sketched rules are (SPEC §3b): not fitted yet (with a button to fit the
+    sketch), being fitted, the sketch chosen, or why there is none."""
+
+    state = param.ClassSelector(class_=DashboardState)
+
+    def _text(self, sketch, sketching, walks) -> str:
+        return sketches.note(sketch, sketching is not None and sketching is walks)
+
+    def __panel__(self):
+        s = self.state
+        p = s.param
+        button = pn.widgets.Button(
+            label="Fit a sketch",
+            button_type="primary",
+            button_style="outline",
+            css_classes=["att-fit-sketch"],
+            sizing_mode="fixed",
+            width=130,
+            visible=pn.bind(
+                lambda sketch, sketching: sketch is None and sketching is None,
+                p.sketch,
+                p.sketching,
+            ),
+        )
+        button.on_click(lambda event: s.fit_sketch())
+        return pn.Column(
+            pn.pane.Markdown(
+                pn.bind(self._text, p.sketch, p.sketching, p.walks),
+                margin=(0, 10),
+                styles={"font-size": "12px"},
+                css_classes=["att-sketch-note"],
+            ),
+            button,
             sizing_mode="stretch_width",
         )
 

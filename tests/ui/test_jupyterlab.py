@@ -124,6 +124,10 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     evaluated = page.locator(".att-value[data-key='evaluated']").first
     evaluated.wait_for()
     page.locator(".jp-OutputArea-output canvas").first.wait_for()
+    # The card can be in the page a moment before its text (read at once, it was empty once).
+    deadline = time.monotonic() + 60
+    while " of " not in evaluated.inner_text() and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
     before = evaluated.inner_text()
     assert " of " in before
     handle = page.locator(".att-delta .noUi-handle").first

@@ -1,7 +1,9 @@
-"""Every rule on one tradeoff: disagreement (and the paper's stop-error) against the mean fraction
-of terms evaluated, for each registered family over its scales, the budgeted baseline, the paper's
-constant-τ sweep, the oracle floor, and the current rule. A click picks the nearest δ of the
-current family (or B for the budget rule)."""
+"""Every rule on one tradeoff: disagreement (and the paper's stop-error) against the work per
+example — the mean fraction of terms evaluated, and for a sketched rule its sketch plus the terms
+it walks, in full evaluations — for each registered family over its scales, the sketched rules
+(dashed, where the walk has a sketch), the budgeted baseline, the paper's constant-τ sweep, the
+oracle floor, and the current rule. A click picks the nearest point of any rule's curve (or B
+for the budget rule); a caption says where the sketched rules are and why they may be absent."""
 
 from __future__ import annotations
 
@@ -9,40 +11,79 @@ from types import SimpleNamespace
 
 import numpy as np
 from bokeh.events import Tap
-from bokeh.models import HoverTool, Span
+from bokeh.models import HoverTool, Span, Title
 
 from attentive.app.figures import tradeoff_error_span
 from attentive.app.plots.base import COLORS, PlotView, col
-from attentive.app.rules import family_names
+from attentive.app.rules import base_family, family_names, rule_names
+from attentive.app.sketches import summary
 
-__all__ = ["FAMILY_COLORS", "TradeoffView"]
+__all__ = ["FAMILY_COLORS", "LEGEND_SPOTS", "SKETCHED", "TradeoffView", "legend_spot"]
 
 FAMILY_COLORS = ["#CC79A7", "#56B4E9", "#E69F00", "#0072B2", "#882255", "#999933"]
+# One legend entry for the sketched rules: dashed, each in its family's colour; their work (the
+# x axis) includes the sketch.
+SKETCHED = "sketched rules (dashed): sketch + walk"
 
 
 def family_color(name: str) -> str:
+    """A family's colour; a sketched rule takes its family's."""
+    if name in rule_names("sketched"):
+        name = base_family(name)
     return FAMILY_COLORS[list(family_names()).index(name) % len(FAMILY_COLORS)]
+
+
+# Where the legend may sit (inside the plot, at the top), the x span each covers, in order of
+# preference: it goes where it hides the fewest points of the curves' upper part (the plain
+# curves lie right of the sketched ones, which a legend at the top right would hide).
+LEGEND_SPOTS = {"top_right": (0.5, 1.02), "top_center": (0.26, 0.76), "top_left": (0.0, 0.5)}
+
+
+def legend_spot(x: np.ndarray, y: np.ndarray, y_top: float) -> str:
+    """The spot of :data:`LEGEND_SPOTS` covering the fewest of the points (``x``, ``y``) in the
+    upper half of the error axis (which reaches ``y_top``); ties go to the first."""
+    high = np.asarray(y) >= 0.45 * y_top
+    x = np.asarray(x)
+    counts = [np.count_nonzero(high & (x >= lo) & (x <= hi)) for lo, hi in LEGEND_SPOTS.values()]
+    return list(LEGEND_SPOTS)[int(np.argmin(counts))]
+
+
+def _curves() -> tuple[str, ...]:
+    """The rules drawn as curves: every family, then the sketched rules."""
+    return (*family_names(), *rule_names("sketched"))
 
 
 class TradeoffView(PlotView):
     """Disagreement against mean fraction evaluated for every rule; click to choose a point."""
 
     output = "numbers"  # the current rule's point (the star)
-    extra = ("tradeoff",)  # every rule's curves
+    extra = ("tradeoff", "sketch", "sketching")  # every rule's curves; where the sketch is
     title = "Tradeoff of every rule"  # short: the axes say what is plotted
-    xlabel = "mean fraction of terms evaluated"
+    xlabel = "work per example (in full evaluations)"
     ylabel = "disagreement with the full model"
     legend_location = "top_right"
 
     def _build(self, fig) -> None:
-        items = {}
+        items, sketched_lines = {}, []
         hover = []
         line_cols = ("x", "y", "z")
-        for name in family_names():
+        for name in _curves():
             src = self._source(name, *line_cols)
-            r = fig.line("x", "y", source=src, color=family_color(name), line_width=2.2)
-            items[f"{name} family"] = [r]
+            sketched = name not in family_names()
+            r = fig.line(
+                "x",
+                "y",
+                source=src,
+                color=family_color(name),
+                line_width=2.2,
+                line_dash="dashed" if sketched else "solid",
+            )
+            if sketched:
+                sketched_lines.append(r)
+            else:
+                items[f"{name} family"] = [r]
             hover.append(r)
+        items[SKETCHED] = sketched_lines
         bud = self._source("budgeted", "x", "y", "err", "z")
         r_b = fig.line("x", "y", source=bud, color=COLORS["budgeted"], line_width=2)
         r_be = fig.line(
@@ -80,21 +121,31 @@ class TradeoffView(PlotView):
             HoverTool(
                 renderers=hover,
                 tooltips=[
-                    ("fraction evaluated", "@x{0.000}"),
+                    ("work per example", "@x{0.000}"),
                     ("disagreement", "@y{0.0000}"),
                     ("scale z", "@z{0.00}"),
                 ],
             )
         )
         self._legend(fig, items)
+        self._legend_model = fig.legend[0]
+        self._caption = Title(
+            text="", align="center", text_font_size="8pt", text_font_style="italic"
+        )
+        fig.add_layout(self._caption, "below")
         fig.on_event(Tap, self._on_tap)
 
     def _value(self):
         m = self.state.numbers()
         if m is None:
             return None
-        point = {k: m[k] for k in ("mean_evaluated_fraction", "disagreement")}
-        return SimpleNamespace(tradeoff=self.state.tradeoff, operating_point=point)
+        point = {k: m[k] for k in ("work_fraction", "disagreement")}
+        s = self.state
+        return SimpleNamespace(
+            tradeoff=s.tradeoff,
+            operating_point=point,
+            caption=summary(s.sketch, s.sketching is not None and s.sketching is s.walks),
+        )
 
     def _data(self, f):
         out = {}
@@ -102,16 +153,16 @@ class TradeoffView(PlotView):
         if t is None:  # computed after the numbers: the curves follow (the star is drawn now)
             self._drawn_tradeoff = None
             empty = np.empty(0, dtype=np.float32)
-            for name in (*family_names(), "budgeted", "sweep", "oracle"):
+            for name in (*_curves(), "budgeted", "sweep", "oracle"):
                 out[name] = {c: empty for c in self._sources[name].data}
             self._oracle.location = None
         elif t is not getattr(self, "_drawn_tradeoff", None):  # cached per walk, side and θ
             self._drawn_tradeoff = t
             fam = t.families
-            for name in family_names():
-                rows = fam[fam["method"] == name].sort_values("mean_evaluated_fraction")
+            for name in _curves():
+                rows = fam[fam["method"] == name].sort_values("work_fraction")
                 out[name] = {
-                    "x": col(rows["mean_evaluated_fraction"]),
+                    "x": col(rows["work_fraction"]),
                     "y": col(rows["disagreement"]),
                     "z": col(rows["z"]),
                 }
@@ -124,9 +175,17 @@ class TradeoffView(PlotView):
                 }
             out["oracle"] = {"x": col([t.oracle_fraction]), "y": col([0.0])}
             self._oracle.location = t.oracle_fraction
+            drawn = [out[name] for name in (*_curves(), "budgeted", "sweep")]
+            spot = legend_spot(
+                np.concatenate([d["x"] for d in drawn]),
+                np.concatenate([d["y"] for d in drawn]),
+                tradeoff_error_span(t),
+            )
+            if self._legend_model.location != spot:
+                self._legend_model.location = spot
         op = f.operating_point
         out["point"] = {
-            "x": col([op["mean_evaluated_fraction"]]),
+            "x": col([op["work_fraction"]]),
             "y": col([op["disagreement"]]),
         }
         return out
@@ -139,16 +198,26 @@ class TradeoffView(PlotView):
             return {"oracle floor": "oracle floor"}
         return {"oracle floor": f"oracle floor ({f.tradeoff.oracle_fraction:.0%} of terms)"}
 
+    def _refresh(self, f) -> None:
+        super()._refresh(f)
+        if f is not None and self._caption.text != f.caption:
+            self._caption.text = f.caption
+
     def _hidden(self, f):
-        if f.tradeoff is None:
-            return set()
-        return set() if len(f.tradeoff.sweep) else {"paper's τ sweep: stop-error"}
+        drawn = set() if f.tradeoff is None else set(f.tradeoff.families["method"])
+        hidden = set() if drawn & set(rule_names("sketched")) else {SKETCHED}
+        if f.tradeoff is not None and not len(f.tradeoff.sweep):
+            hidden.add("paper's τ sweep: stop-error")
+        return hidden
 
     def _ranges(self, f):
         # The curves' span, and always the star.
         star = float(f.operating_point["disagreement"])
         hi = max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0)
-        return (0.0, 1.02), (-0.005, hi * 1.05)
+        # A sketched rule that walks most terms costs more than a full evaluation (each walked
+        # term also takes its sketch value): the axis stops at one, unless the star is beyond.
+        x = float(f.operating_point["work_fraction"])
+        return (0.0, max(1.0, x if np.isfinite(x) else 1.0) * 1.02), (-0.005, hi * 1.05)
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:

@@ -4,7 +4,10 @@ A click on a stop shows that example (:mod:`attentive.app.focus`).
 
 A mass-regression rule's boundary applies to ``V_t = S_t + κ_t·A_t``, not to ``S_t``: for it the
 walks drawn are those of ``V_t`` (:attr:`WalkFigure.uses_mass`; computed in
-:mod:`attentive.app.figures`), labelled so, and the bridge band (in S space) is hidden."""
+:mod:`attentive.app.figures`), labelled so, and the bridge band (in S space) is hidden. A sketched
+rule walks after the sketch: the walks drawn are the residual walks ``S^ρ_t``, which start at
+the sketch's score ``F̃(x)`` (:attr:`WalkFigure.sketch`), said so in the title, axis and a
+caption; the bridge band, of walks that start at 0, is hidden too."""
 
 from __future__ import annotations
 
@@ -24,6 +27,28 @@ MASS_CAPTION = (
     "κ_t: its weight, fitted on reference walks. The boundary applies to\n"
     "S_t + κ_t·A_t (which is S_n at t = n), not to S_t."
 )
+
+
+# A sketched rule: the residual walks S^ρ_t, from the sketch's score F̃(x) (SPEC §3b).
+SKETCH_TITLE = "Walks after the sketch: S^ρ_t, from the sketch's score F̃(x)"
+SKETCH_YLABEL = "S^ρ_t, started at F̃(x)"
+SKETCH_MASS_TITLE = "Walks after the sketch of the rule's statistic S^ρ_t + κ_t·A_t"
+SKETCH_MASS_YLABEL = "S^ρ_t + κ_t·A_t, started at F̃(x)"
+SKETCH_CAPTION = (
+    "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
+    "a full evaluation). Each step adds one term's residual w_i (h_i − h̃_i), what the sketch got\n"
+    "wrong, so S^ρ_n = S_n. The boundary applies to {statistic}."
+)
+
+
+def caption(f) -> str:
+    """What the walks plot says under its axis for figure data ``f`` ("" for the plain walks)."""
+    if f.sketch is not None:
+        statistic = "S^ρ_t + κ_t·A_t (A_t: the running mass)" if f.uses_mass else "S^ρ_t"
+        return SKETCH_CAPTION.format(
+            label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
+        )
+    return MASS_CAPTION if f.uses_mass else ""
 
 
 class TrajectoryView(PlotView):
@@ -120,33 +145,46 @@ class TrajectoryView(PlotView):
         }
 
     def _title(self, f) -> str:
+        if f.sketch is not None:
+            return SKETCH_MASS_TITLE if f.uses_mass else SKETCH_TITLE
         return MASS_TITLE if f.uses_mass else self.title
 
     def _refresh(self, f) -> None:
         super()._refresh(f)
-        if f is not None and self._caption.visible != f.uses_mass:
-            self._caption.visible = f.uses_mass
+        if f is None:
+            return
+        text = caption(f)
+        if self._caption.text != text:
+            self._caption.text = text
+        if self._caption.visible != bool(text):
+            self._caption.visible = bool(text)
 
     def _axis_labels(self, f) -> tuple[str, str]:
+        if f.sketch is not None:
+            return self.xlabel, SKETCH_MASS_YLABEL if f.uses_mass else SKETCH_YLABEL
         return self.xlabel, MASS_YLABEL if f.uses_mass else self.ylabel
 
     def _fit_key(self, f):
-        # S_t and V_t are different scales: a change between them refits the axes.
-        return f.uses_mass
+        # S_t, V_t and the walks after a sketch are different scales: a change refits the axes.
+        return f.uses_mass, f.sketch is not None
 
     def _labels(self, f):
         s = self.state
+        statistic = "S_t + κ_t·A_t" if f.uses_mass else "S_t"
+        if f.sketch is not None:
+            statistic = statistic.replace("S_t", "S^ρ_t")
         return {
             "negative": class_label(s, False),
             "positive": class_label(s, True),
-            "boundary τ": "boundary τ on S_t + κ_t·A_t" if f.uses_mass else "boundary τ",
+            "boundary τ": "boundary τ" if statistic == "S_t" else f"boundary τ on {statistic}",
         }
 
     def _hidden(self, f):
         # The budget rule stops at B, not at a boundary τ.
         hidden = {"boundary τ"} if f.budget is not None else {"budget B"}
-        if f.uses_mass:
-            # The bridge describes S_t, not the statistic V_t drawn for a mass rule.
+        if f.uses_mass or f.sketch is not None:
+            # The bridge describes S_t from 0, not the statistic drawn for a mass rule or the
+            # walks after a sketch.
             hidden.add(BRIDGE)
         return hidden
 

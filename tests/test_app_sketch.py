@@ -1,0 +1,327 @@
+"""The dashboard's sketched rules (SPEC §3b), driven without a browser.
+
+The sketch is fitted on demand (never on the first page or a slider's path), once per walk; the
+sketched rules then join the tradeoff, the table and the rule control at their work (the sketch
+plus the terms walked), and the walks plot draws their residual walks from the sketch's score.
+Where no sketch pays, or none can be fitted, they are absent and the dashboard says why, as a
+warning, never an error. Numbers are checked against a classifier fitted from scratch with its
+sketch and evaluated with ``evaluate`` (the exported classifier's path).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from bokeh.document import Document
+from sklearn.frozen import FrozenEstimator
+
+from attentive import AttentiveClassifier
+from attentive.app import exports, rules, sketches
+from attentive.app.layout import Dashboard
+from attentive.app.numbers import HeadlineNumbers, OperatingPointTable
+from attentive.app.plots.tradeoff import TradeoffView, legend_spot
+from attentive.app.plots.walks import caption
+from attentive.app.state import DashboardState, run_inline
+from attentive.app.tour import SKETCHED_VIEW, STEPS
+from attentive.app.widgets import offered
+from attentive.data import load_dataset
+from attentive.estimator import calibration_split
+from attentive.models import make_model
+from tests.test_app_url import url
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+LOWRANK = "synthetic-lowrank"  # where a sketch pays (docs/data.md)
+SKETCHED = rules.rule_names("sketched")
+
+
+@pytest.fixture(autouse=True)
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _forget_sketches():
+    """A walk's sketch, once fitted, is shared by every later session on that walk (as when
+    served): the other modules' states start without one."""
+    yield
+    sketches.sketch.clear()
+
+
+@pytest.fixture(scope="module")
+def lowrank():
+    """A state on the low-rank problem with its sketch fitted (once per module)."""
+    state = DashboardState(dataset=LOWRANK, side="both")
+    state.fit_sketch()
+    assert state.n_errors == 0, state.last_error
+    return state
+
+
+def fresh_sketched_classifier(state) -> tuple[AttentiveClassifier, object]:
+    """The dashboard's classifier with its sketch, rebuilt from scratch: the split, the model,
+    the fit and ``fit_sketch`` at the dashboard's δ and side; and the test rows."""
+    ds = load_dataset(state.dataset)
+    X_fit, _, y_fit, _ = calibration_split(
+        ds.X_train, ds.y_train, delta=0.01, alpha=0.05, random_state=0
+    )
+    model = make_model("rbf", C=1.0, gamma="scale").fit(X_fit, y_fit)
+    clf = AttentiveClassifier(
+        FrozenEstimator(model),
+        centering=state.centering,
+        reference_walks="leave-one-out",
+        random_state=state.seed,
+        early_stopping=True,
+    ).fit(X_fit, y_fit)
+    sketched = clf.with_rule("constant", side="both", delta=0.01).fit_sketch(X_fit, y_fit)
+    return sketched, ds.X_test
+
+
+def test_the_sketch_is_not_fitted_on_the_first_page_or_a_slider_move_but_when_asked():
+    sketches.sketch.clear()
+    state = DashboardState(dataset=LOWRANK, hold_background=True)
+    assert state.sketch is None and sketches.sketch.peek(state.walks) is None
+    state.set_controls(delta=0.05, boundary="curved")
+    assert sketches.sketch.peek(state.walks) is None
+    # A sketched rule asked for before the background starts: the numbers are its family's
+    # until the sketch is in (nothing is fitted on the page's path).
+    state.set_controls(boundary="sketched-curved")
+    assert state.rule.kind == "curved" and state.sketching is None
+    assert sketches.sketch.peek(state.walks) is None
+    jobs = []
+    state.start_background(lambda job, done, fail: jobs.append((job, done)))
+    assert state.sketching is state.walks and len(jobs) == 2  # the tables, and the sketch
+    state.background = run_inline
+    for job, done in list(jobs):
+        done(job())
+    assert state.sketch.pays and state.rule.kind == "sketched-curved"
+    assert state.n_errors == 0, state.last_error
+    # Fitting the sketch left the walk's own classifier (the calibrated rule's) as it was.
+    assert not any(k.startswith("sketched-") for k in state.walks.classifier.reference_profile_)
+    state.set_controls(boundary="calibrated")
+    assert state.calibration().family in rules.family_names()
+
+
+def test_sketched_rules_join_the_tradeoff_and_the_table_at_their_work(lowrank):
+    """Every sketched rule's curve and rows, whose cost is the sketch plus the terms walked:
+    each row is what ``with_rule(name, z=...).evaluate`` of a classifier fitted from scratch
+    with its sketch gives — work, terms, disagreement."""
+    s = lowrank
+    t = s.tradeoff
+    assert set(SKETCHED) <= set(t.families["method"]) and set(SKETCHED) <= set(t.table["family"])
+    assert s.times is not None and set(SKETCHED) <= set(s.times["family"])
+    assert not s.table()["us_per_example"].isna().any()  # every row timed or interpolated
+    clf, X = fresh_sketched_classifier(s)
+    full = clf.with_rule("full", side=s.side).evaluate(X).positive
+    table = t.table
+    for name in ("sketched-curved", "sketched-mass-regression"):
+        rows = table[table["family"] == name]
+        for _, row in rows.iloc[[5, len(rows) // 2, -40]].iterrows():
+            ev = clf.with_rule(name, side=s.side, z=float(row["z"])).evaluate(X)
+            assert row["mean_evaluated_fraction"] == pytest.approx(ev.mean_evaluated_fraction)
+            assert row["work_fraction"] == pytest.approx(ev.work_fraction)
+            assert row["sketch_cost"] == pytest.approx(ev.sketch_cost) and ev.sketch_cost > 0
+            assert row["disagreement"] == pytest.approx(np.mean(ev.positive != full))
+    plain = table[~table["family"].isin(SKETCHED)]
+    np.testing.assert_array_equal(plain["work_fraction"], plain["mean_evaluated_fraction"])
+    # The plot's x is the work; its caption names the sketch.
+    curve = t.families[t.families["method"] == "sketched-curved"]
+    np.testing.assert_allclose(
+        curve["work_fraction"],
+        s.sketch.sketch_cost + curve["mean_evaluated_fraction"] * s.sketch.term_cost,
+    )
+    assert s.sketch.label in sketches.summary(s.sketch)
+
+
+def test_a_sketched_rule_shows_what_a_classifier_fitted_from_scratch_evaluates(lowrank):
+    s = lowrank
+    s.set_controls(boundary="sketched-heteroscedastic", delta=0.02)
+    assert s.n_errors == 0, s.last_error
+    m = s.numbers()
+    clf, X = fresh_sketched_classifier(s)
+    ev = clf.with_rule("sketched-heteroscedastic", side=s.side, z=s.z).evaluate(X)
+    full = clf.with_rule("full", side=s.side).evaluate(X).positive
+    assert m["mean_evaluated"] == pytest.approx(ev.n_evaluated.mean())
+    assert m["work_fraction"] == pytest.approx(ev.work_fraction)
+    assert m["sketch_cost"] == pytest.approx(ev.sketch_cost)
+    assert m["disagreement"] == pytest.approx(np.mean(ev.positive != full))
+    assert s.measured is not None and s.measured.agrees  # the evaluator's own decisions
+    lines = HeadlineNumbers.sketch_lines(m)
+    assert f"{ev.work_fraction:.3f}" in lines["evaluated"]
+    assert f"{1 / ev.work_fraction:.2f}×" in lines["speedup"]
+
+
+def test_the_walks_of_a_sketched_rule_start_at_the_sketchs_score_and_stop_on_its_boundary(
+    lowrank,
+):
+    """The residual walks S^ρ_t: each drawn walk starts at F̃(x) (the sketched walk's start),
+    an unstopped one ends at S_n (the plain walk's end), and every stop lies beyond the rule's
+    boundary at its position — the statistic drawn is the one the rule stops on."""
+    s = lowrank
+    for kind in ("sketched-curved", "sketched-mass-regression"):
+        s.set_controls(boundary=kind, delta=0.05, n_trajectories=200)
+        f = s.walk_figure()
+        assert f.sketch is s.sketch and "F̃(x)" in caption(f)
+        start = s.sketch.classifier.sketched_walk_.start_scores(s.walks.X_test)
+        idx = s.walks.sample[:200]
+        n_eval = s.outcome().n_evaluated[idx]
+        for name, positive in (("negative", False), ("positive", True)):
+            x, y = f.trajectories[name]
+            mine = idx[s.outcome().full_positive[idx] == positive]
+            firsts = np.flatnonzero(np.r_[True, np.isnan(x[:-1])] & ~np.isnan(x))
+            np.testing.assert_allclose(x[firsts], 0.0)
+            np.testing.assert_allclose(y[firsts], start[mine], rtol=1e-5, atol=1e-6)
+        walked = idx[n_eval == s.walks.n_terms]
+        ends = s.sketch.S[walked, -1]
+        np.testing.assert_allclose(ends, s.walks.S[walked, -1], atol=1e-9)
+        b = rules.rule_classifier(s.walks, s.rule).boundary_
+        t = f.stops["t"].to_numpy()
+        beyond = (f.stops["s"].to_numpy() <= b.lower[t - 1] + 1e-9) | (
+            f.stops["s"].to_numpy() >= b.upper[t - 1] - 1e-9
+        )
+        assert len(t) > 0 and beyond.all()
+
+
+def test_the_cheapest_rule_for_a_target_counts_the_sketch(lowrank):
+    """A target picks the least work per example (the sketch counted), which here is a sketched
+    rule; the URL carries its family and z, and a session opened on the URL shows the same."""
+    s = lowrank
+    s.set_controls(boundary="calibrated")
+    dash = Dashboard(state=s)
+    loc = url("")
+    dash.sync_url(loc)
+    s.target = 0.02
+    assert s.n_errors == 0, s.last_error
+    table = s.tradeoff.table
+    ok = table[table["disagreement"] <= 0.02]
+    assert s.numbers()["work_fraction"] == pytest.approx(ok["work_fraction"].min())
+    assert rules.is_sketched(s.boundary)
+    # By terms alone a sketched rule would look cheaper than it is.
+    assert ok["mean_evaluated_fraction"].min() < ok["work_fraction"].min()
+    assert loc.query_params["boundary"] == s.boundary and loc.query_params["z"] == s.z
+    query = {k: v for k, v in loc.query_params.items() if k != "target"}
+    again = Dashboard(state=DashboardState())
+    again.sync_url(url("?" + "&".join(f"{k}={v}" for k, v in query.items())))
+    assert again.state.n_errors == 0, again.state.last_error
+    assert (again.state.boundary, again.state.z) == (s.boundary, s.z)
+    assert again.state.numbers() == s.numbers()
+
+
+def test_the_table_keeps_its_first_columns_through_times_and_sketched_rows(lowrank):
+    """In the browser a new set of columns rebuilds the operating-point table (Panel's
+    Tabulator), and a change of its columns or hidden columns that arrives before the rebuilt
+    table exists raises ("Cannot read properties of null (reading 'offsetWidth')") and drops the
+    rest of that update: the sketched curves of the tradeoff plot never came. So the table keeps
+    the columns and configuration of its first, empty draw while the rows come without their
+    times, with them, and with sketched rows; only which columns are hidden changes."""
+    s = DashboardState(dataset=LOWRANK, side=lowrank.side, hold_background=True)
+    s.param.update(tradeoff=None, times=None)  # as on a first page: the tables follow it
+    view = OperatingPointTable(state=s)
+    model = view.table.get_root(Document())
+
+    def columns():
+        return [c.field for c in model.columns], model.configuration
+
+    first = columns()
+    assert "sketch" in first[0] and "µs / example" in first[0]
+    key = (s.walks, s.side, s.theta)
+    hidden = []
+    for sketched in (False, True):
+        tradeoff = rules.tradeoff(*key, sketched)
+        for times in (None, rules.rule_times(*key, sketched)):
+            s.param.update(tradeoff=tradeoff, times=times)
+            assert columns() == first
+            assert len(view.table.value) > 0
+            assert view.table.value["µs / example"].isna().all() == (times is None)
+            hidden.append({"sketch", "work"} <= set(model.hidden_columns))
+    assert hidden == [True, True, False, False]
+
+
+def test_the_exports_name_the_sketch_and_the_snippet_reproduces_a_sketched_rule(lowrank, tmp_path):
+    s = lowrank
+    s.set_controls(boundary="sketched-regression", delta=0.05, side="lower")
+    m = s.numbers()
+    point = exports.operating_point(s)
+    sketch = s.sketch.classifier.sketched_walk_.sketch
+    assert (point["sketch"]["k"], point["sketch"]["m"]) == (sketch.k, sketch.m)
+    assert point["metrics"]["work_fraction"] == pytest.approx(m["work_fraction"], rel=1e-5)
+    assert "sketched-regression" in exports.operating_points_csv(s).getvalue()
+    path = tmp_path / "snippet.py"
+    path.write_text(exports.snippet(s))
+    out = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, check=True, timeout=600
+    ).stdout
+    printed = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
+    assert float(printed["work per example"]) == pytest.approx(round(m["work_fraction"], 4))
+    assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
+    assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
+
+
+def test_where_no_sketch_pays_the_sketched_rules_are_absent_and_the_reason_is_a_warning():
+    """digits 2 vs 5 (36 support vectors): the choice keeps no sketch. Asking for a sketched
+    rule fits it, then says why in the choice's own numbers — a warning — and puts its family
+    back; the rule control and the tradeoff have no sketched rule."""
+    state = DashboardState(dataset="digits-2v5")
+    assert state.sketch is None and "not fitted" in sketches.note(None)
+    state.set_controls(boundary="sketched-curved", delta=0.05)
+    assert not state.sketch.pays
+    assert state.error_level == "warning" and "no sketch pays" in state.last_error
+    assert state.boundary == "curved" and state.rule.kind == "curved"
+    assert not set(offered(state.sketch)) & set(SKETCHED)
+    assert not set(state.tradeoff.families["method"]) & set(SKETCHED)
+    assert "No sketched rules" in sketches.summary(state.sketch)
+    # The numbers quoted are those of the choice itself (no sketch, and the best sketch).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf, _ = fresh_sketched_classifier(state)
+    totals = [o.total for o in clf.sketch_choice_.options]
+    assert f"{totals[0]:.2f} of a full evaluation without a sketch" in state.last_error
+    assert f"{min(totals[1:]):.2f} with the best one" in state.last_error
+    # Asked again (the URL, the tour): the same warning, nothing fitted again.
+    n = state.n_errors
+    state.set_controls(boundary="sketched-regression")
+    assert state.n_errors == n + 1 and state.boundary == "regression"
+
+
+def test_a_model_without_a_sketch_says_so_at_once():
+    """A linear model: no sketch can be fitted, and that is known without fitting one."""
+    state = DashboardState(dataset="breast-cancer", kernel="linear-svc")
+    assert state.sketch is not None and not state.sketch.pays
+    assert "RBF kernel" in state.sketch.reason
+    assert "LinearSVC" in sketches.note(state.sketch)
+    state.set_controls(boundary="sketched-mass-regression")
+    assert state.error_level == "warning" and state.boundary == "mass-regression"
+    assert state.sketching is None
+
+
+def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
+    step = next(s for s in STEPS if "sketched walk" in s.title)
+    assert step.controls == SKETCHED_VIEW
+    state = DashboardState(**step.controls)
+    assert state.n_errors == 0, state.last_error
+    assert state.sketch.pays and state.rule.kind == step.controls["boundary"]
+    assert state.walk_figure().sketch is state.sketch
+    # The next step goes back to a plain rule, so nothing is fitted for MNIST on the way.
+    after = STEPS[STEPS.index(step) + 1]
+    state.set_controls(**after.controls)
+    assert state.sketching is None and not rules.is_sketched(state.rule.kind)
+
+
+def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank):
+    """The legend sits at the top, where the curves' upper half has the fewest points: on the
+    right by default, in the centre when the plain curves climb on the right and the sketched
+    ones on the left (the low-rank problem's plot)."""
+    right = np.linspace(0.6, 1.0, 20)
+    left = np.linspace(0.02, 0.1, 20)
+    high = np.full(20, 0.1)
+    assert legend_spot(np.r_[left, right], np.r_[high, high], 0.15) == "top_center"
+    assert legend_spot(right, high, 0.15) == "top_left"
+    assert legend_spot(right, high / 10, 0.15) == "top_right"  # low points: no cover needed
+    lowrank.set_controls(boundary="sketched-curved", side="both", delta=0.01)
+    view = TradeoffView(state=lowrank)
+    view.__panel__()
+    assert set(SKETCHED) <= set(lowrank.tradeoff.families["method"])
+    assert view._legend_model.location == "top_center"
