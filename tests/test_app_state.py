@@ -305,3 +305,26 @@ def test_the_exported_point_names_the_positive_class(state):
         "positive": clf.classes_[1].item(),
     }
     assert point["calibration"]["guaranteed"] is True
+
+
+@pytest.mark.parametrize("delta", [0.01, 0.0141])
+def test_a_family_rule_at_any_slider_delta_is_a_row_of_the_table_with_its_numbers(delta):
+    """The picker's table has the current rule's own row (its z off the table's quarter steps)
+    and that row's numbers are the rule's on the test set."""
+    from attentive.app import numbers, rules
+
+    state = DashboardState(boundary="curved", delta=delta)
+    trade = rules.tradeoff(state.walks, state.rule.side, state.rule.theta)
+    rows = numbers.table_rows(trade.table, ("curved", state.z))
+    assert (state.z * 4) % 1 != 0  # off the steps the table shows anyway
+    assert rows["current"].sum() == 1
+    row = rows[rows["current"]].iloc[0]
+    ev = state.walks.classifier.with_rule(
+        "curved", side=state.rule.side, threshold=state.rule.theta, z=state.z
+    ).evaluate(state.walks.X_test)
+    assert row["mean_evaluated_fraction"] == pytest.approx(
+        ev.n_evaluated.mean() / state.walks.n_terms, abs=1e-12
+    )
+    full = state.walks.classifier.with_rule("full", threshold=state.rule.theta)
+    full_positive = full.evaluate(state.walks.X_test).positive
+    assert row["disagreement"] == pytest.approx(np.mean(ev.positive != full_positive), abs=1e-12)

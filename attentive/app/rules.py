@@ -341,7 +341,9 @@ def tradeoff(walks: Walks, side: str, theta: float, sketched: bool = False) -> T
     base = _base(walks, side, theta)
     X, S, n = walks.X_test, walks.S, walks.n_terms
     families = family_tradeoffs(base, X, side)
-    table = operating_points(base, X, walks.y_test)
+    # On the scales the rules' outcomes use (the slider's δ among them), so every rule the
+    # controls can set is a row of the table (the picker highlights it).
+    table = operating_points(base, X, walks.y_test, grid=Z_GRID)
     if "stop_error" not in table:
         table = table.merge(
             families.rename(columns={"method": "family"})[["family", "z", "stop_error"]],
@@ -368,7 +370,11 @@ def _with_sketched(plain: Tradeoff, walks: Walks, side: str, theta: float) -> Tr
     sketch = sketches.sketch(walks)
     names = rule_names("sketched")
     rows = operating_points(
-        _base(walks, side, theta, names[0]), walks.X_test, walks.y_test, families=names
+        _base(walks, side, theta, names[0]),
+        walks.X_test,
+        walks.y_test,
+        families=names,
+        grid=Z_GRID,
     )
     rows["sketch_cost"] = sketch.sketch_cost
     rows["work_fraction"] = sketch.work(rows["mean_evaluated_fraction"])
@@ -419,7 +425,7 @@ def rule_times(walks: Walks, side: str, theta: float, sketched: bool = False) ->
     The evaluator runs on the test set (median of :data:`TIMED_RUNS`) at
     :data:`TIMED_PER_FAMILY` rules of each family, spread over its evaluated fractions, and at
     full evaluation; the other rows are interpolated along the family's evaluated fraction
-    (``measured`` says which rows were run). Timing every one of the ~1,500 rows would take
+    (``measured`` says which rows were run). Timing every one of the ~3,700 rows would take
     minutes; a family's time follows its fraction of terms closely between the timed rules.
     """
     X = walks.X_test
