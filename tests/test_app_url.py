@@ -152,9 +152,10 @@ def test_a_timing_made_stale_by_a_newer_move_is_not_run():
 
 
 def test_the_url_carries_the_exact_rule_a_target_picked():
-    """A target disagreement picks a family at a scale z off the δ slider's grid; the URL holds
-    that z, and a session opened on the URL alone shows the same numbers (before, the URL held
-    δ snapped to the slider and reopened another rule)."""
+    """A target disagreement picks a family at a scale z (on the table's scales: the quarter
+    steps and the slider δs' scales); the URL holds that z exactly, and a session opened on the
+    URL alone shows the same numbers (before, the URL held δ snapped to the slider and reopened
+    another rule). A z off the slider's grid: test_a_z_off_the_slider_reopens_exactly."""
     dash = Dashboard(state=DashboardState())
     loc = url("")
     dash.sync_url(loc)
@@ -162,10 +163,21 @@ def test_the_url_carries_the_exact_rule_a_target_picked():
     s = dash.state
     assert s.n_errors == 0, s.last_error
     assert loc.query_params["z"] == s.z and loc.query_params["boundary"] == s.boundary
-    assert rules.z_of(s.delta) != pytest.approx(s.z, abs=1e-6)  # z is not δ's
     query = {k: v for k, v in loc.query_params.items() if k != "target"}
     again = Dashboard(state=DashboardState())
     again.sync_url(url("?" + "&".join(f"{k}={v}" for k, v in query.items())))
     assert again.state.n_errors == 0, again.state.last_error
     assert (again.state.boundary, again.state.z) == (s.boundary, s.z)
     assert again.state.numbers() == s.numbers()
+
+
+def test_a_z_off_the_slider_reopens_exactly():
+    """A family rule at a z that no δ of the slider gives (a row clicked in the table) is
+    reopened from the URL at that z, with the same numbers."""
+    z = 1.05
+    assert all(abs(rules.z_of(d) - z) > 1e-6 for d in rules.delta_steps())
+    first = Dashboard(state=DashboardState())
+    first.sync_url(url(f"?boundary=curved&z={z}"))
+    assert first.state.n_errors == 0, first.state.last_error
+    assert (first.state.boundary, first.state.z) == ("curved", z)
+    assert first.state.numbers() == DashboardState(boundary="curved", z=z).numbers()
