@@ -328,3 +328,40 @@ def test_a_family_rule_at_any_slider_delta_is_a_row_of_the_table_with_its_number
     full = state.walks.classifier.with_rule("full", threshold=state.rule.theta)
     full_positive = full.evaluate(state.walks.X_test).positive
     assert row["disagreement"] == pytest.approx(np.mean(ev.positive != full_positive), abs=1e-12)
+
+
+def test_the_tables_times_are_ratios_to_full_evaluation_measured_in_turn(monkeypatch, state):
+    """The table's µs per example come from each rule's time relative to full evaluation run
+    in turn with it, so a machine slowed for a while (other sessions, the server's rendering)
+    slows both sides of a round and leaves the ratios as they are; the µs are those ratios
+    times full evaluation's least disturbed time. A fake clock: full evaluation costs 1 ms, a
+    rule 0.2 + its fraction of terms ms, all ten times slower during every other stretch of 20
+    evaluations."""
+    from attentive import AttentiveClassifier
+
+    walks, side, theta = state.walks, state.side, state.theta
+    rules.tradeoff(walks, side, theta)  # before the clock is faked
+    rules.rule_times.clear()
+    clock, calls = [0.0], [0]
+    evaluate = AttentiveClassifier.evaluate
+
+    def timed_evaluate(self, X, *args, **kwargs):
+        ev = evaluate(self, X, *args, **kwargs)
+        calls[0] += 1
+        slow = 10.0 if (calls[0] // 20) % 2 else 1.0
+        full = self.boundary == "full"
+        cost = 1.0 if full else 0.2 + ev.n_evaluated.mean() / self.n_terms_
+        clock[0] += 1e-3 * cost * slow
+        return ev
+
+    monkeypatch.setattr(AttentiveClassifier, "evaluate", timed_evaluate)
+    monkeypatch.setattr(rules.time, "perf_counter", lambda: clock[0])
+    times = rules.rule_times(walks, side, theta)
+    rules.rule_times.clear()
+    m = walks.X_test.shape[0]
+    assert times.attrs["full_us_per_example"] == pytest.approx(1e3 / m)
+    table = rules.timed_table(rules.tradeoff(walks, side, theta), times)
+    timed = table[table["measured"].eq(True)]
+    assert len(timed) >= 4 * 3
+    expected = (0.2 + timed["mean_evaluated_fraction"]) * 1e3 / m
+    np.testing.assert_allclose(timed["us_per_example"], expected, rtol=1e-9)
