@@ -181,22 +181,3 @@ def test_a_z_off_the_slider_reopens_exactly():
     assert first.state.n_errors == 0, first.state.last_error
     assert (first.state.boundary, first.state.z) == ("curved", z)
     assert first.state.numbers() == DashboardState(boundary="curved", z=z).numbers()
-
-
-@pytest.mark.parametrize("query", ["", "?boundary=curved&delta=0.01", "?gamma=0.05&C=1.0"])
-def test_a_resent_address_that_holds_the_state_applies_nothing(query):
-    """The browser's address, sent again (as Panel re-sends it, and as the dashboard does after
-    applying it), changes nothing once the state holds it: a value read from the query as a
-    number (gamma=0.05) equals the control's text "0.05". Before, it never did, and each resend
-    applied the URL and scheduled another: the server's main thread stayed busy and the
-    session's background timing ran tens of times slower."""
-    dash = Dashboard(state=DashboardState())
-    loc = url(query)
-    dash.sync_url(loc)
-    applied = []
-    apply = dash._from_url
-    dash._from_url = lambda values: (applied.append(values), apply(values))
-    for _ in range(3):
-        loc.param.trigger("search")
-    assert applied == []
-    assert dash.state.gamma == "0.05"

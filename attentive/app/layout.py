@@ -308,25 +308,12 @@ class Dashboard(pn.viewable.Viewer):
     def _url_to_state(self, *events) -> None:
         if self._pushing:
             return
-        values = {}
-        for e in events:
-            value = self._as_control(e.name, e.new)
-            if value != getattr(self.state, e.name):
-                values[e.name] = value
+        values = {e.name: e.new for e in events if e.new != getattr(self.state, e.name)}
         if values:
             self._from_url(values)
         self._push([e.name for e in events])  # the URL says what was applied
         if values:
             self._resend_url()
-
-    def _as_control(self, name: str, value):
-        """A URL value as the control holds it. Panel's location reads a query value as JSON
-        when it can, so ``gamma=0.05`` arrives as the number 0.05 for a control that holds the
-        text "0.05"; compared as they came, the two always differed, and every re-sent address
-        applied the URL again and re-sent it (the server's main thread busy for good)."""
-        if isinstance(self.state.param[name], param.String) and not isinstance(value, str | None):
-            return str(value)
-        return value
 
     def _resend_url(self) -> None:
         """Send the URL to the browser again on the next tick.
