@@ -414,7 +414,7 @@ def cheapest(walks: Walks, side: str, theta: float, sketched: bool, target: floa
 #: Rules timed per family for :func:`rule_times` (spread over the family's evaluated fractions),
 #: and runs of each (the median is kept).
 TIMED_PER_FAMILY = 4
-TIMED_RUNS = 5
+TIMED_RUNS = 3
 
 
 @shared(key=_tables_key, max_items=12)
@@ -422,62 +422,53 @@ def rule_times(walks: Walks, side: str, theta: float, sketched: bool = False) ->
     """Microseconds per test example of every operating point of :func:`tradeoff`'s table
     (``sketched``: with the sketched rules' rows, timed after the plain ones).
 
-    The evaluator runs on the test set at :data:`TIMED_PER_FAMILY` rules of each family,
-    spread over its evaluated fractions, each in turn with full evaluation for
-    :data:`TIMED_RUNS` rounds: a rule's time is the median of its rounds' ratios to full
-    evaluation times full evaluation's least disturbed time (the fastest of all its runs). The
-    server renders pages and computes in other threads meanwhile, which slows both sides of a
-    round alike; absolute medians measured there ran several times the time of the same
-    evaluation alone, and out of order between rules. The other rows are interpolated along the
-    family's evaluated fraction (``measured`` says which rows were run). Timing every one of
-    the ~3,700 rows would take minutes; a family's time follows its fraction of terms closely
-    between the timed rules.
+    The evaluator runs on the test set (median of :data:`TIMED_RUNS`) at
+    :data:`TIMED_PER_FAMILY` rules of each family, spread over its evaluated fractions, and at
+    full evaluation; the other rows are interpolated along the family's evaluated fraction
+    (``measured`` says which rows were run). Timing every one of the ~3,700 rows would take
+    minutes; a family's time follows its fraction of terms closely between the timed rules.
     """
+    X = walks.X_test
     if sketched:
         plain = rule_times(walks, side, theta)
         table = tradeoff(walks, side, theta, True).table
         rows = table[table["family"].map(is_sketched)]
-        sketched_rows, _ = _timed(walks, side, theta, rows)
-        full_us = plain.attrs["full_us_per_example"]
-        sketched_rows["us_per_example"] = sketched_rows["ratio_to_full"] * full_us
-        times = pd.concat([plain, sketched_rows], ignore_index=True)
-        times.attrs["full_us_per_example"] = full_us
+        times = pd.concat([plain, _timed(walks, side, theta, rows)], ignore_index=True)
+        times.attrs["full_us_per_example"] = plain.attrs["full_us_per_example"]
         return times
-    times, full_us = _timed(walks, side, theta, tradeoff(walks, side, theta).table)
-    times["us_per_example"] = times["ratio_to_full"] * full_us
+    full_us = _median_us(_base(walks, side, theta).with_rule("full"), X)
+    times = _timed(walks, side, theta, tradeoff(walks, side, theta).table)
     times.attrs["full_us_per_example"] = full_us
     return times
 
 
-def _timed(walks: Walks, side: str, theta: float, table: pd.DataFrame):
-    """:func:`rule_times` of the rows of ``table`` as ratios to full evaluation
-    (``ratio_to_full``): :data:`TIMED_PER_FAMILY` rules of each family timed in turn with full
-    evaluation, the others interpolated along its work per example; and full evaluation's
-    fastest run in µs per example."""
-    X = walks.X_test
-    full = _base(walks, side, theta).with_rule("full")
-    full.evaluate(X)  # a new classifier's first evaluation prepares its evaluator
-    out, full_runs = [], []
+def _timed(walks: Walks, side: str, theta: float, table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rule_times` of the rows of ``table``: :data:`TIMED_PER_FAMILY` rules of each
+    family timed, the others interpolated along its work per example."""
+    out = []
     for family, rows in table.groupby("family", sort=False):
         base = _base(walks, side, theta, family)
         rows = rows.sort_values("work_fraction")
         picks = np.unique(np.linspace(0, len(rows) - 1, TIMED_PER_FAMILY).round().astype(int))
         anchors = rows.iloc[picks]
-        ratios = []
-        for z in anchors["z"]:
-            clf = base.with_rule(family, z=float(z))
-            clf.evaluate(X)
-            (rule_runs, full_part), _ = interleaved_times(
-                [lambda c=clf: c.evaluate(X), lambda: full.evaluate(X)], TIMED_RUNS
-            )
-            ratios.append(float(np.median(np.divide(rule_runs, full_part))))
-            full_runs += full_part
+        us = [_median_us(base.with_rule(family, z=float(z)), walks.X_test) for z in anchors["z"]]
         frame = rows[["family", "z"]].copy()
-        frame["ratio_to_full"] = np.interp(rows["work_fraction"], anchors["work_fraction"], ratios)
+        frame["us_per_example"] = np.interp(rows["work_fraction"], anchors["work_fraction"], us)
         frame["measured"] = frame["z"].isin(anchors["z"])
         out.append(frame)
-    full_us = float(np.min(full_runs)) * 1e6 / max(X.shape[0], 1) if full_runs else float("nan")
-    return pd.concat(out, ignore_index=True), full_us
+    return pd.concat(out, ignore_index=True)
+
+
+def _median_us(clf, X) -> float:
+    """``clf.evaluate(X)``'s median time per example in µs, after one untimed run (a new
+    classifier's first evaluation prepares its evaluator)."""
+    clf.evaluate(X)
+    runs = []
+    for _ in range(TIMED_RUNS):
+        t = time.perf_counter()
+        clf.evaluate(X)
+        runs.append(time.perf_counter() - t)
+    return float(np.median(runs)) * 1e6 / max(X.shape[0], 1)
 
 
 def timed_table(trade: Tradeoff, times: pd.DataFrame | None) -> pd.DataFrame:
