@@ -14,7 +14,7 @@ import pandas as pd
 
 from attentive.errors import InvalidParameterError
 
-__all__ = ["cheapest_operating_point", "operating_points"]
+__all__ = ["cheapest_operating_point", "operating_points", "outcome_points"]
 
 
 def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFrame:
@@ -42,31 +42,37 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
     """
 
     names = tuple(clf.scaled_rules() if families is None else families)
-    frames = []
-    y_pos = None if y is None else np.asarray(y) == clf.classes_[1]
-    for name in names:
-        out = clf.scale_outcomes(X, name, grid)
-        frac = out.evaluated_fractions()
-        frame = pd.DataFrame(
-            {
-                "family": name,
-                "z": out.grid,
-                "nominal_delta": clf.boundary_family(name).nominal_delta(out.grid),
-                "mean_evaluated_fraction": frac,
-                "speedup_terms": 1.0 / np.maximum(frac, 1e-300),
-                "stop_error": out.stop_errors(clf.side_),
-                "disagreement": out.disagreement_rates(),
-            }
-        )
-        if y_pos is not None:
-            pred = out.positive
-            tp = (pred & y_pos[:, None]).sum(axis=0)
-            n_pred = pred.sum(axis=0)
-            frame["accuracy"] = (pred == y_pos[:, None]).mean(axis=0)
-            frame["precision"] = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), np.nan)
-            frame["recall"] = tp / max(int(y_pos.sum()), 1)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(
+        [outcome_points(clf, name, clf.scale_outcomes(X, name, grid), y) for name in names],
+        ignore_index=True,
+    )
+
+
+def outcome_points(clf, name: str, out, y=None) -> pd.DataFrame:
+    """:func:`operating_points`' rows of one family ``name`` from its early decisions ``out``
+    at every scale (:meth:`~attentive.AttentiveClassifier.scale_outcomes`), for a caller that
+    holds them already."""
+    frac = out.evaluated_fractions()
+    frame = pd.DataFrame(
+        {
+            "family": name,
+            "z": out.grid,
+            "nominal_delta": clf.boundary_family(name).nominal_delta(out.grid),
+            "mean_evaluated_fraction": frac,
+            "speedup_terms": 1.0 / np.maximum(frac, 1e-300),
+            "stop_error": out.stop_errors(clf.side_),
+            "disagreement": out.disagreement_rates(),
+        }
+    )
+    if y is not None:
+        y_pos = np.asarray(y) == clf.classes_[1]
+        pred = out.positive
+        tp = (pred & y_pos[:, None]).sum(axis=0)
+        n_pred = pred.sum(axis=0)
+        frame["accuracy"] = (pred == y_pos[:, None]).mean(axis=0)
+        frame["precision"] = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), np.nan)
+        frame["recall"] = tp / max(int(y_pos.sum()), 1)
+    return frame
 
 
 def cheapest_operating_point(

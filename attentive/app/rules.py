@@ -39,7 +39,6 @@ from attentive import (
     default_grid,
     disagreement_rate,
     family_names,
-    operating_points,
     precision_recall,
     stop_error,
 )
@@ -47,6 +46,7 @@ from attentive.app import sketches
 from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
 from attentive.families.sketched import base_family, is_sketched_name
+from attentive.operating_points import outcome_points
 from attentive.rules import rule_names
 
 __all__ = [
@@ -341,9 +341,7 @@ def tradeoff(walks: Walks, side: str, theta: float, sketched: bool = False) -> T
     base = _base(walks, side, theta)
     X, S, n = walks.X_test, walks.S, walks.n_terms
     families = family_tradeoffs(base, X, side)
-    # On the scales the rules' outcomes use (the slider's δ among them), so every rule the
-    # controls can set is a row of the table (the picker highlights it).
-    table = operating_points(base, X, walks.y_test, grid=Z_GRID)
+    table = _points(walks, side, theta, base.scaled_rules())
     if "stop_error" not in table:
         table = table.merge(
             families.rename(columns={"method": "family"})[["family", "z", "stop_error"]],
@@ -364,18 +362,31 @@ def tradeoff(walks: Walks, side: str, theta: float, sketched: bool = False) -> T
     return Tradeoff(families, budgeted, sweep, table, oracle, float(base.theta_s_))
 
 
+def _points(walks: Walks, side: str, theta: float, names) -> pd.DataFrame:
+    """:func:`attentive.operating_points` of the rules ``names`` on the test set, from their
+    cached outcomes on :data:`Z_GRID` (:func:`family_outcomes`: the scales the rules' own
+    outcomes use, the slider's δ among them, so every rule the controls can set is a row of the
+    table and the picker highlights it)."""
+    return pd.concat(
+        [
+            outcome_points(
+                _base(walks, side, theta, name),
+                name,
+                family_outcomes(walks, name, side, theta),
+                walks.y_test,
+            )
+            for name in names
+        ],
+        ignore_index=True,
+    )
+
+
 def _with_sketched(plain: Tradeoff, walks: Walks, side: str, theta: float) -> Tradeoff:
     """``plain`` with the sketched rules' rows: their operating points on the test set (one
     pass per rule over the scales), each at its work — the sketch plus the walked terms."""
     sketch = sketches.sketch(walks)
     names = rule_names("sketched")
-    rows = operating_points(
-        _base(walks, side, theta, names[0]),
-        walks.X_test,
-        walks.y_test,
-        families=names,
-        grid=Z_GRID,
-    )
+    rows = _points(walks, side, theta, names)
     rows["sketch_cost"] = sketch.sketch_cost
     rows["work_fraction"] = sketch.work(rows["mean_evaluated_fraction"])
     curves = rows.rename(columns={"family": "method"})
