@@ -86,12 +86,28 @@ def _blas_kernel() -> str:
     return ", ".join(sorted({f"{i.get('architecture')}" for i in blas})) or "unknown"
 
 
+class _HeadThenPeer:
+    """A fitted pipeline's transforms, then the peer's ``SVC`` (both score the same model)."""
+
+    def __init__(self, head, peer):
+        self.head, self.peer = head, peer
+
+    def decision_function(self, X):
+        return self.peer.decision_function(self.head.transform(X))
+
+
 def _peer(model, X_fit, y_fit):
     """scikit-learn-intelex's ``SVC`` holding ``model``'s support vectors, dual coefficients
     and intercept (so both score the same model), or None where it is not installed or the
-    model is not an ``SVC``."""
+    model is not an ``SVC``. A pipeline ending in an ``SVC``: its own transforms, then the
+    peer's ``SVC``."""
+    from sklearn.pipeline import Pipeline
     from sklearn.svm import SVC
 
+    if isinstance(model, Pipeline) and type(model[-1]) is SVC:
+        head = model[:-1]
+        peer = _peer(model[-1], head.transform(X_fit), y_fit)
+        return None if peer is None else _HeadThenPeer(head, peer)
     if type(model) is not SVC:
         return None
     try:

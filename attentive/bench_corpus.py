@@ -34,7 +34,11 @@ class Problem:
     mnist_like: bool  # float32 pixels / 255 with gamma="scale": the peer's target applies
 
 
-def _mnist(name: str, C: float, repeat: int, quick: bool) -> Problem:
+def _mnist(name: str, C: float, repeat: int, quick: bool, scaled: bool = False) -> Problem:
+    """An MNIST problem as users prepare it: float32 pixels / 255, ``SVC(gamma="scale")``;
+    ``scaled``: with a ``StandardScaler`` in front (a pipeline, rows off the pixel grid)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
     from attentive.data import load_dataset
@@ -48,8 +52,11 @@ def _mnist(name: str, C: float, repeat: int, quick: bool) -> Problem:
     else:
         y_train = np.asarray(ds.y_train)
         X_test = np.tile(X_test, (repeat, 1))
-    suffix = "" if C == 1 else f"-C{C:g}"
-    return Problem(f"mnist-{name}{suffix}", SVC(gamma="scale", C=C), X_train, y_train, X_test, True)
+    suffix = ("" if C == 1 else f"-C{C:g}") + ("-std" if scaled else "")
+    model = SVC(gamma="scale", C=C)
+    if scaled:
+        model = make_pipeline(StandardScaler(), model)
+    return Problem(f"mnist-{name}{suffix}", model, X_train, y_train, X_test, True)
 
 
 def _grid(name: str, quick: bool, tiled: bool = True) -> Problem:
@@ -108,6 +115,9 @@ CORPUS = {
     **{f"mnist-{p}-C10": (lambda q, t, p=p: _mnist(p, 10.0, 10 if t else 1, q)) for p in PAIRS},
     "mnist-8vrest": lambda q, t: _mnist("8vrest", 1.0, 2 if t else 1, q),
     "mnist-8vrest-C10": lambda q, t: _mnist("8vrest", 10.0, 2 if t else 1, q),
+    # The same with a StandardScaler in front: a pipeline, its rows off the pixel grid.
+    "mnist-2v5-std": lambda q, t: _mnist("2v5", 1.0, 10 if t else 1, q, scaled=True),
+    "mnist-8vrest-std": lambda q, t: _mnist("8vrest", 1.0, 2 if t else 1, q, scaled=True),
     "dense-40": lambda q, t: _dense_40(q),
     **{f"grid-{p}": (lambda q, t, p=p: _grid(p, q, t)) for p in PAIRS},
     "digits-2v5": lambda q, t: _registry("digits-2v5", q),

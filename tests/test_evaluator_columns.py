@@ -15,6 +15,7 @@ test cannot pass without using the path it tests.
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -35,6 +36,7 @@ from attentive.evaluator.rows import (
     grid_scale,
     restricted_rows,
     row_on_grid,
+    single_row_norms,
 )
 from attentive.evaluator.sources import NotUsable, sources
 from attentive.evaluator.sources.dot import dot_arrays
@@ -345,15 +347,18 @@ def test_restricted_rows_by_brute_force(grid_problem):
     columns = rbf_arrays(walk, walk_plan(walk)).columns
     X = X + 1e-3 * np.random.default_rng(5).random(X.shape)  # every value off the grid
     for dtype in (np.float64, np.float32):
-        rows, norms2 = restricted_rows(columns, X, dtype=dtype)
+        rows, norms2, error = restricted_rows(columns, X, dtype=dtype)
         assert rows.dtype == dtype and np.shares_memory(rows, X) == (dtype == np.float64)
         np.testing.assert_array_equal(rows, X[:, columns.first : columns.stop].astype(dtype))
         np.testing.assert_allclose(norms2, (X**2).sum(axis=1), rtol=1e-13)
+        assert not error.any()  # float64 rows: summed in float64
     X32 = _float32(X)
-    rows, norms2 = restricted_rows(columns, X32, dtype=np.float32)
+    rows, norms2, error = restricted_rows(columns, X32, dtype=np.float32)
     assert np.shares_memory(rows, X32)  # float32 rows as given: a view
     np.testing.assert_array_equal(rows, X32[:, columns.first : columns.stop])
-    np.testing.assert_allclose(norms2, (X32.astype(np.float64) ** 2).sum(axis=1), rtol=1e-13)
+    # Float32 rows: summed in float32 by chunks, within their bound of the exact norm.
+    exact = (X32.astype(np.float64) ** 2).sum(axis=1)
+    assert np.all(np.abs(norms2 - exact) <= error) and np.all(error <= 1e-5 * exact)
     bad = X.copy()
     bad[3, 0] = np.nan
     with pytest.raises(NonFiniteInput):
@@ -363,6 +368,30 @@ def test_restricted_rows_by_brute_force(grid_problem):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert np.isinf(restricted_rows(columns, big)[1][3])
+
+
+@pytest.mark.parametrize("d", [1, 127, 128, 129, 784, 1000])
+def test_single_row_norms_are_within_their_bound_of_the_exact_norms(d):
+    """|x|² of float32 rows summed in float32 by chunks: within the returned bound of the exact
+    sum of squares (rational arithmetic), for rows of every size of value, including squares
+    that underflow; a square that overflows float32 gives an infinite norm."""
+    rng = np.random.default_rng(d)
+    X = np.concatenate(
+        [
+            rng.standard_normal((4, d)) * scale
+            for scale in (1e-25, 1e-3, 1.0, 1e6, 1e15)  # 1e-25: squares below float32's range
+        ]
+    ).astype(np.float32)
+    X[0] = np.float32(1.0) + np.float32(2.0**-23)  # the same value in every column
+    norms2, error = single_row_norms(X)
+    exact = np.array([float(sum(Fraction(float(v)) ** 2 for v in row)) for row in X])
+    assert np.all(np.abs(norms2 - exact) <= error)
+    assert np.all(error <= 1e-5 * exact + d * 2.0**-149)
+    if d >= 128:  # the float32 sums are visible: the check can fail
+        assert np.any(norms2 != exact)
+    big = X[:2].copy()
+    big[1, 0] = 1e20
+    assert np.isinf(single_row_norms(big)[0][1]) and np.isfinite(single_row_norms(big)[0][0])
 
 
 def test_a_grid_on_every_column_walks_on_the_grid(built):

@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import attentive.evaluator.blocked as blocked
-from attentive.boundaries import Boundary, curved_boundary, reference_statistics
+from attentive.boundaries import Boundary, curved_boundary, full_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator.plan import Thresholds, walk_plan
@@ -110,7 +110,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, settled, monke
     _assert_same(ev, ref, _band(walk))
     # Without the band, float32 products alone decide some of these knife edges wrongly.
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
+        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, path="walk")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
@@ -157,9 +157,61 @@ def test_a_row_too_far_for_the_band_walks_in_double_precision(rbf, settled, monk
         walk.partial_scores(Xt), boundary, theta_s, walk.offset, walk.terms.classes
     )
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.full(np.shape(x), 1e-2)
+        rbf_single,
+        "product_relative_error",
+        lambda g, y, w, x, d, e=0.0: np.full(np.shape(x), 1e-2),
     )
     ev = evaluate(walk, Xt, boundary, theta_s, path="walk")
+    assert not settled  # nothing walked in float32
+    _assert_same(ev, ref)
+
+
+def _far_rows(Xt, rows, scale=300.0):
+    """``Xt`` with ``rows`` moved far out (a rare, long row): their float32 products' bound is
+    above the band's limit, the other rows' far below it."""
+    X = np.array(Xt, dtype=np.float32)
+    X[rows] *= scale
+    return X
+
+
+def test_full_evaluation_recomputes_only_the_rows_without_a_band(rbf, monkeypatch):
+    """A tile with a few rows whose float32 products could be off by more than the band allows:
+    those rows (and any whose label the band leaves unsure) are recomputed in double precision,
+    the rest keep their float32 totals; labels are double precision's and scikit-learn's."""
+    walk, X_train, y_train, Xt = rbf
+    far = np.array([3, 50, 200])
+    X = _far_rows(Xt[:400], far)
+    plan = walk_plan(walk)
+    rho = RBFSingleSource(walk, plan, X).relative_error()
+    assert np.isinf(rho[far]).all() and np.isfinite(np.delete(rho, far)).all()
+    recomputed = []
+    exact = RBFSingleSource.exact.tile_totals.__func__
+
+    def counted(cls, walk_, plan_, Xd, budget, final=None):
+        recomputed.append(len(Xd))
+        return exact(cls, walk_, plan_, Xd, budget, final)
+
+    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    boundary = _curved(walk, X_train, y_train, 0.05)
+    theta_s = walk.theta_s(0.0)
+    ev = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1, precision="mixed")
+    assert 0 < len(far) <= sum(recomputed) < len(X) // 4  # not the whole tile
+    S = walk.partial_scores(X)
+    ref = apply_boundary(S, full_boundary(walk.n_terms), theta_s, walk.offset, walk.terms.classes)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=_band(walk))
+
+
+def test_a_walk_over_rows_without_a_band_takes_double_precision(rbf, settled):
+    """Walks cannot use a float32 source some of whose rows have no band (those rows would be
+    unsure at every crossing): the chunk walks in double precision, with the reference's
+    stops."""
+    walk, X_train, y_train, Xt = rbf
+    X = _far_rows(Xt[:400], np.array([3, 50, 200]))
+    boundary = _curved(walk, X_train, y_train, 0.05)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, walk.terms.classes)
+    ev = evaluate(walk, X, boundary, theta_s, path="walk", n_jobs=1, precision="mixed")
     assert not settled  # nothing walked in float32
     _assert_same(ev, ref)
 
@@ -214,7 +266,7 @@ def test_labels_near_theta_are_decided_in_double_precision(rbf, settled, monkeyp
     np.testing.assert_array_equal(full.labels[j], S[j, -1] >= theta_s)
 
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
+        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, path="walk")
     assert unsafe.labels[j] != ref.labels[j]
@@ -267,7 +319,7 @@ def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.labels, ref.labels)
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d: np.zeros(np.shape(x))
+        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, **kwargs)
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)

@@ -23,7 +23,12 @@ MAX_RELATIVE_TERM_ERROR = 1e-3
 
 
 def product_relative_error(
-    gamma: float, sv_norm: float, log_w_max: float, x_norms: np.ndarray, d: int
+    gamma: float,
+    sv_norm: float,
+    log_w_max: float,
+    x_norms: np.ndarray,
+    d: int,
+    norm_error: np.ndarray | float = 0.0,
 ) -> np.ndarray:
     """Bound, per example, on the relative error of each RBF term ``|w| K(x, y)`` computed as
     ``exp(fl32(x · 2γy) + (−γ|y|² + log|w|) − γ|x|²)`` with the product in float32 and the rest
@@ -38,9 +43,13 @@ def product_relative_error(
     result ``ρ(x)``: every computed term ``|w| K̂`` is within ``ρ(x) |w| K̂`` of the exact one
     (``K̂ ≥ K (1 − ρ)``, so bounding by the computed magnitude loses a factor ``1/(1 − ρ)``,
     included). ``sv_norm`` is the largest ``|y|``, ``log_w_max`` the largest ``|log|w||``.
+    ``norm_error``: a bound on the error of the ``|x|²`` the exponent's ``−γ|x|²`` was computed
+    from (``x_norms`` their roots), which moves the exponent by ``γ`` times as much.
     """
-    x_norms = np.asarray(x_norms, dtype=np.float64)
+    norm_error = np.asarray(norm_error, dtype=np.float64)
+    x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
     e = 1.01 * (d + 2) * U32 * 2.0 * gamma * x_norms * sv_norm
+    e += gamma * norm_error
     e += 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
     rho = 1.001 * e + 8 * U64
     return 1.01 * rho / (1.0 - rho)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.errors import NonFiniteInput
+from attentive.evaluator.precision import U32, U64
 from attentive.evaluator.scratch import scratch
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "grid_scale",
     "restricted_rows",
     "row_norms",
+    "single_row_norms",
     "support_columns",
 ]
 
@@ -291,12 +293,47 @@ _SQUARE_COLUMNS = 256
 
 def restricted_rows(columns: SupportColumns, X: np.ndarray, *, dtype=np.float64):
     """Rows ``X`` on the support vectors' columns in ``dtype`` (a view where ``X`` is of that
-    dtype already), and their ``|x|²`` over all columns in float64. Rows whose norm is not finite
-    are refused (:class:`NonFiniteInput`) unless their values are finite."""
-    norms2 = row_norms(X)
+    dtype already), their ``|x|²`` over all columns, and a bound on each ``|x|²``'s error: float64
+    rows summed in float64 (error 0: double rounding, as the reference's), float32 rows in
+    float32 (:func:`single_row_norms`). Rows whose norm is not finite are refused
+    (:class:`NonFiniteInput`) unless their values are finite."""
+    if X.dtype == np.float32:
+        norms2, error = single_row_norms(X)
+    else:
+        norms2, error = row_norms(X), np.zeros(X.shape[0])
     if not np.isfinite(norms2).all():
         check_finite_rows(norms2, X)
     rows = columns.view(X)
     if rows.dtype != dtype:
         rows = rows.astype(dtype)
-    return rows, norms2
+    return rows, norms2, error
+
+
+# Columns summed in float32 at a time by single_row_norms (then in float64).
+NORM_CHUNK = 128
+
+
+def single_row_norms(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``|x|²`` of float32 rows, summed in float32 over chunks of :data:`NORM_CHUNK` columns and
+    the chunks in float64, and a bound on each one's error against the exact ``|x|²``.
+
+    A sum of ``c`` squares in float32, in any order, is within ``γ_c = c u32 / (1 − c u32)`` of
+    itself (the terms are all ≥ 0), plus ``2^-149`` a square that underflows; the chunks' sum in
+    float64 adds ``(d / c + 1) u64`` of itself. About 3× faster than converting the rows to
+    float64 a tile at a time (:func:`row_norms`; MNIST rows), for a bound of ``~8e-6 |x|²`` —
+    in a term's exponent ``γ |x|²``, far inside the float32 product's own (:func:`attentive.
+    evaluator.precision.product_relative_error`). A square that overflows makes the norm
+    infinite (the row then goes to a double-precision source)."""
+    m, d = X.shape
+    c = NORM_CHUNK
+    whole = d - d % c
+    norms2 = np.zeros(m)
+    if whole:
+        blocks = X[:, :whole].reshape(m, whole // c, c)
+        norms2 += np.einsum("ijk,ijk->ij", blocks, blocks).sum(axis=1, dtype=np.float64)
+    if whole < d:
+        rest = X[:, whole:]
+        norms2 += np.einsum("ij,ij->i", rest, rest)
+    g = (c + 1) * U32 / (1.0 - (c + 1) * U32)
+    error = 1.01 * (g / (1.0 - g) + (d // c + 2) * U64) * norms2 + d * 2.0**-149
+    return norms2, error

@@ -5,6 +5,8 @@ specialisations)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from attentive.evaluator.sources.base import NotUsable, TermSource
 
 __all__ = [
@@ -67,6 +69,12 @@ def build_source(walk, plan, X, precision: str, cls: type[TermSource] | None = N
         if precision == "double" and source.certified:
             # Double precision asked for: a source whose terms carry a band (rows near the grid
             # but not on it) is not that.
+            cls = source_for(walk, plan, X, precision, after=cls)
+            continue
+        if source.certified and not np.isfinite(source.relative_error()).all():
+            # A row without a useful band: full evaluation recomputes such rows in double
+            # precision (TermSource.tile_totals), but a walk would leave them unsure at every
+            # crossing, so walks take the next source for the whole chunk.
             cls = source_for(walk, plan, X, precision, after=cls)
             continue
         return source

@@ -176,6 +176,10 @@ class TermSource(ABC):
             U += start
         if not source.certified:
             return U, None
-        band = source.relative_error() * (np.ones(budget) @ out)
-        band += source.allowance(Thresholds(None, None), final)[budget - 1]
+        rho = source.relative_error()
+        # A row without a useful band (an infinite bound) is recomputed in double precision.
+        band = np.full(rho.shape, np.inf)
+        ok = np.isfinite(rho)
+        band[ok] = rho[ok] * (np.ones(budget) @ out[:, ok])
+        band[ok] += source.allowance(Thresholds(None, None), final)[budget - 1]
         return U, band

@@ -32,7 +32,10 @@ from attentive.evaluator.sources.rbf import (
 )
 from attentive.terms import check_width
 
-__all__ = ["RBFSingleSource"]
+__all__ = ["MAX_LOOSE_SHARE", "RBFSingleSource"]
+
+#: A tile with more than this share of rows without a useful band goes to double precision whole.
+MAX_LOOSE_SHARE = 0.25
 
 
 @register_source(priority=SINGLE)
@@ -57,12 +60,24 @@ class RBFSingleSource(TermSource):
         X = np.asarray(X)
         check_width(X, a.width)
         d = a.width
-        rows, norms2 = restricted_rows(a.columns, X, dtype=np.float32)
+        rows, norms2, norm_error = restricted_rows(a.columns, X, dtype=np.float32)
         super().__init__(walk, plan, rows)
         self.row = -a.gamma * norms2
-        self.rho = product_relative_error(a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), d)
-        if not self.rho.max(initial=0.0) <= MAX_RELATIVE_TERM_ERROR:
-            raise NotUsable("a row's float32 products could be off by more than the band allows")
+        self.rho = product_relative_error(
+            a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), d, norm_error
+        )
+        # A row whose terms could be off by more than MAX_RELATIVE_TERM_ERROR (a long row far
+        # out: standardised pixels of a rare stroke) has no useful band: its bound is set to
+        # infinity, and the walk and full evaluation hand it to double precision at once, while
+        # the rest of the tile keeps its float32 products. A tile of many such rows goes to
+        # double precision whole.
+        loose = ~(self.rho <= MAX_RELATIVE_TERM_ERROR)
+        if loose.any():
+            if loose.mean() > MAX_LOOSE_SHARE:
+                raise NotUsable(
+                    "many rows' float32 products could be off by more than a band allows"
+                )
+            self.rho[loose] = np.inf
         dense_costs(self, a.columns.n_columns, single=True)
 
     def keep(self, idx):
