@@ -14,7 +14,7 @@ import attentive.evaluator.blocked as blocked
 from attentive.boundaries import Boundary, curved_boundary, full_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
-from attentive.evaluator.plan import Thresholds, walk_plan
+from attentive.evaluator.plan import Thresholds, survival_schedule, walk_plan
 from attentive.evaluator.sources import rbf_single
 from attentive.evaluator.sources.rbf_single import RBFSingleSource
 from attentive.terms import decompose
@@ -214,6 +214,50 @@ def test_a_walk_over_rows_without_a_band_takes_double_precision(rbf, settled):
     ev = evaluate(walk, X, boundary, theta_s, path="walk", n_jobs=1, precision="mixed")
     assert not settled  # nothing walked in float32
     _assert_same(ev, ref)
+
+
+def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_float32(rbf):
+    """Reference rows with a row the float32 source holds without a band: the call's chunks
+    would walk in double precision while full evaluation keeps float32, so the pilot prices
+    the walk in the double source's terms and adds its costlier preparation of each row (and
+    takes the full path where that makes walking dearer than evaluating every term)."""
+    from attentive.evaluator import evaluate_blocked
+    from attentive.evaluator.sources import build_source
+    from attentive.evaluator.sources.rbf import RBFDoubleSource
+
+    walk, X_train, y_train, Xt = rbf
+    X = np.asarray(Xt[:400], dtype=np.float32)
+    theta_s = walk.theta_s(0.0)
+    plan = walk_plan(walk)
+    clean = X[:128]
+    loose = _far_rows(clean, np.array([3]))
+    single, double = (
+        build_source(walk, plan, clean, "single"),
+        build_source(walk, plan, loose, "single"),
+    )
+    assert isinstance(single, RBFSingleSource) and isinstance(double, RBFDoubleSource)
+    assert double.term_ns > 1.3 * single.term_ns and double.prep_ns > single.prep_ns
+    pilots = []
+    for reference in (clean, loose):
+        boundary = _curved(walk, X_train, y_train, 0.05)  # a boundary of its own: its own pilot
+        evaluate_blocked(walk, X, boundary, theta_s, reference=reference, n_jobs=1)
+        (pilot,) = plan.pilots(boundary).by_kind.values()
+        pilots.append(pilot)
+    # Nearly the same stops (one row of 128 moved far out), priced in dearer terms.
+    assert abs(pilots[1].stops.mean() - pilots[0].stops.mean()) < 0.05 * walk.n_terms
+    n = walk.n_terms
+    priced = {}
+    for name, source, pilot in (("single", single, pilots[0]), ("double", double, pilots[1])):
+        _, cost = survival_schedule(
+            pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
+        )
+        priced[name] = cost
+    assert pilots[0].walk_cost == pytest.approx(priced["single"], rel=1e-12)
+    # The double walk's cost in the float32 source's terms, plus its dearer preparation.
+    extra = (double.prep_ns - single.prep_ns) / single.term_ns
+    expected = priced["double"] * double.term_ns / single.term_ns + extra
+    assert pilots[1].walk_cost == pytest.approx(expected, rel=1e-12)
+    assert expected > 1.4 * priced["double"]  # what pricing it in its own terms left out
 
 
 @pytest.mark.parametrize("bad", ["float32", 32, True])

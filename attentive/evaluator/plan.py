@@ -164,10 +164,12 @@ class Thresholds:
 
 @dataclass
 class KeptPilots:
-    """What the pilot keeps for one (walk, boundary): the stops of its sample of walks, and the
-    :class:`~attentive.evaluator.pilot.Pilot` made from them for each kind of term source."""
+    """What the pilot keeps for one (walk, boundary): its sample of rows and the stops of their
+    walks, and the :class:`~attentive.evaluator.pilot.Pilot` made from them for each kind of
+    term source."""
 
     stops: np.ndarray | None = None
+    sample: np.ndarray | None = None
     by_kind: dict = field(default_factory=dict)
 
 

@@ -66,6 +66,10 @@ class TermSource(ABC):
         The longest block a survival schedule may give it.
     start_cost : float
         A row's fixed cost before its first block (a sketch's features); 0 by default.
+    term_ns, prep_ns : float
+        A full evaluation's term, and a row's preparation (conversion, norms: what walking and
+        full evaluation with this source both pay first), in ns: what the pilot compares a walk
+        with one source against full evaluation with another by.
     """
 
     kind: ClassVar[str]
@@ -79,6 +83,7 @@ class TermSource(ABC):
     row_cost: float = 4.0
     start_cost: float = 0.0  # a row's fixed cost before any block (a sketch's features)
     term_ns: float = 2.0  # a full evaluation's term, in ns (what a wrapper's own costs compare to)
+    prep_ns: float = 0.0  # a row's preparation before any term, in ns
     max_block: int = MAX_SURVIVAL_BLOCK
 
     @classmethod

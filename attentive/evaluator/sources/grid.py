@@ -30,6 +30,7 @@ from attentive.evaluator.sources.dot import (
     is_dense_dot_kernel,
 )
 from attentive.evaluator.sources.rbf import (
+    PREP_GRID,
     WIDE_FEATURES,
     RBFDoubleSource,
     dense_costs,
@@ -97,7 +98,7 @@ class _GridRows(TermSource):
             raise NotUsable("a row is off the support vectors' grid")
         super().__init__(walk, plan, columns.view(held.K))
         self.columns = columns
-        dense_costs(self, columns.n_columns, single=True)
+        dense_costs(self, columns.n_columns, single=True, prep=PREP_GRID)
         return held
 
     def keep(self, idx):

@@ -23,6 +23,7 @@ from attentive.evaluator.rows import block_product, restricted_rows
 from attentive.evaluator.sources import SINGLE, register_source
 from attentive.evaluator.sources.base import NotUsable, TermSource
 from attentive.evaluator.sources.rbf import (
+    PREP_NORMS,
     WIDE_FEATURES,
     RBFDoubleSource,
     dense_costs,
@@ -78,7 +79,7 @@ class RBFSingleSource(TermSource):
                     "many rows' float32 products could be off by more than a band allows"
                 )
             self.rho[loose] = np.inf
-        dense_costs(self, a.columns.n_columns, single=True)
+        dense_costs(self, a.columns.n_columns, single=True, prep=PREP_NORMS)
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too

@@ -124,7 +124,8 @@ class SketchedSource(TermSource):
         self.start_values = self.features @ self.arrays_.beta - self.arrays_.mean_start
         self.certified = inner.certified
         self._sketched = None
-        term_ns = getattr(inner, "term_ns", 2.0)
+        term_ns = self.term_ns = inner.term_ns
+        self.prep_ns = inner.prep_ns
         self.term_cost = inner.term_cost + _walked_ns(walk.sketch) / term_ns
         self.mass_cost = inner.mass_cost
         self.row_cost = inner.row_cost
