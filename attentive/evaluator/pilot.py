@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
 from attentive.evaluator.walk import walk_whole
@@ -122,7 +123,11 @@ def pilot_for(
     # evaluation keeps the routed source (it recomputes such rows alone), so a walk's cost is
     # scaled by its terms' time against the routed source's.
     routed = make_source(X[:1])
-    source = routed if kept.sample is None else make_source(kept.sample)
+    sample = kept.sample
+    # (A sample of another kind of rows than the call's, sparse against dense, says nothing of
+    # the call's chunks.)
+    alike = sample is not None and sp.issparse(sample) == sp.issparse(X)
+    source = make_source(sample) if alike else routed
     term_cost = source.term_cost + (source.mass_cost if thr.mass is not None else 0.0)
     n = plan.n_terms
     schedule, cost = survival_schedule(

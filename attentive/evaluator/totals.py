@@ -26,15 +26,15 @@ MIN_CHUNK = 64
 
 def tile_totals(walk, plan, X, budget: int, precision: str, final: float | None):
     """``U_B`` of the rows of one tile by the first source that takes them."""
-    cls = source_for(walk, plan, X, precision)
+    cls = source_for(walk, plan, X, precision, full=True)
     while True:
         try:
             U, band = cls.tile_totals(walk, plan, X, budget, final)
         except NotUsable:
-            cls = source_for(walk, plan, X, precision, after=cls)
+            cls = source_for(walk, plan, X, precision, after=cls, full=True)
             continue
         if precision == "double" and band is not None:  # a band is not double precision
-            cls = source_for(walk, plan, X, precision, after=cls)
+            cls = source_for(walk, plan, X, precision, after=cls, full=True)
             continue
         break
     if band is not None and final is not None:
@@ -61,7 +61,7 @@ def totals(
     if m == 0:
         return out
     step = chunk_size or max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, budget))
-    single = getattr(source_for(walk, plan, X[:1], precision), "single_thread", False)
+    single = getattr(source_for(walk, plan, X[:1], precision, full=True), "single_thread", False)
     jobs = n_jobs if m * budget >= PARALLEL_MIN_ELEMENTS and not single else 1
 
     def task(lo, hi):

@@ -45,12 +45,15 @@ def sources() -> tuple[type[TermSource], ...]:
     return tuple(_SOURCES)
 
 
-def source_for(walk, plan, X, precision: str, *, after: type[TermSource] | None = None):
+def source_for(
+    walk, plan, X, precision: str, *, after: type[TermSource] | None = None, full: bool = False
+):
     """The first registered source usable for ``walk`` on prepared rows ``X`` at ``precision``
-    (``"single"`` or ``"double"``); with ``after``, the first after that one."""
+    (``"single"`` or ``"double"``); with ``after``, the first after that one; ``full``: for a
+    full evaluation (skipping sources that leave it to a later one, ``serves_full``)."""
     candidates = _SOURCES if after is None else _SOURCES[_SOURCES.index(after) + 1 :]
     for cls in candidates:
-        if cls.usable(walk, plan, X, precision):
+        if cls.usable(walk, plan, X, precision) and (not full or cls.serves_full(X)):
             return cls
     raise LookupError(f"no term source serves {walk.terms.kind} terms on {type(X).__name__} rows")
 

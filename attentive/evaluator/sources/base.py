@@ -93,6 +93,12 @@ class TermSource(ABC):
         (``"single"`` or ``"double"``)."""
 
     @classmethod
+    def serves_full(cls, X) -> bool:
+        """Whether full evaluation takes this source for rows ``X`` where it is usable (it may
+        leave them to a later one that evaluates every term faster). True by default."""
+        return True
+
+    @classmethod
     def arrays(cls, walk: Walk, plan: WalkPlan):
         """What the source precomputes once per walk (support vectors in walk order, say);
         None by default. Kept by the plan under the source's :attr:`kind`."""

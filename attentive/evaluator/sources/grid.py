@@ -133,6 +133,14 @@ class RBFGridSource(_GridRows):
         return _near_grid(columns, X)
 
     @classmethod
+    def serves_full(cls, X):
+        # Float32 rows near the grid carry a band here as they would with the float32 source,
+        # which takes them without converting them to integers first: full evaluation in
+        # 0.85-0.9 of the time on MNIST pairs (in-process A/B, 4,000 rows). Walks keep the
+        # grid: its band is ~100x narrower, and leaves fewer walks unsure.
+        return np.asarray(X).dtype != np.float32
+
+    @classmethod
     def arrays(cls, walk, plan):
         return rbf_arrays(walk, plan)
 
