@@ -147,6 +147,31 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     assert band[-1].max() < 1e-5 * total  # and the band is tight enough to decide most stops
 
 
+@pytest.mark.parametrize("budget", [None, 37])
+def test_the_float32_totals_are_within_their_band(rbf, budget):
+    """Full and budgeted evaluation's totals from the float32 source (products, exponents,
+    ``exp`` and sums all in float32): |Û_B − U_B| ≤ band, with U_B computed independently in
+    extended precision from the definition; the float32 error is visible, and the band tight."""
+    walk, _, _, Xt = rbf
+    plan = walk_plan(walk)
+    n = walk.n_terms
+    B = n if budget is None else budget
+    X = np.asarray(Xt[:300], dtype=np.float32)
+    U_hat, band = RBFSingleSource.tile_totals(walk, plan, X, B, final=0.0)
+
+    gamma = np.longdouble(walk.terms.kernel_params["gamma"])
+    Y = np.asarray(walk.terms.support_vectors, dtype=np.longdouble)[walk.order][:B]
+    Xl = np.asarray(X, dtype=np.longdouble)
+    d2 = ((Xl[None, :, :] - Y[:, None, :]) ** 2).sum(axis=2)
+    w = np.asarray(plan.ordered_weights, dtype=np.longdouble)[:B]
+    U = (w[:, None] * np.exp(-gamma * d2)).sum(axis=0)
+    err = np.abs(U_hat - U).astype(np.float64)
+    assert np.all(err <= band)
+    total = float(np.abs(plan.ordered_weights[:B]).sum())
+    assert err.max() > 1e-9 * total  # float32 is visible: the check can fail
+    assert band.max() < 1e-4 * total  # and the band is tight enough to decide most labels
+
+
 def test_a_row_too_far_for_the_band_walks_in_double_precision(rbf, settled, monkeypatch):
     """Rows whose float32 products could be off by more than the band allows (about 1e-3 of a
     term) are not held by the float32 source: the router takes the double-precision one."""

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from attentive.evaluator.plan import Thresholds
 from attentive.evaluator.precision import (
     MAX_RELATIVE_TERM_ERROR,
     product_relative_error,
+    single_totals_error,
 )
 from attentive.evaluator.rows import block_product, restricted_rows
 from attentive.evaluator.sources import SINGLE, register_source
@@ -91,6 +93,34 @@ class RBFSingleSource(TermSource):
         np.add(single.T, self.a.sv_offset[start:stop, None], out=out)
         out += self.row
         np.exp(out, out=out)
+
+    @classmethod
+    def tile_totals(cls, walk, plan, X, budget, final=None):
+        """``U_B`` of a tile's rows for full and budgeted evaluation, all in float32: the
+        products, the exponent, ``exp`` and the two sums (signed, and the mass for the bound)
+        in one product of the terms with ``[s | 1]`` (about a third of the time of finishing
+        them in float64 over MNIST's rows), under the bound of
+        :func:`attentive.evaluator.precision.single_totals_error` plus the double-precision
+        rounding allowance; rows without a useful bound get an infinite one (recomputed in
+        double precision by the caller)."""
+        source = cls(walk, plan, X)
+        a = source.a
+        E = block_product(source.X, a.scaled32[:budget])
+        E += a.sv_offset[:budget].astype(np.float32)
+        E += source.row.astype(np.float32)[:, None]
+        np.exp(E, out=E)
+        signs = np.ones((budget, 2), dtype=np.float32)
+        signs[:, 0] = plan.weight_signs[:budget]
+        UM = (E @ signs).astype(np.float64)
+        U, masses = UM[:, 0], UM[:, 1]
+        x_norms = np.sqrt(-source.row / a.gamma)
+        size = 2.02 * a.gamma * x_norms * a.sv_norm + np.abs(a.sv_offset).max(initial=0.0)
+        size += np.abs(source.row)
+        band = np.full(U.shape, np.inf)
+        ok = np.isfinite(source.rho)
+        band[ok] = single_totals_error(source.rho[ok], size[ok], masses[ok], budget)
+        band[ok] += source.allowance(Thresholds(None, None), final)[budget - 1]
+        return U, band
 
     def relative_error(self):
         return self.rho
