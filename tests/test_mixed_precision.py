@@ -277,10 +277,15 @@ def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_
             pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
         )
         priced[name] = cost
-    assert pilots[0].walk_cost == pytest.approx(priced["single"], rel=1e-12)
-    # The double walk's cost in the float32 source's terms, plus its dearer preparation.
-    extra = (double.prep_ns - single.prep_ns) / single.term_ns
-    expected = priced["double"] * double.term_ns / single.term_ns + extra
+    # Both in terms of full evaluation's (float32 products, finished in float32), the double
+    # walk's plus its dearer preparation.
+    full_ns = single.full_term_ns
+    assert full_ns < single.term_ns
+    assert pilots[0].walk_cost == pytest.approx(
+        priced["single"] * single.term_ns / full_ns, rel=1e-12
+    )
+    extra = (double.prep_ns - single.prep_ns) / full_ns
+    expected = priced["double"] * double.term_ns / full_ns + extra
     assert pilots[1].walk_cost == pytest.approx(expected, rel=1e-12)
     assert expected > 1.4 * priced["double"]  # what pricing it in its own terms left out
 

@@ -197,7 +197,10 @@ def evaluate_blocked(
             # with it each row's outcome, is the same whatever rows come with it.
             if reference is not None:
                 reference = as_rows(reference)
-            pilot = pilot_for(plan, boundary, thr, source_cls.kind, Xp, make_source, reference)
+            full_cls = source_for(base, base_plan, Xp[:1], precision, full=True)
+            pilot = pilot_for(
+                plan, boundary, thr, source_cls.kind, Xp, make_source, reference, full_cls
+            )
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":

@@ -90,7 +90,14 @@ def _spread(m: int, k: int) -> np.ndarray:
 
 
 def pilot_for(
-    plan: WalkPlan, boundary, thr: Thresholds, kind: str, X, make_source, reference=None
+    plan: WalkPlan,
+    boundary,
+    thr: Thresholds,
+    kind: str,
+    X,
+    make_source,
+    reference=None,
+    full_cls=None,
 ) -> Pilot | None:
     """The pilot kept for (walk, boundary, source ``kind``), made if there is none yet.
 
@@ -98,7 +105,8 @@ def pilot_for(
     prepared for the walk), else of rows of ``X`` if it has at least :data:`PILOT_MIN` (else
     None: no pilot). ``make_source(rows, precision=None, cls=None)`` gives a source holding rows
     as the call's chunks are held (the default arguments), or as the exact double-precision
-    source routed for them (``"double"``, ``None``)."""
+    source routed for them (``"double"``, ``None``); ``full_cls``: the source full evaluation
+    takes for the call's rows, where it is not the one walks are routed to."""
     kept = plan.pilots(boundary)
     pilot = kept.by_kind.get(kind)
     if pilot is not None:
@@ -120,9 +128,11 @@ def pilot_for(
     # The costs of the source the call's chunks will be walked by: the routed one, or the next
     # where the sample's rows include one it cannot hold with a useful band (a float32 source:
     # a chunk of the call then very likely holds one too, and walks in double precision). Full
-    # evaluation keeps the routed source (it recomputes such rows alone), so a walk's cost is
-    # scaled by its terms' time against the routed source's.
+    # evaluation keeps its own source (it recomputes such rows alone; float32 rows near a grid
+    # go to the float32 source, which finishes its terms in float32 there), so a walk's cost
+    # is scaled by its terms' time against a term of full evaluation.
     routed = make_source(X[:1])
+    full = routed if full_cls is None else make_source(X[:1], cls=full_cls)
     sample = kept.sample
     # (A sample of another kind of rows than the call's, sparse against dense, says nothing of
     # the call's chunks.)
@@ -133,14 +143,15 @@ def pilot_for(
     schedule, cost = survival_schedule(
         stops, n, source.row_cost, term_cost=term_cost, max_block=source.max_block
     )
-    # In units of the routed source's term, with what preparing a row costs the walk's source
+    # In units of a term of full evaluation, with what preparing a row costs the walk's source
     # beyond what it costs full evaluation's (the double source's augmented copy against the
     # float32 source's norms: ~0.4 of a full evaluation of 270 terms over 784 features).
-    extra = (source.prep_ns - routed.prep_ns) / routed.term_ns
+    full_ns = full.full_term_ns or full.term_ns
+    extra = (source.prep_ns - full.prep_ns) / full_ns
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
-        walk_cost=(cost + source.start_cost) * source.term_ns / routed.term_ns + extra,
+        walk_cost=(cost + source.start_cost) * source.term_ns / full_ns + extra,
         full_cost=float(n),
     )
     kept.by_kind[kind] = pilot

@@ -70,6 +70,9 @@ class TermSource(ABC):
         A full evaluation's term, and a row's preparation (conversion, norms: what walking and
         full evaluation with this source both pay first), in ns: what the pilot compares a walk
         with one source against full evaluation with another by.
+    full_term_ns : float or None
+        A term of full evaluation by :meth:`tile_totals`, in ns, where it differs from
+        ``term_ns`` (a source that finishes its terms in float32 there).
     """
 
     kind: ClassVar[str]
@@ -84,6 +87,7 @@ class TermSource(ABC):
     start_cost: float = 0.0  # a row's fixed cost before any block (a sketch's features)
     term_ns: float = 2.0  # a full evaluation's term, in ns (what a wrapper's own costs compare to)
     prep_ns: float = 0.0  # a row's preparation before any term, in ns
+    full_term_ns: float | None = None  # a term of full evaluation, ns, where not term_ns
     max_block: int = MAX_SURVIVAL_BLOCK
 
     @classmethod

@@ -35,8 +35,11 @@ from attentive.evaluator.sources.rbf import (
 )
 from attentive.terms import check_width
 
-__all__ = ["MAX_LOOSE_SHARE", "RBFSingleSource"]
+__all__ = ["FLOAT32_FINISH_SAVING", "MAX_LOOSE_SHARE", "RBFSingleSource"]
 
+#: What finishing a term in float32 saves in full evaluation (:meth:`RBFSingleSource.
+#: tile_totals`), ns: 0.65 against 1.85 ns a term for the exponent, exp and sums (MNIST tiles).
+FLOAT32_FINISH_SAVING = 1.2
 #: A tile with more than this share of rows without a useful band goes to double precision whole.
 MAX_LOOSE_SHARE = 0.25
 
@@ -82,6 +85,7 @@ class RBFSingleSource(TermSource):
                 )
             self.rho[loose] = np.inf
         dense_costs(self, a.columns.n_columns, single=True, prep=PREP_NORMS)
+        self.full_term_ns = self.term_ns - FLOAT32_FINISH_SAVING
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too
