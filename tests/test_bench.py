@@ -41,6 +41,26 @@ def test_corpus_names_every_kind_the_issue_asks_for():
     assert {f"mnist-{p}-C10" for p in ("2v5", "4v9", "3v8", "7v9")} <= names
     assert {"mnist-8vrest", "mnist-8vrest-C10", "dense-40"} <= names
     assert {f"grid-{p}" for p in ("2v5", "4v9", "3v8", "7v9")} <= names
+    assert {"mnist-2v5-std", "mnist-8vrest-std"} <= names  # a pipeline in front
+
+
+def test_the_peer_of_a_pipeline_scores_the_same_model():
+    """A StandardScaler in front of the SVC: the peer is the pipeline's own transform, then
+    scikit-learn-intelex's SVC holding the same support vectors (where it is installed)."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    from attentive.bench import _peer
+
+    p = load_problem("mnist-2v5-std", quick=True)
+    assert isinstance(p.model, Pipeline) and p.mnist_like
+    model = clone(p.model).fit(p.X_train, p.y_train)
+    peer = _peer(model, p.X_train, p.y_train)
+    if peer is None:
+        pytest.skip("scikit-learn-intelex is not installed (the bench extra)")
+    np.testing.assert_allclose(
+        peer.decision_function(p.X_test), model.decision_function(p.X_test), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_targets_follow_the_issue():
@@ -58,10 +78,18 @@ def test_targets_follow_the_issue():
     assert t["full/sklearnex ≤ 1_1"][2] and not t["full/sklearnex ≤ 1"][2]
     assert t["predict/sklearnex ≤ 1/1.5_1"][2] and not t["predict/sklearnex ≤ 1/1.5"][2]
     assert not t["predict/full ≤ f+0.15"][2]  # 0.5 > 0.35
-    r["f"] = 0.7  # f > 0.6 and > 0.4: only the 1.05 and peer-full targets remain
+    # Issue 35: predict at least twice as fast as the peer on every MNIST-like problem.
+    assert t["predict/sklearnex ≤ 1/2_1"] == (0.25, 0.5, True)
+    assert t["predict/sklearnex ≤ 1/2"][0] == pytest.approx(0.5 / 0.7)
+    assert not t["predict/sklearnex ≤ 1/2"][2]
+    r["f"] = 0.7  # f > 0.6 and > 0.4: only the 1.05 and peer targets remain
     assert set(_targets(r, with_peer=True)) == {
         "predict/full ≤ 1.05_1",
         "predict/full ≤ 1.05",
         "full/sklearnex ≤ 1_1",
         "full/sklearnex ≤ 1",
+        "predict/sklearnex ≤ 1/2_1",
+        "predict/sklearnex ≤ 1/2",
     }
+    r["mnist_like"] = False  # the peer targets are for MNIST-like problems
+    assert set(_targets(r, with_peer=True)) == {"predict/full ≤ 1.05_1", "predict/full ≤ 1.05"}
