@@ -5,8 +5,10 @@ dashboard's words, and an uploaded file's name is not reloaded as a dataset."""
 from __future__ import annotations
 
 import numpy as np
+import panel as pn
 import pytest
 from panel.io.location import Location
+from panel.util import parse_query
 
 from attentive.app import rules
 from attentive.app.layout import Dashboard
@@ -26,6 +28,30 @@ def url(query: str) -> Location:
 @pytest.fixture
 def dash():
     return Dashboard(state=DashboardState())
+
+
+@pytest.fixture
+def ticks(monkeypatch):
+    """What the dashboard leaves for a served session's next tick (``pn.state.execute``), kept
+    until :func:`run_ticks` runs it."""
+    pending = []
+    monkeypatch.setattr(pn.state, "execute", lambda fn, schedule="auto": pending.append(fn))
+    return pending
+
+
+def run_ticks(pending, n: int = 5) -> None:
+    """Run ``n`` ticks: each runs what the one before left."""
+    for _ in range(n):
+        todo, pending[:] = list(pending), []
+        for fn in todo:
+            fn()
+
+
+def count_applied(dash) -> list:
+    """Every ``set_controls`` of ``dash``'s state from now on (its keyword arguments)."""
+    applied, apply = [], dash.state.set_controls
+    dash.state.set_controls = lambda **values: (applied.append(values), apply(**values))[1]
+    return applied
 
 
 def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
@@ -181,3 +207,70 @@ def test_a_z_off_the_slider_reopens_exactly():
     assert first.state.n_errors == 0, first.state.last_error
     assert (first.state.boundary, first.state.z) == ("curved", z)
     assert first.state.numbers() == DashboardState(boundary="curved", z=z).numbers()
+
+
+@pytest.mark.parametrize("query", ["", "?boundary=curved&delta=0.01", "?gamma=0.05&C=1.0"])
+def test_an_idle_session_applies_nothing_once_the_url_holds_the_state(query, ticks):
+    """The browser sends its address as it connects, and the location's ``search`` may be sent
+    again later: once the URL holds the state, none of that applies anything or leaves work for
+    a later tick. A value read from the query as a number (gamma=0.05) equals the control's text
+    "0.05". Before, it never did: every re-send applied the URL again and scheduled another, so
+    the server's main thread stayed busy for good and the session's background timing ran tens
+    of times slower."""
+    dash = Dashboard(state=DashboardState())
+    loc = url(query)
+    dash.sync_url(loc)  # as the page is built
+    in_use = parse_query(loc.search)
+    applied = count_applied(dash)
+    loc.search = query  # the browser's address, as it connects
+    run_ticks(ticks)
+    for _ in range(3):
+        loc.param.trigger("search")
+        run_ticks(ticks)
+    assert applied == [] and ticks == []
+    assert parse_query(loc.search) == in_use
+    assert dash.state.gamma == "0.05" and dash.state.n_errors == 0, dash.state.last_error
+
+
+@pytest.mark.parametrize(
+    ("query", "browser"),
+    [("?target=0.01", "?target=0.01"), ("?delta=0.05", "?delta=0.05"), ("", "?seed=0")],
+)
+def test_the_browser_gets_the_url_in_use_on_the_tick_after_it_sent_its_own(query, browser, ticks):
+    """The browser sends its address as it connects (a link with only a target, a δ typed off
+    the slider's grid); the server holds the URL in use (the rule the target picked, δ snapped),
+    but Panel does not echo ``search`` back while it handles the browser's change of it. On the
+    next tick the location's ``search`` is set (or re-sent) to the URL in use, which reaches
+    the browser, and nothing more is scheduled."""
+    dash = Dashboard(state=DashboardState())
+    loc = url(query)
+    dash.sync_url(loc)  # as the page is built
+    in_use = parse_query(loc.search)
+    assert {"boundary", "z", "delta"} <= in_use.keys()
+    sent = []
+    loc.param.watch(lambda e: sent.append(e.new), "search", onlychanged=False)
+    loc.search = browser
+    sent.clear()  # what happened while the browser's change was handled
+    run_ticks(ticks, n=1)
+    assert sent and parse_query(sent[-1]) == in_use
+    sent.clear()
+    run_ticks(ticks)
+    assert sent == [] and ticks == []
+
+
+def test_a_cleared_target_in_the_url_reopens_without_an_error():
+    """Moving δ away from a picked target clears it, and the location writes the cleared value
+    as ``target=null``. Sent again, or opened in a new session, that address applies nothing
+    and reports nothing (before, it was applied as the text "null": "expected a number")."""
+    dash = Dashboard(state=DashboardState())
+    loc = url("")
+    dash.sync_url(loc)
+    dash.state.target = 0.02
+    dash.state.set_controls(delta=0.05)
+    assert dash.state.target is None and loc.query_params["target"] == "null"
+    loc.param.trigger("search")
+    again = Dashboard(state=DashboardState())
+    again.sync_url(url(loc.search))
+    for d in (dash, again):
+        assert d.state.n_errors == 0, d.state.last_error
+    assert again.state.numbers() == dash.state.numbers()

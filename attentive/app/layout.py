@@ -9,12 +9,15 @@ the URL query (dataset, δ, θ, seed, boundary) and the theme.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import ClassVar
+from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 import param
 from panel.io.resources import CDN_DIST
+from panel.util import parse_query
 
 from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
@@ -120,6 +123,14 @@ def model_words(walks, name: str) -> str:
         f"examples ({int(walks.y_test.sum()):,} positive), {ds.n_features:,} features.  \n"
         f"{model}."
     )
+
+
+def url_value(value):
+    """``value`` as Panel's location reads it back from the query it writes for it: JSON for
+    what is not text, and a query value that looks like a number or a boolean is read as one
+    (the text "0.05" comes back as the number 0.05, None as the text "null")."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return parse_query("?" + urlencode({"v": text})).get("v", text)
 
 
 class UrlControls(param.Parameterized):
@@ -283,17 +294,22 @@ class Dashboard(pn.viewable.Viewer):
         never with the state itself: whatever the URL says — on opening, or when the browser
         sends its address after connecting — reaches the state through its validation (snapped
         to the sliders' grids, reported once in the dashboard's words), and the URL is then set
-        to what was applied."""
+        to what was applied. The stand-in holds each value as the location reads it back from
+        the query it writes (:func:`url_value`), so an address that holds the state changes
+        nothing and applies nothing."""
         self._location = location
-        self._url = UrlControls(**{k: getattr(self.state, k) for k in URL_PARAMETERS})
+        # None stays out of the first address (the location writes no query value for it).
+        start = {k: getattr(self.state, k) for k in URL_PARAMETERS}
+        self._url = UrlControls(**{k: url_value(v) for k, v in start.items() if v is not None})
         self._pushing = False
         self.state.param.watch(self._state_to_url, list(URL_PARAMETERS))
         self._url.param.watch(self._url_to_state, list(URL_PARAMETERS))
         location.sync(self._url, {p: p for p in URL_PARAMETERS})
+        location.param.watch(self._address_set, "search")
 
     def _push(self, names) -> None:
         """The state's values of ``names`` into the URL."""
-        values = {k: getattr(self.state, k) for k in names}
+        values = {k: url_value(getattr(self.state, k)) for k in names}
         changed = {k: v for k, v in values.items() if getattr(self._url, k) != v}
         if changed:
             self._pushing = True
@@ -308,30 +324,39 @@ class Dashboard(pn.viewable.Viewer):
     def _url_to_state(self, *events) -> None:
         if self._pushing:
             return
-        values = {e.name: e.new for e in events if e.new != getattr(self.state, e.name)}
+        values = {e.name: e.new for e in events if e.new != url_value(getattr(self.state, e.name))}
         if values:
             self._from_url(values)
         self._push([e.name for e in events])  # the URL says what was applied
-        if values:
-            self._resend_url()
 
-    def _resend_url(self) -> None:
-        """Send the URL to the browser again on the next tick.
+    def _address_set(self, event) -> None:
+        """An address that lacks the URL in use (the browser's, as it connects: a link with only
+        ``?target=0.01``, a δ typed off the slider's grid) is answered with the URL in use on
+        the next tick.
 
-        When the browser sends its address (it does so as it connects), Panel does not echo a
-        change of that same property back while it handles it, so a value the state changed (a
-        hand-typed δ snapped to the slider's grid) would stay as typed in the address bar. On the
-        next tick the location's ``search`` is re-sent as the server holds it."""
-        doc = pn.state.curdoc
-        location = self._location
-        if doc is None or doc.session_context is None or location is None:
+        Panel does not echo a property back while it handles the browser's change of it, so
+        what the dashboard wrote into the address in the meantime (the rule applied, δ snapped)
+        would never reach the address bar; after that handling, the location's ``search`` set
+        or re-sent does. Compared as text, so the answer itself, which holds the URL in use,
+        schedules nothing."""
+        address = dict(parse_qsl(event.new.removeprefix("?"), keep_blank_values=True))
+        if any(address.get(k) != v for k, v in self._url_query().items()):
+            pn.state.execute(self._send_url, schedule=True)
+
+    def _url_query(self) -> dict[str, str]:
+        """The URL in use: the stand-in's values as the location writes them."""
+        held = {k: getattr(self._url, k) for k in URL_PARAMETERS}
+        return {
+            k: v if isinstance(v, str) else json.dumps(v) for k, v in held.items() if v is not None
+        }
+
+    def _send_url(self) -> None:
+        """The URL in use into the location's ``search``, sent to the browser (re-sent when the
+        server held it already: the browser may not)."""
+        if self._closed:
             return
-
-        def resend() -> None:
-            if not self._closed:
-                location.param.trigger("search")
-
-        doc.add_next_tick_callback(resend)
+        self._location.update_query(**self._url_query())
+        self._location.param.trigger("search")
 
     def _from_url(self, query: dict) -> None:
         """Controls from the URL. Model inputs are applied together (one build); the rule's

@@ -142,8 +142,15 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     SHOTS.mkdir(parents=True, exist_ok=True)
     evaluated.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "jupyterlab.png"))
+    # Panel's page sends every change back to the kernel (docs/app.md, "Known defects"); a
+    # figure replaced in the meantime came back as models Bokeh refused ("failed to validate
+    # Line.line_color … got Value('#8c8c8c')", a traceback in the cell's output). The plots
+    # are drawn in place now, and no model comes back refused.
+    outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
     context.close()
     assert after != before, f"the slider did not move the numbers ({before})"
+    refused_models = [t[-1500:] for t in outputs if "failed to validate" in t]
+    assert not refused_models, refused_models[0]
     cdn = [u for u in refused if any(k in u for k in ("bokeh", "panel", "holoviz", "cdn"))]
     assert not cdn, f"the page asked the internet for scripts: {cdn[:5]}"
     for path in beside:

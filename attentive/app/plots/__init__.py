@@ -1,5 +1,5 @@
-"""The dashboard's plots, one module each: the walks, tradeoff and theory plots on a common
-in-place-updating Bokeh base; the precision–recall plot the shared HoloViews element."""
+"""The dashboard's plots, one module each: the walks, tradeoff, precision–recall and theory plots
+on a common in-place-updating Bokeh base."""
 
 from attentive.app.plots.base import COLORS, PlotView
 from attentive.app.plots.pr import PrecisionRecallView

@@ -270,6 +270,11 @@ class PlotView(pn.viewable.Viewer):
         """What the plot draws: the state's :attr:`output`."""
         return getattr(self.state, self.output)()
 
+    def _watch(self) -> None:
+        """Redraw when what the plot draws changes (the inputs of :attr:`output`, and
+        :attr:`extra`)."""
+        bind(self._on_change, self.state, self.output, *self.extra, watch=True)
+
     def _on_change(self, *values) -> None:
         doc = self._fig.document
         if doc is None or doc.session_context is None:
@@ -289,7 +294,7 @@ class PlotView(pn.viewable.Viewer):
             self._fig = self._figure()
             self._build(self._fig)
             self._refresh(self._value())
-            bind(self._on_change, self.state, self.output, *self.extra, watch=True)
+            self._watch()
             self._pane = pn.pane.Bokeh(self._fig, sizing_mode="stretch_both", min_height=300)
         return self._pane
 

@@ -1,73 +1,77 @@
 """Precision–recall against the true labels: the full score, the paper's Algorithm-1 scores of the
-current rule (``stopped_score="boundary"``) and a budget of the same mean cost. Drawn when the
-evaluator's measurement arrives (:func:`attentive.app.rules.measure`), after a move's patch has
-left, so it has no 50 ms budget: it is the shared HoloViews element of the notebooks and the
-reproduced figures (:func:`attentive.plots.precision_recall_plot`), redrawn on each measurement."""
+current rule (``stopped_score="boundary"``) and a budget of the same mean cost, as the evaluator's
+measurement gives them (:func:`attentive.app.rules.measure`).
+
+Drawn in place like the other plots (:class:`PlotView`: one figure, its sources re-assigned), when
+a measurement arrives, never on the move itself. It was the shared HoloViews element of the
+notebooks (:func:`attentive.plots.precision_recall_plot`), redrawn as a new figure on each
+measurement; in a notebook, Panel's page sends every change back to the kernel, and a figure that
+had been replaced by then came back as new models that Bokeh refused ("failed to validate
+Line.line_color … got Value('#8c8c8c')": BokehJS writes a glyph's line colour as a value spec, the
+Python ``Line`` takes a plain colour), a traceback in the cell's output."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import panel as pn
-import param
+from bokeh.core.properties import value
 
-from attentive.app.plots.base import COLORS, hv_plots
-from attentive.app.state import DashboardState
+from attentive.app.plots.base import COLORS, PlotView, col
 
 __all__ = ["PrecisionRecallView"]
 
 NAMES = {"attentive": "attentive (Algorithm 1)", "budgeted": "budgeted, same cost"}
 
 
-class PrecisionRecallView(pn.viewable.Viewer):
-    """Precision–recall of the full, attentive and budgeted scores against the true labels."""
-
-    state = param.ClassSelector(class_=DashboardState)
+class PrecisionRecallView(PlotView):
+    """Precision–recall of the full, attentive and budgeted scores against the true labels: step
+    curves, the full score's drawn wide underneath so that it stays visible where the others
+    coincide with it (as :func:`attentive.plots.precision_recall_plot` draws them)."""
 
     title = "Precision–recall against the true labels"
+    xlabel = "recall"
+    ylabel = "precision"
+    legend_location = "bottom_left"
     METHODS = ("full", "attentive", "budgeted")
-    HEIGHT = 380
+    RANGES = ((0.0, 1.01), (0.0, 1.02))
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._pane = None
+    def _value(self):
+        return self.state.measured
 
-    def _element(self):
-        m = self.state.measured
-        if m is None:  # not measured yet: empty curves, the legend says so
-            pr = pd.DataFrame({"method": list(self.METHODS), "recall": np.nan, "precision": np.nan})
-            labels = {k: f"{k}: evaluating…" for k in self.METHODS}
-        else:
-            pr = m.pr
-            labels = {
-                k: f"{NAMES.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS
-            }
-        colors = {k: COLORS[k] for k in self.METHODS}
-        element = hv_plots().precision_recall_plot(
-            pr, labels, self.title, colors=colors, height=self.HEIGHT
-        )
-        return element.opts(
-            ylim=(0.0, 1.02), toolbar="above", hooks=[_page_scrolls], backend="bokeh"
-        )
+    def _watch(self) -> None:
+        # A move clears the measurement (None: nothing is redrawn) and the new one follows it.
+        self.state.param.watch(lambda event: self._on_change(), "measured")
 
-    def _on_measured(self, event) -> None:
-        # A move clears the measurement (None) and a new one arrives after it: the plot is
-        # redrawn only then, never on the move itself (a HoloViews redraw is ~100 ms).
-        if event.new is not None:
-            self._pane.object = self._element()  # Panel sends it in the session's context
+    def _build(self, fig) -> None:
+        items = {}
+        for method in self.METHODS:  # full first, underneath
+            full = method == "full"
+            src = self._source(method, "recall", "precision")
+            items[method] = [
+                fig.step(
+                    "recall",
+                    "precision",
+                    source=src,
+                    mode="after",
+                    color=COLORS[method],
+                    line_width=4 if full else 1.8,
+                    line_alpha=0.55 if full else 1.0,
+                )
+            ]
+        self._legend(fig, items)
+        for method, item in self._items.items():  # until the first measurement
+            item.label = value(f"{NAMES.get(method, method)}: evaluating…")
+        for rng, (lo, hi) in zip((fig.x_range, fig.y_range), self.RANGES, strict=True):
+            rng.update(start=lo, end=hi, reset_start=lo, reset_end=hi)
 
-    def __panel__(self):
-        if self._pane is None:
-            self._pane = pn.pane.HoloViews(
-                self._element(), backend="bokeh", sizing_mode="stretch_width", min_height=300
-            )
-            self.state.param.watch(self._on_measured, "measured")
-        return self._pane
+    def _data(self, m):
+        pr = m.pr
+        return {
+            method: {"recall": col(rows["recall"]), "precision": col(rows["precision"])}
+            for method in self.METHODS
+            for rows in [pr[pr["method"] == method]]
+        }
 
+    def _labels(self, m):
+        return {k: f"{NAMES.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS}
 
-def _page_scrolls(plot, element) -> None:
-    """The mouse wheel scrolls the page (the zoom tools stay one click away)."""
-    fig = plot.state
-    fig.toolbar.active_scroll = None
-    fig.toolbar.logo = None
-    fig.title.align = "center"
+    def _ranges(self, m):
+        return self.RANGES

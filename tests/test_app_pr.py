@@ -1,0 +1,54 @@
+"""The precision–recall plot is drawn in place: a new measurement re-assigns its sources and
+legend labels and replaces no Bokeh model (in a notebook, a replaced figure came back from the
+page as new models that Bokeh refused: a traceback in the cell's output)."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.core.property.vectorization import Value
+from bokeh.document import Document
+from bokeh.models import Line, Step
+
+from attentive.app.plots import PrecisionRecallView
+from attentive.app.state import DashboardState
+
+
+@pytest.fixture(autouse=True)
+def _offline(offline_data_home):
+    """No network; models trained once per test session."""
+
+
+def drawn(doc: Document) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Legend label → (recall, precision) the document draws for it."""
+    out = {}
+    for legend_item in (m for m in doc.models if type(m).__name__ == "LegendItem"):
+        (renderer,) = legend_item.renderers
+        data = renderer.data_source.data
+        label = legend_item.label
+        text = label.value if isinstance(label, Value) else label
+        out[text] = (np.asarray(data["recall"]), np.asarray(data["precision"]))
+    return out
+
+
+def test_a_new_measurement_redraws_the_precision_recall_plot_in_place():
+    state = DashboardState()
+    view = PrecisionRecallView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    models = {m.id for m in doc.models}
+    assert state.measured is not None
+    state.set_controls(delta=0.05)  # a move, then its measurement
+    m = state.measured
+    assert {m.id for m in doc.models} == models  # nothing replaced, nothing added
+    lines = [g for g in doc.models if isinstance(g, Line | Step)]
+    assert lines and all(isinstance(g.line_color, str) for g in lines)
+    # What is drawn is the measurement's precision–recall, labelled with its AP.
+    shown = drawn(doc)
+    assert len(shown) == 3
+    for method, rows in m.pr.groupby("method"):
+        (label,) = [k for k in shown if f"AP {m.average_precision[method]:.3f}" in k]
+        recall, precision = shown[label]
+        np.testing.assert_allclose(recall, rows["recall"], rtol=1e-6)
+        np.testing.assert_allclose(precision, rows["precision"], rtol=1e-6)
