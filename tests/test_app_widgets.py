@@ -347,3 +347,8 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     assert "data-key='clock'>1.60× (1.40–2.00)</div>" in faster
     assert "costs more" not in faster and "20.0 µs per example" in faster
     assert "672 of 673 (99.8%)" in faster  # never rounded up to 100 %
+    # The warning follows the median as the card shows it: 0.996 reads "1.00×", no warning.
+    even = card([0.996, 0.99, 1.01])
+    assert "data-key='clock'>1.00× (0.99–1.01)</div>" in even
+    assert "costs more" not in even and "µs per example" in even
+    assert "costs more" in card([0.994, 0.99, 1.01])  # "0.99×"
