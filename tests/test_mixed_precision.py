@@ -15,6 +15,11 @@ from attentive.boundaries import Boundary, curved_boundary, full_boundary, refer
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator.plan import Thresholds, survival_schedule, walk_plan
+from attentive.evaluator.precision import (
+    MAX_RELATIVE_TERM_ERROR,
+    dot_bounds,
+    product_relative_error,
+)
 from attentive.evaluator.sources import rbf_single
 from attentive.evaluator.sources.rbf_single import RBFSingleSource
 from attentive.terms import decompose
@@ -110,7 +115,9 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, settled, monke
     _assert_same(ev, ref, _band(walk))
     # Without the band, float32 products alone decide some of these knife edges wrongly.
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
+        rbf_single,
+        "product_relative_error",
+        lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, path="walk")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
@@ -184,7 +191,7 @@ def test_a_row_too_far_for_the_band_walks_in_double_precision(rbf, settled, monk
     monkeypatch.setattr(
         rbf_single,
         "product_relative_error",
-        lambda g, y, w, x, d, e=0.0: np.full(np.shape(x), 1e-2),
+        lambda g, y, w, x, d, e=0.0, **kw: np.full(np.shape(x), 1e-2),
     )
     ev = evaluate(walk, Xt, boundary, theta_s, path="walk")
     assert not settled  # nothing walked in float32
@@ -340,7 +347,9 @@ def test_labels_near_theta_are_decided_in_double_precision(rbf, settled, monkeyp
     np.testing.assert_array_equal(full.labels[j], S[j, -1] >= theta_s)
 
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
+        rbf_single,
+        "product_relative_error",
+        lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, path="walk")
     assert unsafe.labels[j] != ref.labels[j]
@@ -393,7 +402,128 @@ def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.labels, ref.labels)
     monkeypatch.setattr(
-        rbf_single, "product_relative_error", lambda g, y, w, x, d, e=0.0: np.zeros(np.shape(x))
+        rbf_single,
+        "product_relative_error",
+        lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
     )
     unsafe = evaluate(walk, Xt, boundary, theta_s, **kwargs)
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
+
+
+@pytest.fixture(scope="module")
+def quiet_columns():
+    """An RBF model over 100 standardised features of which 20 barely vary in training (every
+    support vector is small there), and test rows of which some are far out on those 20
+    columns: a rare stroke's pixels after a StandardScaler."""
+    rng = np.random.default_rng(11)
+    X, y = make_classification(
+        n_samples=1400, n_features=100, n_informative=20, flip_y=0.05, random_state=7
+    )
+    X = StandardScaler().fit_transform(X)
+    quiet = np.arange(80, 100)
+    X[:, quiet] *= 1e-3
+    X_train, y_train, Xt = X[:600], y[:600], np.array(X[600:], dtype=np.float32)
+    model = SVC(C=2.0, gamma="scale").fit(X_train, y_train)
+    walk = make_walk(decompose(model), X_train, y_train, random_state=0)[0]
+    far = np.arange(0, 400, 20)
+    Xt[np.ix_(far, quiet)] = rng.choice([-1.0, 1.0], size=(far.size, quiet.size)) * 200.0
+    return walk, X_train, y_train, Xt, far
+
+
+def test_holders_bound_gives_rows_far_out_on_quiet_columns_a_band(quiet_columns):
+    """Rows far out only where every support vector is small: Cauchy–Schwarz's bound leaves
+    them no band; Hölder's (the row against each column's largest support-vector value) gives
+    them one, and every term is still within it against extended precision."""
+    walk, _, _, Xt, far = quiet_columns
+    plan = walk_plan(walk)
+    X = Xt[:400]
+    source = RBFSingleSource(walk, plan, X)
+    rho = source.relative_error()
+    a = rbf_single.rbf_arrays(walk, plan)
+    norms2 = np.einsum("ij,ij->i", X.astype(np.float64), X.astype(np.float64))
+    by_cauchy_schwarz = product_relative_error(
+        a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), X.shape[1]
+    )
+    assert (by_cauchy_schwarz[far] > MAX_RELATIVE_TERM_ERROR).all()  # no band by the first
+    assert np.isfinite(rho[far]).all() and (rho[far] <= MAX_RELATIVE_TERM_ERROR).all()
+    assert np.all(rho[far] < by_cauchy_schwarz[far] / 10)
+
+    n = walk.n_terms
+    H = np.empty((n, len(X)))
+    source.block(0, n, H)
+    gamma = np.longdouble(walk.terms.kernel_params["gamma"])
+    Y = np.asarray(walk.terms.support_vectors, dtype=np.longdouble)[walk.order]
+    Xl = np.asarray(X, dtype=np.longdouble)
+    d2 = ((Xl[None, :, :] - Y[:, None, :]) ** 2).sum(axis=2)
+    exact = np.abs(np.asarray(plan.ordered_weights, dtype=np.longdouble))[:, None] * np.exp(
+        -gamma * d2
+    )
+    err = np.abs(H - exact).astype(np.float64)
+    assert np.all(err <= rho[None, :] * H)
+
+
+def test_dot_bounds_are_above_every_support_vectors_sum_and_close_to_the_largest():
+    """``dot_bounds`` against the exact ``max_y Σ|x_i 2γy_i|`` (extended precision), with
+    float32 rows and sums that would round down."""
+    rng = np.random.default_rng(4)
+    Y = rng.normal(size=(50, 300)) * rng.uniform(1e-3, 10, size=300)
+    X = (rng.normal(size=(40, 300)) * rng.uniform(1e-3, 1e3, size=300)).astype(np.float32)
+    scaled = 2.0 * 0.01 * Y
+    col_max = np.nextafter(np.abs(scaled).max(axis=0).astype(np.float32), np.float32(np.inf))
+    got = dot_bounds(X, col_max)
+    Xl, Sl = np.asarray(X, dtype=np.longdouble), np.asarray(scaled, dtype=np.longdouble)
+    per_sv = np.abs(Xl) @ np.abs(Sl).T
+    holder = np.abs(Xl) @ np.abs(Sl).max(axis=0)
+    assert np.all(got >= holder) and np.all(holder >= per_sv.max(axis=1))
+    assert np.all(got <= holder * (1 + 1e-4))  # and not much above it
+    # An overflowing sum gives an infinite bound (Cauchy–Schwarz's then applies), not a wrong one.
+    X[0, :] = 3e38
+    assert np.isinf(dot_bounds(X, col_max)[0])
+
+
+def test_full_evaluation_of_rows_far_out_on_quiet_columns_keeps_them_in_float32(
+    quiet_columns, monkeypatch
+):
+    """Those rows keep their float32 totals (no double-precision recompute of them), and the
+    labels are scikit-learn's."""
+    walk, _, _, Xt, far = quiet_columns
+    X = Xt[:400]
+    recomputed = []
+    exact = RBFSingleSource.exact.tile_totals.__func__
+
+    def counted(cls, walk_, plan_, Xd, budget, final=None):
+        recomputed.append(len(Xd))
+        return exact(cls, walk_, plan_, Xd, budget, final)
+
+    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    theta_s = walk.theta_s(0.0)
+    ev = evaluate(walk, X, full_boundary(walk.n_terms), theta_s, path="full", n_jobs=1)
+    assert sum(recomputed) < far.size  # the far rows were not all recomputed
+    S = walk.partial_scores(X)
+    ref = apply_boundary(S, full_boundary(walk.n_terms), theta_s, walk.offset, walk.terms.classes)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=_band(walk) * 10)
+
+
+def test_rows_left_unsure_in_many_tiles_are_recomputed_together(rbf, monkeypatch):
+    """Full evaluation over several tiles: the rows without a band in each are summed again in
+    double precision in one go after the tiles (a product per tile repacked every support
+    vector for a handful of rows), with the labels of double precision."""
+    walk, _, _, Xt = rbf
+    X = _far_rows(Xt[:400], np.array([3, 150, 300]))
+    calls = []
+    exact = RBFSingleSource.exact.tile_totals.__func__
+
+    def counted(cls, walk_, plan_, Xd, budget, final=None):
+        calls.append(len(Xd))
+        return exact(cls, walk_, plan_, Xd, budget, final)
+
+    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    theta_s = walk.theta_s(0.0)
+    boundary = full_boundary(walk.n_terms)
+    ev = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1, chunk_size=64)
+    assert len(calls) == 1 and calls[0] >= 3  # seven tiles, one recompute
+    with evaluation_options(precision="double"):
+        ref = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1)
+    np.testing.assert_array_equal(ev.labels, ref.labels)
+    np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=_band(walk))

@@ -16,6 +16,7 @@ import numpy as np
 __all__ = [
     "U32",
     "U64",
+    "dot_bounds",
     "product_relative_error",
     "rounding_allowance",
     "single_totals_error",
@@ -35,6 +36,7 @@ def product_relative_error(
     x_norms: np.ndarray,
     d: int,
     norm_error: np.ndarray | float = 0.0,
+    dot_bound: np.ndarray | None = None,
 ) -> np.ndarray:
     """Bound, per example, on the relative error of each RBF term ``|w| K(x, y)`` computed as
     ``exp(fl32(x · 2γy) + (−γ|y|² + log|w|) − γ|x|²)`` with the product in float32 and the rest
@@ -51,10 +53,15 @@ def product_relative_error(
     included). ``sv_norm`` is the largest ``|y|``, ``log_w_max`` the largest ``|log|w||``.
     ``norm_error``: a bound on the error of the ``|x|²`` the exponent's ``−γ|x|²`` was computed
     from (``x_norms`` their roots), which moves the exponent by ``γ`` times as much.
+    ``dot_bound``: per row, another upper bound on ``Σ|x_i 2γy_i|`` over every support vector
+    (:func:`dot_bounds`), used where it is below Cauchy–Schwarz's ``2γ|x||y|``.
     """
     norm_error = np.asarray(norm_error, dtype=np.float64)
     x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
-    e = 1.01 * (d + 2) * U32 * 2.0 * gamma * x_norms * sv_norm
+    dots = 2.0 * gamma * x_norms * sv_norm
+    if dot_bound is not None:
+        dots = np.minimum(dots, dot_bound)
+    e = 1.01 * (d + 2) * U32 * dots
     e += gamma * norm_error
     e += 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
     rho = 1.001 * e + 8 * U64
@@ -89,6 +96,25 @@ def rounding_allowance(
 #: ``np.exp`` in float32 is within this many units in the last place of the exact value (NumPy's
 #: SIMD implementations measure at most 2.52, and its tests allow 3; the C library's ``expf`` 1).
 EXP32_ULPS = 8
+
+
+def dot_bounds(rows: np.ndarray, column_max32: np.ndarray) -> np.ndarray:
+    """Per float32 row ``x`` (on the support vectors' columns), an upper bound on
+    ``Σ_i |x_i| max_y |2γy_i|`` and so on ``Σ_i |x_i 2γy_i|`` for every support vector ``y``
+    (``column_max32``: those maxima rounded up to float32).
+
+    Hölder's bound where Cauchy–Schwarz's ``2γ|x| max|y|`` is loose: a row far out on columns
+    where every support vector is small (a rare stroke's pixels after a StandardScaler). It is
+    summed in float32; ``k`` products of non-negative values and their sum are within
+    ``(1 + u32)^(k+1) − 1 ≤ 1.01 (k + 1) u32`` of themselves, and rows rounded to float32 from
+    float64 within ``u32``, so the computed value times ``1 + 1.01 (k + 3) u32`` is above the
+    exact one (infinite where the sum overflows)."""
+    k = rows.shape[1]
+    if (k + 3) * U32 > 0.01:
+        return np.full(rows.shape[0], np.inf)
+    with np.errstate(over="ignore"):
+        sums = np.abs(rows) @ column_max32
+    return sums.astype(np.float64) * (1.0 + 1.01 * (k + 3) * U32)
 
 
 def single_totals_error(

@@ -22,10 +22,13 @@ __all__ = ["FULL_TILE_ELEMENTS", "MIN_CHUNK", "totals"]
 # threads, sigmoid and linear kernels 1.3-1.8×).
 FULL_TILE_ELEMENTS = 2**18
 MIN_CHUNK = 64
+_NONE = np.empty(0, dtype=np.int64)
 
 
 def tile_totals(walk, plan, X, budget: int, precision: str, final: float | None):
-    """``U_B`` of the rows of one tile by the first source that takes them."""
+    """``U_B`` of the rows of one tile by the first source that takes them, the tile's rows
+    whose side of ``final`` its bound leaves unsure, and the source (their exact counterpart
+    sums those again)."""
     cls = source_for(walk, plan, X, precision, full=True)
     while True:
         try:
@@ -37,11 +40,9 @@ def tile_totals(walk, plan, X, budget: int, precision: str, final: float | None)
             cls = source_for(walk, plan, X, precision, after=cls, full=True)
             continue
         break
-    if band is not None and final is not None:
-        near = np.flatnonzero(np.abs(U - final) <= band)
-        if near.size:
-            U[near] = cls.exact.tile_totals(walk, plan, X[near], budget)[0]
-    return U
+    if band is None or final is None:
+        return U, _NONE, cls
+    return U, np.flatnonzero(np.abs(U - final) <= band), cls
 
 
 def totals(
@@ -55,7 +56,13 @@ def totals(
     n_jobs: int,
 ) -> np.ndarray:
     """``U_B`` of every row of ``X`` (prepared), in tiles of about 2^18 values, on ``n_jobs``
-    threads (one for sources whose products hold the GIL)."""
+    threads (one for sources whose products hold the GIL).
+
+    The rows a tile's bound leaves unsure are summed again in double precision after every
+    tile, all together: a few rows per tile (behind a StandardScaler, 1-7 % of MNIST's rows are
+    far enough out to have no useful float32 bound) made each product of the exact source
+    repack every support vector for a handful of rows (15 of 69 ms on 8 vs rest's 7,000 rows,
+    898 support vectors, against 7 in one go)."""
     m = X.shape[0]
     out = np.empty(m)
     if m == 0:
@@ -63,12 +70,31 @@ def totals(
     step = chunk_size or max(MIN_CHUNK, FULL_TILE_ELEMENTS // max(1, budget))
     single = getattr(source_for(walk, plan, X[:1], precision, full=True), "single_thread", False)
     jobs = n_jobs if m * budget >= PARALLEL_MIN_ELEMENTS and not single else 1
+    unsure = []  # (exact source, rows of X): list.append is atomic between threads
 
     def task(lo, hi):
         def go():
-            out[lo:hi] = tile_totals(walk, plan, X[lo:hi], budget, precision, final)
+            out[lo:hi], near, cls = tile_totals(walk, plan, X[lo:hi], budget, precision, final)
+            if near.size:
+                unsure.append((cls.exact, lo + near))
 
         return go
 
     run_tasks([task(lo, hi) for lo, hi in split_rows(m, step, jobs)], jobs)
+    if not unsure:
+        return out
+    again = []
+    for exact in {cls for cls, _ in unsure}:
+        rows = np.concatenate([r for cls, r in unsure if cls is exact])
+        rows.sort()
+
+        def redo(lo, hi, exact=exact, rows=rows):
+            def go():
+                idx = rows[lo:hi]
+                out[idx] = exact.tile_totals(walk, plan, X[idx], budget)[0]
+
+            return go
+
+        again += [redo(lo, hi) for lo, hi in split_rows(rows.size, step, jobs)]
+    run_tasks(again, jobs if len(again) > 1 else 1)
     return out

@@ -103,6 +103,9 @@ class RBFArrays:
     centre: np.ndarray  # the support vectors' mean
     augmented: np.ndarray  # [y − c on the columns, −γ|y − c|² + log|w|, 1], float64
     sv_norm: float  # max |y|
+    column_max32: (
+        np.ndarray
+    )  # per column, max |2γy| over the support vectors, rounded up to float32
     centred_norm: float  # max |y − c|
     log_w_max: float  # max |log|w||
 
@@ -137,11 +140,17 @@ def rbf_arrays(walk, plan) -> RBFArrays:
                 np.column_stack([Yc, -gamma * norms2 + log_w, np.ones(len(Y))])
             ),
             sv_norm=float(np.sqrt(raw2.max(initial=0.0))),
+            column_max32=_rounded_up32(np.abs(columns.take(scaled)).max(axis=0, initial=0.0)),
             centred_norm=float(np.sqrt(norms2.max(initial=0.0))),
             log_w_max=float(finite_log.max(initial=0.0)),
         )
 
     return plan.arrays("rbf", build)
+
+
+def _rounded_up32(values: np.ndarray) -> np.ndarray:
+    """``values`` in float32, none below its float64 value (one ulp up from the nearest)."""
+    return np.nextafter(values.astype(np.float32), np.float32(np.inf))
 
 
 def is_dense_rbf(walk, X) -> bool:
