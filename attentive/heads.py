@@ -10,6 +10,11 @@ plain float array directly, in the same dtype and the same order, so its values 
 another dtype, a non-finite value, an empty batch, a scaler fitted on named columns or told not
 to copy, any other step) goes to the head's own ``transform``, which decides, warns and raises
 as it always does.
+
+:class:`TiledRows` does the same a tile at a time, as the evaluator takes its tiles: the
+transformed rows are never held whole (behind a StandardScaler, full evaluation of 6,730 MNIST
+rows held a 21 MB transformed copy; a tile is about 3 MB), and each tile is scaled just before
+its product reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import math
 
 import numpy as np
 
-__all__ = ["apply_head"]
+__all__ = ["TiledRows", "apply_head", "tiled_rows"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -42,7 +47,40 @@ def apply_head(head, X):
     return out
 
 
-def _direct_steps(head, X):
+def tiled_rows(head, X):
+    """:class:`TiledRows` of ``X`` where ``head``'s transform can be done directly tile by tile,
+    else None."""
+    if _direct_steps(head, X, check_finite=False) is None:
+        return None
+    return TiledRows(head, X)
+
+
+class TiledRows:
+    """Raw rows ``X`` that give ``head.transform`` of the rows taken (a slice or an index array),
+    applied to just those (:func:`apply_head`: directly, or by ``transform`` for a tile it does
+    not take, such as one holding a non-finite value); ``np.asarray`` gives every row."""
+
+    ndim = 2
+
+    def __init__(self, head, X):
+        self.head, self.raw = head, X
+        self.shape, self.dtype = X.shape, X.dtype
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        rows = self.raw[key]
+        if rows.ndim != 2:
+            raise IndexError("TiledRows gives rows by a slice or an index array")
+        return apply_head(self.head, rows)
+
+    def __array__(self, dtype=None, copy=None):
+        out = apply_head(self.head, self.raw)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
+def _direct_steps(head, X, check_finite: bool = True):
     """The scalers of ``head`` when its transform of ``X`` can be done directly, else None."""
     from sklearn.preprocessing import StandardScaler
 
@@ -67,6 +105,8 @@ def _direct_steps(head, X):
             or (step.with_std and getattr(step, "scale_", None) is None)
         ):
             return None
+    if not check_finite:
+        return steps
     # transform rejects infinite values (NaN passes through it): a finite sum proves every
     # value finite; one that is not, or that overflows, goes to transform, which decides.
     with np.errstate(over="ignore", invalid="ignore"):

@@ -85,6 +85,17 @@ class TermDecomposition:
 
         return apply_head(self.head, X)
 
+    def prepare_by_tiles(self, X):
+        """``prepare(X)`` where it must be whole; where the head can be applied a tile at a time
+        (:func:`attentive.heads.tiled_rows`), rows that apply it to each slice taken."""
+        if self.head is not None:
+            from attentive.heads import tiled_rows
+
+            tiled = tiled_rows(self.head, X)
+            if tiled is not None:
+                return tiled
+        return self.prepare(X)
+
     def term_values(self, X, idx=None) -> np.ndarray:
         """``h_i(x)`` for the terms ``idx`` (all terms when None), on prepared ``X``.
 

@@ -12,7 +12,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
 
 from attentive.estimator import AttentiveClassifier
-from attentive.heads import apply_head
+from attentive.heads import TiledRows, apply_head, tiled_rows
 
 
 def _rows(rng, n, d, dtype):
@@ -144,3 +144,53 @@ def test_an_estimator_behind_a_standard_scaler_decides_as_the_pipeline():
     np.testing.assert_allclose(
         att.decision_function(X_new), pipe.decision_function(X_new), rtol=0, atol=1e-4
     )
+
+
+def test_tiled_rows_give_transforms_values_for_the_rows_taken():
+    rng = np.random.default_rng(5)
+    X_fit = _rows(rng, 200, 30, np.float32)
+    X = _rows(rng, 500, 30, np.float32)
+    head = _fitted_scaler_head(X_fit)
+    expected = head.transform(X)
+    tiled = tiled_rows(head, X)
+    assert isinstance(tiled, TiledRows) and tiled.shape == X.shape and tiled.dtype == X.dtype
+    idx = rng.permutation(500)[:77]
+    for key in (slice(0, 1), slice(100, 356), idx):
+        assert np.array_equal(tiled[key], expected[key])
+    assert np.array_equal(np.asarray(tiled), expected)
+    X[250, 3] = np.inf  # a tile holding an infinite value: transform's own error
+    with pytest.raises(ValueError, match="infinity"):
+        tiled_rows(head, X)[200:300]
+    assert np.array_equal(tiled_rows(head, X)[:200], expected[:200])
+    # What transform must do whole gives no tiled rows.
+    assert tiled_rows(_head([MinMaxScaler()], X_fit), X) is None
+    assert tiled_rows(head, X.tolist()) is None
+
+
+def test_full_evaluation_behind_a_standard_scaler_scales_a_tile_at_a_time(monkeypatch):
+    """The evaluator never holds the transformed rows whole: each tile is scaled as it is
+    taken; decisions are the pipeline's."""
+    import attentive.heads as heads
+
+    rng = np.random.default_rng(6)
+    X = (rng.normal(size=(1500, 80)) * rng.uniform(0.01, 10, size=80)).astype(np.float32)
+    y = (X[:, :5].sum(axis=1) + rng.normal(size=1500) > 0).astype(int)
+    att = AttentiveClassifier(make_pipeline(StandardScaler(), SVC()), boundary="full")
+    att.fit(X[:500], y[:500])
+    sizes = []
+    original = heads.apply_head
+
+    def counted(head, rows):
+        sizes.append(rows.shape[0])
+        return original(head, rows)
+
+    monkeypatch.setattr(heads, "apply_head", counted)
+    from attentive.evaluation import evaluation_options
+
+    with evaluation_options(chunk_size=200, n_jobs=1):
+        got = att.decision_function(X[500:])
+    assert sizes and max(sizes) <= 200 and sum(sizes) >= 1000
+    monkeypatch.setattr(heads, "apply_head", original)
+    pipe = att.estimator_
+    np.testing.assert_allclose(got, pipe.decision_function(X[500:]), rtol=0, atol=1e-4)
+    assert np.array_equal(att.predict(X[500:]), pipe.predict(X[500:]))

@@ -31,6 +31,7 @@ from attentive.evaluator.threads import (
 )
 from attentive.evaluator.totals import MIN_CHUNK, totals
 from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole
+from attentive.heads import TiledRows
 from attentive.outcome import budget_evaluation, check_boundary_length, finish_evaluation
 from attentive.validation import check_path, check_precision, check_size
 from attentive.walk import Walk
@@ -155,7 +156,10 @@ def evaluate_blocked(
     path = check_path(path)
     n = walk.n_terms
     classes = np.asarray(walk.terms.classes)
-    Xp = as_rows(walk.prepare(X))
+    # A StandardScaler in front is applied a tile at a time, as the tiles are taken.
+    Xp = walk.terms.prepare_by_tiles(X)
+    if not isinstance(Xp, TiledRows):
+        Xp = as_rows(Xp)
     if Xp.ndim != 2:
         raise ValueError(
             f"expected examples as a 2-D array (n_examples, n_features); got shape {Xp.shape}"
@@ -236,7 +240,8 @@ def evaluate_blocked(
 
     if tiny:
         # A tiny problem in one go, in double precision (no band to settle).
-        record(0, walk_whole(make_source(Xp, "double", None), thr))
+        whole = np.asarray(Xp) if isinstance(Xp, TiledRows) else Xp
+        record(0, walk_whole(make_source(whole, "double", None), thr))
     else:
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
