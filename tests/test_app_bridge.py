@@ -5,6 +5,7 @@ crossing, and the error and stopping-time frames are those the paper's Figure 3 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attentive import constant_threshold
 from attentive.app.bridge import ERROR_PATHS, N_WALKS, bridge_figures
@@ -35,7 +36,7 @@ def test_error_and_time_follow_the_theory():
     assert 0.35 < f.slope < 0.65  # √n growth (Theorem 2)
 
 
-def test_the_tab_draws_the_papers_figure_3_elements_from_its_frames():
+def test_the_frames_are_those_the_papers_figure_3_elements_draw():
     import holoviews as hv
 
     from attentive.plots import decision_error_plot, stopping_time_plot
@@ -56,3 +57,61 @@ def test_the_tab_draws_the_papers_figure_3_elements_from_its_frames():
     b = stopping_time_plot(times, height=330)
     drawn = {e.label for e in b if isinstance(e, hv.Scatter)}
     assert drawn == {"E[T]  (Theorem 2)", "E[min(T, n)]  (predictor pays)"}
+
+
+def test_the_tabs_series_are_those_of_the_papers_figure_3_elements():
+    """What the tab draws (error_points, stopping_fits) against what attentive.plots' HoloViews
+    elements compute from the same frames (the notebooks' Figure 3)."""
+    import holoviews as hv
+
+    from attentive.plots import decision_error_plot, stopping_time_plot
+
+    f = bridge_figures(drift=0.02, n=300, delta=0.05, seed=3)
+    e = f.error_points()
+    a = decision_error_plot(f.decision_error, f.delta, height=330)
+    bars = next(el for el in a if isinstance(el, hv.ErrorBars))
+    x, y, lo, hi = (bars.dimension_values(i) for i in range(4))
+    np.testing.assert_array_equal(e["required"], x)
+    np.testing.assert_array_equal(e["actual"], y)
+    np.testing.assert_allclose(e["lower"], y - lo)
+    np.testing.assert_allclose(e["upper"], y + hi)
+    ghosts = [el for el in a if isinstance(el, hv.Scatter) and "none crossed" in el.label]
+    if ghosts:
+        np.testing.assert_array_equal(e["none_required"], ghosts[0].dimension_values(0))
+        np.testing.assert_allclose(e["none_at"], ghosts[0].dimension_values(1))
+    else:
+        assert e["none_required"].size == 0
+    b = stopping_time_plot(f.stopping_time, height=330)
+    fits = [el for el in b if isinstance(el, hv.Curve) and el.label.startswith("fit")]
+    got = f.stopping_fits()
+    for key, curve in zip(("mean", "truncated"), fits, strict=True):
+        n, t, slope = got[key]
+        np.testing.assert_allclose(n, curve.dimension_values(0))
+        np.testing.assert_allclose(t, curve.dimension_values(1))
+        assert curve.label == f"fit: slope {slope:.2f}"
+    assert got["mean"][2] == pytest.approx(f.slope)  # attentive.simulation's own slope
+
+
+def test_the_tab_redraws_its_figures_in_place():
+    """A move changes the figures' sources, legend labels and title, never the figures: in
+    JupyterLab a replaced figure came back from the page as models Bokeh refused."""
+    from bokeh.models import Legend
+
+    from attentive.app.plots.bridge import BridgeTab
+
+    tab = BridgeTab()
+    figures = (tab._walks_fig, tab._errors, tab._times)
+    ids = [r.id for fig in figures for r in fig.renderers]
+    tab.param.update(n=450, delta=0.1, drift=0.1)
+    assert (tab._walks_fig, tab._errors, tab._times) == figures
+    assert [r.id for fig in figures for r in fig.renderers] == ids
+    f = bridge_figures(0.1, 450, 0.1)
+    e = f.error_points()
+    np.testing.assert_array_equal(tab._points.data["actual"], e["actual"])
+    np.testing.assert_array_equal(tab._none.data["required"], e["none_required"])
+    assert tab._delta_mark.location == 0.1
+    labels = [i.label.value for i in tab._errors.select_one(Legend).items]
+    assert labels[0] == f"actual ± 2 s.e., n = 450 ({f.error_paths:,} paths)"
+    slope = f.stopping_fits()["mean"][2]
+    assert f"fit: slope {slope:.2f}" in [i.label.value for i in tab._times.select_one(Legend).items]
+    assert tab._times.title.text.endswith("(δ = 0.1)")

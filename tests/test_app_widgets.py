@@ -352,3 +352,27 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     assert "data-key='clock'>1.00× (0.99–1.01)</div>" in even
     assert "costs more" not in even and "µs per example" in even
     assert "costs more" in card([0.994, 0.99, 1.01])  # "0.99×"
+
+
+def test_the_operating_point_table_ignores_its_old_data_sent_back_by_the_page(synthetic):
+    """In JupyterLab the page sends kernel-made changes back; the table's old rows arriving
+    after a new value with fewer rows raised in Tabulator ("Must have equal len keys and
+    value") into the cell's output. The read-only table keeps its new value."""
+    import numpy as np
+    import pandas as pd
+
+    from attentive.app.numbers import ReadOnlyTable
+
+    view = OperatingPointTable(state=synthetic)
+    assert isinstance(view.table, ReadOnlyTable) and view.table.disabled
+    table = view.table
+    old = table.value.copy()
+    assert len(old) > 3
+    echoed = {c: np.asarray(old[c]) for c in old.columns}
+    table.value = old.iloc[:3].reset_index(drop=True)
+    table._process_events({"data": echoed})  # what the page sends back
+    pd.testing.assert_frame_equal(table.value, old.iloc[:3].reset_index(drop=True))
+    # An editable table still takes the page's edits.
+    editable = ReadOnlyTable(pd.DataFrame({"a": [1.0, 2.0]}), disabled=False)
+    editable._process_events({"data": {"a": np.array([1.0, 5.0])}})
+    assert editable.value["a"].tolist() == [1.0, 5.0]

@@ -67,6 +67,36 @@ class BridgeFigures:
     def error_paths(self) -> int:
         return int(self.decision_error["paths_below_zero"].iloc[0])
 
+    def error_points(self) -> dict[str, np.ndarray]:
+        """Figure 3 (a)'s points where some path crossed: ``required``/``actual`` and the ± 2
+        standard-error bar ``lower``/``upper`` (on log axes the lower end stops short of zero);
+        ``none_required``/``none_at`` the δ where no path crossed, drawn at half a path; and
+        ``reference`` the line ``actual = required``."""
+        de = self.decision_error
+        seen = de[de["actual"] > 0]
+        y = seen["actual"].to_numpy(dtype=np.float64)
+        err = 2.0 * seen["stderr"].to_numpy(dtype=np.float64)
+        none = de[de["actual"] <= 0]
+        return {
+            "required": seen["required"].to_numpy(dtype=np.float64),
+            "actual": y,
+            "lower": y - np.minimum(err, 0.9 * y),
+            "upper": y + err,
+            "none_required": none["required"].to_numpy(dtype=np.float64),
+            "none_at": np.full(len(none), 0.5 / max(self.error_paths, 1)),
+            "reference": np.geomspace(float(de["required"].min()), 0.5, 200),
+        }
+
+    def stopping_fits(self) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
+        """Figure 3 (b)'s least-squares lines on log–log axes, for ``"mean"`` (``E[T]``) and
+        ``"truncated"`` (``E[min(T, n)]``): ``(n, fitted time, slope)`` over a dense n."""
+        dense = np.geomspace(self.ns.min(), self.ns.max(), 100)
+        out = {}
+        for key, times in (("mean", self.mean_times), ("truncated", self.mean_times_truncated)):
+            slope, intercept = np.polyfit(np.log(self.ns), np.log(times), 1)
+            out[key] = (dense, np.exp(intercept) * dense**slope, float(slope))
+        return out
+
     @property
     def stopping_time(self) -> pd.DataFrame:
         """Mean stopping times against n, as :func:`attentive.plots.stopping_time_plot` takes them."""

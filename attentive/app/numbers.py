@@ -27,6 +27,7 @@ __all__ = [
     "DeltaCheck",
     "HeadlineNumbers",
     "OperatingPointTable",
+    "ReadOnlyTable",
     "SnippetView",
     "delta_check",
     "share",
@@ -322,6 +323,20 @@ def table_frame(rows: pd.DataFrame | None) -> pd.DataFrame:
     return frame.rename(columns=TABLE_COLUMNS).round(4).round({"µs / example": 1})
 
 
+class ReadOnlyTable(pn.widgets.Tabulator):
+    """A Tabulator whose cells the page cannot edit (``disabled``) and whose data it never
+    changes: the data the page sends is ignored. In JupyterLab, Panel's page sends every change
+    made in the kernel back to it; when the operating-point table's new value had fewer rows
+    than the old, the old data came back afterwards and Tabulator raised "Must have equal len
+    keys and value" into the cell's output (docs/app.md). A disabled table has nothing of the
+    user's to take."""
+
+    def _process_data(self, data) -> None:
+        if self.disabled:
+            return
+        super()._process_data(data)
+
+
 class OperatingPointTable(pn.viewable.Viewer):
     """Every family at every scale on the test set with its time per example, the current rule
     highlighted; two ways to pick a rule (a target disagreement, a time budget); a click on a row
@@ -331,7 +346,7 @@ class OperatingPointTable(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.table = pn.widgets.Tabulator(
+        self.table = ReadOnlyTable(
             table_frame(None),
             pagination="local",
             page_size=10,

@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
-__all__ = ["COLORS", "PlotView", "col", "extent", "hv_plots", "thin"]
+__all__ = ["COLORS", "PlotView", "col", "extent", "thin"]
 
 # Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
 COLORS = {
@@ -35,22 +35,6 @@ COLORS = {
     "simulation": "#E69F00",
     "theta": "#8c8c8c",
 }
-
-
-def hv_plots():
-    """:mod:`attentive.plots` (HoloViews) with HoloViews' Bokeh backend loaded and current.
-
-    Imported when a HoloViews plot is first drawn, not with the dashboard: ``pn.extension`` loads
-    HoloViews' plotting backend (with matplotlib, about 0.4 s) whenever HoloViews is already
-    imported, and the first page's numbers need neither; the plots that do are drawn after it."""
-    import holoviews as hv
-    import holoviews.plotting.bokeh  # the backend, registered on import
-
-    from attentive import plots
-
-    if hv.Store.current_backend != "bokeh":
-        hv.Store.set_current_backend("bokeh")
-    return plots
 
 
 # ----------------------------------------------------------------------------- plots

@@ -1,23 +1,54 @@
 """The "Brownian bridge" teaching tab: its own drift, n and δ sliders (independent of the
 dataset), simulated walks stopping at the Constant-STST threshold, required against actual error,
-and the √n growth of the stopping time. Data from :func:`attentive.app.bridge.bridge_figures`;
-the walks are a Bokeh figure built once, whose sources are replaced on every move; the error and
-stopping-time plots are the paper's Figure 3 elements from :mod:`attentive.plots` (HoloViews)."""
+and the √n growth of the stopping time. Data from :func:`attentive.app.bridge.bridge_figures`.
+The three plots are Bokeh figures built once whose sources, legend labels and titles change on
+every move: the error and stopping-time plots draw what the paper's Figure 3 elements in
+:mod:`attentive.plots` draw. They were those HoloViews elements, a new figure on every move; in
+JupyterLab, Panel's page sends each change back to the kernel, and a figure replaced in the
+meantime came back as models Bokeh refused ("failed to validate Line.line_color", a traceback
+in the cell's output on a few fast moves)."""
 
 from __future__ import annotations
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
+from bokeh.core.properties import value
+from bokeh.models import ColumnDataSource, Legend, LegendItem, Span, Whisker
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
-from attentive.app.plots.base import COLORS, hv_plots
+from attentive.app.plots.base import COLORS
 
 __all__ = ["BridgeTab"]
 
 PLOT_HEIGHT = 330
 FLEX = {"flex": "1 1 420px"}
+# Figure 3's colours (attentive.plots.paper): the series, its fit, the references.
+SERIES, SECOND, GREY, MARK = "#1f77b4", "#ff7f0e", "#7f7f7f", "#CC79A7"
+
+
+def _figure(title: str, xlabel: str, ylabel: str, log: bool = False):
+    fig = figure(
+        title=title,
+        x_axis_label=xlabel,
+        y_axis_label=ylabel,
+        x_axis_type="log" if log else "linear",
+        y_axis_type="log" if log else "linear",
+        tools="pan,wheel_zoom,box_zoom,reset",
+        active_scroll=None,  # the wheel scrolls the page
+        sizing_mode="stretch_width",
+        height=PLOT_HEIGHT,
+        toolbar_location="above",
+    )
+    fig.toolbar.logo = None
+    return fig
+
+
+def _legend(fig, items: list[LegendItem], location: str) -> None:
+    legend = Legend(items=items, location=location, click_policy="hide")
+    legend.background_fill_alpha = 0.7
+    legend.label_text_font_size = "8pt"
+    fig.add_layout(legend)
 
 
 class BridgeTab(pn.viewable.Viewer):
@@ -54,16 +85,7 @@ class BridgeTab(pn.viewable.Viewer):
         self._update()
 
     def _build(self):
-        walks = figure(
-            title="Simulated walks and the threshold τ(δ)",
-            x_axis_label="t — terms",
-            y_axis_label="S_t",
-            tools="pan,wheel_zoom,box_zoom,reset",
-            active_scroll=None,  # the wheel scrolls the page
-            sizing_mode="stretch_width",
-            height=PLOT_HEIGHT,
-            toolbar_location="above",
-        )
+        walks = _figure("Simulated walks and the threshold τ(δ)", "t — terms", "S_t")
         walks.line("x", "y", source=self._walks, color=COLORS["positive"], line_alpha=0.5)
         walks.scatter("t", "s", source=self._stops, marker="x", size=9, color="black")
         self._tau = Span(
@@ -71,14 +93,83 @@ class BridgeTab(pn.viewable.Viewer):
         )
         self._tau.line_dash = "dashed"
         walks.add_layout(self._tau)
-        walks.toolbar.logo = None
-        # The paper's Figure 3, (a) and (b): the HoloViews elements the notebooks and the
-        # reproduced figures draw, here redrawn on every move (a teaching tab, not on the 50 ms
-        # path of the rule's sliders; benchmarks/bench_app.py times it).
-        hv_pane = {"backend": "bokeh", "sizing_mode": "stretch_width", "height": PLOT_HEIGHT}
-        self._errors = pn.pane.HoloViews(None, **hv_pane)
-        self._times = pn.pane.HoloViews(None, **hv_pane)
+        self._errors = self._error_figure()
+        self._times = self._time_figure()
         return walks
+
+    def _error_figure(self):
+        """The paper's Figure 3 (a) (attentive.plots.decision_error_plot), drawn in place."""
+        fig = _figure(
+            "(a) Constant-STST is conservative",
+            "required decision error δ",
+            "actual P(cross τ before n | S_n < 0)",
+            log=True,
+        )
+        self._points = ColumnDataSource({k: [] for k in ("required", "actual", "lower", "upper")})
+        self._none = ColumnDataSource({"required": [], "at": []})
+        self._reference = ColumnDataSource({"x": [], "y": []})
+        fig.add_layout(
+            Whisker(
+                source=self._points,
+                base="required",
+                lower="lower",
+                upper="upper",
+                line_color=SERIES,
+            )
+        )
+        line = fig.line("required", "actual", source=self._points, color=SERIES, line_width=2)
+        dots = fig.scatter("required", "actual", source=self._points, color=SERIES, size=5)
+        none = fig.scatter(
+            "required",
+            "at",
+            source=self._none,
+            marker="inverted_triangle",
+            size=7,
+            line_color=SERIES,
+            fill_color=None,
+        )
+        ref = fig.line("x", "y", source=self._reference, color="black", line_dash="dashed")
+        self._delta_mark = Span(
+            location=self.delta, dimension="height", line_color=MARK, line_width=2
+        )
+        self._delta_mark.line_dash = "dotted"
+        fig.add_layout(self._delta_mark)
+        self._series_item = LegendItem(label="actual ± 2 s.e.", renderers=[line, dots])
+        self._none_item = LegendItem(label="none crossed", renderers=[none])
+        _legend(
+            fig,
+            [
+                self._series_item,
+                self._none_item,
+                LegendItem(label="actual = required", renderers=[ref]),
+            ],
+            "top_left",  # above the points, which lie below actual = required
+        )
+        return fig
+
+    def _time_figure(self):
+        """The paper's Figure 3 (b) (attentive.plots.stopping_time_plot), drawn in place."""
+        fig = _figure(
+            "(b) stopping time grows like √n", "n (number of terms)", "mean stopping time", log=True
+        )
+        self._time_points = ColumnDataSource({"n": [], "mean": [], "truncated": []})
+        self._fits = ColumnDataSource({"n": [], "mean": [], "truncated": []})
+        self._fit_items = {}
+        items = []
+        for key, label, color in (
+            ("mean", "E[T]  (Theorem 2)", SERIES),
+            ("truncated", "E[min(T, n)]  (predictor pays)", SECOND),
+        ):
+            dots = fig.scatter("n", key, source=self._time_points, color=color, size=7)
+            fit = fig.line("n", key, source=self._fits, color=color, line_width=1)
+            items.append(LegendItem(label=label, renderers=[dots]))
+            self._fit_items[key] = LegendItem(label="fit", renderers=[fit])
+            items.append(self._fit_items[key])
+        full = fig.line("n", "n", source=self._fits, color=GREY, line_dash="dotted")
+        items.append(LegendItem(label="n (full evaluation)", renderers=[full]))
+        # Bottom right: E[T] stays high at small n (top left), E[min(T, n)] starts bottom left.
+        _legend(fig, items, "bottom_right")
+        return fig
 
     @param.depends("drift", "n", "delta", watch=True)
     def _update(self) -> None:
@@ -86,9 +177,27 @@ class BridgeTab(pn.viewable.Viewer):
         self._walks.data = {"x": f.x, "y": f.y}
         self._stops.data = {"t": f.stop_t, "s": f.stop_s}
         self._tau.location = f.tau
-        plots = hv_plots()
-        self._errors.object = plots.decision_error_plot(f.decision_error, f.delta, PLOT_HEIGHT)
-        self._times.object = plots.stopping_time_plot(f.stopping_time, height=PLOT_HEIGHT)
+        e = f.error_points()
+        self._points.data = {k: e[k] for k in ("required", "actual", "lower", "upper")}
+        self._none.data = {"required": e["none_required"], "at": e["none_at"]}
+        self._reference.data = {"x": e["reference"], "y": e["reference"]}
+        self._delta_mark.location = f.delta
+        self._series_item.label = value(f"actual ± 2 s.e., n = {f.n:,} ({f.error_paths:,} paths)")
+        self._none_item.visible = bool(e["none_required"].size)
+        fits = f.stopping_fits()
+        self._time_points.data = {
+            "n": f.ns,
+            "mean": f.mean_times,
+            "truncated": f.mean_times_truncated,
+        }
+        self._fits.data = {
+            "n": fits["mean"][0],
+            "mean": fits["mean"][1],
+            "truncated": fits["truncated"][1],
+        }
+        for key, item in self._fit_items.items():
+            item.label = value(f"fit: slope {fits[key][2]:.2f}")
+        self._times.title.text = f"(b) stopping time grows like √n (δ = {f.delta:g})"
         stopped = f.stop_t.size
         self.summary.object = (
             f"τ(δ = {f.delta:g}) = **{f.tau:.1f}** for n = {f.n:,} (V = n). "
@@ -105,8 +214,8 @@ class BridgeTab(pn.viewable.Viewer):
         )
         plots = pn.FlexBox(
             pn.pane.Bokeh(self._walks_fig, sizing_mode="stretch_width", styles=FLEX),
-            pn.Column(self._errors, sizing_mode="stretch_width", styles=FLEX),
-            pn.Column(self._times, sizing_mode="stretch_width", styles=FLEX),
+            pn.pane.Bokeh(self._errors, sizing_mode="stretch_width", styles=FLEX),
+            pn.pane.Bokeh(self._times, sizing_mode="stretch_width", styles=FLEX),
             sizing_mode="stretch_width",
         )
         return pn.Column(sliders, self.summary, plots, sizing_mode="stretch_width")
