@@ -17,11 +17,13 @@ from bokeh.models import ColumnDataSource, Legend, LegendItem, Span, Whisker
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
-from attentive.app.plots.base import COLORS
+from attentive.app.plots.base import COLORS, LEGEND_STYLE
 
 __all__ = ["BridgeTab"]
 
 PLOT_HEIGHT = 330
+# The two Figure 3 plots carry their legend above the data area.
+LEGEND_PLOT_HEIGHT = 400
 FLEX = {"flex": "1 1 420px"}
 # Figure 3's colours (attentive.plots.paper): the series, its fit, the references.
 SERIES, SECOND, GREY, MARK = "#1f77b4", "#ff7f0e", "#7f7f7f", "#CC79A7"
@@ -37,18 +39,24 @@ def _figure(title: str, xlabel: str, ylabel: str, log: bool = False):
         tools="pan,wheel_zoom,box_zoom,reset",
         active_scroll=None,  # the wheel scrolls the page
         sizing_mode="stretch_width",
-        height=PLOT_HEIGHT,
+        height=LEGEND_PLOT_HEIGHT if log else PLOT_HEIGHT,
         toolbar_location="above",
     )
     fig.toolbar.logo = None
     return fig
 
 
-def _legend(fig, items: list[LegendItem], location: str) -> None:
-    legend = Legend(items=items, location=location, click_policy="hide")
-    legend.background_fill_alpha = 0.7
-    legend.label_text_font_size = "8pt"
-    fig.add_layout(legend)
+def _legend(fig, items: list[LegendItem]) -> None:
+    """Above the data area in two columns, as the dashboard's other plots with several series:
+    inside it, the legend hid points on a phone."""
+    legend = Legend(items=items, **LEGEND_STYLE)
+    legend.orientation = "horizontal"
+    legend.ncols = 2
+    legend.location = "center"
+    legend.background_fill_alpha = 0
+    legend.border_line_alpha = 0
+    legend.spacing = 10
+    fig.add_layout(legend, "above")
 
 
 class BridgeTab(pn.viewable.Viewer):
@@ -143,7 +151,6 @@ class BridgeTab(pn.viewable.Viewer):
                 self._none_item,
                 LegendItem(label="actual = required", renderers=[ref]),
             ],
-            "top_left",  # above the points, which lie below actual = required
         )
         return fig
 
@@ -167,8 +174,7 @@ class BridgeTab(pn.viewable.Viewer):
             items.append(self._fit_items[key])
         full = fig.line("n", "n", source=self._fits, color=GREY, line_dash="dotted")
         items.append(LegendItem(label="n (full evaluation)", renderers=[full]))
-        # Bottom right: E[T] stays high at small n (top left), E[min(T, n)] starts bottom left.
-        _legend(fig, items, "bottom_right")
+        _legend(fig, items)
         return fig
 
     @param.depends("drift", "n", "delta", watch=True)
