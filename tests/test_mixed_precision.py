@@ -206,6 +206,20 @@ def _far_rows(Xt, rows, scale=300.0):
     return X
 
 
+def _count_exact_totals(monkeypatch) -> list[int]:
+    """The number of rows of each call of the double-precision source's totals (what full
+    evaluation sums again), recorded in the list returned."""
+    calls = []
+    exact = RBFSingleSource.exact.tile_totals.__func__
+
+    def counted(cls, walk_, plan_, Xd, budget, final=None):
+        calls.append(len(Xd))
+        return exact(cls, walk_, plan_, Xd, budget, final)
+
+    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    return calls
+
+
 def test_full_evaluation_recomputes_only_the_rows_without_a_band(rbf, monkeypatch):
     """A tile with a few rows whose float32 products could be off by more than the band allows:
     those rows (and any whose label the band leaves unsure) are recomputed in double precision,
@@ -216,14 +230,7 @@ def test_full_evaluation_recomputes_only_the_rows_without_a_band(rbf, monkeypatc
     plan = walk_plan(walk)
     rho = RBFSingleSource(walk, plan, X).relative_error()
     assert np.isinf(rho[far]).all() and np.isfinite(np.delete(rho, far)).all()
-    recomputed = []
-    exact = RBFSingleSource.exact.tile_totals.__func__
-
-    def counted(cls, walk_, plan_, Xd, budget, final=None):
-        recomputed.append(len(Xd))
-        return exact(cls, walk_, plan_, Xd, budget, final)
-
-    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    recomputed = _count_exact_totals(monkeypatch)
     boundary = _curved(walk, X_train, y_train, 0.05)
     theta_s = walk.theta_s(0.0)
     ev = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1, precision="mixed")
@@ -488,14 +495,7 @@ def test_full_evaluation_of_rows_far_out_on_quiet_columns_keeps_them_in_float32(
     labels are scikit-learn's."""
     walk, _, _, Xt, far = quiet_columns
     X = Xt[:400]
-    recomputed = []
-    exact = RBFSingleSource.exact.tile_totals.__func__
-
-    def counted(cls, walk_, plan_, Xd, budget, final=None):
-        recomputed.append(len(Xd))
-        return exact(cls, walk_, plan_, Xd, budget, final)
-
-    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    recomputed = _count_exact_totals(monkeypatch)
     theta_s = walk.theta_s(0.0)
     ev = evaluate(walk, X, full_boundary(walk.n_terms), theta_s, path="full", n_jobs=1)
     assert sum(recomputed) < far.size  # the far rows were not all recomputed
@@ -511,14 +511,7 @@ def test_rows_left_unsure_in_many_tiles_are_recomputed_together(rbf, monkeypatch
     vector for a handful of rows), with the labels of double precision."""
     walk, _, _, Xt = rbf
     X = _far_rows(Xt[:400], np.array([3, 150, 300]))
-    calls = []
-    exact = RBFSingleSource.exact.tile_totals.__func__
-
-    def counted(cls, walk_, plan_, Xd, budget, final=None):
-        calls.append(len(Xd))
-        return exact(cls, walk_, plan_, Xd, budget, final)
-
-    monkeypatch.setattr(RBFSingleSource.exact, "tile_totals", classmethod(counted))
+    calls = _count_exact_totals(monkeypatch)
     theta_s = walk.theta_s(0.0)
     boundary = full_boundary(walk.n_terms)
     ev = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1, chunk_size=64)
