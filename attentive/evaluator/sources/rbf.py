@@ -103,9 +103,8 @@ class RBFArrays:
     centre: np.ndarray  # the support vectors' mean
     augmented: np.ndarray  # [y − c on the columns, −γ|y − c|² + log|w|, 1], float64
     sv_norm: float  # max |y|
-    column_max32: (
-        np.ndarray
-    )  # per column, max |2γy| over the support vectors, rounded up to float32
+    # Per column, the largest |2γy| over the support vectors, rounded up to float32.
+    column_max32: np.ndarray
     centred_norm: float  # max |y − c|
     log_w_max: float  # max |log|w||
 
