@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
 
 from attentive.estimator import AttentiveClassifier
@@ -45,12 +45,20 @@ def _head(steps, X):
         lambda: [StandardScaler(with_std=False)],
         lambda: [StandardScaler(with_mean=False, with_std=False)],
         lambda: [StandardScaler(), StandardScaler(with_mean=False)],
+        lambda: [MinMaxScaler()],
+        lambda: [MinMaxScaler(feature_range=(-1, 1), clip=True)],
+        lambda: [StandardScaler(), MinMaxScaler(clip=True)],
     ],
 )
-def test_a_standard_scaler_is_applied_directly_with_transforms_values(dtype, steps):
+@pytest.mark.parametrize("fit_dtype", [np.float32, np.float64])
+def test_a_standard_or_min_max_scaler_is_applied_directly_with_transforms_values(
+    dtype, steps, fit_dtype
+):
+    """Fitted on float32 or float64 rows (a MinMaxScaler keeps their dtype in its scale),
+    applied to either."""
     rng = np.random.default_rng(0)
-    X_fit = _rows(rng, 300, 37, dtype)
-    X = _rows(rng, 211, 37, dtype)
+    X_fit = _rows(rng, 300, 37, fit_dtype)
+    X = _rows(rng, 211, 37, dtype) * 1.3  # beyond the fitted range: clipping matters
     X_before = X.copy()
     head = _head(steps(), X_fit)
     expected = head.transform(X)
@@ -111,7 +119,7 @@ def test_what_is_not_taken_directly_goes_to_transform(case):
         head = _fitted_scaler_head(X_fit, copy=False)
         X_mine = X.copy()
     elif case == "another scaler":
-        head = _head([MinMaxScaler()], X_fit)
+        head = _head([MaxAbsScaler()], X_fit)
     _Counting.calls = 0
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -163,7 +171,7 @@ def test_tiled_rows_give_transforms_values_for_the_rows_taken():
         tiled_rows(head, X)[200:300]
     assert np.array_equal(tiled_rows(head, X)[:200], expected[:200])
     # What transform must do whole gives no tiled rows.
-    assert tiled_rows(_head([MinMaxScaler()], X_fit), X) is None
+    assert tiled_rows(_head([MaxAbsScaler()], X_fit), X) is None
     assert tiled_rows(head, X.tolist()) is None
 
 
