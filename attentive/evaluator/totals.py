@@ -16,11 +16,14 @@ from attentive.evaluator.threads import PARALLEL_MIN_ELEMENTS, run_tasks, split_
 
 __all__ = ["FULL_TILE_ELEMENTS", "MIN_CHUNK", "totals"]
 
-# Tiles of 2^18 values (2 MB): MNIST's products run faster on taller tiles (512 rows 12% faster
-# than 103), and with few features fewer, larger tiles cost less Python per value and share
-# better between threads (synthetic RBF: 1.1× / 1.2-1.4× faster than 2^16 values on one / two
-# threads, sigmoid and linear kernels 1.3-1.8×).
-FULL_TILE_ELEMENTS = 2**18
+# Tiles of 2^19 values (4 MB in float64, 2 in float32): MNIST's products run faster on taller
+# tiles (512 rows 12% faster than 103), and fewer, larger tiles cost less Python and per-tile
+# work per value and share better between threads (synthetic RBF: 1.1× / 1.2-1.4× faster than
+# 2^16 values on one / two threads, sigmoid and linear kernels 1.3-1.8×). Against 2^18, in
+# time per call (one thread / two, medians of 5 rounds): MNIST pairs 0.97-0.99 / 0.96-1.03,
+# 8 vs rest 0.96 / 0.92, behind a StandardScaler 0.95-0.99 / 0.93-0.94, synthetic 0.91 / 0.93,
+# dense-40 0.89 / 0.94; 2^20 was mixed (1.05 on 2 vs 5 behind a StandardScaler).
+FULL_TILE_ELEMENTS = 2**19
 MIN_CHUNK = 64
 _NONE = np.empty(0, dtype=np.int64)
 
@@ -55,7 +58,7 @@ def totals(
     chunk_size: int | None,
     n_jobs: int,
 ) -> np.ndarray:
-    """``U_B`` of every row of ``X`` (prepared), in tiles of about 2^18 values, on ``n_jobs``
+    """``U_B`` of every row of ``X`` (prepared), in tiles of about 2^19 values, on ``n_jobs``
     threads (one for sources whose products hold the GIL).
 
     The rows a tile's bound leaves unsure are summed again in double precision after every
