@@ -520,3 +520,62 @@ def test_rows_left_unsure_in_many_tiles_are_recomputed_together(rbf, monkeypatch
         ref = evaluate(walk, X, boundary, theta_s, path="full", n_jobs=1)
     np.testing.assert_array_equal(ev.labels, ref.labels)
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=_band(walk))
+
+
+@pytest.fixture(scope="module")
+def mnist_scaled():
+    """MNIST 2 vs 5 (the project's t10k files) behind a StandardScaler, as users prepare it:
+    the scaled test rows and the fitted walk; some rows are far out on rare pixels."""
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-2v5")
+    scaler = StandardScaler().fit(np.asarray(ds.X_train, dtype=np.float64))
+    X_train = scaler.transform(np.asarray(ds.X_train, dtype=np.float64))
+    y_train = np.asarray(ds.y_train)
+    model = SVC(gamma="scale").fit(X_train, y_train)
+    walk = make_walk(decompose(model), X_train, y_train, random_state=0)[0]
+    return walk, scaler.transform(np.asarray(ds.X_test, dtype=np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_holders_bound_on_scaled_mnist_rows_holds_against_extended_precision(mnist_scaled, dtype):
+    """The rows of scaled MNIST whose float32 products Cauchy–Schwarz leaves without a band,
+    as float32 rows and as float64 rows the source rounds to float32: Hölder's bound gives
+    some of them one, and their terms and their float32 totals are within it against extended
+    precision."""
+    walk, X_all = mnist_scaled
+    plan = walk_plan(walk)
+    X_all = X_all.astype(dtype)
+    a = rbf_single.rbf_arrays(walk, plan)
+    X64 = X_all.astype(np.float64)
+    by_cauchy_schwarz = product_relative_error(
+        a.gamma, a.sv_norm, a.log_w_max, np.sqrt(np.einsum("ij,ij->i", X64, X64)), X64.shape[1]
+    )
+    loose = np.flatnonzero(by_cauchy_schwarz > MAX_RELATIVE_TERM_ERROR)
+    assert loose.size >= 3
+    # A tile as full evaluation holds it: ordinary rows with the loose ones among them.
+    rows = np.union1d(np.arange(200), loose[:12])
+    X = X_all[rows]
+    at = np.flatnonzero(np.isin(rows, loose))  # the loose rows' places in the tile
+    source = RBFSingleSource(walk, plan, X)
+    rho = source.relative_error()[at]
+    ok = np.isfinite(rho)
+    assert ok.any()  # some of them get a band now (1 of 7 on this model; 8 vs rest: 5 of 6)
+    n = walk.n_terms
+    H = np.empty((n, len(X)))
+    source.block(0, n, H)
+    H = H[:, at]
+    gamma = np.longdouble(walk.terms.kernel_params["gamma"])
+    Y = np.asarray(walk.terms.support_vectors, dtype=np.longdouble)[walk.order]
+    Xl = np.asarray(X[at], dtype=np.longdouble)
+    d2 = ((Xl[None, :, :] - Y[:, None, :]) ** 2).sum(axis=2)
+    w = np.asarray(plan.ordered_weights, dtype=np.longdouble)
+    terms = np.abs(w)[:, None] * np.exp(-gamma * d2)
+    err = np.abs(H[:, ok] - terms[:, ok]).astype(np.float64)
+    assert np.all(err <= rho[None, ok] * H[:, ok])
+    assert (terms[:, ok] > 1e-30).any()  # not only terms that vanish
+    U_hat, band = RBFSingleSource.tile_totals(walk, plan, X, n, final=0.0)
+    U_hat, band = U_hat[at], band[at]
+    U = (w[:, None] * np.exp(-gamma * d2)).sum(axis=0)
+    assert np.isfinite(band[ok]).all()
+    assert np.all(np.abs(U_hat[ok] - U[ok]).astype(np.float64) <= band[ok])

@@ -145,9 +145,20 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     # The Brownian-bridge tab, moved fast: its error and stopping-time plots were new HoloViews
     # figures on every move (the line_color refusal below, every run).
     page.get_by_text("Brownian bridge").first.click()
+    summary = page.get_by_text("walks crossed τ before n").first  # the tab's summary line
+    summary.wait_for()
+    bridge_before = summary.inner_text()
     drift = page.locator(".att-bridge-drift .noUi-handle").first
+    drift.wait_for()
     drift.scroll_into_view_if_needed()
-    drift.focus()
+    # One move first, until the tab answers (a handle can take keys before the tab is live).
+    deadline = time.monotonic() + 60
+    while summary.inner_text() == bridge_before and time.monotonic() < deadline:
+        drift.focus()
+        drift.press("PageUp")
+        page.wait_for_timeout(2000)
+    bridge_after = summary.inner_text()
+    # Then a dozen fast moves: each replaced figure used to come back refused.
     for i in range(12):
         drift.press("ArrowRight" if i % 2 else "PageUp")
         page.wait_for_timeout(40)
@@ -160,6 +171,7 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
     context.close()
     assert after != before, f"the slider did not move the numbers ({before})"
+    assert bridge_after != bridge_before, f"the bridge tab did not move ({bridge_before})"
     refused_models = [t[-1500:] for t in outputs if "failed to validate" in t]
     assert not refused_models, refused_models[0]
     tracebacks = [t[-1500:] for t in outputs if "Traceback" in t]
