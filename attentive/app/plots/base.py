@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
-__all__ = ["COLORS", "PlotView", "col", "extent", "thin"]
+__all__ = ["COLORS", "PlotView", "col", "extent", "legend_outside", "thin"]
 
 # Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
 COLORS = {
@@ -100,6 +100,20 @@ def extent(arrays, pad: float = 0.05, log: bool = False) -> tuple[float, float]:
     return (10**lo, 10**hi) if log else (lo, hi)
 
 
+def legend_outside(fig, items: list[LegendItem], place: str, cols: int) -> Legend:
+    """A legend of ``items`` in ``cols`` columns ``place`` ("above" / "below") the data area,
+    with no frame of its own."""
+    legend = Legend(items=items, **LEGEND_STYLE)
+    legend.orientation = "horizontal"
+    legend.ncols = cols
+    legend.location = "center"
+    legend.background_fill_alpha = 0
+    legend.border_line_alpha = 0
+    legend.spacing = 10
+    fig.add_layout(legend, place)
+    return legend
+
+
 class PlotView(pn.viewable.Viewer):
     """Base of the plots: one Bokeh figure whose sources follow one output of the state."""
 
@@ -156,18 +170,13 @@ class PlotView(pn.viewable.Viewer):
             key: LegendItem(label=value(key), renderers=renderers)
             for key, renderers in items.items()
         }
-        legend = Legend(items=list(self._items.values()), **LEGEND_STYLE)
+        items = list(self._items.values())
         if self.legend_place is None:
+            legend = Legend(items=items, **LEGEND_STYLE)
             legend.location = self.legend_location
             fig.add_layout(legend)
         else:
-            legend.orientation = "horizontal"
-            legend.ncols = self.legend_cols
-            legend.location = "center"
-            legend.background_fill_alpha = 0
-            legend.border_line_alpha = 0
-            legend.spacing = 10
-            fig.add_layout(legend, self.legend_place)
+            legend_outside(fig, items, self.legend_place, self.legend_cols)
 
     def _build(self, fig) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

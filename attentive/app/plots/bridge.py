@@ -13,11 +13,11 @@ from __future__ import annotations
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, Legend, LegendItem, Span, Whisker
+from bokeh.models import ColumnDataSource, LegendItem, Span, Whisker
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
-from attentive.app.plots.base import COLORS, LEGEND_STYLE
+from attentive.app.plots.base import COLORS, legend_outside
 
 __all__ = ["BridgeTab"]
 
@@ -44,19 +44,6 @@ def _figure(title: str, xlabel: str, ylabel: str, log: bool = False):
     )
     fig.toolbar.logo = None
     return fig
-
-
-def _legend(fig, items: list[LegendItem]) -> None:
-    """Above the data area in two columns, as the dashboard's other plots with several series:
-    inside it, the legend hid points on a phone."""
-    legend = Legend(items=items, **LEGEND_STYLE)
-    legend.orientation = "horizontal"
-    legend.ncols = 2
-    legend.location = "center"
-    legend.background_fill_alpha = 0
-    legend.border_line_alpha = 0
-    legend.spacing = 10
-    fig.add_layout(legend, "above")
 
 
 class BridgeTab(pn.viewable.Viewer):
@@ -144,13 +131,15 @@ class BridgeTab(pn.viewable.Viewer):
         fig.add_layout(self._delta_mark)
         self._series_item = LegendItem(label="actual ± 2 s.e.", renderers=[line, dots])
         self._none_item = LegendItem(label="none crossed", renderers=[none])
-        _legend(
+        legend_outside(
             fig,
             [
                 self._series_item,
                 self._none_item,
                 LegendItem(label="actual = required", renderers=[ref]),
             ],
+            "above",  # inside the data area, the legend hid points on a phone
+            2,
         )
         return fig
 
@@ -174,7 +163,7 @@ class BridgeTab(pn.viewable.Viewer):
             items.append(self._fit_items[key])
         full = fig.line("n", "n", source=self._fits, color=GREY, line_dash="dotted")
         items.append(LegendItem(label="n (full evaluation)", renderers=[full]))
-        _legend(fig, items)
+        legend_outside(fig, items, "above", 2)
         return fig
 
     @param.depends("drift", "n", "delta", watch=True)
