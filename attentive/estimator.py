@@ -75,6 +75,7 @@ from attentive.grid import (
     walk_grid_outcomes,
 )
 from attentive.rules import rule_names
+from attentive.sketch.walk import SKETCH_ORDERS
 from attentive.terms import _unwrap, decompose
 from attentive.validation import (
     check_alpha,
@@ -267,6 +268,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         guarantee is unchanged). ``"none"``: never. A pair ``(k, m)``: fit that sketch whatever
         the rule, and keep it whether it pays or not (the sketched rules are offered;
         ``family="auto"`` still ranks them by their cost).
+    sketch_order : {"residual", "walk"}, default="residual"
+        The order in which a sketched walk adds its residual terms. ``"residual"``: fixed in
+        :meth:`fit` on the reference data, each next term the one that most lowers the variance
+        of what remains of the walk (:func:`attentive.sketch.residual_order`; the few support
+        vectors the sketch gets most wrong come first, and the sketched rules stop far earlier
+        than in a random order). ``"walk"``: the plain walk's order (``order``), as SPEC §3b
+        writes it. Either way ``S^ρ_n = S_n`` and calibration's guarantee holds (the order is
+        fixed before calibration, on data calibration does not use).
 
     Attributes
     ----------
@@ -339,6 +348,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         early_stopping="auto",
         precision="auto",
         sketch="auto",
+        sketch_order="residual",
     ):
         self.estimator = estimator
         self.boundary = boundary
@@ -358,6 +368,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.early_stopping = early_stopping
         self.precision = precision
         self.sketch = sketch
+        self.sketch_order = sketch_order
 
     # -- parameter checks -------------------------------------------------------------------
     def _check_params(self):
@@ -384,6 +395,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         if self.order not in ORDERS:
             raise InvalidParameterError(f"order must be one of {ORDERS}, got {self.order!r}.")
+        if self.sketch_order not in SKETCH_ORDERS:
+            raise InvalidParameterError(
+                f"sketch_order must be one of {SKETCH_ORDERS}, got {self.sketch_order!r}."
+            )
         if self.reference_walks not in REFERENCE_WALKS:
             raise InvalidParameterError(
                 f"reference_walks must be one of {REFERENCE_WALKS}, got {self.reference_walks!r}."
@@ -397,7 +412,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def __setstate__(self, state):
         # A classifier saved (pickle or skops) before a parameter existed gets its default.
         if isinstance(state, dict):
-            state = {"early_stopping": "auto", "precision": "auto", "sketch": "auto", **state}
+            # Sketched walks were walked in the plain walk's order before sketch_order existed.
+            state = {
+                "early_stopping": "auto",
+                "precision": "auto",
+                "sketch": "auto",
+                "sketch_order": "walk",
+                **state,
+            }
         super().__setstate__(state)
 
     def _sketch_size(self) -> tuple[int, int] | None:
@@ -712,6 +734,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             statistics=self.walk_statistics_,
             profile=dict(self.reference_profile_),
             cost_model=self._sketch_cost_model(),
+            order=self.sketch_order,
             random_state=0,
         )
         self.sketch_choice_ = choice

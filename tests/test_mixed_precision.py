@@ -14,6 +14,7 @@ import attentive.evaluator.blocked as blocked
 from attentive.boundaries import Boundary, curved_boundary, full_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
+from attentive.evaluator.pilot import NOMINAL_CHUNK_ROWS, POSITION_NS
 from attentive.evaluator.plan import Thresholds, survival_schedule, walk_plan
 from attentive.evaluator.precision import (
     MAX_RELATIVE_TERM_ERROR,
@@ -295,10 +296,17 @@ def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_
     # walk's plus its dearer preparation.
     full_ns = single.full_term_ns
     assert full_ns < single.term_ns
+
+    def positions(source, pilot):
+        """Each position up to the longest walk, at a fixed cost per chunk of rows: one
+        running sum, two with a band (the running mass)."""
+        sums = 2 if source.certified else 1
+        return POSITION_NS * sums * pilot.stops.max() / (NOMINAL_CHUNK_ROWS * full_ns)
+
     assert pilots[0].walk_cost == pytest.approx(
-        priced["single"] * single.term_ns / full_ns, rel=1e-12
+        priced["single"] * single.term_ns / full_ns + positions(single, pilots[0]), rel=1e-12
     )
-    extra = (double.prep_ns - single.prep_ns) / full_ns
+    extra = (double.prep_ns - single.prep_ns) / full_ns + positions(double, pilots[1])
     expected = priced["double"] * double.term_ns / full_ns + extra
     assert pilots[1].walk_cost == pytest.approx(expected, rel=1e-12)
     assert expected > 1.4 * priced["double"]  # what pricing it in its own terms left out

@@ -66,16 +66,21 @@ def digits():
 
 @pytest.fixture(scope="module")
 def small():
-    """Ten features, a model of a few hundred support vectors and a sketch asked for by size:
-    a sketch that does not pay (two principal directions shorten the walks a little, and each
-    walked term's m-dot product costs twice its kernel value over 10 features), kept because
-    it was asked for."""
+    """Ten features, a model of a few hundred support vectors and a sketch asked for by size,
+    its residual terms in the plain walk's order (``sketch_order="walk"``): a sketch that does
+    not pay (two principal directions shorten the walks a little, and each walked term's m-dot
+    product costs twice its kernel value over 10 features), kept because it was asked for."""
     X, y = make_classification(
         n_samples=1400, n_features=10, n_informative=6, flip_y=0.03, random_state=3
     )
     model = SVC(C=1.0).fit(X[:500], y[:500])
     clf = AttentiveClassifier(
-        FrozenEstimator(model), boundary="curved", side="both", sketch=(2, 32), random_state=0
+        FrozenEstimator(model),
+        boundary="curved",
+        side="both",
+        sketch=(2, 32),
+        sketch_order="walk",
+        random_state=0,
     ).fit(X[:500], y[:500])
     return clf, X[:500], y[:500], X[500:]
 
@@ -84,14 +89,15 @@ def _residual_walk(clf, X, X_fit, y_fit):
     """The sketched walk's partial scores and running masses, from SPEC §3b term by term:
     ``S^ρ_t = Σ_i w_i (h̃_i − μ̃_i) + Σ_{k≤t} w_{π(k)} (h − h̃ − μ + μ̃)_{π(k)}`` with
     ``h = K(s_i, x)`` from scikit-learn, ``h̃`` the sketch's term values and ``μ̃`` their mean
-    over the positive reference examples (``centering="positive"``)."""
+    over the positive reference examples (``centering="positive"``), in the sketched walk's
+    order π (its own: ``sketch_order="residual"``)."""
     terms, walk, sketch = clf.terms_, clf.walk_, clf.sketched_walk_.sketch
     prepared = np.asarray(walk.prepare(X), dtype=np.float64)
     H = rbf_kernel(prepared, np.asarray(terms.support_vectors), gamma=sketch.gamma)
     H_sketch = sketch.term_values(prepared)
     positives = np.asarray(walk.prepare(X_fit[y_fit == clf.classes_[1]]), dtype=np.float64)
     mu_sketch = sketch.term_values(positives).mean(axis=0)
-    w, order = terms.weights, walk.order
+    w, order = terms.weights, clf.sketched_walk_.order
     start = (H_sketch - mu_sketch) @ w
     steps = (H - H_sketch - (walk.mu - mu_sketch))[:, order] * w[order]
     S = start[:, None] + np.cumsum(steps, axis=1)
@@ -317,6 +323,54 @@ def test_fit_sketch_after_a_plain_fit_offers_what_fit_chooses_for_a_sketched_rul
     again = copy.deepcopy(plain).fit_sketch(X_fit, y_fit)
     assert totals(again) == totals(plain)
     assert again.reference_profile_.keys() == plain.reference_profile_.keys()
+
+
+def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digits):
+    """``sketch_order="residual"`` (the default) keeps the sketched walk that
+    :func:`attentive.sketch.residual_order` makes of the plain walk's on the fit rows, walked as
+    the reference walks are; ``"walk"`` keeps the plain walk's order. Both
+    sketches are the same, and so is every full score; the residual order's rules stop sooner
+    on the test rows."""
+    from attentive.sketch import residual_order
+
+    clf, X_fit, y_fit, _, X_test = digits
+    frozen, rows = FrozenEstimator(clf.estimator_), X_test[:400]
+    kw = {"boundary": "sketched-curved", "side": "both", "delta": DELTA, "random_state": 0}
+    residual = AttentiveClassifier(frozen, **kw).fit(X_fit, y_fit)
+    plain = AttentiveClassifier(frozen, sketch_order="walk", **kw).fit(X_fit, y_fit)
+    assert residual.get_params()["sketch_order"] == "residual"
+    assert (residual.sketched_walk_.sketch.k, residual.sketched_walk_.sketch.m) == (
+        plain.sketched_walk_.sketch.k,
+        plain.sketched_walk_.sketch.m,
+    )
+    np.testing.assert_array_equal(plain.sketched_walk_.order, plain.walk_.order)
+    # Walked in-sample here (boundary="sketched-curved"; a calibrated rule's fit leaves the own
+    # terms out, with own=...).
+    assert residual.reference_walks_ == "in-sample"
+    expected = residual_order(plain.sketched_walk_, plain.walk_.prepare(X_fit))
+    np.testing.assert_array_equal(residual.sketched_walk_.order, expected.order)
+    assert not np.array_equal(residual.sketched_walk_.order, residual.walk_.order)
+    # The plain walk keeps its order; the scores are the model's either way.
+    np.testing.assert_array_equal(residual.walk_.order, plain.walk_.order)
+    np.testing.assert_allclose(  # float32 rows: within the float32 band (docs/speed.md)
+        residual.with_rule("full").decision_function(rows),
+        clf.estimator_.decision_function(rows),
+        rtol=2e-5,
+        atol=2e-5,
+    )
+    sooner = [
+        c.with_rule("sketched-curved", z=2.0).set_params(early_stopping=True).evaluate(rows)
+        for c in (residual, plain)
+    ]
+    assert sooner[0].n_evaluated.mean() < 0.8 * sooner[1].n_evaluated.mean()
+    with pytest.raises(InvalidParameterError, match=r"sketch_order must be one of"):
+        AttentiveClassifier(frozen, sketch_order="largest").fit(X_fit, y_fit)
+    # A classifier saved before sketch_order existed was sketched in the walk's order.
+    old = copy.copy(plain)
+    delattr(old, "sketch_order")
+    back = load_model(sio.dumps(old))
+    assert back.get_params()["sketch_order"] == "walk"
+    np.testing.assert_array_equal(back.predict(rows), plain.predict(rows))
 
 
 # --------------------------------------------------------------------- what a sketched rule does

@@ -173,3 +173,59 @@ def test_the_walk_and_the_sketch_must_belong_together(problem):
     other_walk, _ = make_walk(other, Xtr, ytr, random_state=0)
     with pytest.raises(InvalidParameterError, match=r"fitted for \d+ terms, the walk has \d+"):
         sketch_walk(other_walk, sw.sketch, Xtr)
+
+
+# ------------------------------------------------------------------ the residual order
+def _greedy_by_brute_force(C):
+    """Each next term the one whose removal leaves the smallest variance of the sum of the
+    terms still to walk, the variances taken over the rows of ``C`` directly (the earliest
+    among equals)."""
+    left = list(range(C.shape[1]))
+    order = []
+    while left:
+        rest = C[:, left].sum(axis=1)
+        spreads = [np.var(rest - C[:, j]) for j in left]
+        j = left[int(np.argmin(spreads))]
+        order.append(j)
+        left.remove(j)
+    return np.array(order)
+
+
+def test_the_residual_order_walks_first_what_most_lowers_the_spread_left(problem):
+    from attentive.sketch import residual_order
+
+    _, walk, sw, Xtr, _, Xte, mask, own = problem
+    Xp = sw.prepare(Xtr)
+    ordered = residual_order(sw, Xp, leave_own_out=True, own=own)
+    # The contributions by the definitions (SPEC §3b), in the sketched walk's order.
+    full = _brute_force(sw, Xtr, Xtr[mask], own=own)
+    C = np.diff(full, axis=1)
+    expected = sw.order[_greedy_by_brute_force(C)]
+    np.testing.assert_array_equal(ordered.order, expected)
+    assert not np.array_equal(ordered.order, sw.order)
+    # Only the path changes: the start, the centring, the end and the offset are the same.
+    np.testing.assert_array_equal(np.sort(ordered.order), np.arange(sw.n_terms))
+    np.testing.assert_array_equal(ordered.mu_rho, sw.mu_rho)
+    np.testing.assert_allclose(ordered.start_scores(Xte), sw.start_scores(Xte), rtol=1e-12)
+    S, S0 = ordered.partial_scores(Xte), sw.partial_scores(Xte)
+    assert relative_error(S[:, -1], S0[:, -1]) < 1e-12
+    assert ordered.offset == sw.offset
+    # The brute-force walk in the new order agrees with the walk's own partial scores.
+    np.testing.assert_allclose(
+        S[:10], _brute_force(ordered, Xte[:10], Xtr[mask])[:, 1:], rtol=1e-9, atol=1e-9
+    )
+    # The plain walk under it keeps its own order.
+    np.testing.assert_array_equal(sw.walk.order, walk.order)
+
+
+def test_the_residual_order_samples_at_most_max_rows(problem):
+    from attentive.sketch import residual_order
+
+    _, _, sw, Xtr, _, _, _, own = problem
+    Xp = sw.prepare(Xtr)
+    rows = np.sort(np.random.default_rng(5).choice(Xp.shape[0], 60, replace=False))
+    sampled = residual_order(sw, Xp, leave_own_out=True, own=own, max_rows=60, random_state=5)
+    on_rows = residual_order(sw, Xp[rows], leave_own_out=True, own=own[rows])
+    np.testing.assert_array_equal(sampled.order, on_rows.order)
+    with pytest.raises(InvalidParameterError, match="at least one reference row"):
+        residual_order(sw, Xp[:0])

@@ -73,11 +73,11 @@ def walk_statistic(walks: Walks, idx, boundary=None, sketch=None) -> np.ndarray:
     ``t`` at position t (column 0: t = 0, where it is 0): ``S_t``, or for a boundary that uses
     the running mass ``V_t = S_t + κ_t·A_t`` (``Boundary.statistic``). With a ``sketch`` (a
     sketched rule's), the residual walks ``S^ρ_t`` instead, column 0 the sketch's score
-    ``F̃(x)`` (their running masses are the plain walk's)."""
+    ``F̃(x)``, with the running masses of the sketched walk's own order."""
     S, A = walks.S[idx], walks.A[idx]
     start = np.zeros(S.shape[0])
     if sketch is not None:
-        S, start = sketch.S[idx], sketch.start[idx]
+        S, A, start = sketch.S[idx], sketch.A[idx], sketch.start[idx]
     stat = S if boundary is None or not boundary.uses_mass else boundary.statistic(S, A)
     return np.concatenate([start[:, None], stat], axis=1)
 

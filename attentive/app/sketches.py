@@ -58,9 +58,10 @@ class Sketch:
         The candidates the choice weighed (``sketch``, ``sketch_cost``, ``term_cost``,
         ``walked_fraction``, ``total``; the evaluator's measured costs), None when none could
         be fitted.
-    start, S : ndarray or None, read-only
-        On the test set: the sketch's score ``F̃(x)`` and the residual walks ``S^ρ_t(x)``
-        (column ``t − 1``), what the walks plot draws for a sketched rule.
+    start, S, A : ndarray or None, read-only
+        On the test set: the sketch's score ``F̃(x)``, the residual walks ``S^ρ_t(x)`` (column
+        ``t − 1``), what the walks plot draws for a sketched rule, and their running masses
+        ``A_t`` (the exact terms' in the sketched walk's own order).
     """
 
     classifier: object | None = None
@@ -69,6 +70,7 @@ class Sketch:
     options: pd.DataFrame | None = field(default=None, repr=False)
     start: np.ndarray | None = field(default=None, repr=False)
     S: np.ndarray | None = field(default=None, repr=False)
+    A: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def pays(self) -> bool:
@@ -177,6 +179,7 @@ def sketch(walks: Walks) -> Sketch:
         options=options,
         start=frozen(clf.sketched_walk_.start_scores(X), dtype=np.float64),
         S=frozen(clf.sketched_walk_.partial_scores(X), dtype=np.float64),
+        A=frozen(clf.sketched_walk_.partial_masses(X), dtype=np.float64),
     )
 
 

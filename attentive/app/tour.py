@@ -98,8 +98,9 @@ STEPS = (
         "Beyond the paper: the sketched walk",
         "A **sketched rule** first computes a cheap sketch of every term for the whole row (a "
         "Nyström sketch of the RBF kernel on a few principal directions and landmarks: a few % "
-        "of a full evaluation), then walks only the residuals — what the sketch got wrong — "
-        "starting at the sketch's score F̃(x). On the **walks plot** each walk now starts, at "
+        "of a full evaluation), then walks only the residuals — what the sketch got wrong, the "
+        "support vectors it gets most wrong on the training rows first — starting at the "
+        "sketch's score F̃(x). On the **walks plot** each walk now starts, at "
         "t = 0, near where it ends, and most cross the boundary within a few terms; on the "
         "**tradeoff plot** the dashed sketched curves, whose cost includes the sketch, lie left "
         "of the plain ones. The sketch is fitted when asked for (a few seconds; the sidebar says "

@@ -42,6 +42,15 @@ PILOT_ROWS = 128
 # a walk predicted at 0.85-0.92 of a full evaluation measured 1.17, one predicted at 0.62
 # measured 0.79. At 0.7 the first go to full evaluation and the second still walks.
 WALK_MARGIN = 0.7
+# A walk's position costs a fixed time per chunk of rows, however few of its rows still walk:
+# its running sums are one vector operation a position (two with the running mass), ~600 ns of
+# call overhead each beyond the per-element work the sources' term costs hold (measured: a
+# position's sum over 300 rows 0.65 µs, over 3,000 rows 1.1 µs). Shared by the rows of a
+# chunk, taken as NOMINAL_CHUNK_ROWS so that the path never depends on the call's size; with
+# few features and thousands of terms it is a fifth of a full evaluation (docs/speed.md, "The
+# cost model").
+POSITION_NS = 600.0
+NOMINAL_CHUNK_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,10 @@ def pilot_for(
     # float32 source's norms: ~0.4 of a full evaluation of 270 terms over 784 features).
     full_ns = full.full_term_ns or full.term_ns
     extra = (source.prep_ns - full.prep_ns) / full_ns
+    # The positions walked while any of a chunk's rows walks: up to the sample's longest walk.
+    sums = 2 if (thr.mass is not None or source.certified) else 1
+    reached = int(stops.max(initial=0))
+    extra += POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
     pilot = Pilot(
         stops=stops,
         schedule=schedule,

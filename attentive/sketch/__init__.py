@@ -19,11 +19,18 @@ from attentive.sketch.nystrom import (
     sketch_unavailable,
     walked_term_cost,
 )
-from attentive.sketch.walk import SketchedWalk, make_sketched_walk, sketch_walk
+from attentive.sketch.walk import (
+    SKETCH_ORDERS,
+    SketchedWalk,
+    make_sketched_walk,
+    residual_order,
+    sketch_walk,
+)
 
 __all__ = [
     "DEFAULT_SIZES",
     "LANDMARKS",
+    "SKETCH_ORDERS",
     "NystromSketch",
     "SketchChoice",
     "SketchOption",
@@ -33,6 +40,7 @@ __all__ = [
     "fit_sketch",
     "make_sketched_walk",
     "principal_directions",
+    "residual_order",
     "sketch_available",
     "sketch_cost",
     "sketch_unavailable",

@@ -30,7 +30,7 @@ from attentive.families import (
 )
 from attentive.grid import default_grid, reference_profile
 from attentive.sketch.nystrom import fit_sketch, principal_directions
-from attentive.sketch.walk import sketch_walk
+from attentive.sketch.walk import SKETCH_ORDERS, residual_order, sketch_walk
 from attentive.validation import check_delta
 
 __all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choose_sketch"]
@@ -135,6 +135,7 @@ def choose_sketch(
     profile: dict | None = None,
     cost_model=None,
     landmarks: str = "kmeans++",
+    order: str = "residual",
     max_rows: int = _PROFILE_ROWS,
     random_state=0,
 ) -> SketchChoice:
@@ -167,8 +168,14 @@ def choose_sketch(
         ``cost_model(sketch) -> (sketch cost, walked term cost)`` in full-evaluation units and
         plain-walk terms. Default: the multiply-add count of SPEC §3b (``sketch.cost``,
         ``sketch.walked_term_cost``); an evaluator that measures its own costs passes those.
+    order : {"residual", "walk"}, default="residual"
+        The order of each sketched walk's residual terms: the one that lowers the spread of
+        what remains of the walk fastest over (a sample of at most ``max_rows`` of) the
+        reference rows (:func:`attentive.sketch.residual_order`), or the plain walk's order π.
     """
     delta = check_delta(delta)
+    if order not in SKETCH_ORDERS:
+        raise InvalidParameterError(f"order must be one of {SKETCH_ORDERS}, got {order!r}.")
     names = tuple(family_names() if families is None else families)
     if not names:
         raise InvalidParameterError("choose_sketch needs at least one family.")
@@ -201,6 +208,10 @@ def choose_sketch(
                 directions=directions,
             )
             candidate = sketch_walk(walk, sketch, X_centring)
+            if order == "residual":
+                candidate = residual_order(
+                    candidate, Xp, max_rows=max_rows, random_state=random_state, **common
+                )
             cost, term_cost = (
                 (sketch.cost, sketch.walked_term_cost) if cost_model is None else cost_model(sketch)
             )

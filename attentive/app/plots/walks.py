@@ -37,7 +37,8 @@ SKETCH_MASS_YLABEL = "S^ρ_t + κ_t·A_t, started at F̃(x)"
 SKETCH_CAPTION = (
     "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
     "a full evaluation). Each step adds one term's residual w_i (h_i − h̃_i), what the sketch got\n"
-    "wrong, so S^ρ_n = S_n. The boundary applies to {statistic}."
+    "wrong, so S^ρ_n = S_n; the terms it gets most wrong on the training rows come first.\n"
+    "The boundary applies to {statistic}."
 )
 
 

@@ -120,8 +120,11 @@ class SketchedSource(TermSource):
         super().__init__(walk, plan, X)
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
-        self.features = sketch_features(walk, np.asarray(X))
-        self.start_values = self.features @ self.arrays_.beta - self.arrays_.mean_start
+        features = sketch_features(walk, np.asarray(X))
+        self.start_values = features @ self.arrays_.beta - self.arrays_.mean_start
+        # Held one feature a row (m, rows): a block's sketched terms come out as the block's
+        # (positions, rows), and are subtracted without a transposed pass.
+        self.features_t = np.ascontiguousarray(features.T)
         self.certified = inner.certified
         self._sketched = None
         term_ns = self.term_ns = inner.term_ns
@@ -135,14 +138,14 @@ class SketchedSource(TermSource):
 
     @property
     def n_rows(self) -> int:
-        return self.features.shape[0]
+        return self.features_t.shape[1]
 
     def start(self):
         return self.start_values
 
     def keep(self, idx):
         self.inner.keep(idx)
-        self.features = self.features[idx]
+        self.features_t = self.features_t[:, idx]
         self.start_values = self.start_values[idx]
 
     def block(self, start, stop, out):
@@ -151,15 +154,14 @@ class SketchedSource(TermSource):
         self.inner.block(start, stop, out)
         if not self.inner.magnitudes:  # |w| h from w h
             out *= self.plan.weight_signs[start:stop, None]
-        size, rows = out.shape
-        sketched = scratch().get("sketched", (rows, size))
-        np.matmul(self.features, self.arrays_.factors[start:stop].T, out=sketched)
+        sketched = scratch().get("sketched", out.shape)
+        np.matmul(self.arrays_.factors[start:stop], self.features_t, out=sketched)
         self._sketched = sketched
-        out -= sketched.T
+        out -= sketched
 
     def masses(self, start, stop, H, out=None):
         """``|w| h``: the block plus its sketched part back (a pass only when asked for)."""
-        return np.add(H, self._sketched.T, out=out)
+        return np.add(H, self._sketched, out=out)
 
     def relative_error(self):
         return self.inner.relative_error()
@@ -169,7 +171,7 @@ class SketchedSource(TermSource):
         products with the blocks' ``w b`` in double precision, at most ``8 (m + d + 8) u64`` of
         ``max ‖a(x)‖_∞ Σ_{k≤t} |w| ‖b‖₁ + |F̃(x)|`` at position ``t``."""
         own = self.inner.allowance(thr, final)
-        a_max = float(np.abs(self.features).max(initial=0.0))
+        a_max = float(np.abs(self.features_t).max(initial=0.0))
         start_max = float(np.abs(self.start_values).max(initial=0.0))
         m, d = self.walk.sketch.m, self.walk.sketch.n_features
         return own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
