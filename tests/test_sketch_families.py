@@ -271,9 +271,10 @@ def _held_out_floor(sw, X_ref, own, X_test, theta_s):
 def test_the_residual_order_lowers_the_sketched_walks_floor_on_held_out_rows():
     """MNIST 3 vs 8 as users prepare it: fixed on the training rows, the residual order lowers
     the sketched walk's oracle floor on the test rows at every default size, most where the
-    sketch is smallest (measured: to 0.28, 0.44 and 0.63 of the plain walk order's floor at
-    k = 4, 8, 16), the scores unchanged. (The random order's floor falls too: a mutation that
-    orders by each term's own spread alone, not what it leaves, measured 0.55, 0.60, 0.58.)"""
+    sketch is smallest (measured: to 0.22, 0.31 and 0.45 of the plain walk order's floor at
+    k = 4, 8, 16), the scores unchanged. (Mutations measured: the greedy order on the
+    covariances as they are, not shrunk, 0.28, 0.44, 0.63; each term's own spread alone,
+    not what it leaves, 0.55, 0.60, 0.58.)"""
     from attentive.data import load_dataset
     from attentive.sketch import DEFAULT_SIZES, residual_order
 
@@ -299,8 +300,8 @@ def test_the_residual_order_lowers_the_sketched_walks_floor_on_held_out_rows():
             rtol=1e-9,
             atol=1e-9,
         )
-    assert max(ratios) < 0.75, ratios
-    assert min(ratios) < 0.5, ratios
+    assert max(ratios) < 0.55, ratios
+    assert min(ratios) < 0.35, ratios
 
 
 def test_the_sizes_share_one_decomposition_and_a_given_profile_is_the_plain_walks(problem):

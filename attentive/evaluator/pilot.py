@@ -43,14 +43,19 @@ PILOT_ROWS = 128
 # measured 0.79. At 0.7 the first go to full evaluation and the second still walks.
 WALK_MARGIN = 0.7
 # A walk's position costs a fixed time per chunk of rows, however few of its rows still walk:
-# its running sums are one vector operation a position (two with the running mass), ~600 ns of
-# call overhead each beyond the per-element work the sources' term costs hold (measured: a
-# position's sum over 300 rows 0.65 µs, over 3,000 rows 1.1 µs). Shared by the rows of a
-# chunk, taken as NOMINAL_CHUNK_ROWS so that the path never depends on the call's size; with
-# few features and thousands of terms it is a fifth of a full evaluation (docs/speed.md, "The
-# cost model").
-POSITION_NS = 600.0
-NOMINAL_CHUNK_ROWS = 4096
+# its running sums are one vector operation a position (two with the running mass or a band),
+# and each block's product, exponentials and comparisons a few more — ~1 µs a position and
+# sum in all, fitted to walks of 300-3,000 rows (one thread; time = fixed + rows × per row):
+# 4.0 ms for dense-40's 3,520 positions (one sum), 1.5 ms for mnist-8vrest's 553 (two), 1.1
+# ms for mnist-8vrest-std's 684 (two), 0.64 ms for grid-2v5's 475 (one). It is shared by the
+# rows of a chunk, taken as NOMINAL_CHUNK_ROWS — a call of a few thousand rows cut into one
+# chunk a thread — so that the path never depends on the call's size or thread count. Held by
+# one thread at a time (most of it is call overhead under the interpreter lock), it is what
+# walks of thousands of cheap terms spend: dense-40's sketched walk measured 0.70 of a full
+# evaluation on one thread and 1.2-1.6 on two, where full evaluation runs twice as fast
+# (docs/speed.md, "The cost model").
+POSITION_NS = 1000.0
+NOMINAL_CHUNK_ROWS = 2048
 
 
 @dataclass(frozen=True)
