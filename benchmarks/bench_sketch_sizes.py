@@ -1,7 +1,7 @@
 """Which sketch sizes (k, m) ``choose_sketch`` needs to try: a wide grid against its three.
 
 Run: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. .venv/bin/python
-benchmarks/bench_sketch_sizes.py [--problems NAME ...]``.
+benchmarks/bench_sketch_sizes.py [--problems NAME ...] [--order residual|walk]``.
 
 For each MNIST problem of :mod:`attentive.bench_corpus` (float32 pixels / 255,
 ``SVC(gamma="scale")``, C = 1 and 10, four pairs and 8 against the rest), the model is fitted on
@@ -14,7 +14,9 @@ cost models — the count of multiply-adds of SPEC §3b (``count``) and the eval
 costs (``measured``, :func:`attentive.evaluator.sources.sketch.sketch_cost_model`, what
 ``AttentiveClassifier`` chooses by). Per problem and cost model it prints no sketch's total, the
 best size of the grid and the best of :data:`attentive.sketch.DEFAULT_SIZES`, and how much more
-the latter costs. The last line printed is one JSON object with every number.
+the latter costs. The last line printed is one JSON object with every number. ``--order``: the
+order of the sketched walks' residual terms (``choose_sketch``'s ``order``; default
+``residual``, the estimator's; docs/method.md's numbers "in the random order" are ``walk``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ GRID = tuple((k, m) for k in (4, 8, 16, 32) for m in (16, 32, 64, 128))
 DELTA = 0.01
 
 
-def measure(name: str) -> dict:
+def measure(name: str, order: str = "residual") -> dict:
     from sklearn.base import clone
 
     from attentive import AttentiveClassifier
@@ -64,6 +66,7 @@ def measure(name: str) -> dict:
         statistics=clf.walk_statistics_,
         profile=dict(clf.reference_profile_),
         sizes=GRID,
+        order=order,
     )
     seconds = time.perf_counter() - started
     measured = sketch_cost_model(clf.n_terms_)
@@ -123,6 +126,7 @@ def report(r: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    parser.add_argument("--order", default="residual", choices=("residual", "walk"))
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_info
 
@@ -130,7 +134,7 @@ def main(argv=None) -> int:
     print(f"BLAS (threadpoolctl): {blas}, numpy {np.__version__}")
     results = []
     for name in args.problems:
-        results.append(measure(name))
+        results.append(measure(name, args.order))
         report(results[-1])
         sys.stdout.flush()
     worst = {

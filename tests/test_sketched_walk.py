@@ -236,3 +236,17 @@ def test_the_residual_order_samples_at_most_max_rows(problem):
     np.testing.assert_array_equal(sampled.order, on_rows.order)
     with pytest.raises(InvalidParameterError, match="at least one reference row"):
         residual_order(sw, Xp[:0])
+
+
+def test_the_residual_order_of_many_terms_is_by_each_terms_own_spread(problem, monkeypatch):
+    """Above MAX_COVARIANCE_TERMS (no n × n covariances), each term's own spread over the
+    reference rows alone, largest first, ties in the walk's order."""
+    import attentive.sketch.walk as sketched
+
+    _, _, sw, Xtr, _, _, mask, own = problem
+    monkeypatch.setattr(sketched, "MAX_COVARIANCE_TERMS", sw.n_terms - 1)
+    ordered = sketched.residual_order(sw, sw.prepare(Xtr), leave_own_out=True, own=own)
+    C = np.diff(_brute_force(sw, Xtr, Xtr[mask], own=own), axis=1)
+    spread = C.var(axis=0)
+    expected = sw.order[np.argsort(-spread, kind="stable")]
+    np.testing.assert_array_equal(ordered.order, expected)

@@ -174,12 +174,13 @@ def sketch(walks: Walks) -> Sketch:
     if clf.sketched_walk_ is None:
         return _none(options, walks.classifier.n_features_in_)
     X = walks.X_test
+    S, A = clf.sketched_walk_.partial_scores_and_masses(X)
     return Sketch(
         classifier=clf,
         options=options,
         start=frozen(clf.sketched_walk_.start_scores(X), dtype=np.float64),
-        S=frozen(clf.sketched_walk_.partial_scores(X), dtype=np.float64),
-        A=frozen(clf.sketched_walk_.partial_masses(X), dtype=np.float64),
+        S=frozen(S, dtype=np.float64),
+        A=frozen(A, dtype=np.float64),
     )
 
 

@@ -166,8 +166,9 @@ def evaluate_blocked(
         )
     m = Xp.shape[0]
     check_boundary_length(boundary, n)
-    # A sketched walk: its start and residual terms over the source of the plain walk's terms;
-    # its full and budgeted sums are the plain walk's.
+    # A sketched walk: its start and residual terms over the source of its plain walk's terms
+    # (the same terms, in the sketched walk's order); its full and budgeted sums are that plain
+    # walk's.
     sketched = is_sketched(walk)
     base = walk.walk if sketched else walk
     plan = walk_plan(walk)

@@ -144,7 +144,8 @@ def choose_sketch(
     Parameters
     ----------
     walk : Walk
-        The plain walk (its ``μ``, order and offset are kept by every sketched walk).
+        The plain walk (its ``μ`` and offset are kept by every sketched walk, and its order
+        too with ``order="walk"``).
     X_ref, y_ref :
         The reference examples the walk's statistics come from (raw rows): the sketch is fitted
         on them, and the profile is a seeded sample of at most ``max_rows`` of them.
@@ -209,8 +210,15 @@ def choose_sketch(
             )
             candidate = sketch_walk(walk, sketch, X_centring)
             if order == "residual":
+                # Fixed as new rows would see it: without a training row's own support vector
+                # (matched by value when the walks are in-sample and own is not given).
                 candidate = residual_order(
-                    candidate, Xp, max_rows=max_rows, random_state=random_state, **common
+                    candidate,
+                    Xp,
+                    leave_own_out=True,
+                    own=own,
+                    max_rows=max_rows,
+                    random_state=random_state,
                 )
             cost, term_cost = (
                 (sketch.cost, sketch.walked_term_cost) if cost_model is None else cost_model(sketch)

@@ -41,10 +41,14 @@ SKETCH_ORDERS = ("residual", "walk")
 
 #: How far :func:`residual_order` shrinks the residuals' covariances towards none (their
 #: covariance matrix towards its diagonal: ``(1 − λ) G + λ diag G``). Measured on MNIST 3 vs 8,
-#: 7 vs 9 and 8 vs rest (k = 4, 8, 16; test rows, order fixed on the fit rows): λ = 0.3 to 0.7
-#: all gave held-out oracle floors 10-35 % below λ = 0 (the covariances of a few hundred rows
-#: taken at face value) and 30-60 % below λ = 1 (each term's own spread alone).
+#: 7 vs 9 and 8 vs rest (k = 4, 8, 16; test rows, order fixed on the fit rows): every λ from
+#: 0.3 to 0.7 gave held-out oracle floors below both ends; λ = 0.5 2-36 % below λ = 0 (the
+#: covariances of a few hundred rows taken at face value) and 22-66 % below λ = 1 (each term's
+#: own spread alone).
 ORDER_SHRINKAGE = 0.5
+#: Above this many terms :func:`residual_order` orders by each term's own spread alone (the
+#: covariance matrix would take n² doubles: 128 MB at 4,096 terms, 3.2 GB at 20,000).
+MAX_COVARIANCE_TERMS = 4096
 
 
 @dataclass(frozen=True)
@@ -53,12 +57,14 @@ class SketchedWalk(PartialSums):
     a sketch: the same reference API (``steps``, ``partial_scores``,
     ``partial_scores_and_masses``, ``contributions``, ``offset``, ``theta_s``), with partial
     scores ``S^ρ_t`` that start at the sketch's score (:meth:`start_scores`) and add residual
-    terms, and running masses of the exact terms (the plain walk's).
+    terms, and running masses of the exact terms (in this walk's order).
 
     Attributes
     ----------
     walk : Walk
-        The plain walk: its ``S_n`` is this walk's ``S^ρ_n``.
+        The plain walk whose order π this walk follows (the estimator's own plain walk, or the
+        same terms and ``μ`` in the order :func:`residual_order` gives): its ``S_n`` is this
+        walk's ``S^ρ_n``.
     sketch : NystromSketch
     feature_mean : ndarray (m,)
         ``ā``, the mean of the sketch's row features over the reference set R of the plain
@@ -230,7 +236,8 @@ class SketchedWalk(PartialSums):
     def partial_masses(
         self, X, *, prepared: bool = False, leave_own_out: bool = False, own=None
     ) -> np.ndarray:
-        """The plain walk's running masses (the sketch does not change them)."""
+        """The running masses of the exact terms in this walk's order (its plain walk's: the
+        sketch does not change them)."""
         return self.walk.partial_masses(X, prepared=prepared, leave_own_out=leave_own_out, own=own)
 
 
@@ -277,7 +284,8 @@ def residual_order(
     :meth:`SketchedWalk.steps`), has covariance ``G`` over those rows, shrunk towards its
     diagonal (:data:`ORDER_SHRINKAGE`). The order is greedy: each next position takes the term
     whose removal most lowers the variance of the remainder ``R_t = S^ρ_n − S^ρ_t``,
-    ``Var(R − c_j) = Var R − 2 Cov(R, c_j) + G_jj`` (ties kept in the walk's order). The sketch, the centring and so ``S^ρ_n = S_n`` are unchanged; only the path
+    ``Var(R − c_j) = Var R − 2 Cov(R, c_j) + G_jj`` (ties kept in the walk's order). Above
+    :data:`MAX_COVARIANCE_TERMS` terms, by each term's own spread ``G_jj`` alone. The sketch, the centring and so ``S^ρ_n = S_n`` are unchanged; only the path
     is. Where the sketch is good, what it gets wrong is mostly a few support vectors, the same
     ones over many rows: walked first, the remainder's spread ``D_t`` falls much faster than
     under a random order (docs/method.md, "Sketched walks"). The rules of a sketched walk
@@ -294,19 +302,28 @@ def residual_order(
     Xs = X_prepared[pick]
     own = walk._own(Xs, leave_own_out, None if own is None else np.asarray(own)[pick])
     n = walk.n_terms
-    sums, products = np.zeros(n), np.zeros((n, n))
+    covariances = n <= MAX_COVARIANCE_TERMS
+    sums, squares = np.zeros(n), np.zeros(n)
+    G = np.zeros((n, n)) if covariances else None
     for chunk in row_chunks(pick.size, n):
         a = walk.sketch.features(Xs[chunk])
         values, _ = walk._residuals(Xs[chunk], a, None if own is None else own[chunk])
         values *= walk.ordered_weights
         sums += values.sum(axis=0)
-        products += values.T @ values
+        if covariances:
+            G += values.T @ values
+        else:
+            squares += np.einsum("ij,ij->j", values, values)
     mean = sums / pick.size
-    G = products / pick.size - np.outer(mean, mean)
-    own_spread = np.diag(G).copy()
-    G *= 1.0 - ORDER_SHRINKAGE
-    G[np.diag_indices(n)] = own_spread
-    positions = _greedy_order(G)
+    if covariances:
+        G /= pick.size
+        G -= np.outer(mean, mean)
+        own_spread = np.diag(G).copy()
+        G *= 1.0 - ORDER_SHRINKAGE
+        G[np.diag_indices(n)] = own_spread
+        positions = _greedy_order(G)
+    else:
+        positions = np.argsort(-(squares / pick.size - mean**2), kind="stable")
     plain = walk.walk
     reordered = Walk(terms=plain.terms, mu=plain.mu, order=plain.order[positions])
     return SketchedWalk(walk=reordered, sketch=walk.sketch, feature_mean=walk.feature_mean)
