@@ -106,7 +106,11 @@ def measure_split(problem, seed: int, *, counted: bool = False, families: bool =
         "n_terms": int(n),
         "oracle": float(clf.oracle_n_evaluated(X).mean() / n),
         "fit_seconds": fit_seconds,
-        "sketch": None if choice is None else choice.best.label,
+        # The sketch kept (the cheapest by the costs it was chosen at: ``sketch_costs_``).
+        "sketch": None
+        if choice is None
+        else ("no sketch" if clf._kept_sketch() is None else clf._kept_sketch().label),
+        "sketch_costs": getattr(clf, "sketch_costs_", None),
         "options": []
         if choice is None
         else [
@@ -197,7 +201,8 @@ def _print_split(s: dict, label: str) -> None:
         f"disagreement {s['disagreement']:.4f}, fit {s['fit_seconds']:.1f} s"
     )
     if options:
-        print(f"      choice (total at δ on the reference profile): {options}")
+        priced = f" — kept at the {s['sketch_costs']} costs" if s.get("sketch_costs") else ""
+        print(f"      choice (total at δ on the reference profile): {options}{priced}")
     if "sketched_oracle_work" in s:
         fams = ", ".join(
             f"{k.removeprefix('sketched-')} {v['work']:.3f}"

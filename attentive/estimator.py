@@ -46,6 +46,8 @@ from attentive.calibration import (
     calibrate_auto,
     calibrate_scale,
     calibration_examples_needed,
+    clopper_pearson_upper,
+    fixed_sequence_scan,
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
@@ -69,6 +71,7 @@ from attentive.families.sketched import (
 )
 from attentive.grid import (
     GridOutcomes,
+    default_grid,
     family_ranking,
     oracle_stop_positions,
     reference_profile,
@@ -262,8 +265,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
         :data:`attentive.sketch.DEFAULT_SIZES`) on the reference data and keeps the one whose
         total cost (the sketch, plus the terms walked at disagreement ≤ ``delta`` on the
-        reference profile, at the evaluator's measured costs) is lowest, or none where no sketch
-        pays (``sketch_choice_``); ``family="auto"`` then chooses among the plain and the
+        reference profile, at the evaluator's measured costs — or, where the evaluator would
+        evaluate every term anyway, at the count of multiply-adds: ``sketch_costs_``) is lowest,
+        or none where no sketch pays (``sketch_choice_``); ``family="auto"`` then chooses among the plain and the
         sketched families on the reference set, the calibration set taking no part (the
         guarantee is unchanged). ``"none"``: never. A pair ``(k, m)``: fit that sketch whatever
         the rule, and keep it whether it pays or not (the sketched rules are offered;
@@ -320,6 +324,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Where a sketch was considered (the ``sketch`` parameter): the cost of no sketch and of
         each size on the reference profile (:func:`attentive.sketch.choose_sketch`); None
         otherwise.
+    sketch_costs_ : {"measured", "count"} or None
+        What the kept sketch (and the sketched rules in ``family="auto"``'s ranking) was priced
+        at: the evaluator's measured costs, where no sketch is the fastest option or the
+        fastest option's rule would be walked; SPEC §3b's count of multiply-adds, where the
+        fastest is a sketch whose rule the evaluator would evaluate in full anyway (its pilot on
+        the reference rows), so that every option takes a full evaluation's time and the least
+        work wins. None without a sketch choice.
     sketched_walk_ : SketchedWalk or None
         The walk after the sketch kept (what the ``sketched-<family>`` rules walk); None
         without one.
@@ -697,6 +708,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         from attentive.sketch import DEFAULT_SIZES, choose_sketch, sketch_unavailable
 
         self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
+        self.sketch_costs_ = None
         # The plain walk's profile only (a sketch chosen before, by fit_sketch, is chosen again).
         self.reference_profile_ = {
             name: tradeoff
@@ -739,7 +751,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         self.sketch_choice_ = choice
         # The size asked for whatever it costs; else the cheapest, if a sketch at all.
-        kept = choice.best if size is None else choice.options[-1]
+        self.sketch_costs_ = "measured" if self._sketch_cost_model() is not None else "count"
+        kept = choice.options[-1]
+        if size is None:
+            kept, self.sketch_costs_ = self._cheapest_sketch(choice, X)
         if kept.k is None:
             if size is not None:  # choose_sketch leaves out sizes the rows do not allow
                 d = self.walk_.prepare(_safe_indexing(X, [0])).shape[1]
@@ -752,6 +767,68 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.sketched_statistics_ = kept.statistics
         for name, tradeoff in kept.profile.items():
             self.reference_profile_[SKETCHED_PREFIX + name] = tradeoff
+
+    def _cheapest_sketch(self, choice, X):
+        """The option to keep and what it was priced at: the fastest by the measured costs
+        (``choice.best``) where the evaluator would walk its rule; where it would evaluate every
+        term anyway (its pilot on the reference rows says the walk does not pay), every option
+        costs a full evaluation's time, and the least work by SPEC §3b's count wins (no sketch
+        among equals). A sketch is only kept where one is the fastest option: where none is
+        (a small model, digits 2 vs 5), the choice stays no sketch."""
+        fastest = choice.best
+        counted = [
+            o.walked_fraction
+            if o.k is None
+            else o.walk.cost + o.walked_fraction * o.walk.walked_term_cost
+            for o in choice.options
+        ]
+        least = choice.options[int(np.argmin(counted))]
+        if (
+            self._sketch_cost_model() is None
+            or fastest.k is None
+            or least is fastest
+            or self._walk_pays(fastest, X)
+        ):
+            return fastest, "measured" if self._sketch_cost_model() is not None else "count"
+        return least, "count"
+
+    def _walk_pays(self, option, X) -> bool:
+        """Whether the evaluator would walk ``option``'s cheapest rule on the reference profile
+        rather than evaluate every term, by its pilot on the rows of the reference set ``X``
+        that :meth:`_pilot_rows` spreads over (never the calibration rows: the choice of rules
+        takes no part of them). The rule is its family at the scale calibration would choose if
+        the profile's rows were the calibration set (the fixed-sequence scan of their
+        Clopper–Pearson bounds at δ, α): the profile's own cheapest scale at disagreement ≤ δ
+        stops sooner than any calibrated one. Rows of float32 values are priced as float32."""
+        if option.family is None:
+            return False
+        n = _num_samples(X)
+        rates, _ = option.profile[option.family]
+        m = min(_PROFILE_ROWS, n)
+        counts = np.clip(np.rint(np.asarray(rates) * m), 0, m)
+        j, _ = fixed_sequence_scan(clopper_pearson_upper(counts, m, self.alpha), self.delta)
+        scale = float(default_grid()[0 if j is None else j])
+        pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
+        rows = _safe_indexing(X, pick)
+        if (
+            isinstance(rows, np.ndarray)
+            and rows.dtype == np.float64
+            and np.array_equal(rows, rows.astype(np.float32))
+        ):
+            # float32 values (fit reads every row as float64): priced as the float32 rows they
+            # come as, whose full evaluation is the faster (docs/speed.md, "Precision").
+            rows = rows.astype(np.float32)
+        family = make_family(option.family, option.statistics, self.theta_s_, self.side_)
+        ev = evaluate(
+            option.walk,
+            rows,
+            family.boundary(scale),
+            self.theta_s_,
+            precision=self._precision(),
+            threshold=self.threshold,
+            reference=option.walk.prepare(rows),
+        )
+        return ev.path == "walk"
 
     def _sketch_cost_model(self):
         """What a sketch costs, for :func:`attentive.sketch.choose_sketch` and the ranking of
@@ -808,12 +885,17 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _profile_costs(self) -> dict:
         """The reference profile with each family's evaluated fraction as its cost in units of
         a full evaluation: a sketched family's includes the sketch and the walked terms' extra
-        cost (:func:`attentive.sketch.choose_sketch`'s total)."""
+        cost (:func:`attentive.sketch.choose_sketch`'s total), at the costs the kept sketch was
+        chosen by (``sketch_costs_``)."""
         kept = self._kept_sketch()
+        counted = getattr(self, "sketch_costs_", "measured") == "count"
         out = {}
         for name, (rates, fractions) in self.reference_profile_.items():
             if is_sketched_name(name) and kept is not None:
-                fractions = kept.sketch_cost + fractions * kept.term_cost
+                if counted:
+                    fractions = kept.walk.cost + fractions * kept.walk.walked_term_cost
+                else:
+                    fractions = kept.sketch_cost + fractions * kept.term_cost
             out[name] = (rates, fractions)
         return out
 

@@ -338,7 +338,9 @@ def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digi
 
     clf, X_fit, y_fit, _, X_test = digits
     frozen, rows = FrozenEstimator(clf.estimator_), X_test[:400]
+    # One size for both (which size is cheapest depends on the order).
     kw = {"boundary": "sketched-curved", "side": "both", "delta": DELTA, "random_state": 0}
+    kw["sketch"] = (8, 32)
     residual = AttentiveClassifier(frozen, **kw).fit(X_fit, y_fit)
     plain = AttentiveClassifier(frozen, sketch_order="walk", **kw).fit(X_fit, y_fit)
     assert residual.get_params()["sketch_order"] == "residual"
@@ -555,3 +557,76 @@ def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(
     np.testing.assert_array_equal(ev.labels, clf.estimator_.predict(rows))
     monkeypatch.setattr(pilot, "POSITION_NS", 0.0)
     assert unpriced.evaluate(rows).path == "walk"
+
+
+def _counted_total(option) -> float:
+    """An option's total by SPEC §3b's count, from its sizes (independent of the estimator)."""
+    from attentive.sketch import sketch_cost, walked_term_cost
+
+    if option.k is None:
+        return option.walked_fraction
+    sketch = option.walk.sketch
+    return sketch_cost(sketch.n_terms, sketch.n_features, option.k, option.m) + (
+        option.walked_fraction * walked_term_cost(sketch.n_features, option.m)
+    )
+
+
+class _FastestAlways(AttentiveClassifier):
+    """Keeps the fastest option by the measured costs, walked or not (the choice before)."""
+
+    def _walk_pays(self, option, X) -> bool:
+        return True
+
+
+@pytest.mark.slow
+def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
+    """MNIST 4 vs 9 (float32 pixels / 255): by the measured costs the smallest sketch is the
+    fastest, but its rule would be evaluated in full anyway (the evaluator's pilot), so every
+    option takes a full evaluation's time and the one with the least work by the count is kept
+    and ranked at the count; its calibrated rule then does less work on the test rows, with
+    the same path."""
+    from attentive.bench_corpus import load_problem
+
+    problem = load_problem("mnist-4v9")
+    kw = {"boundary": "calibrated", "side": "both", "delta": DELTA, "alpha": ALPHA}
+    clf = AttentiveClassifier(problem.model, random_state=0, **kw)
+    clf.fit(problem.X_train, problem.y_train)
+    before = _FastestAlways(problem.model, random_state=0, **kw)
+    before.fit(problem.X_train, problem.y_train)
+    choice = clf.sketch_choice_
+    least = min(choice.options, key=_counted_total)
+    assert least is not choice.best  # the two cost models disagree here
+    assert clf.sketch_costs_ == "count" and before.sketch_costs_ == "measured"
+    assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (least.k, least.m)
+    assert before.sketched_walk_.sketch.k == choice.best.k
+    # Ranked at the count: a sketched rule's cost is its sketch plus its walked terms'.
+    costs = clf._profile_costs()
+    name = next(n for n in costs if n.startswith("sketched-"))
+    _, fractions = clf.reference_profile_[name]
+    np.testing.assert_allclose(
+        costs[name][1],
+        clf.sketched_walk_.cost + fractions * clf.sketched_walk_.walked_term_cost,
+        rtol=1e-12,
+    )
+    X = problem.X_test[:3000]
+    ev, ev_before = clf.evaluate(X), before.evaluate(X)
+    assert ev.path == ev_before.path == "full"
+    walked = [c.set_params(early_stopping=True).evaluate(X) for c in (clf, before)]
+    assert walked[0].work_fraction < walked[1].work_fraction
+
+
+@pytest.mark.slow
+def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
+    """MNIST 8 against the rest: the smallest sketch's rule is walked (the pilot says it pays),
+    so the fastest option by the measured costs is kept, as before."""
+    from attentive.bench_corpus import load_problem
+
+    problem = load_problem("mnist-8vrest")
+    clf = AttentiveClassifier(
+        problem.model, boundary="calibrated", side="both", delta=DELTA, alpha=ALPHA,
+        random_state=0,
+    ).fit(problem.X_train, problem.y_train)  # fmt: skip
+    best = clf.sketch_choice_.best
+    assert clf.sketch_costs_ == "measured"
+    assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (best.k, best.m)
+    assert clf.evaluate(problem.X_test[:3000]).path == "walk"
