@@ -326,11 +326,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         otherwise.
     sketch_costs_ : {"measured", "count"} or None
         What the kept sketch (and the sketched rules in ``family="auto"``'s ranking) was priced
-        at: the evaluator's measured costs, where no sketch is the fastest option or the
-        fastest option's rule would be walked; SPEC §3b's count of multiply-adds, where the
-        fastest is a sketch whose rule the evaluator would evaluate in full anyway (its pilot on
-        the reference rows), so that every option takes a full evaluation's time and the least
-        work wins. None without a sketch choice.
+        at: the evaluator's measured costs, where the fastest option's rule would be walked;
+        SPEC §3b's count of multiply-adds, where the evaluator would evaluate that rule in full
+        anyway (its pilot on the reference rows), so that every option takes a full
+        evaluation's time and the least work wins. None without a sketch choice.
     sketched_walk_ : SketchedWalk or None
         The walk after the sketch kept (what the ``sketched-<family>`` rules walk); None
         without one.
@@ -773,8 +772,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         (``choice.best``) where the evaluator would walk its rule; where it would evaluate every
         term anyway (its pilot on the reference rows says the walk does not pay), every option
         costs a full evaluation's time, and the least work by SPEC §3b's count wins (no sketch
-        among equals). A sketch is only kept where one is the fastest option: where none is
-        (a small model, digits 2 vs 5), the choice stays no sketch."""
+        among equals) — also where the fastest is no sketch, whose plain rule would be evaluated
+        in full too."""
         fastest = choice.best
         counted = [
             o.walked_fraction
@@ -783,12 +782,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             for o in choice.options
         ]
         least = choice.options[int(np.argmin(counted))]
-        if (
-            self._sketch_cost_model() is None
-            or fastest.k is None
-            or least is fastest
-            or self._walk_pays(fastest, X)
-        ):
+        if self._sketch_cost_model() is None or least is fastest or self._walk_pays(fastest, X):
             return fastest, "measured" if self._sketch_cost_model() is not None else "count"
         return least, "count"
 

@@ -105,8 +105,8 @@ STEPS = (
         "**tradeoff plot** the dashed sketched curves, whose cost includes the sketch, lie left "
         "of the plain ones. The sketch is fitted when asked for (a few seconds; the sidebar says "
         "when it is in). This generated problem, whose 100 features lie near a 3-dimensional "
-        "subspace, is the case a sketch is made for; where none pays (digits 2 vs 5), the "
-        "sidebar says why.",
+        "subspace, is the case a sketch is made for; where none can be fitted (a linear model, "
+        "another kernel, sparse rows) or none pays, the sidebar says why.",
         SKETCHED_VIEW,
     ),
     Step(
