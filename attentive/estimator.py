@@ -267,9 +267,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         total cost (the sketch, plus the terms walked at disagreement ≤ ``delta`` on the
         reference profile, at the evaluator's measured costs — or, where the evaluator would
         evaluate every term anyway, at the count of multiply-adds: ``sketch_costs_``) is lowest,
-        or none where no sketch pays (``sketch_choice_``); ``family="auto"`` then chooses among the plain and the
-        sketched families on the reference set, the calibration set taking no part (the
-        guarantee is unchanged). ``"none"``: never. A pair ``(k, m)``: fit that sketch whatever
+        or none where no sketch pays (``sketch_choice_``); ``family="auto"`` then chooses among
+        the plain and the sketched families on the reference set, the calibration set taking no
+        part (the guarantee is unchanged). ``"none"``: never. A pair ``(k, m)``: fit that sketch whatever
         the rule, and keep it whether it pays or not (the sketched rules are offered;
         ``family="auto"`` still ranks them by their cost).
     sketch_order : {"residual", "walk"}, default="residual"
