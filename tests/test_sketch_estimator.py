@@ -105,6 +105,21 @@ def _residual_walk(clf, X, X_fit, y_fit):
     return S, A
 
 
+def _calibrated(problem, cls=AttentiveClassifier, **kw):
+    """The two-sided calibrated classifier of issue 35's benchmarks (δ = 1 %, α = 5 %, seed 0)
+    fitted on a :mod:`attentive.bench_corpus` problem's training rows."""
+    clf = cls(
+        problem.model,
+        boundary="calibrated",
+        side="both",
+        delta=DELTA,
+        alpha=ALPHA,
+        random_state=0,
+        **kw,
+    )
+    return clf.fit(problem.X_train, problem.y_train)
+
+
 def _agree(clf, X):
     """predict == classes_[decision_function ≥ θ], and evaluate() says the same."""
     d, p = clf.decision_function(X), clf.predict(X)
@@ -219,15 +234,7 @@ def test_where_no_sketch_pays_none_is_kept_and_no_sketched_rule_is_offered():
     from attentive.bench_corpus import load_problem
 
     problem = load_problem("dense-40", quick=True)
-    clf = AttentiveClassifier(
-        problem.model,
-        boundary="calibrated",
-        side="both",
-        delta=DELTA,
-        alpha=ALPHA,
-        random_state=0,
-        sketch_order="walk",
-    ).fit(problem.X_train, problem.y_train)
+    clf = _calibrated(problem, sketch_order="walk")
     choice = clf.sketch_choice_
     none, *sketches = choice.options
     assert none.k is None and len(sketches) >= 2
@@ -540,14 +547,7 @@ def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(
     from attentive.bench_corpus import load_problem
 
     problem = load_problem("dense-40")
-    clf = AttentiveClassifier(
-        problem.model,
-        boundary="calibrated",
-        side="both",
-        delta=DELTA,
-        alpha=ALPHA,
-        random_state=0,
-    ).fit(problem.X_train, problem.y_train)
+    clf = _calibrated(problem)
     assert clf.n_terms_ > 3000 and clf.sketched_walk_ is not None
     assert clf.calibration_.family.startswith("sketched-")
     rows = problem.X_test[:2000]
@@ -588,11 +588,7 @@ def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
     from attentive.bench_corpus import load_problem
 
     problem = load_problem("mnist-4v9")
-    kw = {"boundary": "calibrated", "side": "both", "delta": DELTA, "alpha": ALPHA}
-    clf = AttentiveClassifier(problem.model, random_state=0, **kw)
-    clf.fit(problem.X_train, problem.y_train)
-    before = _FastestAlways(problem.model, random_state=0, **kw)
-    before.fit(problem.X_train, problem.y_train)
+    clf, before = _calibrated(problem), _calibrated(problem, cls=_FastestAlways)
     choice = clf.sketch_choice_
     least = min(choice.options, key=_counted_total)
     assert least is not choice.best  # the two cost models disagree here
@@ -622,10 +618,7 @@ def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
     from attentive.bench_corpus import load_problem
 
     problem = load_problem("mnist-8vrest")
-    clf = AttentiveClassifier(
-        problem.model, boundary="calibrated", side="both", delta=DELTA, alpha=ALPHA,
-        random_state=0,
-    ).fit(problem.X_train, problem.y_train)  # fmt: skip
+    clf = _calibrated(problem)
     best = clf.sketch_choice_.best
     assert clf.sketch_costs_ == "measured"
     assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (best.k, best.m)
