@@ -47,7 +47,8 @@ SKETCH_ORDERS = ("residual", "walk")
 #: own spread alone).
 ORDER_SHRINKAGE = 0.5
 #: Above this many terms :func:`residual_order` orders by each term's own spread alone (the
-#: covariance matrix would take n² doubles: 128 MB at 4,096 terms, 3.2 GB at 20,000).
+#: covariance matrix takes n² doubles, and each chunk's product as many again: 2 × 128 MB at
+#: 4,096 terms, 2 × 3.2 GB at 20,000).
 MAX_COVARIANCE_TERMS = 4096
 
 
@@ -285,8 +286,9 @@ def residual_order(
     diagonal (:data:`ORDER_SHRINKAGE`). The order is greedy: each next position takes the term
     whose removal most lowers the variance of the remainder ``R_t = S^ρ_n − S^ρ_t``,
     ``Var(R − c_j) = Var R − 2 Cov(R, c_j) + G_jj`` (ties kept in the walk's order). Above
-    :data:`MAX_COVARIANCE_TERMS` terms, by each term's own spread ``G_jj`` alone. The sketch, the centring and so ``S^ρ_n = S_n`` are unchanged; only the path
-    is. Where the sketch is good, what it gets wrong is mostly a few support vectors, the same
+    :data:`MAX_COVARIANCE_TERMS` terms, by each term's own spread ``G_jj`` alone. The sketch,
+    the centring and so ``S^ρ_n = S_n`` are unchanged; only the path is. Where the sketch is
+    good, what it gets wrong is mostly a few support vectors, the same
     ones over many rows: walked first, the remainder's spread ``D_t`` falls much faster than
     under a random order (docs/method.md, "Sketched walks"). The rules of a sketched walk
     estimate their statistics per position from reference walks in this order, and
