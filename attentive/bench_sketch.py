@@ -101,15 +101,14 @@ def measure_split(problem, seed: int, *, counted: bool = False, families: bool =
 
     report = clf.calibration_
     choice = clf.sketch_choice_
+    kept = clf._kept_sketch()
     out = {
         "seed": int(seed),
         "n_terms": int(n),
         "oracle": float(clf.oracle_n_evaluated(X).mean() / n),
         "fit_seconds": fit_seconds,
         # The sketch kept (the cheapest by the costs it was chosen at: ``sketch_costs_``).
-        "sketch": None
-        if choice is None
-        else ("no sketch" if clf._kept_sketch() is None else clf._kept_sketch().label),
+        "sketch": None if choice is None else ("no sketch" if kept is None else kept.label),
         "sketch_costs": getattr(clf, "sketch_costs_", None),
         "options": []
         if choice is None

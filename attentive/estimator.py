@@ -129,6 +129,14 @@ def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
     return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
 
 
+def _spread_rows(X):
+    """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` rows of ``X``, spread evenly (data
+    sorted by class would mislead a sample of the first rows)."""
+    n = _num_samples(X)
+    pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
+    return _safe_indexing(X, pick)
+
+
 def calibration_split(
     X, y, *, delta=0.05, alpha=0.05, calibration_size="auto", random_state=None
 ) -> tuple:
@@ -636,9 +644,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         (a row's outcome never depends on its batch). ``fit`` passes the calibration rows where
         it holds some out (the model never saw them: they stop as new rows do), else the
         reference rows."""
-        n = _num_samples(X)
-        pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
-        return self.walk_.prepare(_safe_indexing(X, pick))
+        return self.walk_.prepare(_spread_rows(X))
 
     def _reference_profile(self, X, own=None) -> dict:
         """Each family's tradeoff on (a sample of) the reference set, for ``family="auto"``."""
@@ -775,15 +781,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         among equals) — also where the fastest is no sketch, whose plain rule would be evaluated
         in full too."""
         fastest = choice.best
-        counted = [
-            o.walked_fraction
-            if o.k is None
-            else o.walk.cost + o.walked_fraction * o.walk.walked_term_cost
-            for o in choice.options
-        ]
-        least = choice.options[int(np.argmin(counted))]
-        if self._sketch_cost_model() is None or least is fastest or self._walk_pays(fastest, X):
-            return fastest, "measured" if self._sketch_cost_model() is not None else "count"
+        least = min(choice.options, key=lambda o: o.counted_total)  # the earliest among equals
+        measured = self._sketch_cost_model() is not None
+        if not measured or least is fastest or self._walk_pays(fastest, X):
+            return fastest, "measured" if measured else "count"
         return least, "count"
 
     def _walk_pays(self, option, X) -> bool:
@@ -796,14 +797,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         stops sooner than any calibrated one. Rows of float32 values are priced as float32."""
         if option.family is None:
             return False
-        n = _num_samples(X)
         rates, _ = option.profile[option.family]
-        m = min(_PROFILE_ROWS, n)
+        m = min(_PROFILE_ROWS, _num_samples(X))
         counts = np.clip(np.rint(np.asarray(rates) * m), 0, m)
         j, _ = fixed_sequence_scan(clopper_pearson_upper(counts, m, self.alpha), self.delta)
         scale = float(default_grid()[0 if j is None else j])
-        pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
-        rows = _safe_indexing(X, pick)
+        rows = _spread_rows(X)
         if (
             isinstance(rows, np.ndarray)
             and rows.dtype == np.float64
@@ -886,10 +885,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         out = {}
         for name, (rates, fractions) in self.reference_profile_.items():
             if is_sketched_name(name) and kept is not None:
-                if counted:
-                    fractions = kept.walk.cost + fractions * kept.walk.walked_term_cost
-                else:
-                    fractions = kept.sketch_cost + fractions * kept.term_cost
+                cost, term_cost = (
+                    kept.counted_costs if counted else (kept.sketch_cost, kept.term_cost)
+                )
+                fractions = cost + fractions * term_cost
             out[name] = (rates, fractions)
         return out
 

@@ -85,6 +85,20 @@ class SketchOption:
         return self.sketch_cost + self.walked_fraction * self.term_cost
 
     @property
+    def counted_costs(self) -> tuple[float, float]:
+        """``(sketch cost, walked term cost)`` by SPEC §3b's count of multiply-adds, whatever
+        cost model priced the option (``(0, 1)`` without a sketch)."""
+        if self.k is None:
+            return 0.0, 1.0
+        return self.walk.cost, self.walk.walked_term_cost
+
+    @property
+    def counted_total(self) -> float:
+        """:attr:`total` by the count of multiply-adds."""
+        cost, term_cost = self.counted_costs
+        return cost + self.walked_fraction * term_cost
+
+    @property
     def label(self) -> str:
         return "no sketch" if self.k is None else f"k={self.k}, m={self.m}"
 
