@@ -13,11 +13,12 @@ problems earlier rounds were measured on.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CORPUS", "DEFAULT", "Problem", "load_problem"]
+__all__ = ["CORPUS", "DEFAULT", "Problem", "load_problem", "problem_name", "problem_names"]
 
 PAIRS = ("2v5", "4v9", "3v8", "7v9")
 
@@ -127,7 +128,40 @@ CORPUS = {
 DEFAULT = tuple(CORPUS)
 
 
+# Any MNIST problem by name, beyond the corpus's: mnist-<a>v<b> or mnist-<a>vrest, with -C<C>
+# and -std as above (other problems of the same kinds, for checking a method off the corpus).
+_MNIST_NAME = re.compile(r"mnist-([0-9])v([0-9]|rest)(?:-C([0-9]+(?:\.[0-9]+)?))?(-std)?")
+
+
+def problem_names() -> str:
+    """What :func:`load_problem` accepts, for help texts and errors."""
+    return ", ".join(CORPUS) + " (and mnist-<a>v<b> or mnist-<a>vrest, with -C<C> and/or -std)"
+
+
+def problem_name(name: str) -> str:
+    """``name`` if :func:`load_problem` knows it (an argparse ``type``: a clear error if not)."""
+    import argparse
+
+    if name in CORPUS or _known_mnist(name):
+        return name
+    raise argparse.ArgumentTypeError(f"unknown problem {name!r}; expected {problem_names()}")
+
+
+def _known_mnist(name: str):
+    match = _MNIST_NAME.fullmatch(name)
+    return None if match is None or match[1] == match[2] else match
+
+
 def load_problem(name: str, quick: bool = False, *, tiled: bool = True) -> Problem:
-    """The problem ``name`` of :data:`CORPUS` (``quick``: small, for a check that it runs;
-    ``tiled=False``: each test row once, for measuring rules rather than timing them)."""
-    return CORPUS[name](quick, tiled)
+    """The problem ``name`` of :data:`CORPUS`, or any MNIST pair or digit against the rest
+    named as the corpus names them (``mnist-1v7-C10``, ``mnist-3vrest-std``). ``quick``: small,
+    for a check that it runs; ``tiled=False``: each test row once, for measuring rules rather
+    than timing them."""
+    if name in CORPUS:
+        return CORPUS[name](quick, tiled)
+    match = _known_mnist(name)
+    if match is None:
+        raise ValueError(f"unknown problem {name!r}; expected one of {problem_names()}")
+    pair = f"{match[1]}v{match[2]}"
+    repeat = (2 if match[2] == "rest" else 10) if tiled else 1
+    return _mnist(pair, float(match[3] or 1), repeat, quick, scaled=bool(match[4]))

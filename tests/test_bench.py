@@ -44,6 +44,40 @@ def test_corpus_names_every_kind_the_issue_asks_for():
     assert {"mnist-2v5-std", "mnist-8vrest-std"} <= names  # a pipeline in front
 
 
+def test_any_mnist_pair_or_digit_against_the_rest_loads_by_name():
+    """Problems off the corpus, named as it names its own: the same kinds of data and model."""
+    from sklearn.pipeline import Pipeline
+
+    from attentive.data import load_dataset
+
+    p = load_problem("mnist-1v7-C10", quick=True)
+    ds = load_dataset("mnist-t10k-1v7")
+    assert p.model.C == 10 and p.model.gamma == "scale" and p.mnist_like
+    assert p.X_train.dtype == np.float32
+    np.testing.assert_array_equal(p.X_train, np.asarray(ds.X_train, dtype=np.float32)[:600])
+    rest = load_problem("mnist-3vrest-std", quick=True)
+    assert isinstance(rest.model, Pipeline) and rest.y_train.mean() < 0.2
+    # timed rows repeat the test set as the corpus's do (10x pairs, 2x against the rest)
+    assert load_problem("mnist-0v6").X_test.shape[0] == 10 * ds_rows("mnist-t10k-0v6")
+    for bad in ("mnist-3v3", "mnist-12v3", "mnist-1v7-C", "cifar-1v7"):
+        with pytest.raises(ValueError, match="unknown problem"):
+            load_problem(bad)
+
+
+def ds_rows(name: str) -> int:
+    from attentive.data import load_dataset
+
+    return np.asarray(load_dataset(name).X_test).shape[0]
+
+
+def test_the_bench_command_refuses_an_unknown_problem(capsys):
+    from attentive.bench import main
+
+    with pytest.raises(SystemExit):
+        main(["--problems", "mnist-4v4"])
+    assert "unknown problem 'mnist-4v4'" in capsys.readouterr().err
+
+
 def test_the_peer_of_a_pipeline_scores_the_same_model():
     """A StandardScaler in front of the SVC: the peer is the pipeline's own transform, then
     scikit-learn-intelex's SVC holding the same support vectors (where it is installed)."""
@@ -93,3 +127,23 @@ def test_targets_follow_the_issue():
     }
     r["mnist_like"] = False  # the peer targets are for MNIST-like problems
     assert set(_targets(r, with_peer=True)) == {"predict/full ≤ 1.05_1", "predict/full ≤ 1.05"}
+
+
+def test_the_benchmark_holds_blas_to_one_thread_and_gives_it_back():
+    """The timed calls' thread limit (one controller, not a scan of the libraries per call)."""
+    from threadpoolctl import threadpool_info
+
+    from attentive.bench import _blas_limits
+
+    def blas_threads():
+        return {
+            i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"
+        }
+
+    before = blas_threads()
+    limits = _blas_limits()
+    with limits(1):
+        assert set(blas_threads().values()) == {1}
+    assert blas_threads() == before
+    with limits(None):
+        assert blas_threads() == before
