@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from attentive.evaluator.precision import U64
-from attentive.evaluator.rows import TILE
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 
@@ -61,14 +60,20 @@ def sketch_arrays(walk, plan) -> SketchArrays:
     return plan.arrays("sketch", build)
 
 
+# Rows a sketch's features are computed for at a time: a float64 tile of 128 MNIST rows (0.8 MB)
+# stays in cache for its conversion, product and norms; 7,000 rows of MNIST 8 against the rest
+# took 4.3 ms in tiles of 128 against 5.5 in tiles of 512 (one thread, medians of 21).
+FEATURE_TILE = 128
+
+
 def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     """``a(x)`` of rows ``X`` (prepared, dense), as the reference computes them, converted to
     float64 a tile of rows at a time (in cache, instead of one copy of every row)."""
     sketch = walk.sketch
     m = X.shape[0]
     out = np.empty((m, sketch.m))
-    for lo in range(0, m, TILE):
-        tile = np.asarray(X[lo : lo + TILE], dtype=np.float64)
+    for lo in range(0, m, FEATURE_TILE):
+        tile = np.asarray(X[lo : lo + FEATURE_TILE], dtype=np.float64)
         out[lo : lo + tile.shape[0]] = sketch.projection.features(tile, sketch.gamma)
     return out
 
