@@ -20,7 +20,7 @@ __all__ = ["TrajectoryView"]
 
 BRIDGE = "Brownian bridge ± z·√(V t (n − t)) / n"
 # A mass-regression rule: its boundary applies to V_t = S_t + κ_t·A_t, whose walks are drawn.
-MASS_TITLE = "Walks of the rule's statistic S_t + κ_t·A_t"
+MASS_TITLE = "Walks of the statistic S_t + κ_t·A_t"
 MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
 MASS_CAPTION = (
     "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass.\n"
@@ -29,10 +29,12 @@ MASS_CAPTION = (
 )
 
 
-# A sketched rule: the residual walks S^ρ_t, from the sketch's score F̃(x) (SPEC §3b).
-SKETCH_TITLE = "Walks after the sketch: S^ρ_t, from the sketch's score F̃(x)"
+# A sketched rule: the residual walks S^ρ_t, from the sketch's score F̃(x) (SPEC §3b). Titles
+# short enough for a phone's plot (about 38 characters at 390 px); the y label and the caption
+# say where the walks start.
+SKETCH_TITLE = "Walks after the sketch: S^ρ_t"
 SKETCH_YLABEL = "S^ρ_t, started at F̃(x)"
-SKETCH_MASS_TITLE = "Walks after the sketch of the rule's statistic S^ρ_t + κ_t·A_t"
+SKETCH_MASS_TITLE = "After the sketch: S^ρ_t + κ_t·A_t"
 SKETCH_MASS_YLABEL = "S^ρ_t + κ_t·A_t, started at F̃(x)"
 SKETCH_CAPTION = (
     "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
@@ -96,7 +98,7 @@ class TrajectoryView(PlotView):
                 "positive": [r_pos],
                 "boundary τ": [r_lo, r_hi],
                 "budget B": [r_budget],
-                "θ_S (decision threshold)": [r_theta],
+                "threshold θ_S": [r_theta],
                 "stopped here (click for the example)": [r_stops],
                 BRIDGE: [r_band, r_mid],
             },
