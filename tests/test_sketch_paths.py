@@ -11,6 +11,7 @@ every walk value by more than rounding, so each path must find the same stops.
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -132,3 +133,28 @@ def test_full_and_budgeted_sums_of_a_sketched_walk_are_the_plain_walks(sketched_
         np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-12, atol=1e-12)
         assert (ev.n_evaluated == terms).all()
         assert ev.sketch_cost == 0 and ev.work_fraction == pytest.approx(terms / n)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
+def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind):
+    """The evaluator reads the rows a tile at a time and finishes the features once for all of
+    them: the sketch's own ``features`` on the same rows (several tiles and a ragged last one;
+    without the discarded-norm correction too), to double rounding."""
+    from attentive.evaluator.sources.sketch import FEATURE_TILE, sketch_features
+
+    walk, X = sketched_walks[kind]
+    Xp = walk.prepare(X)
+    assert Xp.shape[0] > 2 * FEATURE_TILE and Xp.shape[0] % FEATURE_TILE
+    ref = walk.sketch.features(Xp)
+    np.testing.assert_allclose(sketch_features(walk, Xp), ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sketch_features(walk, Xp[:1]), ref[:1], rtol=1e-12, atol=1e-15)
+    assert sketch_features(walk, Xp[:0]).shape == (0, walk.sketch.m)
+    sketch = walk.sketch
+    projection = dataclasses.replace(sketch.projection, corrected=False)
+    plain = SimpleNamespace(
+        sketch=SimpleNamespace(projection=projection, m=sketch.m, gamma=sketch.gamma)
+    )
+    uncorrected = sketch_features(plain, Xp)
+    direct = projection.features(np.asarray(Xp, dtype=np.float64), sketch.gamma)
+    np.testing.assert_allclose(uncorrected, direct, rtol=1e-12, atol=1e-15)
+    assert np.all(uncorrected >= ref) and np.any(uncorrected > ref)  # e^{−γ r(x)} ≤ 1 is gone

@@ -199,12 +199,19 @@ class RowProjection:
     def features(self, X: np.ndarray, gamma: float) -> np.ndarray:
         """``a(x)`` of rows ``X``: the discarded-norm factor ``e^{−γ r(x)}`` times the RBF
         kernel to the landmarks, ``r(x) = ‖x̃‖² − ‖P x̃‖²`` clipped at 0 against rounding."""
+        norms = np.einsum("ij,ij->i", X, X) if self.corrected else None
+        return self.features_of(X @ self.stacked, norms, gamma)
+
+    def features_of(self, G: np.ndarray, norms: np.ndarray | None, gamma: float) -> np.ndarray:
+        """:meth:`features` from what its one pass over the rows gives: their products ``G = X
+        [Pᵀ | x̄]`` and their ``‖x‖²`` (None without the correction). The rest is a few
+        operations per row on (rows, k + 1) and (rows, m) arrays, so a caller that reads the
+        rows a tile at a time calls this once for all of them."""
         k = self.projected_mean.shape[0]
-        G = X @ self.stacked
         U = G[:, :k] - self.projected_mean
         D = _squared_distances(U, self.landmarks)
         if self.corrected:
-            centred_norm = np.einsum("ij,ij->i", X, X) - 2.0 * G[:, k] + self.mean_norm
+            centred_norm = norms - 2.0 * G[:, k] + self.mean_norm
             D += np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)[:, None]
         D *= -gamma
         return np.exp(D, out=D)

@@ -60,22 +60,30 @@ def sketch_arrays(walk, plan) -> SketchArrays:
     return plan.arrays("sketch", build)
 
 
-# Rows a sketch's features are computed for at a time: a float64 tile of 128 MNIST rows (0.8 MB)
-# stays in cache for its conversion, product and norms; 7,000 rows of MNIST 8 against the rest
-# took 4.3 ms in tiles of 128 against 5.5 in tiles of 512 (one thread, medians of 21).
+# Rows a sketch's features read at a time: a float64 tile of 128 MNIST rows (0.8 MB) stays in
+# cache for its conversion, product and norms (7,000 rows of MNIST 8 against the rest: 4.3 ms in
+# tiles of 128 against 5.5 in tiles of 512, one thread, medians of 21).
 FEATURE_TILE = 128
 
 
 def sketch_features(walk, X: np.ndarray) -> np.ndarray:
-    """``a(x)`` of rows ``X`` (prepared, dense), as the reference computes them, converted to
-    float64 a tile of rows at a time (in cache, instead of one copy of every row)."""
+    """``a(x)`` of rows ``X`` (prepared, dense), as the reference computes them: the one pass
+    over the rows (their float64 conversion, products with ``[Pᵀ | x̄]`` and ``‖x‖²``) a tile at a
+    time, in cache instead of one float64 copy of every row; the rest once for all the rows
+    (:meth:`attentive.sketch.nystrom.RowProjection.features_of`: three calls a tile, not a dozen,
+    so two threads computing features do not queue for the interpreter between small calls)."""
     sketch = walk.sketch
+    projection = sketch.projection
     m = X.shape[0]
-    out = np.empty((m, sketch.m))
+    G = np.empty((m, projection.stacked.shape[1]))
+    norms = np.empty(m) if projection.corrected else None
     for lo in range(0, m, FEATURE_TILE):
         tile = np.asarray(X[lo : lo + FEATURE_TILE], dtype=np.float64)
-        out[lo : lo + tile.shape[0]] = sketch.projection.features(tile, sketch.gamma)
-    return out
+        hi = lo + tile.shape[0]
+        np.matmul(tile, projection.stacked, out=G[lo:hi])
+        if norms is not None:
+            np.einsum("ij,ij->i", tile, tile, out=norms[lo:hi])
+    return projection.features_of(G, norms, sketch.gamma)
 
 
 def _term_ns(d: int) -> float:
