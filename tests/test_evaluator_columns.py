@@ -197,6 +197,74 @@ def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows):
     assert np.all(np.abs(near.norms2 - (x**2).sum(axis=1)) <= near.norm_error)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_grid_source_reading_ahead_gives_its_first_blocks_exactly(grid_problem, dtype):
+    """The products of a walk's first blocks taken as the rows are converted (``first_block``):
+    against the integers' products by brute force, and every block the source writes — within
+    the read-ahead, across its end and after dropping rows — the same bit for bit as a source
+    that reads every row again for them."""
+    from attentive.evaluator.sources.grid import RBFGridSource
+
+    _, walk, X = grid_problem
+    plan = walk_plan(walk)
+    columns = rbf_arrays(walk, plan).columns
+    rows = X.astype(dtype)
+    ahead = columns.grid32[:5]
+    held = grid_rows(columns, rows, ahead)
+    K = np.rint(rows.astype(np.float64) * 255.0)
+    expected = K[:, columns.first : columns.stop] @ ahead.astype(np.float64).T
+    np.testing.assert_array_equal(held.products, expected)  # integers: exact in float32
+    assert grid_rows(columns, rows).products is None
+    reading = RBFGridSource(walk, plan, rows, first_block=5)
+    plain = RBFGridSource(walk, plan, rows)
+    assert reading.ahead.shape == (len(rows), 5) and plain.ahead is None
+
+    def same_block(start, stop):
+        a, b = (np.empty((stop - start, reading.n_rows)) for _ in range(2))
+        reading.block(start, stop, a)
+        plain.block(start, stop, b)
+        np.testing.assert_array_equal(a, b)
+
+    same_block(0, 2)
+    same_block(2, 5)
+    same_block(3, 9)  # past the read-ahead: the product of the rows held
+    keep = np.arange(0, len(rows), 3)
+    reading.keep(keep)
+    plain.keep(keep)
+    same_block(2, 5)
+    same_block(5, 12)
+
+
+def test_walks_reading_ahead_stop_where_walks_that_do_not_stop(grid_problem, monkeypatch):
+    """The evaluator asks a source that reads the rows in for its first blocks' products
+    (_read_ahead); on knife edges, the stops, sides and decisions are the reference's, and
+    those of a walk whose source does not read ahead."""
+    import attentive.evaluator.blocked as blocked
+    from attentive.evaluator.sources.grid import RBFGridSource
+
+    _, walk, X = grid_problem
+    rows = _float32(X)
+    boundary, theta_s, ref = _knife_edges(walk, rows.astype(np.float64), 8)
+    asked = []
+    original = RBFGridSource.__init__
+
+    def init(self, *args, first_block=0, **kwargs):
+        asked.append(first_block)
+        original(self, *args, first_block=first_block, **kwargs)
+
+    monkeypatch.setattr(RBFGridSource, "__init__", init)
+    kwargs = dict(path="walk", chunk_size=150, block_size=8)
+    ahead = evaluate_blocked(walk, rows, boundary, theta_s, **kwargs)
+    assert asked and all(a == 16 for a in asked)  # two blocks of 8
+    monkeypatch.setattr(RBFGridSource, "reads_ahead", False)
+    asked.clear()
+    without = evaluate_blocked(walk, rows, boundary, theta_s, **kwargs)
+    assert asked and not any(asked)
+    _same(ahead, without, atol=0.0)
+    _same(ahead, ref, atol=_band(walk))
+    assert blocked._read_ahead(blocked.block_schedule(1000, 100)) == 0  # too long to hold
+
+
 def _full_on_the_grid_matches_sklearn(model, walk, X, built, atol, kind):
     """Full evaluation, in the default tiles and in tiles of 7 rows, every tile on the grid."""
     full = full_boundary(walk.n_terms)

@@ -127,8 +127,8 @@ def test_the_grid_source_refuses_a_nan_outside_the_products_columns(images, monk
     seen = []
     original = grid_module.grid_rows
 
-    def grid_rows(columns, rows):
-        out = original(columns, rows)
+    def grid_rows(columns, rows, ahead=None):
+        out = original(columns, rows, ahead)
         seen.append(out is not None)
         return out
 

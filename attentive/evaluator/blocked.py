@@ -43,7 +43,28 @@ __all__ = ["evaluate_blocked", "rejects_non_finite", "resolved_precision"]
 # slower).
 _TILE_ELEMENTS = 2**21
 _MAX_CHUNK = 8192
+# A source that reads the rows in (TermSource.reads_ahead) takes the products of the walk's first
+# blocks then, while each tile is in cache, up to this many blocks and positions.
+_READ_AHEAD_BLOCKS = 2
+_READ_AHEAD_MAX = 64
 _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
+
+
+def _read_ahead(schedule) -> int:
+    """The leading positions whose products a source reading the rows in takes as it reads them:
+    the first :data:`_READ_AHEAD_BLOCKS` blocks, or fewer, within :data:`_READ_AHEAD_MAX`.
+
+    Every row goes through the first block, and most through the second: a walk gathers the
+    rows still going only where that costs less than carrying the stopped ones through the
+    next block, which it seldom does after a short first block. Products taken in cache cost
+    a fraction of a block's own pass over the rows (a read of every row held for a few
+    products each), so the rows that stop in the first block cost little extra there. MNIST 8
+    against the rest (first blocks of 8 and 16 positions, 7,000 rows, one thread; in-process
+    A/B, medians of 15): the walk took 16.5 ms reading two blocks ahead, 18.2 one, 19.2 none,
+    16.9 three; 3 against the rest 15.1, 15.3, 16.6 and 16.5."""
+    edges = schedule.edges[: _READ_AHEAD_BLOCKS + 1]
+    within = edges[edges <= _READ_AHEAD_MAX]
+    return int(within[-1]) if within.size else 0
 
 
 def resolved_precision(precision: str | None) -> str:
@@ -188,8 +209,8 @@ def evaluate_blocked(
     final = float(theta_s + C[n - 1]) if n else None  # a label compares U_n with this
     source_cls = source_for(base, base_plan, Xp[:1], precision) if m and n else None
 
-    def make_source(Xc, precision=precision, cls=source_cls):
-        inner = build_source(base, base_plan, Xc, precision, cls=cls)
+    def make_source(Xc, precision=precision, cls=source_cls, first_block=0):
+        inner = build_source(base, base_plan, Xc, precision, cls=cls, first_block=first_block)
         return SketchedSource(inner, walk, plan, Xc) if sketched else inner
 
     tiny = block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM
@@ -253,7 +274,7 @@ def evaluate_blocked(
         )
 
         def walk_chunk(Xc):
-            source = make_source(Xc)
+            source = make_source(Xc, first_block=_read_ahead(schedule))
             found = source.walk_chunk(thr) if source.walks_itself else None
             if found is not None:
                 return Stops.of_all(*found)

@@ -218,13 +218,16 @@ class GridRows:
     norms2: np.ndarray
     dev: np.ndarray
     norm_error: np.ndarray
+    products: np.ndarray | None = None  # (rows, p) float32: k · l of the ``ahead`` asked for
 
     @property
     def exact(self) -> bool:
         return not (self.dev.max(initial=0.0) > 0 or self.norm_error.max(initial=0.0) > 0)
 
 
-def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
+def grid_rows(
+    columns: SupportColumns, X: np.ndarray, ahead: np.ndarray | None = None
+) -> GridRows | None:
     """Rows ``X`` as :class:`GridRows`; None when a row is not within :data:`NEAR_GRID` of the
     grid in some column, or could make a product's partial sums reach 2^24 (``|k| · max|l| ≥
     2^24``, by Cauchy–Schwarz). Rows it accepts are finite (NaN fails the distance test, ±inf
@@ -236,7 +239,12 @@ def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
     distance), and ``|x|²`` comes from the integers, exactly (sums of squares of integers up to
     255 over at most 256 columns stay below 2^24, so float32 sums them exactly in any order),
     off from the true norm by at most ``(2 e ‖k‖₁ + d e²) / s²``. Distances are taken per tile
-    (whole-tile reductions are several times faster than per-row ones)."""
+    (whole-tile reductions are several times faster than per-row ones).
+
+    ``ahead``: support vectors on the grid (``(p, columns)`` integers in float32, the first of a
+    walk's), whose products with each tile's integers are taken while the tile is in cache
+    (``products``: exact, as :func:`block_product` would give them, without a second read of
+    every row for the walk's first block)."""
     s = columns.grid_scale
     m, d = X.shape
     if m and not row_on_grid(columns, X[0]):
@@ -249,6 +257,7 @@ def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
     scaled = np.empty((T, d), dtype=work)
     rounded = None if single else np.empty((T, d))
     partial = np.empty((T, -(-d // _SQUARE_COLUMNS)), dtype=np.float32) if single else None
+    products = None if ahead is None else np.empty((m, ahead.shape[0]), dtype=np.float32)
     for lo in range(0, m, TILE):
         hi = min(m, lo + TILE)
         r = hi - lo
@@ -264,6 +273,10 @@ def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
             row_norms(tile, out=norms2[lo:hi])
             rint = np.rint(t, out=rounded[:r])
             np.copyto(K[lo:hi], rint, casting="same_kind")  # integers below 2^24: exact
+        if products is not None:
+            # A view of the tile's columns: BLAS with its leading dimension (no ``out=``, which
+            # would take numpy's own loop; block_product).
+            products[lo:hi] = np.matmul(columns.view(K[lo:hi]), ahead.T)
         t -= rint
         dev[lo:hi] = max(float(t.max(initial=0.0)), -float(t.min(initial=0.0)))
         if single:
@@ -282,7 +295,7 @@ def grid_rows(columns: SupportColumns, X: np.ndarray) -> GridRows | None:
         and np.sqrt(norms2.max(initial=0.0)) * s * _NORM_SLACK * columns.grid_norm < GRID_LIMIT
     ):
         return None
-    return GridRows(K, norms2, dev, norm_error)
+    return GridRows(K, norms2, dev, norm_error, products)
 
 
 # Float32 rows on a grid of scale up to this: integers up to 255, whose squares summed over 256

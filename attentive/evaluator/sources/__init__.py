@@ -58,14 +58,21 @@ def source_for(
     raise LookupError(f"no term source serves {walk.terms.kind} terms on {type(X).__name__} rows")
 
 
-def build_source(walk, plan, X, precision: str, cls: type[TermSource] | None = None):
+def build_source(
+    walk, plan, X, precision: str, cls: type[TermSource] | None = None, *, first_block: int = 0
+):
     """An instance holding rows ``X``: of ``cls`` (default: the routed source), or, where its
     constructor finds the rows do not suit it (:class:`NotUsable`) or it would carry an error
-    band under ``precision="double"``, of the next usable one."""
+    band under ``precision="double"``, of the next usable one. ``first_block``: the positions of
+    the walk's first block, for a source that computes them as it reads the rows in
+    (:attr:`TermSource.reads_ahead`)."""
     cls = cls or source_for(walk, plan, X, precision)
     while True:
         try:
-            source = cls(walk, plan, X)
+            if first_block and cls.reads_ahead:
+                source = cls(walk, plan, X, first_block=first_block)
+            else:
+                source = cls(walk, plan, X)
         except NotUsable:
             cls = source_for(walk, plan, X, precision, after=cls)
             continue

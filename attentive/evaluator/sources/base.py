@@ -52,6 +52,10 @@ class TermSource(ABC):
         For a certified source: the double-precision source of the same terms.
     walks_itself : bool
         The source finds its stops without blocks (:meth:`walk_chunk`), as sparse linear models do.
+    reads_ahead : bool
+        The constructor takes ``first_block``: the number of leading positions a walk's first
+        block covers, whose products it computes as it reads the rows in (while each tile of
+        them is in cache), instead of reading every row again for that block.
 
     Instance attributes (costs, in units of one term of a full evaluation)
     ---------------------------------------------------------------------
@@ -80,6 +84,7 @@ class TermSource(ABC):
     certified: ClassVar[bool] = False
     exact: ClassVar[type[TermSource] | None] = None
     walks_itself: ClassVar[bool] = False
+    reads_ahead: ClassVar[bool] = False
 
     term_cost: float = 1.2
     mass_cost: float = 0.2

@@ -89,26 +89,39 @@ def grid_relative_error(arrays, held: GridRows) -> np.ndarray:
 
 
 class _GridRows(TermSource):
-    """Rows as integers on the support vectors' columns, in float32."""
+    """Rows as integers on the support vectors' columns, in float32. The products of a walk's
+    first block (``first_block`` positions) are taken as the rows are converted, a tile at a
+    time while it is in cache: MNIST 8 against the rest's conversion and first block (8 support
+    vectors, 7,000 rows) read every row once instead of twice."""
 
-    def _hold(self, walk, plan, X, columns) -> GridRows:
+    reads_ahead = True
+
+    def _hold(self, walk, plan, X, columns, first_block: int = 0) -> GridRows:
         check_width(X, columns.width)
-        held = grid_rows(columns, np.asarray(X))
+        ahead = columns.grid32[:first_block] if first_block else None
+        held = grid_rows(columns, np.asarray(X), ahead)
         if held is None:
             raise NotUsable("a row is off the support vectors' grid")
         super().__init__(walk, plan, columns.view(held.K))
         self.columns = columns
+        self.ahead = held.products  # (rows held, first_block) or None
         dense_costs(self, columns.n_columns, single=True, prep=PREP_GRID)
         return held
 
     def keep(self, idx):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too
+        if self.ahead is not None:
+            self.ahead = self.ahead[idx]
 
     def _products(self, start, stop, out, scale):
         """``out = scale · (k · l)`` for the block's support vectors: the float32 product of
         integers is exact, so this is one rounding from ``scale · (k · l)``. The product is
-        taken rows by support vectors (:func:`block_product`) and turned as it is converted."""
-        single = block_product(self.X, self.columns.grid32[start:stop])
+        taken rows by support vectors (:func:`block_product`), or was as the rows came in
+        (``ahead``: the same exact values), and turned as it is converted."""
+        if self.ahead is not None and stop <= self.ahead.shape[1]:
+            single = self.ahead[:, start:stop]
+        else:
+            single = block_product(self.X, self.columns.grid32[start:stop])
         np.multiply(single.T, scale, out=out, dtype=np.float64)
 
 
@@ -144,9 +157,9 @@ class RBFGridSource(_GridRows):
     def arrays(cls, walk, plan):
         return rbf_arrays(walk, plan)
 
-    def __init__(self, walk, plan, X):
+    def __init__(self, walk, plan, X, first_block: int = 0):
         a = self.a = rbf_arrays(walk, plan)
-        held = self._hold(walk, plan, X, a.columns)
+        held = self._hold(walk, plan, X, a.columns, first_block)
         self.row = -a.gamma * held.norms2
         self.scale = 2.0 * a.gamma / a.columns.grid_scale**2
         self.certified = not held.exact or a.columns.grid_dev > 0
@@ -189,9 +202,9 @@ class DotGridSource(_GridRows):
     def arrays(cls, walk, plan):
         return dot_arrays(walk, plan)
 
-    def __init__(self, walk, plan, X):
+    def __init__(self, walk, plan, X, first_block: int = 0):
         columns = dot_arrays(walk, plan).columns
-        if not self._hold(walk, plan, X, columns).exact:  # rows on the grid are finite
+        if not self._hold(walk, plan, X, columns, first_block).exact:  # on the grid: finite
             raise NotUsable("a row is near the grid but not on it")
         self.scale = 1.0 / columns.grid_scale**2
 
