@@ -143,6 +143,24 @@ def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(
     assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_libsvm_file_scores_a_sketched_rule_as_in_memory(client, tmp_path):
+    """A LIBSVM file is read as sparse rows; a model fitted on dense rows with a sketched rule
+    takes their features from their non-zeros (it used to fail on every chunk)."""
+    X, y = make_classification(700, N_FEATURES, n_informative=3, n_redundant=0, random_state=6)
+    X[np.abs(X) < 0.3] = 0.0  # some zeros, as such files leave out
+    clf = AttentiveClassifier(
+        SVC(C=0.5), boundary="sketched-curved", sketch=(2, 8), early_stopping=True, random_state=0
+    ).fit(X[:300], y[:300])
+    path = tmp_path / "sketched.skops"
+    sio.dump(clf, path)
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X[300:], y[300:], str(data), zero_based=False)
+    code, err, out = score(client, path, data, "--one-based", "--chunk-rows", "90")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X[300:])
+    assert pd.read_parquet(out)["n_evaluated"].min() < clf.n_terms_  # walks stopped
+
+
 def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
     """A header in a file shorter than one chunk used to be read as a row of data."""
     clf, path = models[False]

@@ -438,6 +438,42 @@ def test_predictions_are_the_side_of_the_scores_for_sketched_rules(digits, small
     _agree(clf, X)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_rows_walk_a_sketched_rule_as_their_dense_copy_does(digits, small, fmt):
+    """A model fitted on dense rows scores sparse ones (a LIBSVM file, a CSR batch): a sketched
+    rule's features come from the rows' non-zeros, and the walks, stops and labels are those of
+    the same rows dense, on every path."""
+    import scipy.sparse as sp
+
+    for clf, X, X_fit, y_fit in _sketched_cases(digits, small):
+        X = np.asarray(X, dtype=np.float64)
+        Xs = sp.csr_matrix(X) if fmt == "csr" else sp.csc_matrix(X)
+        sketch = clf.sketched_walk_.sketch
+        np.testing.assert_allclose(sketch.features(Xs), sketch.features(X), rtol=1e-12, atol=0)
+        for early in (True, "auto", False):
+            rule = clf.with_rule("sketched-curved", z=1.0, side="both")
+            rule.set_params(early_stopping=early)
+            sparse = rule.evaluate(Xs)
+            if early == "auto":
+                # The path depends on the kind of rows (sparse ones take the double-precision
+                # term values): the dense rows on the path the sparse ones took.
+                rule.set_params(early_stopping=sparse.path == "walk")
+            dense = rule.evaluate(X)
+            np.testing.assert_array_equal(sparse.n_evaluated, dense.n_evaluated)
+            np.testing.assert_array_equal(sparse.labels, dense.labels)
+            # Dense float32 pixels take float32 products within their band (docs/speed.md);
+            # sparse rows the double-precision term values.
+            np.testing.assert_allclose(sparse.decision, dense.decision, rtol=1e-6, atol=1e-6)
+            assert early is not True or sparse.stopped.any()
+        S, _ = _residual_walk(clf, X[:50], X_fit, y_fit)
+        np.testing.assert_allclose(
+            clf.sketched_walk_.partial_scores(Xs[:50]), S, rtol=1e-9, atol=1e-9
+        )
+    bad = sp.csr_matrix(np.asarray(X)[:3, :-1])
+    with pytest.raises(ValueError, match="features"):
+        sketch.features(bad)
+
+
 def test_the_work_counts_the_sketch_beside_the_exact_terms(small, digits):
     for clf, X in ((small[0], small[3]), (digits[0], digits[4])):
         sketch = clf.sketched_walk_.sketch

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.errors import InvalidParameterError, UnsupportedModelError
-from attentive.terms import TermDecomposition, checked_rows
+from attentive.terms import TermDecomposition, check_width, checked_rows, refuse_non_finite
 
 __all__ = [
     "LANDMARKS",
@@ -158,7 +158,10 @@ class NystromSketch:
         return walked_term_cost(self.n_features, self.m)
 
     def features(self, X) -> np.ndarray:
-        """``a(x) = e^{−γ r(x)} K(P x̃, L)`` for prepared dense rows ``X``: (rows, m)."""
+        """``a(x) = e^{−γ r(x)} K(P x̃, L)`` for prepared rows ``X``, dense or sparse (a model
+        fitted on dense rows scores sparse ones too): (rows, m)."""
+        if sp.issparse(X):
+            return self.projection.sparse_features(_sparse_rows(X, self.n_features), self.gamma)
         return self.projection.features(_dense_rows(X, self.n_features), self.gamma)
 
     def term_values(self, X, idx=None, *, features: np.ndarray | None = None) -> np.ndarray:
@@ -202,6 +205,12 @@ class RowProjection:
         norms = np.einsum("ij,ij->i", X, X) if self.corrected else None
         return self.features_of(X @ self.stacked, norms, gamma)
 
+    def sparse_features(self, X: sp.csr_matrix, gamma: float) -> np.ndarray:
+        """:meth:`features` of sparse rows (float64 CSR): the same products and norms, taken
+        over each row's non-zeros."""
+        norms = np.asarray(X.multiply(X).sum(axis=1)).ravel() if self.corrected else None
+        return self.features_of(np.asarray(X @ self.stacked), norms, gamma)
+
     def features_of(self, G: np.ndarray, norms: np.ndarray | None, gamma: float) -> np.ndarray:
         """:meth:`features` from what its one pass over the rows gives: their products ``G = X
         [Pᵀ | x̄]`` and their ``‖x‖²`` (None without the correction). The rest is a few
@@ -220,10 +229,19 @@ class RowProjection:
 def _dense_rows(X, width: int) -> np.ndarray:
     if sp.issparse(X):
         raise InvalidParameterError(
-            "the Nyström sketch needs dense rows (it projects x − x̄ on principal directions); "
-            "got a sparse matrix. Densify the rows, or walk without a sketch."
+            "the Nyström sketch is fitted on dense rows (it finds principal directions of x − x̄); "
+            "got a sparse matrix. Densify the reference rows, or walk without a sketch."
         )
     return checked_rows(X, width)
+
+
+def _sparse_rows(X, width: int) -> sp.csr_matrix:
+    """Sparse rows to compute features of: float64 CSR of ``width`` features, their stored
+    values finite (as :func:`attentive.terms.checked_rows` asks of dense rows)."""
+    check_width(X, width)
+    X = sp.csr_matrix(X, dtype=np.float64)
+    refuse_non_finite(X.data)
+    return X
 
 
 def _principal_directions(X: np.ndarray, k: int, random_state) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from attentive.evaluator.precision import U64
 from attentive.evaluator.scratch import scratch
@@ -73,6 +74,9 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     (:meth:`attentive.sketch.nystrom.RowProjection.features_of`: three calls a tile, not a dozen,
     so two threads computing features do not queue for the interpreter between small calls)."""
     sketch = walk.sketch
+    if sp.issparse(X):  # rows of a model fitted on dense ones: products over their non-zeros
+        return sketch.features(X)
+    X = np.asarray(X)
     projection = sketch.projection
     m = X.shape[0]
     G = np.empty((m, projection.stacked.shape[1]))
@@ -133,7 +137,7 @@ class SketchedSource(TermSource):
         super().__init__(walk, plan, X)
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
-        features = sketch_features(walk, np.asarray(X))
+        features = sketch_features(walk, X)
         self.start_values = features @ self.arrays_.beta - self.arrays_.mean_start
         # Held one feature a row (m, rows): a block's sketched terms come out as the block's
         # (positions, rows), and are subtracted without a transposed pass.
