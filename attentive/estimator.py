@@ -702,10 +702,35 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = self._check_X(X)
         y = np.asarray(y)
+        self._check_fit_rows(X, y)
         ref_mask = reference_mask(y, self.classes_[1], self.centering)
         own = self._own_terms(X) if self.reference_walks_ == "leave-one-out" else None
         self._fit_sketch(X, y, ref_mask, own, wanted=True)
         return self
+
+    def _check_fit_rows(self, X, y) -> None:
+        """Refuse ``(X, y)`` that cannot be the rows the model was fitted on: labels of another
+        length, or another number of rows than the fitted model saw (``shape_fit_``; a frozen
+        model's are unknown). Its support vectors index those rows (each reference row's own
+        term), and the sketch's reference profile must not see the calibration rows."""
+        n = _num_samples(X)
+        if len(y) != n:
+            raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
+        final = _unwrap(self.estimator_)[1]
+        fitted = getattr(final, "shape_fit_", None)
+        if self._frozen or fitted is None or fitted[0] == n:
+            return
+        hint = ""
+        if self.boundary == "calibrated" or self.calibration_ is not None:
+            hint = (
+                " Where fit held out part of its data to calibrate (boundary='calibrated'), pass "
+                "the rest: X_fit, _, y_fit, _ = attentive.estimator.calibration_split(X, y, "
+                f"delta={self.delta!r}, alpha={self.alpha!r}, "
+                f"calibration_size={self.calibration_size!r}, random_state={self.random_state!r})."
+            )
+        raise ValueError(
+            f"fit_sketch needs the rows the model was fitted on: {fitted[0]} rows, got {n}.{hint}"
+        )
 
     def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
         """Choose a sketch (or none) where a rule can use one (or ``wanted``: :meth:`fit_sketch`),

@@ -335,6 +335,34 @@ def test_fit_sketch_after_a_plain_fit_offers_what_fit_chooses_for_a_sketched_rul
     assert again.reference_profile_.keys() == plain.reference_profile_.keys()
 
 
+def test_fit_sketch_refuses_rows_the_model_was_not_fitted_on(digits):
+    """The whole training set where the classifier held part of it out to calibrate (the
+    natural mistake: its support vectors index the fit part), or fewer rows: a clear error
+    naming the rows expected and how to get them, and nothing the classifier had is lost."""
+    from attentive.data import load_dataset
+    from attentive.estimator import calibration_split
+
+    clf, X_fit, y_fit, _, _ = digits
+    fitted = copy.deepcopy(clf)
+    ds = load_dataset("mnist-t10k-7v9")  # what the fixture fitted on, whole
+    X_all, y_all = np.asarray(ds.X_train, dtype=np.float32), np.asarray(ds.y_train)
+    before = fitted.sketch_choice_
+    for X, y in ((X_all, y_all), (X_fit[:100], y_fit[:100])):
+        with pytest.raises(ValueError, match=rf"fitted on: {len(X_fit)} rows, got {len(X)}"):
+            fitted.fit_sketch(X, y)
+    with pytest.raises(ValueError, match="calibration_split"):
+        fitted.fit_sketch(X_all, y_all)
+    with pytest.raises(ValueError, match="labels"):
+        fitted.fit_sketch(X_fit, y_fit[:-1])
+    assert fitted.sketch_choice_ is before  # untouched
+    # The split the message names gives the fit part back.
+    X_again, _, y_again, _ = calibration_split(
+        X_all, y_all, delta=DELTA, alpha=ALPHA, random_state=0
+    )
+    np.testing.assert_array_equal(X_again, X_fit)
+    np.testing.assert_array_equal(y_again, y_fit)
+
+
 def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digits):
     """``sketch_order="residual"`` (the default) keeps the sketched walk that
     :func:`attentive.sketch.residual_order` makes of the plain walk's on the fit rows, walked as
@@ -659,3 +687,16 @@ def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
     assert clf.sketch_costs_ == "measured"
     assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (best.k, best.m)
     assert clf.evaluate(problem.X_test[:3000]).path == "walk"
+
+
+def test_the_sketch_choice_prints_its_options_not_their_arrays(digits):
+    """In a notebook, ``clf.sketch_choice_`` shows each option's cost and rule in a few lines
+    (it holds walks, statistics and profiles of the model's size: once a megabyte printed)."""
+    clf = digits[0]
+    choice = clf.sketch_choice_
+    text = repr(choice)
+    assert len(text) < 200 * len(choice.options)
+    assert f"best {choice.best.label!r}" in text
+    for option in choice.options:
+        assert option.label in text and f"total {option.total:.4g}" in text
+        assert option.family is None or f"{option.family} z={option.scale:g}" in text

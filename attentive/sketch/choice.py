@@ -102,6 +102,14 @@ class SketchOption:
     def label(self) -> str:
         return "no sketch" if self.k is None else f"k={self.k}, m={self.m}"
 
+    def __repr__(self) -> str:
+        # The walk, statistics and profile are arrays of the model's size: named, not printed.
+        rule = "none reaches δ" if self.family is None else f"{self.family} z={self.scale:g}"
+        return (
+            f"SketchOption({self.label}: total {self.total:.4g} = sketch {self.sketch_cost:.4g}"
+            f" + walked {self.walked_fraction:.4g} × {self.term_cost:.4g}; {rule})"
+        )
+
 
 @dataclass(frozen=True)
 class SketchChoice:
@@ -114,6 +122,12 @@ class SketchChoice:
     def best(self) -> SketchOption:
         """The cheapest total; the earliest (so no sketch) among equals."""
         return min(self.options, key=lambda o: o.total)
+
+    def __repr__(self) -> str:
+        options = "".join(f"\n    {o!r}," for o in self.options)
+        return (
+            f"SketchChoice(delta={self.delta:g}, best {self.best.label!r}, options=({options}\n))"
+        )
 
 
 def cheapest_at(profile: dict, delta: float) -> tuple[float, str | None, float | None]:
