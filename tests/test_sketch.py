@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.svm import SVC
 
 from attentive import InvalidParameterError, UnsupportedModelError, decompose
+from attentive.errors import NonFiniteInput
 from attentive.sketch import fit_sketch, sketch_cost, walked_term_cost
 from attentive.sketch.nystrom import RCOND
 
@@ -182,11 +183,20 @@ def test_bad_sizes_and_inputs_are_refused_with_what_was_expected(rbf_problem):
             fit_sketch(terms, Xtr, k=bad)
     with pytest.raises(InvalidParameterError, match="landmarks must be one of"):
         fit_sketch(terms, Xtr, landmarks="grid")
+    with pytest.raises(InvalidParameterError, match="fitted on dense rows"):
+        fit_sketch(terms, sp.csr_matrix(Xtr), k=2, m=8)
     sketch = fit_sketch(terms, Xtr, k=2, m=8)
-    with pytest.raises(InvalidParameterError, match="dense rows"):
-        sketch.features(sp.csr_matrix(Xte))
-    with pytest.raises(ValueError, match="8 features"):
-        sketch.features(Xte[:, :5])
+    # Sparse rows to score are fine (a model fitted on dense rows scores sparse ones too).
+    np.testing.assert_allclose(
+        sketch.features(sp.csr_matrix(Xte)), sketch.features(Xte), rtol=1e-12, atol=0
+    )
+    for rows in (Xte[:, :5], sp.csr_matrix(Xte[:, :5])):
+        with pytest.raises(ValueError, match="8 features"):
+            sketch.features(rows)
+    bad = sp.csr_matrix(Xte)
+    bad.data[3] = np.nan
+    with pytest.raises(NonFiniteInput):
+        sketch.features(bad)
 
 
 def test_fit_is_seeded(rbf_problem):
