@@ -135,15 +135,16 @@ def _peer_threads(n: int | None) -> None:
 
 
 def _blas_limits():
-    """``limits(n)``: a context holding BLAS to ``n`` threads (None: as it is), from one
-    ``ThreadpoolController`` made here. ``threadpool_limits(n)`` scans the loaded libraries each
-    time it is entered (2.6 ms with scikit-learn-intelex loaded, measured), which a timed call
-    would include: a fixed time added to ours and the peer's alike, pulling every ratio towards 1."""
+    """``limits(n)``: a context holding BLAS (and OpenMP) to ``n`` threads (None: as they are),
+    from the evaluator's one ``ThreadpoolController``. ``threadpool_limits(n)`` scans the loaded
+    libraries each time it is entered (2.6 ms with scikit-learn-intelex loaded, measured), which
+    a timed call would include: a fixed time added to ours and the peer's alike, pulling every
+    ratio towards 1."""
     import contextlib
 
-    from threadpoolctl import ThreadpoolController
+    from attentive.evaluator.threads import thread_pools
 
-    controller = ThreadpoolController()
+    controller = thread_pools()
 
     def limits(n: int | None):
         return contextlib.nullcontext() if n is None else controller.limit(limits=n)

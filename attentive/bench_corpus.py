@@ -144,12 +144,19 @@ def problem_name(name: str) -> str:
 
     if name in CORPUS or _known_mnist(name):
         return name
-    raise argparse.ArgumentTypeError(f"unknown problem {name!r}; expected {problem_names()}")
+    raise argparse.ArgumentTypeError(_unknown(name))
+
+
+def _unknown(name: str) -> str:
+    return f"unknown problem {name!r}; expected one of {problem_names()}"
 
 
 def _known_mnist(name: str):
+    """The name's match if it names an MNIST problem: two different digits, and C > 0."""
     match = _MNIST_NAME.fullmatch(name)
-    return None if match is None or match[1] == match[2] else match
+    if match is None or match[1] == match[2] or (match[3] and float(match[3]) <= 0):
+        return None
+    return match
 
 
 def load_problem(name: str, quick: bool = False, *, tiled: bool = True) -> Problem:
@@ -161,7 +168,7 @@ def load_problem(name: str, quick: bool = False, *, tiled: bool = True) -> Probl
         return CORPUS[name](quick, tiled)
     match = _known_mnist(name)
     if match is None:
-        raise ValueError(f"unknown problem {name!r}; expected one of {problem_names()}")
+        raise ValueError(_unknown(name))
     pair = f"{match[1]}v{match[2]}"
     repeat = (2 if match[2] == "rest" else 10) if tiled else 1
     return _mnist(pair, float(match[3] or 1), repeat, quick, scaled=bool(match[4]))

@@ -159,6 +159,19 @@ def calibration_split(
         ) from None
 
 
+def _fitted_before(clf) -> bool:
+    """Whether ``clf``'s model ends in one fitted before ``fit`` (a FrozenEstimator, at the top
+    or as a pipeline's last step): its ``support_`` then indexes other rows than fit's."""
+    estimator = clf.estimator
+    while True:
+        if isinstance(estimator, FrozenEstimator):
+            return True
+        steps = getattr(estimator, "steps", None)
+        if not steps:
+            return False
+        estimator = steps[-1][1]
+
+
 def _scaled_names() -> tuple[str, ...]:
     """Every rule with a scale z: the families and their sketched rules."""
     return (*family_names(), *sketched_names())
@@ -524,17 +537,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"with {n_classes} classes; choose one positive class and relabel the rest."
             )
         X_cal = None
+        # How fit split its rows, for fit_sketch's check of the rows it is given.
+        self._held_out = None
         if self.boundary == "calibrated":
             # The calibration part must be independent of everything the boundary family is
             # built from (model, μ, V, M_t, D_t), or the guarantee does not hold.
-            X, X_cal, y, _ = calibration_split(
-                X,
-                y,
+            self._held_out = dict(
                 delta=self.delta,
                 alpha=self.alpha,
                 calibration_size=self.calibration_size,
                 random_state=self.random_state,
             )
+            X, X_cal, y, _ = calibration_split(X, y, **self._held_out)
+        self._fit_rows = _num_samples(X)
         self._frozen = isinstance(self.estimator, FrozenEstimator)
         if self._frozen:
             self.estimator_ = self.estimator
@@ -631,7 +646,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         confuse it; a frozen model is matched by value."""
         final = _unwrap(self.estimator_)[1]
         support = getattr(final, "support_", None)
-        if self.terms_.kind == "kernel" and support is not None and not self._frozen:
+        if self.terms_.kind == "kernel" and support is not None and not _fitted_before(self):
             own = np.full(_num_samples(X), -1, dtype=np.int64)
             own[np.asarray(support)] = np.arange(len(support))
             return own
@@ -710,26 +725,26 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _check_fit_rows(self, X, y) -> None:
         """Refuse ``(X, y)`` that cannot be the rows the model was fitted on: labels of another
-        length, or another number of rows than the fitted model saw (``shape_fit_``; a frozen
-        model's are unknown). Its support vectors index those rows (each reference row's own
-        term), and the sketch's reference profile must not see the calibration rows."""
+        length, or another number of rows than ``fit`` fitted it on (the support vectors index
+        those rows: each reference row's own term; and the sketch's reference profile must not
+        see the calibration rows). A classifier saved before ``fit`` recorded that number is
+        not checked."""
         n = _num_samples(X)
         if len(y) != n:
             raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
-        final = _unwrap(self.estimator_)[1]
-        fitted = getattr(final, "shape_fit_", None)
-        if self._frozen or fitted is None or fitted[0] == n:
+        expected = getattr(self, "_fit_rows", None)
+        if expected is None or expected == n:
             return
+        held_out = getattr(self, "_held_out", None)
         hint = ""
-        if self.boundary == "calibrated" or self.calibration_ is not None:
+        if held_out is not None:
+            args = ", ".join(f"{key}={value!r}" for key, value in held_out.items())
             hint = (
-                " Where fit held out part of its data to calibrate (boundary='calibrated'), pass "
-                "the rest: X_fit, _, y_fit, _ = attentive.estimator.calibration_split(X, y, "
-                f"delta={self.delta!r}, alpha={self.alpha!r}, "
-                f"calibration_size={self.calibration_size!r}, random_state={self.random_state!r})."
+                " fit held out part of its data to calibrate (boundary='calibrated'): pass the "
+                f"rest, X_fit, _, y_fit, _ = attentive.estimator.calibration_split(X, y, {args})."
             )
         raise ValueError(
-            f"fit_sketch needs the rows the model was fitted on: {fitted[0]} rows, got {n}.{hint}"
+            f"fit_sketch needs the rows the model was fitted on: {expected} rows, got {n}.{hint}"
         )
 
     def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:

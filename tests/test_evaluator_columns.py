@@ -198,11 +198,14 @@ def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_a_grid_source_reading_ahead_gives_its_first_blocks_exactly(grid_problem, dtype):
-    """The products of a walk's first blocks taken as the rows are converted (``first_block``):
-    against the integers' products by brute force, and every block the source writes — within
-    the read-ahead, across its end and after dropping rows — the same bit for bit as a source
-    that reads every row again for them."""
+def test_a_grid_source_reading_ahead_gives_its_first_blocks_exactly(
+    grid_problem, dtype, monkeypatch
+):
+    """The products of a walk's first blocks taken as the rows are converted (its first
+    ``ahead_positions``): against the integers' products by brute force; every block the source
+    writes — within the read-ahead (where it takes no product of the rows), across its end and
+    after dropping rows — the same bit for bit as a source that reads every row again."""
+    from attentive.evaluator.sources import grid as grid_module
     from attentive.evaluator.sources.grid import RBFGridSource
 
     _, walk, X = grid_problem
@@ -215,24 +218,35 @@ def test_a_grid_source_reading_ahead_gives_its_first_blocks_exactly(grid_problem
     expected = K[:, columns.first : columns.stop] @ ahead.astype(np.float64).T
     np.testing.assert_array_equal(held.products, expected)  # integers: exact in float32
     assert grid_rows(columns, rows).products is None
-    reading = RBFGridSource(walk, plan, rows, first_block=5)
+    reading = RBFGridSource(walk, plan, rows, ahead_positions=5)
     plain = RBFGridSource(walk, plan, rows)
     assert reading.ahead.shape == (len(rows), 5) and plain.ahead is None
 
-    def same_block(start, stop):
+    products = []
+    original = grid_module.block_product
+
+    def block_product(X, S):
+        products.append(S.shape[0])
+        return original(X, S)
+
+    monkeypatch.setattr(grid_module, "block_product", block_product)
+
+    def same_block(start, stop, reads):
         a, b = (np.empty((stop - start, reading.n_rows)) for _ in range(2))
+        products.clear()
         reading.block(start, stop, a)
+        assert products == ([stop - start] if reads else [])
         plain.block(start, stop, b)
         np.testing.assert_array_equal(a, b)
 
-    same_block(0, 2)
-    same_block(2, 5)
-    same_block(3, 9)  # past the read-ahead: the product of the rows held
+    same_block(0, 2, reads=False)
+    same_block(2, 5, reads=False)
+    same_block(3, 9, reads=True)  # past the read-ahead: the product of the rows held
     keep = np.arange(0, len(rows), 3)
     reading.keep(keep)
     plain.keep(keep)
-    same_block(2, 5)
-    same_block(5, 12)
+    same_block(2, 5, reads=False)
+    same_block(5, 12, reads=True)
 
 
 def test_walks_reading_ahead_stop_where_walks_that_do_not_stop(grid_problem, monkeypatch):
@@ -248,9 +262,9 @@ def test_walks_reading_ahead_stop_where_walks_that_do_not_stop(grid_problem, mon
     asked = []
     original = RBFGridSource.__init__
 
-    def init(self, *args, first_block=0, **kwargs):
-        asked.append(first_block)
-        original(self, *args, first_block=first_block, **kwargs)
+    def init(self, *args, ahead_positions=0, **kwargs):
+        asked.append(ahead_positions)
+        original(self, *args, ahead_positions=ahead_positions, **kwargs)
 
     monkeypatch.setattr(RBFGridSource, "__init__", init)
     kwargs = dict(path="walk", chunk_size=150, block_size=8)

@@ -689,6 +689,38 @@ def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
     assert clf.evaluate(problem.X_test[:3000]).path == "walk"
 
 
+def test_fit_sketch_takes_the_rows_fit_took_whatever_the_model_saw_before():
+    """A pipeline whose SVC was frozen after seeing more rows (its ``shape_fit_``) takes its
+    sketch from the rows ``fit`` had; a classifier that held nothing out and was calibrated
+    afterwards is not told to split its rows."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(n_samples=900, n_features=10, n_informative=6, random_state=4)
+    scaler = StandardScaler().fit(X[:600])
+    svc = SVC(gamma="scale").fit(scaler.transform(X[:600]), y[:600])
+    model = make_pipeline(scaler, FrozenEstimator(svc))
+    kw = {"side": "both", "random_state": 0, "reference_walks": "in-sample"}
+    clf = AttentiveClassifier(FrozenEstimator(model), boundary="curved", **kw).fit(X[:300], y[:300])
+    assert clf.fit_sketch(X[:300], y[:300]).sketch_choice_ is not None
+    with pytest.raises(ValueError, match="300 rows, got 600") as refused:
+        clf.fit_sketch(X[:600], y[:600])
+    assert "calibration_split" not in str(refused.value)
+    clf.calibrate(X[600:])
+    with pytest.raises(ValueError, match="300 rows, got 250") as refused:
+        clf.fit_sketch(X[:250], y[:250])
+    assert "calibration_split" not in str(refused.value)
+    # The pipeline itself (its scaler refitted, its SVC frozen): the SVC's support_ indexes the
+    # 600 rows it saw, not fit's, so each row's own term is found by value (none here: the
+    # scaler fitted on 300 rows moves them), where it used to raise IndexError.
+    kw["reference_walks"] = "leave-one-out"
+    loo = AttentiveClassifier(model, boundary="curved", **kw).fit(X[:300], y[:300])
+    assert loo.n_own_terms_ == 0
+    np.testing.assert_array_equal(
+        loo._own_terms(X[:300]), loo.terms_.own_terms(loo.walk_.prepare(X[:300]))
+    )
+
+
 def test_the_sketch_choice_prints_its_options_not_their_arrays(digits):
     """In a notebook, ``clf.sketch_choice_`` shows each option's cost and rule in a few lines
     (it holds walks, statistics and profiles of the model's size: once a megabyte printed)."""

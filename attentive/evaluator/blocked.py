@@ -209,8 +209,10 @@ def evaluate_blocked(
     final = float(theta_s + C[n - 1]) if n else None  # a label compares U_n with this
     source_cls = source_for(base, base_plan, Xp[:1], precision) if m and n else None
 
-    def make_source(Xc, precision=precision, cls=source_cls, first_block=0):
-        inner = build_source(base, base_plan, Xc, precision, cls=cls, first_block=first_block)
+    def make_source(Xc, precision=precision, cls=source_cls, ahead_positions=0):
+        inner = build_source(
+            base, base_plan, Xc, precision, cls=cls, ahead_positions=ahead_positions
+        )
         return SketchedSource(inner, walk, plan, Xc) if sketched else inner
 
     tiny = block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM
@@ -274,7 +276,7 @@ def evaluate_blocked(
         )
 
         def walk_chunk(Xc):
-            source = make_source(Xc, first_block=_read_ahead(schedule))
+            source = make_source(Xc, ahead_positions=_read_ahead(schedule))
             found = source.walk_chunk(thr) if source.walks_itself else None
             if found is not None:
                 return Stops.of_all(*found)

@@ -97,14 +97,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
+def thread_pools():
+    """The process's one ``threadpoolctl.ThreadpoolController``, made on first use: entering its
+    ``limit`` costs microseconds, where ``threadpool_limits`` scans the loaded libraries every
+    time (milliseconds)."""
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0]
+
+
 def _one_blas_thread():
     """A context that holds BLAS to one thread (our threads are the parallelism)."""
     try:
-        if not _BLAS:
-            from threadpoolctl import ThreadpoolController
-
-            _BLAS.append(ThreadpoolController())
-        return _BLAS[0].limit(limits=1, user_api="blas")
+        return thread_pools().limit(limits=1, user_api="blas")
     except Exception:  # pragma: no cover - threadpoolctl missing or unable to inspect BLAS
         return nullcontext()
 

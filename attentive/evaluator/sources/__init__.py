@@ -59,18 +59,18 @@ def source_for(
 
 
 def build_source(
-    walk, plan, X, precision: str, cls: type[TermSource] | None = None, *, first_block: int = 0
+    walk, plan, X, precision: str, cls: type[TermSource] | None = None, *, ahead_positions: int = 0
 ):
     """An instance holding rows ``X``: of ``cls`` (default: the routed source), or, where its
     constructor finds the rows do not suit it (:class:`NotUsable`) or it would carry an error
-    band under ``precision="double"``, of the next usable one. ``first_block``: the positions of
-    the walk's first block, for a source that computes them as it reads the rows in
-    (:attr:`TermSource.reads_ahead`)."""
+    band under ``precision="double"``, of the next usable one. ``ahead_positions``: the leading
+    positions of the walk (its first blocks), for a source that computes them as it reads the
+    rows in (:attr:`TermSource.reads_ahead`)."""
     cls = cls or source_for(walk, plan, X, precision)
     while True:
         try:
-            if first_block and cls.reads_ahead:
-                source = cls(walk, plan, X, first_block=first_block)
+            if ahead_positions and cls.reads_ahead:
+                source = cls(walk, plan, X, ahead_positions=ahead_positions)
             else:
                 source = cls(walk, plan, X)
         except NotUsable:

@@ -53,9 +53,10 @@ class TermSource(ABC):
     walks_itself : bool
         The source finds its stops without blocks (:meth:`walk_chunk`), as sparse linear models do.
     reads_ahead : bool
-        The constructor takes ``first_block``: the number of leading positions a walk's first
-        block covers, whose products it computes as it reads the rows in (while each tile of
-        them is in cache), instead of reading every row again for that block.
+        The constructor takes ``ahead_positions``: the number of leading walk positions (the
+        walk's first blocks, :func:`attentive.evaluator.blocked._read_ahead`) whose products it
+        computes as it reads the rows in, while each tile of them is in cache, instead of
+        reading every row again for those blocks.
 
     Instance attributes (costs, in units of one term of a full evaluation)
     ---------------------------------------------------------------------

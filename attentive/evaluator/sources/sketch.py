@@ -68,11 +68,12 @@ FEATURE_TILE = 128
 
 
 def sketch_features(walk, X: np.ndarray) -> np.ndarray:
-    """``a(x)`` of rows ``X`` (prepared, dense), as the reference computes them: the one pass
-    over the rows (their float64 conversion, products with ``[Pᵀ | x̄]`` and ``‖x‖²``) a tile at a
-    time, in cache instead of one float64 copy of every row; the rest once for all the rows
-    (:meth:`attentive.sketch.nystrom.RowProjection.features_of`: three calls a tile, not a dozen,
-    so two threads computing features do not queue for the interpreter between small calls)."""
+    """``a(x)`` of prepared rows ``X``, as the reference computes them. Sparse rows: by the
+    sketch itself, over their non-zeros. Dense rows: the one pass over the rows (their float64
+    conversion, products with ``[Pᵀ | x̄]`` and ``‖x‖²``) a tile at a time, in cache instead of
+    one float64 copy of every row; the rest once for all the rows (:meth:`attentive.sketch.
+    nystrom.RowProjection.features_of`: three calls a tile, not a dozen, so two threads
+    computing features do not queue for the interpreter between small calls)."""
     sketch = walk.sketch
     if sp.issparse(X):  # rows of a model fitted on dense ones: products over their non-zeros
         return sketch.features(X)
