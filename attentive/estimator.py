@@ -705,7 +705,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :meth:`fit` chooses one only where its rule can use one (see the ``sketch`` parameter);
         this makes the sketched rules (``with_rule("sketched-curved", ...)``, ``scale_outcomes``)
         available afterwards — for a dashboard that shows every rule. ``(X, y)`` must be the
-        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``). With
+        data the classifier was fitted on (the fit part, for ``boundary="calibrated"``:
+        :func:`attentive.estimator.calibration_split` with the classifier's ``delta``, ``alpha``,
+        ``calibration_size`` and ``random_state`` gives it); other rows are refused. With
         ``sketch=(k, m)`` that size is fitted; with ``sketch="none"``, none.
 
         Returns
