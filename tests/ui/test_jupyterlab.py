@@ -90,6 +90,18 @@ def jupyterlab(tmp_path_factory):
         log.close()
 
 
+def _settled_text(page, locator, quiet_ms: int = 2000, timeout_s: float = 60) -> str:
+    """``locator``'s text once it has stayed the same for ``quiet_ms``."""
+    text, since = locator.inner_text(), time.monotonic()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and (time.monotonic() - since) * 1000 < quiet_ms:
+        page.wait_for_timeout(250)
+        now = locator.inner_text()
+        if now != text:
+            text, since = now, time.monotonic()
+    return text
+
+
 def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
     beside = [REPO / "notebooks" / name for name in BESIDE]
     existed = {p: p.exists() for p in beside}
@@ -138,7 +150,9 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     deadline = time.monotonic() + 60
     while evaluated.inner_text() == before and time.monotonic() < deadline:
         page.wait_for_timeout(250)
-    after = evaluated.inner_text()
+    # Three key presses are up to three updates, each drawing the card anew: wait for the last
+    # before reading it (scrolling to a card being replaced failed once: "not attached").
+    after = _settled_text(page, evaluated)
     SHOTS.mkdir(parents=True, exist_ok=True)
     evaluated.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "jupyterlab.png"))
