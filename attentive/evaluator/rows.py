@@ -244,7 +244,7 @@ def grid_rows(
     ``ahead``: support vectors on the grid (``(p, columns)`` integers in float32, the first of a
     walk's), whose products with each tile's integers are taken while the tile is in cache
     (``products``: exact, as :func:`block_product` would give them, without a second read of
-    every row for the walk's first block)."""
+    every row for the walk's first blocks)."""
     s = columns.grid_scale
     m, d = X.shape
     if m and not row_on_grid(columns, X[0]):
