@@ -84,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         plain = _fit(X, y, "none")
         full = auto.with_rule("full")
 
-        def call(clf, method):
+        def call(clf, method, rows=X_test):
             def run():
                 with blas(1), evaluation_options(n_jobs=1):
-                    return getattr(clf, method)(X_test)
+                    return getattr(clf, method)(rows)
 
             return run
 
