@@ -3,7 +3,9 @@ problems earlier rounds were measured on.
 
 * ``mnist-AvB`` / ``mnist-8vrest``: real MNIST t10k digits with the pixels / 255 stored in
   float32 (as image pipelines keep them), ``SVC(gamma="scale")`` with ``C`` 1 or 10 (``-C10``),
-  the test rows repeated 10× (pairs) or 2× (one against the rest);
+  the test rows repeated 10× (pairs) or 2× (one against the rest); any pair or digit against
+  the rest loads by name, with ``-std`` (a ``StandardScaler`` in front) or ``-pca<k>`` (a
+  ``PCA`` of k components in front);
 * ``dense-40``: a 40-feature problem with thousands of support vectors;
 * ``grid-AvB``: the same pairs on the integer pixel grid (pixels / 255 in float64,
   ``SVC(gamma=0.05)``), the problems of docs/speed.md's earlier rounds;
@@ -35,9 +37,13 @@ class Problem:
     mnist_like: bool  # float32 pixels / 255 with gamma="scale": the peer's target applies
 
 
-def _mnist(name: str, C: float, repeat: int, quick: bool, scaled: bool = False) -> Problem:
+def _mnist(
+    name: str, C: float, repeat: int, quick: bool, scaled: bool = False, pca: int | None = None
+) -> Problem:
     """An MNIST problem as users prepare it: float32 pixels / 255, ``SVC(gamma="scale")``;
-    ``scaled``: with a ``StandardScaler`` in front (a pipeline, rows off the pixel grid)."""
+    ``scaled``: with a ``StandardScaler`` in front (a pipeline, rows off the pixel grid);
+    ``pca``: with a ``PCA`` of that many components in front instead."""
+    from sklearn.decomposition import PCA
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
@@ -54,9 +60,12 @@ def _mnist(name: str, C: float, repeat: int, quick: bool, scaled: bool = False) 
         y_train = np.asarray(ds.y_train)
         X_test = np.tile(X_test, (repeat, 1))
     suffix = ("" if C == 1 else f"-C{C:g}") + ("-std" if scaled else "")
+    suffix += f"-pca{pca}" if pca else ""
     model = SVC(gamma="scale", C=C)
     if scaled:
         model = make_pipeline(StandardScaler(), model)
+    elif pca:
+        model = make_pipeline(PCA(pca, random_state=0), model)
     return Problem(f"mnist-{name}{suffix}", model, X_train, y_train, X_test, True)
 
 
@@ -130,12 +139,17 @@ DEFAULT = tuple(CORPUS)
 
 # Any MNIST problem by name, beyond the corpus's: mnist-<a>v<b> or mnist-<a>vrest, with -C<C>
 # and -std as above (other problems of the same kinds, for checking a method off the corpus).
-_MNIST_NAME = re.compile(r"mnist-([0-9])v([0-9]|rest)(?:-C([0-9]+(?:\.[0-9]+)?))?(-std)?")
+_MNIST_NAME = re.compile(
+    r"mnist-([0-9])v([0-9]|rest)(?:-C([0-9]+(?:\.[0-9]+)?))?(?:(-std)|-pca([0-9]+))?"
+)
 
 
 def problem_names() -> str:
     """What :func:`load_problem` accepts, for help texts and errors."""
-    return ", ".join(CORPUS) + " (and mnist-<a>v<b> or mnist-<a>vrest, with -C<C> and/or -std)"
+    return ", ".join(CORPUS) + (
+        " (and mnist-<a>v<b> or mnist-<a>vrest, with -C<C> and/or -std or -pca<k>: a"
+        " StandardScaler or a PCA of k components in front)"
+    )
 
 
 def problem_name(name: str) -> str:
@@ -152,9 +166,12 @@ def _unknown(name: str) -> str:
 
 
 def _known_mnist(name: str):
-    """The name's match if it names an MNIST problem: two different digits, and C > 0."""
+    """The name's match if it names an MNIST problem: two different digits, C > 0 and
+    between 1 and 784 PCA components."""
     match = _MNIST_NAME.fullmatch(name)
     if match is None or match[1] == match[2] or (match[3] and float(match[3]) <= 0):
+        return None
+    if match[5] and not 1 <= int(match[5]) <= 784:
         return None
     return match
 
@@ -171,4 +188,5 @@ def load_problem(name: str, quick: bool = False, *, tiled: bool = True) -> Probl
         raise ValueError(_unknown(name))
     pair = f"{match[1]}v{match[2]}"
     repeat = (2 if match[2] == "rest" else 10) if tiled else 1
-    return _mnist(pair, float(match[3] or 1), repeat, quick, scaled=bool(match[4]))
+    pca = int(match[5]) if match[5] else None
+    return _mnist(pair, float(match[3] or 1), repeat, quick, scaled=bool(match[4]), pca=pca)

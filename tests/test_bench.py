@@ -59,7 +59,11 @@ def test_any_mnist_pair_or_digit_against_the_rest_loads_by_name():
     assert isinstance(rest.model, Pipeline) and rest.y_train.mean() < 0.2
     # timed rows repeat the test set as the corpus's do (10x pairs, 2x against the rest)
     assert load_problem("mnist-0v6").X_test.shape[0] == 10 * ds_rows("mnist-t10k-0v6")
-    for bad in ("mnist-3v3", "mnist-12v3", "mnist-1v7-C", "mnist-1v7-C0", "cifar-1v7"):
+    pca = load_problem("mnist-2v5-C10-pca50", quick=True)
+    assert isinstance(pca.model, Pipeline) and pca.model[0].n_components == 50
+    assert pca.model[-1].C == 10 and pca.name == "mnist-2v5-C10-pca50"
+    bad_names = ("mnist-1v7-C", "mnist-1v7-C0", "mnist-1v7-pca0", "mnist-1v7-pca785")
+    for bad in ("mnist-3v3", "mnist-12v3", *bad_names, "mnist-1v7-std-pca5", "cifar-1v7"):
         with pytest.raises(ValueError, match="unknown problem"):
             load_problem(bad)
 
