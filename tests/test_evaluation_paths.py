@@ -313,6 +313,27 @@ def test_float32_input_stays_float32_through_predict(pixels32, monkeypatch):
     np.testing.assert_array_equal(clf.predict(Xt), ref.labels)
 
 
+def test_a_calls_path_never_depends_on_the_kind_of_rows_an_earlier_call_had(pixels32):
+    """The pilot's costs are kept per kind of rows: float32 pixels after a call with the same
+    rows in float64 (as read from a CSV file) are priced as float32 rows, as on a classifier
+    that never saw the float64 call (the two kinds' walks cost differently, so a pilot shared
+    between them would price one of them wrongly)."""
+    model, X, y, Xt = pixels32
+    clf = AttentiveClassifier(
+        FrozenEstimator(model), boundary="curved", side="both", delta=0.01, random_state=0
+    ).fit(X, y)
+    first, fresh = copy.deepcopy(clf), copy.deepcopy(clf)
+    first.evaluate(Xt.astype(np.float64))
+    ev, ev_fresh = first.evaluate(Xt), fresh.evaluate(Xt)
+    assert ev.path == ev_fresh.path
+    _same_as(ev, ev_fresh, rtol=0)
+    kept = walk_plan(first.walk_).pilots(first.boundary_).by_kind
+    (only,) = walk_plan(fresh.walk_).pilots(fresh.boundary_).by_kind.values()
+    costs = sorted(p.walk_cost for p in kept.values())
+    assert len(costs) == 2 and costs[0] != costs[1]
+    assert only.walk_cost in costs and only.full_cost == model.n_support_.sum()
+
+
 @pytest.mark.parametrize("data", ["pixels32", "standardised"])
 def test_precision_double_gives_scikit_learns_decisions(request, data):
     model, X, y, Xt = request.getfixturevalue(data)

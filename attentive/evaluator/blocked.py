@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from attentive.boundaries import Boundary
-from attentive.evaluator.pilot import pilot_for
+from attentive.evaluator.pilot import pilot_for, rows_key
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
 from attentive.evaluator.rows import as_rows
 from attentive.evaluator.sources import build_source, source_for
@@ -226,9 +226,8 @@ def evaluate_blocked(
             if reference is not None:
                 reference = as_rows(reference)
             full_cls = source_for(base, base_plan, Xp[:1], precision, full=True)
-            pilot = pilot_for(
-                plan, boundary, thr, source_cls.kind, Xp, make_source, reference, full_cls
-            )
+            kind = rows_key(source_cls, full_cls, Xp, precision)
+            pilot = pilot_for(plan, boundary, thr, kind, Xp, make_source, reference, full_cls)
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":

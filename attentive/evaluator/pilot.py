@@ -18,7 +18,9 @@ in full (and with it its outcome) never depends on the other rows of its call:
   (its rows are evaluated again with the others), kept for the calls after it; calls before it
   walk.
 
-The stops are kept per (walk, boundary); the schedule and costs per kind of term source.
+The stops are kept per (walk, boundary); the schedule and costs per kind of rows (:func:`rows_key`:
+the source they are walked by, the one full evaluation takes, sparse or dense, their dtype and
+the precision), so that a call's path never depends on the kind of rows an earlier call had.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import scipy.sparse as sp
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
 from attentive.evaluator.walk import walk_whole
 
-__all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows"]
+__all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows", "rows_key"]
 
 # Calls below PILOT_MIN rows lend no rows to a pilot (they walk, or use one kept from reference
 # rows or an earlier call); a pilot walks PILOT_ROWS rows spread over the sample.
@@ -103,17 +105,26 @@ def _spread(m: int, k: int) -> np.ndarray:
     return np.unique(np.linspace(0, m - 1, k).astype(np.int64))
 
 
+def rows_key(source_cls, full_cls, X, precision) -> tuple:
+    """What a pilot's costs depend on besides its stops: the source the call's rows are walked
+    by and the one full evaluation takes for them, whether they are sparse, their dtype (the
+    sources' preparation costs differ: float32 rows against float64 ones) and the precision."""
+    dtype = getattr(X, "dtype", None)
+    return (source_cls, full_cls, sp.issparse(X), None if dtype is None else dtype.str, precision)
+
+
 def pilot_for(
     plan: WalkPlan,
     boundary,
     thr: Thresholds,
-    kind: str,
+    kind,
     X,
     make_source,
     reference=None,
     full_cls=None,
 ) -> Pilot | None:
-    """The pilot kept for (walk, boundary, source ``kind``), made if there is none yet.
+    """The pilot kept for (walk, boundary, ``kind`` of rows: :func:`rows_key`), made if there
+    is none yet.
 
     Its stops are the boundary's kept sample, else walks of ``reference`` rows (already
     prepared for the walk), else of rows of ``X`` if it has at least :data:`PILOT_MIN` (else

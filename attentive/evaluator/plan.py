@@ -166,7 +166,7 @@ class Thresholds:
 class KeptPilots:
     """What the pilot keeps for one (walk, boundary): its sample of rows and the stops of their
     walks, and the :class:`~attentive.evaluator.pilot.Pilot` made from them for each kind of
-    term source."""
+    rows (:func:`~attentive.evaluator.pilot.rows_key`)."""
 
     stops: np.ndarray | None = None
     sample: np.ndarray | None = None
