@@ -2,9 +2,10 @@
 that meets a target disagreement (for choosing a threshold like an engineer, by script or in the
 dashboard).
 
-A row is one rule (family, scale z): its mean evaluated fraction, its disagreement with the full
-model and, with labels, accuracy, precision and recall of its early decisions. The chosen row
-becomes a classifier with ``clf.with_rule(row["family"], z=row["z"])``.
+A row is one rule (family, scale z): its mean evaluated fraction, its work (a sketched rule's
+sketch plus its walked terms, SPEC §3b), its disagreement with the full model and, with labels,
+accuracy, precision and recall of its early decisions. The chosen row becomes a classifier with
+``clf.with_rule(row["family"], z=row["z"])``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pandas as pd
 
 from attentive.errors import InvalidParameterError
 
-__all__ = ["cheapest_operating_point", "operating_points", "outcome_points"]
+__all__ = ["cheapest_operating_point", "cheapest_row", "operating_points", "outcome_points"]
 
 
 def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFrame:
@@ -38,7 +39,10 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
     pandas.DataFrame
         Columns ``family, z, nominal_delta, mean_evaluated_fraction, speedup_terms, stop_error``
         (the paper's, for the classifier's side; the disagreement for ``side="both"``),
-        ``disagreement`` and, with ``y``, ``accuracy, precision, recall``.
+        ``disagreement``, ``sketch_cost`` and ``work_fraction`` (a row's cost in units of a full
+        evaluation: for a sketched rule its sketch plus the walked terms at their cost,
+        :attr:`attentive.Evaluation.work_fraction`; else the evaluated fraction) and, with
+        ``y``, ``accuracy, precision, recall``.
     """
 
     names = tuple(clf.scaled_rules() if families is None else families)
@@ -53,6 +57,7 @@ def outcome_points(clf, name: str, out, y=None) -> pd.DataFrame:
     at every scale (:meth:`~attentive.AttentiveClassifier.scale_outcomes`), for a caller that
     holds them already."""
     frac = out.evaluated_fractions()
+    sketch_cost, term_cost = _costs(clf, name)
     frame = pd.DataFrame(
         {
             "family": name,
@@ -62,6 +67,8 @@ def outcome_points(clf, name: str, out, y=None) -> pd.DataFrame:
             "speedup_terms": 1.0 / np.maximum(frac, 1e-300),
             "stop_error": out.stop_errors(clf.side_),
             "disagreement": out.disagreement_rates(),
+            "sketch_cost": sketch_cost,
+            "work_fraction": sketch_cost + frac * term_cost,
         }
     )
     if y is not None:
@@ -75,25 +82,47 @@ def outcome_points(clf, name: str, out, y=None) -> pd.DataFrame:
     return frame
 
 
+def _costs(clf, name: str) -> tuple[float, float]:
+    """``(a row's sketch, a walked term)`` of rule ``name`` in full-evaluation units and plain
+    terms, as :class:`attentive.Evaluation` counts them (``(0, 1)`` for a plain rule)."""
+    from attentive.families.sketched import is_sketched_name
+
+    walk = getattr(clf, "sketched_walk_", None) if is_sketched_name(name) else None
+    if walk is None:
+        return 0.0, 1.0
+    return float(walk.cost), float(walk.walked_term_cost)
+
+
 def cheapest_operating_point(
     clf, X, max_disagreement: float, y=None, *, families=None, grid=None
 ) -> pd.Series:
-    """The rule with the lowest mean evaluated fraction whose disagreement on ``X`` is at most
+    """The rule with the least work per example (``work_fraction``: the evaluated fraction, and
+    for a sketched rule its sketch too) whose disagreement on ``X`` is at most
     ``max_disagreement`` (ties: the more conservative scale, then the family listed first).
 
     Returns the row of :func:`operating_points`; ``clf.with_rule(row.family, z=row.z)`` is the
     classifier that makes those decisions.
     """
-    target = float(max_disagreement)
+    target = _target(max_disagreement, "max_disagreement")
+    return cheapest_row(operating_points(clf, X, y, families=families, grid=grid), target)
+
+
+def _target(value, name: str) -> float:
+    target = float(value)
     if not 0.0 <= target <= 1.0:
-        raise InvalidParameterError(
-            f"max_disagreement must be a rate in [0, 1], got {max_disagreement!r}."
-        )
-    table = operating_points(clf, X, y, families=families, grid=grid)
+        raise InvalidParameterError(f"{name} must be a rate in [0, 1], got {value!r}.")
+    return target
+
+
+def cheapest_row(table: pd.DataFrame, target: float, name: str = "max_disagreement") -> pd.Series:
+    """The row of an operating-point table (columns ``disagreement``, ``work_fraction``, ``z``)
+    with the least work at disagreement ≤ ``target`` (ties: the more conservative scale, then
+    the row first in the table); ``name``: what the target is called in a refusal."""
+    target = _target(target, name)
     ok = table[table["disagreement"] <= target]
     if ok.empty:  # z = +6 evaluates (nearly) everything; only a walk-order tie can get here
         raise InvalidParameterError(
             f"no rule reaches disagreement ≤ {target:g} on these examples; evaluate every term."
         )
-    best = ok.sort_values(["mean_evaluated_fraction", "z"], ascending=[True, False], kind="stable")
+    best = ok.sort_values(["work_fraction", "z"], ascending=[True, False], kind="stable")
     return best.iloc[0]

@@ -133,3 +133,37 @@ def test_stop_error_column_and_a_constant_rule_at_a_given_tau(fitted):
     np.testing.assert_array_equal(ev.n_evaluated, first)
     with pytest.raises(InvalidParameterError, match="one-sided constant boundary"):
         clf.with_rule("constant", side="both", tau=tau)
+
+
+def test_the_cheapest_operating_point_counts_a_sketched_rules_sketch():
+    """A sketched rule's row costs its sketch plus its walked terms (``work_fraction``, what its
+    own evaluation reports); the cheapest is the least work, not the fewest exact terms. A
+    5-feature problem with a large sketch (k = 2, m = 64): its rules walk few terms, but each
+    costs 1 + m/d plain terms, so plain rules are cheaper."""
+    from attentive.families.sketched import is_sketched_name
+
+    X, y = make_classification(
+        3000, n_features=5, n_informative=4, n_redundant=0, flip_y=0.1, random_state=0
+    )
+    clf = AttentiveClassifier(
+        SVC(), boundary="curved", side="both", sketch=(2, 64), random_state=0
+    ).fit(X[:1500], y[:1500])
+    X_eval = X[1500:]
+    table = operating_points(clf, X_eval)
+    sketched = table["family"].map(is_sketched_name)
+    assert sketched.any() and (table.loc[~sketched, "sketch_cost"] == 0).all()
+    np.testing.assert_array_equal(
+        table.loc[~sketched, "work_fraction"], table.loc[~sketched, "mean_evaluated_fraction"]
+    )
+    for row in table[sketched].iloc[::7].itertuples():
+        ev = _walking(clf.with_rule(row.family, z=row.z)).evaluate(X_eval)
+        assert ev.mean_evaluated_fraction == pytest.approx(row.mean_evaluated_fraction)
+        assert ev.work_fraction == pytest.approx(row.work_fraction)
+        assert row.sketch_cost == pytest.approx(ev.sketch_cost) and row.sketch_cost > 0
+    target = 0.01
+    ok = table[table.disagreement <= target]
+    row = cheapest_operating_point(clf, X_eval, target)
+    assert row.work_fraction == pytest.approx(ok.work_fraction.min())
+    # Here the fewest exact terms is a sketched rule that costs more than the cheapest.
+    fewest = ok.loc[ok.mean_evaluated_fraction.idxmin()]
+    assert is_sketched_name(fewest.family) and fewest.work_fraction > row.work_fraction

@@ -46,7 +46,7 @@ from attentive.app import sketches
 from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
 from attentive.families.sketched import base_family, is_sketched_name
-from attentive.operating_points import outcome_points
+from attentive.operating_points import cheapest_row, outcome_points
 from attentive.rules import rule_names
 
 __all__ = [
@@ -357,8 +357,6 @@ def tradeoff(walks: Walks, side: str, theta: float, sketched: bool = False) -> T
     )
     oracle = float(np.mean(base.oracle_n_evaluated(X))) / n
     families["work_fraction"] = families["mean_evaluated_fraction"]
-    table["sketch_cost"] = 0.0
-    table["work_fraction"] = table["mean_evaluated_fraction"]
     return Tradeoff(families, budgeted, sweep, table, oracle, float(base.theta_s_))
 
 
@@ -407,19 +405,8 @@ def tradeoff_ready(walks: Walks, side: str, theta: float) -> Tradeoff | None:
 def cheapest(walks: Walks, side: str, theta: float, sketched: bool, target: float) -> pd.Series:
     """The cheapest rule (least work per example; ties: the more conservative scale, then the
     rule listed first) whose disagreement on the test set is at most ``target`` (``sketched``:
-    the sketched rules compete too). Without them this is
-    :func:`attentive.cheapest_operating_point`, whose cost is the fraction of terms evaluated."""
-    target = float(target)
-    if not 0.0 <= target <= 1.0:
-        raise InvalidParameterError(f"the target must be a rate in [0, 1], got {target!r}.")
-    table = tradeoff(walks, side, theta, sketched).table
-    ok = table[table["disagreement"] <= target]
-    if ok.empty:
-        raise InvalidParameterError(
-            f"no rule reaches disagreement ≤ {target:g} on these examples; evaluate every term."
-        )
-    best = ok.sort_values(["work_fraction", "z"], ascending=[True, False], kind="stable")
-    return best.iloc[0]
+    the sketched rules compete too), as :func:`attentive.cheapest_operating_point` chooses."""
+    return cheapest_row(tradeoff(walks, side, theta, sketched).table, target, "the target")
 
 
 #: Rules timed per family for :func:`rule_times` (spread over the family's evaluated fractions),
