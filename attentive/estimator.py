@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import math
 import numbers
 import warnings
@@ -149,6 +150,15 @@ def calibration_split(
     """
     check_calibration_size(calibration_size)
     n = _num_samples(X)
+    classes, counts = np.unique(np.asarray(y), return_counts=True)
+    if classes.size != 2 or counts.min() < 2:
+        pairs = zip(classes.tolist(), counts.tolist(), strict=True)
+        got = ", ".join(f"{k} of class {c!r}" for c, k in pairs)
+        raise InvalidParameterError(
+            "boundary='calibrated' holds out part of the fit examples to calibrate, with both "
+            "classes on each side: it needs at least two examples of each of two classes; got "
+            f"{n} sample{'' if n == 1 else 's'} ({got or 'none'})."
+        )
     size = _calibration_examples(calibration_size, delta, alpha, n)
     try:
         return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
@@ -170,6 +180,33 @@ def _fitted_before(clf) -> bool:
         if not steps:
             return False
         estimator = steps[-1][1]
+
+
+def _check_2d(X) -> None:
+    """scikit-learn's refusal of one row or column given as a 1-D array, for rows a pipeline's
+    first step takes as they are (whose width check would say "no features" instead)."""
+    if not hasattr(X, "shape") and not isinstance(X, (list, tuple)):
+        return
+    if np.ndim(X) == 1:
+        raise InvalidParameterError(
+            "Expected 2D array, got 1D array instead. Reshape your data either using "
+            "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if "
+            "it contains a single sample."
+        )
+
+
+def _check_z(z) -> float:
+    """A rule's scale: a finite real number (any sign: a negative z stops sooner than θ_S)."""
+    try:
+        value = float(z)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if isinstance(z, bool) or not np.isfinite(value):
+        raise InvalidParameterError(
+            f"z must be a finite number (the rule's scale: 6 is far more conservative than any "
+            f"useful rule, negative values stop sooner), got {z!r}."
+        )
+    return value
 
 
 def _scaled_names() -> tuple[str, ...]:
@@ -524,6 +561,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if _passes_raw_input(self.estimator):
             # A pipeline's first steps see the caller's X (a DataFrame with text columns, say);
             # only the width and feature names are checked here, the rest after its transforms.
+            _check_2d(X)
             X, y = validate_data(self, X, y, skip_check_array=True)
             y = np.asarray(y)
             check_consistent_length(X, y)
@@ -531,10 +569,17 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
         target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
-            n_classes = np.unique(y).size
+            n_values = np.unique(y).size
+            if target.startswith("multiclass"):
+                what = f"with {n_values} classes; choose one positive class and relabel the rest."
+            else:  # continuous, multilabel, ...: values, not class labels
+                what = (
+                    f"({n_values} distinct values); pass class labels, two of them (a binary "
+                    "target)."
+                )
             raise InvalidParameterError(
                 f"Only binary classification is supported. The type of the target is {target!r} "
-                f"with {n_classes} classes; choose one positive class and relabel the rest."
+                + what
             )
         X_cal = None
         # How fit split its rows, for fit_sketch's check of the rows it is given.
@@ -588,6 +633,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             order=self.order,
             random_state=self.random_state,
         )
+        # What fit_sketch checks its rows against (the row count, and a sample of them).
+        self._fit_digest = self._rows_digest(X, y)
         # Per-class statistics: the curved boundary's lower side needs the walks it must not stop
         # (positives), its upper side the negatives; V comes from R (SPEC §2), their union when
         # R is every reference example.
@@ -726,16 +773,21 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _check_fit_rows(self, X, y) -> None:
-        """Refuse ``(X, y)`` that cannot be the rows the model was fitted on: labels of another
-        length, or another number of rows than ``fit`` fitted it on (the support vectors index
-        those rows: each reference row's own term; and the sketch's reference profile must not
-        see the calibration rows). A classifier saved before ``fit`` recorded that number is
-        not checked."""
+        """Refuse ``(X, y)`` that cannot be the rows the model was fitted on, in fit's order:
+        labels of another length, another number of rows than ``fit`` fitted it on, or rows
+        whose digest (:meth:`_rows_digest`: a sample of rows and every label) is not fit's (the
+        support vectors index those rows: each reference row's own term; and the sketch's
+        reference profile must not see the calibration rows). A classifier saved before ``fit``
+        recorded these is not checked."""
         n = _num_samples(X)
         if len(y) != n:
             raise ValueError(f"X has {n} rows but y has {len(y)} labels.")
         expected = getattr(self, "_fit_rows", None)
-        if expected is None or expected == n:
+        if expected is None:
+            return
+        digest = getattr(self, "_fit_digest", None)
+        same = expected == n and (digest is None or digest == self._rows_digest(X, y))
+        if same:
             return
         held_out = getattr(self, "_held_out", None)
         hint = ""
@@ -745,9 +797,29 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 " fit held out part of its data to calibrate (boundary='calibrated'): pass the "
                 f"rest, X_fit, _, y_fit, _ = attentive.estimator.calibration_split(X, y, {args})."
             )
-        raise ValueError(
-            f"fit_sketch needs the rows the model was fitted on: {expected} rows, got {n}.{hint}"
+        got = (
+            f"got {n}"
+            if expected != n
+            else "got as many, but not those rows in that order (a sample of them and the labels "
+            "differ)"
         )
+        raise ValueError(
+            f"fit_sketch needs the rows the model was fitted on, in fit's order: {expected} rows, "
+            f"{got}.{hint}"
+        )
+
+    def _rows_digest(self, X, y) -> str:
+        """A digest of up to 32 rows spread over ``X`` (as the walk prepares them, in double
+        precision: float32 rows and their float64 copies agree) and of every label: fit's rows
+        in fit's order give fit's digest."""
+        n = _num_samples(X)
+        idx = np.unique(np.linspace(0, n - 1, min(n, 32)).astype(np.int64))
+        rows = self.walk_.prepare(_safe_indexing(X, idx))
+        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
+        digest.update(np.packbits(np.asarray(y) == self.classes_[1]).tobytes())
+        return digest.hexdigest()
 
     def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
         """Choose a sketch (or none) where a rule can use one (or ``wanted``: :meth:`fit_sketch`),
@@ -1067,6 +1139,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self._is_plain_valid_input(X, evaluator_checks_finite):
             return X
         if _passes_raw_input(self.estimator_):
+            _check_2d(X)
             validate_data(self, X, skip_check_array=True, reset=False)
             return X
         # float32 rows stay float32: the evaluator multiplies them as they are.
@@ -1201,7 +1274,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if params["boundary"] == "calibrated":
             params["boundary"] = (self.boundary_.params or {}).get("family", "curved")
         if z is not None:
-            params["delta"] = float(ndtr(-float(z)))
+            z = _check_z(z)
+            # Φ(−z) for the δ the family is named by: strictly between 0 and 1 however far out
+            # z is (the boundary itself is the family's at z).
+            params["delta"] = float(np.clip(ndtr(-z), np.finfo(float).tiny, 1 - 2.0**-53))
         new.set_params(**params)
         new._check_params()
         new.side_ = new.side
@@ -1215,7 +1291,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
             new.boundary_ = constant_boundary_at(new.n_terms_, float(tau), new.side_)
         elif z is not None and new.boundary in _scaled_names():
-            new.boundary_ = new.boundary_family(new.boundary).boundary(float(z))
+            new.boundary_ = new.boundary_family(new.boundary).boundary(z)
         else:
             new.boundary_ = new._make_boundary()
         return new

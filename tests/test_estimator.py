@@ -179,6 +179,31 @@ def test_multiclass_and_unfitted_errors(binary_problem):
         AttentiveClassifier(SVC()).predict(Xte)
 
 
+def test_bad_targets_and_shapes_are_named(binary_problem):
+    """A continuous target is named as values, not classes; a calibrated fit with too few
+    examples of a class says so (not the splitter's parameters); one row as a 1-D array gets
+    scikit-learn's advice, with a pipeline in front too (whose width check would say "no
+    features")."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    Xtr, ytr, Xte, _ = binary_problem
+    with pytest.raises(ValueError, match=r"'continuous' \(\d+ distinct values\); pass class"):
+        AttentiveClassifier(SVC()).fit(Xtr, Xtr[:, 0])
+    calibrated = AttentiveClassifier(SVC(), boundary="calibrated")
+    with pytest.raises(ValueError, match=r"at least two examples of each.*got 1 sample \("):
+        calibrated.fit(Xtr[:1], ytr[:1])
+    few = np.r_[np.flatnonzero(ytr == 0)[:1], np.flatnonzero(ytr == 1)[:5]]
+    with pytest.raises(ValueError, match=r"got 6 samples \(1 of class 0, 5 of class 1\)"):
+        calibrated.fit(Xtr[few], ytr[few])
+    for model in (SVC(), make_pipeline(StandardScaler(), SVC())):
+        clf = AttentiveClassifier(model, boundary="curved").fit(Xtr, ytr)
+        with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+            clf.predict(Xte[0])
+        with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+            AttentiveClassifier(model).fit(Xtr[:, 0], ytr)
+
+
 def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
     Xtr, ytr, _, _ = binary_problem
     a = AttentiveClassifier(LinearSVC(), variance="terms").fit(Xtr, ytr)

@@ -167,3 +167,22 @@ def test_the_cheapest_operating_point_counts_a_sketched_rules_sketch():
     # Here the fewest exact terms is a sketched rule that costs more than the cheapest.
     fewest = ok.loc[ok.mean_evaluated_fraction.idxmin()]
     assert is_sketched_name(fewest.family) and fewest.work_fraction > row.work_fraction
+
+
+def test_with_rule_names_a_bad_scale_and_takes_any_finite_one(fitted):
+    """z is the family's scale: a NaN, an infinity or a string is refused by name; a z far out
+    (whose Φ(−z) is 0 or 1 in floating point) is still that family's rule at z."""
+    clf, _, X, _ = fitted
+    for bad in (np.nan, np.inf, "two", True):
+        with pytest.raises(InvalidParameterError, match="z must be a finite number"):
+            clf.with_rule("curved", z=bad)
+    family = clf.boundary_family("curved")
+    for z in (-100.0, 40.0):
+        rule = clf.with_rule("curved", z=z)
+        assert 0 < rule.delta < 1
+        np.testing.assert_array_equal(rule.boundary_.upper, family.boundary(z).upper)
+        np.testing.assert_array_equal(rule.boundary_.lower, family.boundary(z).lower)
+    # Far below every useful scale, every walk stops at its first term; far above, none stops.
+    assert (_walking(clf.with_rule("curved", z=-100.0)).evaluate(X[600:]).n_evaluated == 1).all()
+    far = _walking(clf.with_rule("curved", z=40.0)).evaluate(X[600:])
+    assert (far.n_evaluated == clf.n_terms_).all()

@@ -348,13 +348,25 @@ def test_fit_sketch_refuses_rows_the_model_was_not_fitted_on(digits):
     X_all, y_all = np.asarray(ds.X_train, dtype=np.float32), np.asarray(ds.y_train)
     before = fitted.sketch_choice_
     for X, y in ((X_all, y_all), (X_fit[:100], y_fit[:100])):
-        with pytest.raises(ValueError, match=rf"fitted on: {len(X_fit)} rows, got {len(X)}"):
+        with pytest.raises(ValueError, match=rf"fit.s order: {len(X_fit)} rows, got {len(X)}\."):
             fitted.fit_sketch(X, y)
     with pytest.raises(ValueError, match="calibration_split"):
         fitted.fit_sketch(X_all, y_all)
     with pytest.raises(ValueError, match="labels"):
         fitted.fit_sketch(X_fit, y_fit[:-1])
+    # As many rows, but another split's (overlapping the calibration part), or fit's reversed.
+    X_other, _, y_other, _ = calibration_split(
+        X_all, y_all, delta=DELTA, alpha=ALPHA, random_state=1
+    )
+    assert len(X_other) == len(X_fit)
+    for X, y in ((X_other, y_other), (X_fit[::-1], y_fit[::-1])):
+        with pytest.raises(ValueError, match="not those rows in that order"):
+            fitted.fit_sketch(X, y)
+    with pytest.raises(ValueError, match="not those rows in that order"):
+        fitted.fit_sketch(X_fit, np.roll(y_fit, 1))  # fit's rows, the labels of others
     assert fitted.sketch_choice_ is before  # untouched
+    # Fit's rows as float64 (read back from a file, say) are still fit's.
+    assert copy.deepcopy(fitted).fit_sketch(X_fit.astype(np.float64), y_fit).sketch_choice_
     # The split the message names gives the fit part back.
     X_again, _, y_again, _ = calibration_split(
         X_all, y_all, delta=DELTA, alpha=ALPHA, random_state=0
