@@ -239,6 +239,12 @@ def test_format_is_guessed_from_the_name_through_compression_then_the_content():
         guess_format("blob", b"1 2 3\n")
     with pytest.raises(DataError, match="looks like parquet, which is not read here"):
         guess_format("x.parquet", allowed=("libsvm", "csv"))
+    # numpy.save's header has commas: named as what it is, not read as CSV text.
+    buffer = io.BytesIO()
+    np.save(buffer, np.eye(3))
+    for name, head in (("rows.npy", buffer.getvalue()), ("rows.npz", b"PK\x03\x04...")):
+        with pytest.raises(DataError, match=rf"cannot read {name}: it is a NumPy array file"):
+            guess_format(name, head)
 
 
 # -- the dashboard's uploads, read for an uploaded model ------------------------------------------

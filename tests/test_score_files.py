@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -159,6 +160,38 @@ def test_a_libsvm_file_scores_a_sketched_rule_as_in_memory(client, tmp_path):
     assert code == 0, err
     assert_scores_equal_in_memory(out, clf, X[300:])
     assert pd.read_parquet(out)["n_evaluated"].min() < clf.n_terms_  # walks stopped
+
+
+def test_a_libsvm_file_scores_a_pipeline_that_refuses_sparse_rows(client, tmp_path, monkeypatch):
+    """A centring StandardScaler in front refuses the sparse rows a LIBSVM file is read as
+    ("Cannot center sparse matrices"): each chunk is densified, a piece at a time, and scores
+    as the dense rows do in memory (it used to fail on every chunk, with Dask's logs)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from attentive.scale import evaluate as scale_evaluate
+
+    X, y = make_classification(700, N_FEATURES, n_informative=3, n_redundant=0, random_state=7)
+    X[np.abs(X) < 0.3] = 0.0
+    model = make_pipeline(StandardScaler(), SVC(C=0.5))
+    clf = AttentiveClassifier(model, boundary="curved", side="both", random_state=0)
+    clf.fit(X[:300], y[:300])
+    path = tmp_path / "scaled.skops"
+    sio.dump(clf, path)
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X[300:], y[300:], str(data), zero_based=False)
+    code, err, out = score(client, path, data, "--one-based", "--chunk-rows", "90")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X[300:])
+    # In memory too, in pieces of 7 rows: the same as the dense rows in one call.
+    monkeypatch.setattr(scale_evaluate, "DENSE_VALUES", 7 * N_FEATURES)
+    rows = sp.csr_matrix(X[300:])
+    with pytest.raises(ValueError, match="sparse"):
+        clf.evaluate(rows)
+    frame = scale_evaluate._score_rows(clf, rows, pd.RangeIndex(400), n_jobs=1)
+    expected = clf.evaluate(X[300:])
+    np.testing.assert_array_equal(frame["n_evaluated"], expected.n_evaluated)
+    np.testing.assert_allclose(frame["decision"], expected.decision, rtol=1e-12, atol=1e-12)
 
 
 def test_small_csv_with_a_header_is_scored(client, models, tmp_path):

@@ -182,6 +182,12 @@ def guess_format(
         first = next((line for line in head.splitlines() if line.strip()), b"")
         if head.startswith(b"PAR1"):
             guessed = "parquet"
+        elif head.startswith(b"\x93NUMPY") or name.lower().endswith(".npz"):
+            raise DataError(
+                f"cannot read {name}: it is a NumPy array file (.npy or .npz), which is not read "
+                "here; write the rows as Parquet or CSV, e.g. "
+                "pandas.DataFrame(numpy.load(path)).to_parquet('rows.parquet')"
+            )
         elif _PAIR_TOKEN.search(b" " + first):
             guessed = "libsvm"
         elif b"," in first or b"\t" in first:

@@ -9,7 +9,9 @@ may differ in the last bits: the core's sums run over a whole batch.)
 Dask's own wrappers trip over the things handled here (dask-ml's ``ParallelPostFit``): the output
 ``meta`` is built from the classifier's classes, never by calling the model on a dummy block; an
 empty block gives an empty frame instead of scikit-learn's "0 samples" error; sparse blocks are
-evaluated as CSR; an array chunked along its columns is joined into whole rows first.
+evaluated as CSR, or densified a piece at a time for a model whose pipeline refuses sparse rows
+(a LIBSVM file before a centring ``StandardScaler``); an array chunked along its columns is
+joined into whole rows first.
 """
 
 from __future__ import annotations
@@ -77,9 +79,34 @@ def _empty_scores(clf: AttentiveClassifier, index) -> pd.DataFrame:
     return evaluation_frame(empty, index=index)
 
 
+# A sparse block densified for a model that refuses sparse rows is scored this many values
+# (float64: 256 MB) at a time.
+DENSE_VALUES = 2**25
+
+
+def _takes_sparse(clf: AttentiveClassifier, X) -> bool:
+    """Whether the classifier's model takes sparse rows: its pipeline's transforms may not
+    (a ``StandardScaler`` that centres refuses them), whatever the file they were read from."""
+    try:
+        clf.walk_.prepare(X[:1])
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def _score_rows(clf: AttentiveClassifier, X, index, n_jobs: int | None) -> pd.DataFrame:
     if X.shape[0] == 0:
         return _empty_scores(clf, index)
+    if sp.issparse(X) and not _takes_sparse(clf, X):
+        # A row's outcome never depends on its batch: pieces of the block, densified, give what
+        # the block would (anything else wrong with the rows is raised by the dense rows).
+        step = max(1, DENSE_VALUES // max(X.shape[1], 1))
+        return pd.concat(
+            [
+                _score_rows(clf, X[lo : lo + step].toarray(), index[lo : lo + step], n_jobs)
+                for lo in range(0, X.shape[0], step)
+            ]
+        )
     with evaluation_options(n_jobs=n_jobs):
         evaluation = clf.evaluate(X)
     return evaluation_frame(evaluation, index=index)
