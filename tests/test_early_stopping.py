@@ -99,9 +99,10 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
     assert eager.evaluate(Xte).path == "full"  # the same rows, sparse
     # The delta = 0.1 rule stops walks too, late: on dense rows "auto" walks it only where the
     # pilot (from the reference rows) predicts walking pays.
-    pilots = walk_plan(clf.walk_).pilots(clf.boundary_)
+    kept = walk_plan(clf.walk_).pilots(clf.boundary_).by_kind
     ev = clf.evaluate(dense)
-    assert ev.path == ("walk" if pilots.by_kind["linear"].walk_pays else "full")
+    (pilot,) = [p for (source, *_), p in kept.items() if source.kind == "linear"]
+    assert ev.path == ("walk" if pilot.walk_pays else "full")
     # What the walk sees decides, not what the caller passed: a head that makes sparse rows
     # dense walks them, a head that makes dense rows sparse is evaluated in full.
     rng = np.random.default_rng(5)
