@@ -92,6 +92,15 @@ def test_library_messages_are_worded_for_the_dashboard():
     )
     assert "in the 'Positive class (uploads)' field" in user_message(data_error)
     assert "positive_class=" not in user_message(data_error)
+    # An upload's labels are found by the column's name; the dashboard has no label_column.
+    from attentive.data.userfile import load_user_file
+
+    with pytest.raises(DataError) as no_label:
+        load_user_file(b"a,b,c\n1,2,0\n3,4,1\n", filename="bad.csv")
+    msg = user_message(no_label.value)
+    assert "label_column" not in msg and msg.startswith("bad.csv: ")
+    assert "name exactly one column 'label', 'labels', 'class', 'target' or 'y'" in msg
+    assert "columns: 'a', 'b', 'c'" in msg
     untrusted = UntrustedModelError(
         "the uploaded model contains types attentive does not trust, so it was not loaded: "
         "builtins.abs. Trusted beyond numpy and scikit-learn's estimators: a, b, c"
@@ -190,3 +199,20 @@ def test_failed_download_is_reported_and_the_dataset_goes_back(state):
     assert "tried" not in state.last_error and "\n" not in state.last_error
     assert len(state.last_error) <= 400, state.last_error
     _unchanged(state, walks)
+
+
+def test_a_notification_shows_a_message_as_text_whole_up_to_its_limit():
+    """Notifications render HTML: the message is escaped (its ``<label>`` is text, not a tag) and
+    only a message longer than the limit is cut, with an ellipsis."""
+    import html
+
+    from attentive.app.layout import NOTIFICATION_CHARS, notification_text
+
+    quoted = "rows.libsvm, line 1: expected '<label> <index>:<value> ...' & increasing indices"
+    assert html.unescape(notification_text(quoted)) == quoted
+    assert "<label>" not in notification_text(quoted)
+    advice = "x" * 590 + " upload the rows with --one-based"  # an ambiguous index base's length
+    assert html.unescape(notification_text(advice)) == advice
+    long = "y" * (NOTIFICATION_CHARS + 50)
+    cut = notification_text(long)
+    assert len(cut) == NOTIFICATION_CHARS and cut.endswith("…")

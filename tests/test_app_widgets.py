@@ -17,7 +17,7 @@ import pytest
 from bokeh.document import Document
 from bokeh.models import Tooltip
 
-from attentive.app import rules
+from attentive.app import exports, rules
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, delta_check
 from attentive.app.state import DashboardState
 from attentive.app.widgets import (
@@ -376,3 +376,20 @@ def test_the_operating_point_table_ignores_its_old_data_sent_back_by_the_page(sy
     editable = ReadOnlyTable(pd.DataFrame({"a": [1.0, 2.0]}), disabled=False)
     editable._process_events({"data": {"a": np.array([1.0, 5.0])}})
     assert editable.value["a"].tolist() == [1.0, 5.0]
+
+
+def test_a_click_on_a_table_row_moves_the_rule_and_the_delta_slider_with_it():
+    """A row is a rule at its scale z: a click makes it the rule, and the δ slider, the URL and
+    the exported point show its δ' = Φ(−z), as a pick by target or a click on the tradeoff do
+    (the slider used to keep the old δ, and the export with it)."""
+    state = DashboardState(dataset="synthetic", boundary="curved", side="both", delta=0.01)
+    view = OperatingPointTable(state=state)
+    frame = view.table.value
+    others = frame[(frame["family"] == "heteroscedastic") & (frame["z"] != state.z)]
+    i = int(others.index[len(others) // 2])
+    z = float(frame.loc[i, "z"])
+    view._row_clicked(SimpleNamespace(row=i))
+    assert state.n_errors == 0, state.last_error
+    assert (state.boundary, state.z) == ("heteroscedastic", z)
+    assert state.delta == rules.delta_of(z) != 0.01
+    assert exports.operating_point(state)["delta"] == rules.delta_of(z)

@@ -17,6 +17,7 @@ import re
 import param
 
 from attentive.data.reader import CHOOSE_BASE
+from attentive.data.userfile import LABEL_COLUMN_GUESSES
 from attentive.errors import DataError, DownloadError, InvalidParameterError, UntrustedModelError
 
 __all__ = ["parse_gamma", "plain", "typed", "user_message"]
@@ -83,6 +84,13 @@ UPLOAD_BASE_HINT = (
 )
 
 
+LABEL_HINT = (
+    "the labels' column is found by its name: name exactly one column "
+    + ", ".join(repr(c) for c in LABEL_COLUMN_GUESSES[:-1])
+    + f" or {LABEL_COLUMN_GUESSES[-1]!r}"
+)
+
+
 def user_message(exc: BaseException) -> str:
     """The library's message, worded for the dashboard where the dashboard names things otherwise.
 
@@ -93,6 +101,8 @@ def user_message(exc: BaseException) -> str:
     msg = str(exc)
     if isinstance(exc, DataError):
         msg = msg.replace("(positive_class=...)", f"in the '{POSITIVE_CLASS_LABEL}' field")
+        # An upload's label column is found by its name; the dashboard has no label_column.
+        msg = msg.replace("say which column holds the labels (label_column=...)", LABEL_HINT)
         # The shared reader names the command line's options; the dashboard has none.
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
     if isinstance(exc, DownloadError):

@@ -9,6 +9,7 @@ the URL query (dataset, δ, θ, seed, boundary) and the theme.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import time
 from typing import ClassVar
@@ -72,6 +73,20 @@ RESPONSIVE_CSS = """
 NOTEBOOK_DIST = "/panel_dist/"
 # A phone's browser lays the page out at the device's width (not a 980 px desktop page shrunk).
 META_VIEWPORT = "width=device-width, initial-scale=1"
+
+
+#: A notification's longest message: the advice at the end of a long refusal (an ambiguous LIBSVM
+#: index base, say, ~600 characters) is kept whole; beyond this it is cut with an ellipsis.
+NOTIFICATION_CHARS = 1200
+
+
+def notification_text(message: str) -> str:
+    """A message as a notification shows it: notifications render HTML, so its text is escaped
+    (a refusal quoting ``'<label> <index>:<value>'`` lost those words as tags), and cut at
+    :data:`NOTIFICATION_CHARS`."""
+    if len(message) > NOTIFICATION_CHARS:
+        message = message[: NOTIFICATION_CHARS - 1].rstrip() + "…"
+    return html.escape(message, quote=False)
 
 
 class OfflineFast(pn.theme.Fast):
@@ -181,7 +196,7 @@ class Dashboard(pn.viewable.Viewer):
         notifications = self._notifications or pn.state.notifications
         if notifications is not None:
             show = getattr(notifications, self.state.error_level)
-            show(self.state.last_error[:400], duration=15000)
+            show(notification_text(self.state.last_error), duration=15000)
 
     def _session_closed(self, session_context) -> None:
         self._closed = True

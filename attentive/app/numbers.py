@@ -413,7 +413,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             return
         row = self.table.value.iloc[event.row]
         if (row["family"], float(row["z"])) != (self.state.boundary, self.state.z):
-            self.state.set_controls(boundary=str(row["family"]), z=float(row["z"]))
+            self.state.select_rule(str(row["family"]), float(row["z"]))
 
     def __panel__(self):
         download = FileDownload(

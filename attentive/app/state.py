@@ -319,9 +319,14 @@ class DashboardState(Background):
             return self.param.update(target=None, time_budget=None)
         z = float(row["z"])
         self._picked = (str(row["family"]), z)
-        delta = rules.delta_of(z)
         asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
-        self.param.update(boundary=str(row["family"]), z=z, delta=delta, **asked)
+        self.select_rule(str(row["family"]), z, **asked)
+
+    def select_rule(self, family: str, z: float, **also) -> None:
+        """Move to rule ``family`` at scale ``z``, with the δ slider at its δ' = Φ(−z) (in the
+        URL and the exports too), in one update with ``also``."""
+        z = float(z)
+        self.param.update(boundary=family, z=z, delta=rules.delta_of(z), **also)
 
     def _forget_pick(self, *events) -> None:
         """The rule moved away from the picked one: clear the target and the time budget."""
@@ -343,5 +348,4 @@ class DashboardState(Background):
         x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
         y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
         row = rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
-        z = float(row["z"])
-        self.param.update(boundary=str(row["method"]), z=z, delta=rules.delta_of(z))
+        self.select_rule(str(row["method"]), float(row["z"]))

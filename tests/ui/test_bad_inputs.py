@@ -127,6 +127,15 @@ def test_malformed_csv_is_refused(page, tmp_path):
     )  # fmt: skip
 
 
+def test_malformed_libsvm_is_refused_with_the_expected_form_shown_whole(page):
+    """The refusal quotes the expected ``'<label> <index>:<value> ...'``: notifications render
+    HTML, so those words used to vanish as tags."""
+    before = _numbers(page)
+    _upload(page, "data", "bad.libsvm", b"this is not libsvm\n1 1:0.5 2:1\n")
+    text = _expect_refused(page, before, "bad.libsvm", "line 1", "is not a number")
+    assert "<label> <index>:<value>" in text, text
+
+
 def test_non_binary_labels_offer_the_positive_class(page):
     before = _numbers(page)
     _upload(page, "data", "three.csv", _csv(list(range(3)) * 30))
