@@ -23,6 +23,7 @@ from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
 from attentive.app.layout import Dashboard
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable
+from attentive.app.plots.base import CAPTION_CHARS
 from attentive.app.plots.tradeoff import TradeoffView, legend_spot
 from attentive.app.plots.walks import caption
 from attentive.app.state import DashboardState, run_inline
@@ -165,6 +166,8 @@ def test_the_walks_of_a_sketched_rule_start_at_the_sketchs_score_and_stop_on_its
         s.set_controls(boundary=kind, delta=0.05, n_trajectories=200)
         f = s.walk_figure()
         assert f.sketch is s.sketch and "F̃(x)" in caption(f)
+        # A Bokeh title does not wrap: lines short enough for a phone's plot.
+        assert max(map(len, caption(f).splitlines())) <= CAPTION_CHARS
         start = s.sketch.classifier.sketched_walk_.start_scores(s.walks.X_test)
         idx = s.walks.sample[:200]
         n_eval = s.outcome().n_evaluated[idx]

@@ -144,7 +144,9 @@ def with_tooltip(widget: pn.widgets.Widget, doc: str) -> pn.viewable.Viewable:
 def help_icon(doc: str, margin=(28, 0, 0, -10)) -> pn.widgets.TooltipIcon:
     """A help icon whose tooltip is :func:`tooltip` (wrapped, below or above the icon)."""
     # Fixed: a stretching icon (the extension's default sizing) would take half of its row.
-    return pn.widgets.TooltipIcon(value=tooltip(doc), margin=margin, sizing_mode="fixed", width=20)
+    return pn.widgets.TooltipIcon(
+        value=tooltip(doc), margin=margin, sizing_mode="fixed", width=20, height=20
+    )
 
 
 def _number_text(value) -> str:
@@ -373,6 +375,7 @@ class SketchNote(pn.viewable.Viewer):
             css_classes=["att-fit-sketch"],
             sizing_mode="fixed",
             width=130,
+            height=32,  # fixed sizing needs both (Bokeh warns W-1005 otherwise)
             visible=pn.bind(
                 lambda sketch, sketching: sketch is None and sketching is None,
                 p.sketch,

@@ -12,6 +12,7 @@ Bokeh rather than HoloViews streams).
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 import panel as pn
@@ -59,6 +60,17 @@ LEGEND_STYLE = {
     "label_height": 12,
     "click_policy": "hide",
 }
+
+
+#: A caption's longest line: a plot's caption is a Bokeh title, which does not wrap, and a phone's
+#: plot (390 px wide) shows about 64 of its italic 8 pt characters.
+CAPTION_CHARS = 60
+
+
+def wrap_caption(text: str) -> str:
+    """``text`` in lines of at most :data:`CAPTION_CHARS` characters (its own line breaks are
+    spaces)."""
+    return "\n".join(textwrap.wrap(" ".join(text.split()), CAPTION_CHARS))
 
 
 def thin(n: int, limit: int = MAX_CURVE_POINTS) -> slice | np.ndarray:

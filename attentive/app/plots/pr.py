@@ -18,7 +18,9 @@ from attentive.app.plots.base import COLORS, PlotView, col
 
 __all__ = ["PrecisionRecallView"]
 
-NAMES = {"attentive": "attentive (Algorithm 1)", "budgeted": "budgeted, same cost"}
+# The current rule's scores as the paper's Algorithm 1 gives them (a stopped example scores the
+# crossed threshold, c + τ), whatever the rule: not the paper's constant rule itself.
+NAMES = {"attentive": "current rule (stops score c + τ)", "budgeted": "budgeted, same cost"}
 
 
 class PrecisionRecallView(PlotView):

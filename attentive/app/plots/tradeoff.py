@@ -14,7 +14,7 @@ from bokeh.events import Tap
 from bokeh.models import HoverTool, Span, Title
 
 from attentive.app.figures import tradeoff_error_span
-from attentive.app.plots.base import COLORS, PlotView, col
+from attentive.app.plots.base import COLORS, PlotView, col, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
 
@@ -200,8 +200,8 @@ class TradeoffView(PlotView):
 
     def _refresh(self, f) -> None:
         super()._refresh(f)
-        if f is not None and self._caption.text != f.caption:
-            self._caption.text = f.caption
+        if f is not None and self._caption.text != wrap_caption(f.caption):
+            self._caption.text = wrap_caption(f.caption)
 
     def _hidden(self, f):
         drawn = set() if f.tradeoff is None else set(f.tradeoff.families["method"])

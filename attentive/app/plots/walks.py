@@ -14,11 +14,21 @@ from __future__ import annotations
 import numpy as np
 from bokeh.models import TapTool, Title
 
-from attentive.app.plots.base import COLORS, PlotView, class_label, col, extent, thin
+from attentive.app.plots.base import (
+    COLORS,
+    PlotView,
+    class_label,
+    col,
+    extent,
+    thin,
+    wrap_caption,
+)
 
 __all__ = ["TrajectoryView"]
 
-BRIDGE = "Brownian bridge ± z·√(V t (n − t)) / n"
+# Short enough for the legend's second column on a phone; docs/app.md gives the band's formula,
+# ± z·√(V t (n − t)) / n.
+BRIDGE = "Brownian bridge ± z·sd"
 # A mass-regression rule: its boundary applies to V_t = S_t + κ_t·A_t, whose walks are drawn.
 MASS_TITLE = "Walks of the statistic S_t + κ_t·A_t"
 MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
@@ -48,10 +58,12 @@ def caption(f) -> str:
     """What the walks plot says under its axis for figure data ``f`` ("" for the plain walks)."""
     if f.sketch is not None:
         statistic = "S^ρ_t + κ_t·A_t (A_t: the running mass)" if f.uses_mass else "S^ρ_t"
-        return SKETCH_CAPTION.format(
-            label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
+        return wrap_caption(
+            SKETCH_CAPTION.format(
+                label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
+            )
         )
-    return MASS_CAPTION if f.uses_mass else ""
+    return wrap_caption(MASS_CAPTION) if f.uses_mass else ""
 
 
 class TrajectoryView(PlotView):
@@ -104,7 +116,7 @@ class TrajectoryView(PlotView):
             },
         )
         self._caption = Title(
-            text=MASS_CAPTION,
+            text=wrap_caption(MASS_CAPTION),
             align="center",
             text_font_size="8pt",
             text_font_style="italic",
