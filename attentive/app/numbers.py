@@ -297,10 +297,13 @@ TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
 TABLE_FORMATS = {
     "terms": {"type": "progress", "max": 1, "legend": True, "color": "#CC79A766"},
 }
-# Widths of the columns whose text varies most: fitted to the first rows drawn, a table drawn
-# before its sketched rules arrive cut "sketched-heteroscedastic" to "sketched-cu" and a z of
-# 2.3263 to "2.326".
-TABLE_WIDTHS = {"family": 190, "z": 72}
+# Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
+# only (Tabulator's default), a table drawn before its sketched rules arrived cut
+# "sketched-heteroscedastic" to "sketched-cu" and a z of 2.3263 to "2.326".
+TABLE_CONFIGURATION = {"layoutColumnsOnNewData": True}
+# With sketched rules, fixed widths for the names and scales (the rows of a page fit the columns:
+# "sketched-curved" then left "sketched-heteroscedastic", or a highlighted row's bold, cut).
+SKETCHED_WIDTHS = {"family": 180, "z": 64}
 TABLE_CSS = ".tabulator-row.tabulator-selected { background-color: #ffd70080 !important; font-weight: 600; }"
 
 
@@ -361,7 +364,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             hidden_columns=self._hidden_columns(False, False),
             formatters=TABLE_FORMATS,
-            widths=TABLE_WIDTHS,
+            configuration=TABLE_CONFIGURATION,
             stylesheets=[TABLE_CSS],
             css_classes=["att-op-table"],
         )
@@ -394,9 +397,13 @@ class OperatingPointTable(pn.viewable.Viewer):
             return
         frame = table_frame(table_rows(table, self._point()))
         self.table.value = frame
-        hidden = self._hidden_columns(self.more.value, self._sketched_rows())
+        sketched = self._sketched_rows()
+        hidden = self._hidden_columns(self.more.value, sketched)
         if self.table.hidden_columns != hidden:
             self.table.hidden_columns = hidden
+        widths = SKETCHED_WIDTHS if sketched else {}
+        if self.table.widths != widths:
+            self.table.widths = widths
         here = [int(i) for i in frame.index[frame["current"]]]
         self.table.selection = here
         if here:
