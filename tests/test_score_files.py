@@ -152,14 +152,21 @@ def test_a_libsvm_file_scores_a_sketched_rule_as_in_memory(client, tmp_path):
     clf = AttentiveClassifier(
         SVC(C=0.5), boundary="sketched-curved", sketch=(2, 8), early_stopping=True, random_state=0
     ).fit(X[:300], y[:300])
-    path = tmp_path / "sketched.skops"
+    out = _libsvm_scored(client, tmp_path, clf, X[300:], y[300:])
+    assert pd.read_parquet(out)["n_evaluated"].min() < clf.n_terms_  # walks stopped
+
+
+def _libsvm_scored(client, tmp_path, clf, X, y) -> Path:
+    """``clf`` saved, ``(X, y)`` written one-based and scored in chunks of 90 rows by the command
+    line: the scores are the in-memory ones (their file is returned)."""
+    path = tmp_path / "model.skops"
     sio.dump(clf, path)
     data = tmp_path / "rows.libsvm"
-    dump_svmlight_file(X[300:], y[300:], str(data), zero_based=False)
+    dump_svmlight_file(X, y, str(data), zero_based=False)
     code, err, out = score(client, path, data, "--one-based", "--chunk-rows", "90")
     assert code == 0, err
-    assert_scores_equal_in_memory(out, clf, X[300:])
-    assert pd.read_parquet(out)["n_evaluated"].min() < clf.n_terms_  # walks stopped
+    assert_scores_equal_in_memory(out, clf, X)
+    return out
 
 
 def test_a_libsvm_file_scores_a_pipeline_that_refuses_sparse_rows(client, tmp_path, monkeypatch):
@@ -176,13 +183,7 @@ def test_a_libsvm_file_scores_a_pipeline_that_refuses_sparse_rows(client, tmp_pa
     model = make_pipeline(StandardScaler(), SVC(C=0.5))
     clf = AttentiveClassifier(model, boundary="curved", side="both", random_state=0)
     clf.fit(X[:300], y[:300])
-    path = tmp_path / "scaled.skops"
-    sio.dump(clf, path)
-    data = tmp_path / "rows.libsvm"
-    dump_svmlight_file(X[300:], y[300:], str(data), zero_based=False)
-    code, err, out = score(client, path, data, "--one-based", "--chunk-rows", "90")
-    assert code == 0, err
-    assert_scores_equal_in_memory(out, clf, X[300:])
+    _libsvm_scored(client, tmp_path, clf, X[300:], y[300:])
     # In memory too, in pieces of 7 rows: the same as the dense rows in one call.
     monkeypatch.setattr(scale_evaluate, "DENSE_VALUES", 7 * N_FEATURES)
     rows = sp.csr_matrix(X[300:])
