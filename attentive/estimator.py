@@ -130,12 +130,20 @@ def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
     return int(min(max(wanted, math.ceil(0.3 * n_examples)), math.floor(0.4 * n_examples)))
 
 
-def _spread_rows(X):
-    """Up to :data:`~attentive.evaluator.pilot.PILOT_ROWS` rows of ``X``, spread evenly (data
-    sorted by class would mislead a sample of the first rows)."""
+def _spread_rows(X, k: int = PILOT_ROWS):
+    """Up to ``k`` rows of ``X``, spread evenly (data sorted by class would mislead a sample of
+    the first rows)."""
     n = _num_samples(X)
-    pick = np.unique(np.linspace(0, n - 1, min(PILOT_ROWS, n)).astype(np.int64))
-    return _safe_indexing(X, pick)
+    pick = np.unique(np.linspace(0, n - 1, min(k, n)).astype(np.int64))
+    return _safe_indexing(_indexable(X), pick)
+
+
+def _indexable(X):
+    """``X`` as rows can be taken from it: an array-like a pipeline takes as it is that has only
+    ``__array__`` (no indexing) is read as an array; anything else is kept."""
+    if isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "iloc") or sp.issparse(X):
+        return X
+    return np.asarray(X) if hasattr(X, "__array__") else X
 
 
 def calibration_split(
@@ -563,7 +571,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # only the width and feature names are checked here, the rest after its transforms.
             _check_2d(X)
             X, y = validate_data(self, X, y, skip_check_array=True)
-            y = np.asarray(y)
+            X, y = _indexable(X), np.asarray(y)
             check_consistent_length(X, y)
         else:
             X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
@@ -812,9 +820,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """A digest of up to 32 rows spread over ``X`` (as the walk prepares them, in double
         precision: float32 rows and their float64 copies agree) and of every label: fit's rows
         in fit's order give fit's digest."""
-        n = _num_samples(X)
-        idx = np.unique(np.linspace(0, n - 1, min(n, 32)).astype(np.int64))
-        rows = self.walk_.prepare(_safe_indexing(X, idx))
+        rows = self.walk_.prepare(_spread_rows(X, 32))
         rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
