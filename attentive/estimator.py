@@ -140,10 +140,11 @@ def _spread_rows(X, k: int = PILOT_ROWS):
 
 def _indexable(X):
     """``X`` as rows can be taken from it: an array-like a pipeline takes as it is that has only
-    ``__array__`` (no indexing) is read as an array; anything else is kept."""
-    if isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "iloc") or sp.issparse(X):
+    ``__array__`` and no indexing is read as an array; anything indexable (arrays, sparse
+    matrices, pandas, pyarrow or polars tables, lists) is kept as it is."""
+    if hasattr(X, "__getitem__") or not hasattr(X, "__array__"):
         return X
-    return np.asarray(X) if hasattr(X, "__array__") else X
+    return np.asarray(X)
 
 
 def calibration_split(
@@ -191,11 +192,18 @@ def _fitted_before(clf) -> bool:
 
 
 def _check_2d(X) -> None:
-    """scikit-learn's refusal of one row or column given as a 1-D array, for rows a pipeline's
-    first step takes as they are (whose width check would say "no features" instead)."""
-    if not hasattr(X, "shape") and not isinstance(X, (list, tuple)):
-        return
-    if np.ndim(X) == 1:
+    """scikit-learn's refusal of one row or column of numbers given as a 1-D array, for rows a
+    pipeline's first step takes as they are (whose width check would say "no features"
+    instead). A 1-D sequence of anything else — documents for a text vectoriser, dicts for a
+    ``DictVectorizer`` — is the pipeline's to take."""
+    if isinstance(X, (list, tuple)):
+        one_row = len(X) > 0 and all(
+            isinstance(v, numbers.Number) and not isinstance(v, bool) for v in X[:8]
+        )
+    else:
+        dtype = getattr(X, "dtype", None)
+        one_row = getattr(X, "ndim", 2) == 1 and getattr(dtype, "kind", "O") in "biuf"
+    if one_row:
         raise InvalidParameterError(
             "Expected 2D array, got 1D array instead. Reshape your data either using "
             "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if "
@@ -203,16 +211,22 @@ def _check_2d(X) -> None:
         )
 
 
+#: The scales a δ can name: Φ(−z) is a double strictly between 0 and 1, and z = −Φ⁻¹(δ) gives z
+#: back (``with_rule(z=...)`` sets ``delta`` to it, and a clone or refit reads z from it) — to
+#: rounding above 0, to 1e-8 at z = −6 and 0.01 at −8, where δ near 1 keeps fewer digits.
+Z_RANGE = (-8.0, 37.0)
+
+
 def _check_z(z) -> float:
-    """A rule's scale: a finite real number (any sign: a negative z stops sooner than θ_S)."""
-    try:
-        value = float(z)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if isinstance(z, bool) or not np.isfinite(value):
+    """A rule's scale: a real number in :data:`Z_RANGE` (any sign: a negative z stops sooner than
+    θ_S; 6, the grid's end, is far more conservative than any useful rule)."""
+    number = isinstance(z, numbers.Real) and not isinstance(z, (bool, np.bool_))
+    value = float(z) if number else float("nan")
+    lo, hi = Z_RANGE
+    if not lo <= value <= hi:
         raise InvalidParameterError(
-            f"z must be a finite number (the rule's scale: 6 is far more conservative than any "
-            f"useful rule, negative values stop sooner), got {z!r}."
+            f"z must be a number from {lo:g} to {hi:g} (the rule's scale: 6 is far more "
+            f"conservative than any useful rule, negative values stop sooner), got {z!r}."
         )
     return value
 
@@ -577,16 +591,21 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
         target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
-            n_values = np.unique(y).size
-            if target.startswith("multiclass"):
-                what = f"with {n_values} classes; choose one positive class and relabel the rest."
-            else:  # continuous, multilabel, ...: values, not class labels
+            if target == "multiclass":
                 what = (
-                    f"({n_values} distinct values); pass class labels, two of them (a binary "
-                    "target)."
+                    f"with {np.unique(y).size} classes; choose one positive class and relabel "
+                    "the rest."
                 )
+            elif target == "continuous":
+                what = (
+                    f"({np.unique(y).size} distinct values); pass class labels, two of them (a "
+                    "binary target)."
+                )
+            else:  # several outputs or labels a row
+                what = "; pass one class label a row, two classes in all (a binary target)."
             raise InvalidParameterError(
-                f"Only binary classification is supported. The type of the target is {target!r} "
+                f"Only binary classification is supported. The type of the target is {target!r}"
+                + ("" if what.startswith(";") else " ")
                 + what
             )
         X_cal = None
@@ -744,7 +763,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return full_boundary(n)
         # A family at the scale whose normal tail is δ: for the constant family that is
         # Theorem 1's τ at δ, for the curved one z = Φ⁻¹(1 − δ) (SPEC §2).
-        z = float(ndtri(1.0 - self.delta))
+        z = float(-ndtri(self.delta))  # Φ⁻¹(1 − δ), without rounding 1 − δ first
         return dataclasses.replace(
             self.boundary_family(self.boundary).boundary(z),
             params={
@@ -808,8 +827,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         got = (
             f"got {n}"
             if expected != n
-            else "got as many, but not those rows in that order (a sample of them and the labels "
-            "differ)"
+            else "got as many, but not those rows in that order (a sample of the rows or the "
+            "labels differ)"
         )
         raise ValueError(
             f"fit_sketch needs the rows the model was fitted on, in fit's order: {expected} rows, "
@@ -817,11 +836,16 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _rows_digest(self, X, y) -> str:
-        """A digest of up to 32 rows spread over ``X`` (as the walk prepares them, in double
-        precision: float32 rows and their float64 copies agree) and of every label: fit's rows
-        in fit's order give fit's digest."""
-        rows = self.walk_.prepare(_spread_rows(X, 32))
-        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        """A digest of up to 32 rows spread over ``X`` and of every label: fit's rows in fit's
+        order give fit's digest. The rows as they are given, in double precision (float32 rows
+        and their float64 copies agree, whatever a pipeline's transforms make of either); rows
+        that are not numbers (documents for a text vectoriser) as the walk prepares them."""
+        sample = _spread_rows(X, 32)
+        try:
+            rows = sample.toarray() if sp.issparse(sample) else np.asarray(sample, dtype=float)
+        except (TypeError, ValueError):
+            rows = self.walk_.prepare(sample)
+            rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
         digest.update(np.packbits(np.asarray(y) == self.classes_[1]).tobytes())
@@ -1281,9 +1305,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             params["boundary"] = (self.boundary_.params or {}).get("family", "curved")
         if z is not None:
             z = _check_z(z)
-            # Φ(−z) for the δ the family is named by: strictly between 0 and 1 however far out
-            # z is (the boundary itself is the family's at z).
-            params["delta"] = float(np.clip(ndtr(-z), np.finfo(float).tiny, 1 - 2.0**-53))
+            params["delta"] = float(ndtr(-z))  # z = −Φ⁻¹(δ) again (_make_boundary)
         new.set_params(**params)
         new._check_params()
         new.side_ = new.side

@@ -242,9 +242,11 @@ def test_format_is_guessed_from_the_name_through_compression_then_the_content():
     # numpy.save's header has commas: named as what it is, not read as CSV text.
     buffer = io.BytesIO()
     np.save(buffer, np.eye(3))
-    for name, head in (("rows.npy", buffer.getvalue()), ("rows.npz", b"PK\x03\x04...")):
-        with pytest.raises(DataError, match=rf"cannot read {name}: it is a NumPy array file"):
+    files = (("rows.npy", buffer.getvalue()), ("rows.npz", b"PK\x03\x04..."), ("rows.npz.gz", b""))
+    for name, head in files:
+        with pytest.raises(DataError, match=rf"cannot read {name}: it is a NumPy array file") as e:
             guess_format(name, head)
+        assert ("['<the array>']" in str(e.value)) == (".npz" in name)
 
 
 # -- the dashboard's uploads, read for an uploaded model ------------------------------------------

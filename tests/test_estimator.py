@@ -213,6 +213,40 @@ def test_bad_targets_and_shapes_are_named(binary_problem):
             clf.predict(Xte[0])
         with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
             AttentiveClassifier(model).fit(Xtr[:, 0], ytr)
+    two_labels = np.c_[ytr, 1 - ytr]  # a label indicator: not one class label a row
+    with pytest.raises(ValueError, match="y should be a 1d array"):
+        AttentiveClassifier(SVC()).fit(Xtr, two_labels)
+    with pytest.raises(ValueError, match="'multilabel-indicator'; pass one class label a row"):
+        AttentiveClassifier(make_pipeline(StandardScaler(), SVC())).fit(Xtr, two_labels)
+
+
+def test_a_pipeline_takes_what_its_first_step_takes():
+    """The caller's rows go to the pipeline as they are: documents (a 1-D list or Series) for a
+    text vectoriser, dicts for a DictVectorizer, a pyarrow table for a ColumnTransformer that
+    picks columns by name — as scikit-learn's own pipeline takes them."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    words = np.array(["good", "great", "fine"]), np.array(["bad", "awful", "dull"])
+    docs = [" ".join(rng.choice(words[label], 3)) + " film" for label in y]
+    dicts = [{"a": float(label) + rng.normal(), "b": rng.normal()} for label in y]
+    X = rng.normal(size=(120, 3)) + y[:, None]
+    table = pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2]})
+    cases = [
+        (make_pipeline(TfidfVectorizer(), LinearSVC()), docs),
+        (make_pipeline(TfidfVectorizer(), LinearSVC()), pd.Series(docs)),
+        (make_pipeline(DictVectorizer(sparse=False), SVC()), dicts),
+        (make_pipeline(ColumnTransformer([("s", StandardScaler(), ["a", "b"])]), SVC()), table),
+    ]
+    for model, rows in cases:
+        clf = AttentiveClassifier(model, boundary="full").fit(rows, y)
+        expected = clone(model).fit(rows, y).predict(rows)
+        np.testing.assert_array_equal(clf.predict(rows), expected)
 
 
 def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):

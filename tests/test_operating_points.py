@@ -169,20 +169,26 @@ def test_the_cheapest_operating_point_counts_a_sketched_rules_sketch():
     assert is_sketched_name(fewest.family) and fewest.work_fraction > row.work_fraction
 
 
-def test_with_rule_names_a_bad_scale_and_takes_any_finite_one(fitted):
-    """z is the family's scale: a NaN, an infinity or a string is refused by name; a z far out
-    (whose Φ(−z) is 0 or 1 in floating point) is still that family's rule at z."""
+def test_with_rule_names_a_bad_scale_and_takes_any_it_can_name_by_delta(fitted):
+    """z is the family's scale: a NaN, an infinity, a string, a bool or a z whose Φ(−z) is 0 or 1
+    in floating point is refused by name; a z far out but within that range is the family's rule
+    at z, and its delta gives z back (a refit makes the same rule)."""
+    from attentive.estimator import Z_RANGE
+
     clf, _, X, _ = fitted
-    for bad in (np.nan, np.inf, "two", True):
-        with pytest.raises(InvalidParameterError, match="z must be a finite number"):
+    for bad in (np.nan, np.inf, "two", "2", True, np.True_, -100.0, 40.0):
+        with pytest.raises(InvalidParameterError, match="z must be a number from -8 to 37"):
             clf.with_rule("curved", z=bad)
     family = clf.boundary_family("curved")
-    for z in (-100.0, 40.0):
+    for z in (*Z_RANGE, 8.5, np.float32(2.5)):
         rule = clf.with_rule("curved", z=z)
         assert 0 < rule.delta < 1
         np.testing.assert_array_equal(rule.boundary_.upper, family.boundary(z).upper)
         np.testing.assert_array_equal(rule.boundary_.lower, family.boundary(z).lower)
+        if z > 0:  # a refit's boundary, from delta (δ far from 1: the same z to rounding)
+            np.testing.assert_allclose(rule._make_boundary().upper, rule.boundary_.upper)
     # Far below every useful scale, every walk stops at its first term; far above, none stops.
-    assert (_walking(clf.with_rule("curved", z=-100.0)).evaluate(X[600:]).n_evaluated == 1).all()
-    far = _walking(clf.with_rule("curved", z=40.0)).evaluate(X[600:])
+    low, high = Z_RANGE
+    assert (_walking(clf.with_rule("curved", z=low)).evaluate(X[600:]).n_evaluated == 1).all()
+    far = _walking(clf.with_rule("curved", z=high)).evaluate(X[600:])
     assert (far.n_evaluated == clf.n_terms_).all()

@@ -105,6 +105,11 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace("say which column holds the labels (label_column=...)", LABEL_HINT)
         # The shared reader names the command line's options; the dashboard has none.
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
+    # A calibrated rule on an upload too small to hold out calibration rows: in the page's words.
+    msg = msg.replace(
+        "boundary='calibrated' holds out part of the fit examples to calibrate",
+        "the calibrated rule holds out part of the training examples to calibrate",
+    )
     if isinstance(exc, DownloadError):
         # The library lists every address it tried with its network error; a notification keeps
         # what the user can act on: what failed and how to install the file by hand.

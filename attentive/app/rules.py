@@ -381,12 +381,9 @@ def _points(walks: Walks, side: str, theta: float, names) -> pd.DataFrame:
 
 def _with_sketched(plain: Tradeoff, walks: Walks, side: str, theta: float) -> Tradeoff:
     """``plain`` with the sketched rules' rows: their operating points on the test set (one
-    pass per rule over the scales), each at its work — the sketch plus the walked terms."""
-    sketch = sketches.sketch(walks)
-    names = rule_names("sketched")
-    rows = _points(walks, side, theta, names)
-    rows["sketch_cost"] = sketch.sketch_cost
-    rows["work_fraction"] = sketch.work(rows["mean_evaluated_fraction"])
+    pass per rule over the scales), each at its work — the sketch plus the walked terms
+    (:func:`attentive.operating_points.outcome_points`)."""
+    rows = _points(walks, side, theta, rule_names("sketched"))
     curves = rows.rename(columns={"family": "method"})
     curves["mean_evaluated"] = curves["mean_evaluated_fraction"] * walks.n_terms
     curves = curves[[c for c in plain.families.columns if c in curves]]

@@ -182,11 +182,12 @@ def guess_format(
         first = next((line for line in head.splitlines() if line.strip()), b"")
         if head.startswith(b"PAR1"):
             guessed = "parquet"
-        elif head.startswith(b"\x93NUMPY") or name.lower().endswith(".npz"):
+        elif head.startswith(b"\x93NUMPY") or _suffix(name) in (".npy", ".npz"):
+            load = "numpy.load(path)" + ("['<the array>']" if _suffix(name) == ".npz" else "")
             raise DataError(
                 f"cannot read {name}: it is a NumPy array file (.npy or .npz), which is not read "
-                "here; write the rows as Parquet or CSV, e.g. "
-                "pandas.DataFrame(numpy.load(path)).to_parquet('rows.parquet')"
+                f"here; write the rows as Parquet or CSV, e.g. pandas.DataFrame({load})"
+                ".to_parquet('rows.parquet')"
             )
         elif _PAIR_TOKEN.search(b" " + first):
             guessed = "libsvm"

@@ -175,8 +175,8 @@ class KeptPilots:
 
 class WalkPlan:
     """What every term source shares for one walk, computed once per walk, and the caches that
-    belong to it: each source's own arrays (:meth:`arrays`), each boundary's thresholds and each
-    (boundary, source) pair's pilot (:mod:`attentive.evaluator.pilot`)."""
+    belong to it: each source's own arrays (:meth:`arrays`), each boundary's thresholds and its
+    pilots, one per kind of rows (:mod:`attentive.evaluator.pilot`)."""
 
     def __init__(self, walk: Walk):
         w = np.asarray(walk.ordered_weights, dtype=np.float64)
