@@ -382,6 +382,7 @@ def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digi
     sketches are the same, and so is every full score; the residual order's rules stop sooner
     on the test rows."""
     from attentive.sketch import residual_order
+    from attentive.sketch.choice import order_rows
 
     clf, X_fit, y_fit, _, X_test = digits
     frozen, rows = FrozenEstimator(clf.estimator_), X_test[:400]
@@ -397,10 +398,16 @@ def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digi
     )
     np.testing.assert_array_equal(plain.sketched_walk_.order, plain.walk_.order)
     # The order as new rows see it: each fit row's own support vector left out (matched by
-    # value: the reference walks are in-sample here, boundary="sketched-curved").
+    # value: the reference walks are in-sample here, boundary="sketched-curved"), chosen on a
+    # seeded half of the fit rows (order_rows), so that the other half walks it as new rows do.
     assert residual.reference_walks_ == "in-sample"
-    expected = residual_order(plain.sketched_walk_, plain.walk_.prepare(X_fit), leave_own_out=True)
+    Xp = plain.walk_.prepare(X_fit)
+    half = order_rows(Xp.shape[0])
+    assert half == -(-Xp.shape[0] // 2) < Xp.shape[0]
+    expected = residual_order(plain.sketched_walk_, Xp, leave_own_out=True, max_rows=half)
     np.testing.assert_array_equal(residual.sketched_walk_.order, expected.order)
+    every_row = residual_order(plain.sketched_walk_, Xp, leave_own_out=True)
+    assert not np.array_equal(every_row.order, expected.order)
     assert not np.array_equal(residual.sketched_walk_.order, residual.walk_.order)
     # The plain walk keeps its order; the scores are the model's either way.
     np.testing.assert_array_equal(residual.walk_.order, plain.walk_.order)
@@ -744,3 +751,26 @@ def test_the_sketch_choice_prints_its_options_not_their_arrays(digits):
     for option in choice.options:
         assert option.label in text and f"total {option.total:.4g}" in text
         assert option.family is None or f"{option.family} z={option.scale:g}" in text
+
+
+def test_fit_sketch_behind_a_pipeline_takes_fits_rows_in_either_precision():
+    """The rows' digest is of the rows as given (in double precision), not as a pipeline's
+    transform makes them: a StandardScaler makes float32 and float64 copies of the same pixels
+    differ, and fit's own rows as float64 are still fit's; reversed, they are not."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-2v5")
+    X = np.asarray(ds.X_train, dtype=np.float32)[:300]
+    y = np.asarray(ds.y_train)[:300]
+    scaler = StandardScaler().fit(X)
+    assert not np.array_equal(scaler.transform(X), scaler.transform(X.astype(np.float64)))
+    model = make_pipeline(StandardScaler(), SVC(gamma="scale"))
+    clf = AttentiveClassifier(model, boundary="curved", side="both", sketch="none", random_state=0)
+    clf.fit(X, y)
+    clf.set_params(sketch=(4, 16))
+    assert clf.fit_sketch(X.astype(np.float64), y).sketched_walk_ is not None
+    with pytest.raises(ValueError, match="not those rows in that order"):
+        clf.fit_sketch(X[::-1], y[::-1])

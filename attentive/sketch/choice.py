@@ -16,6 +16,7 @@ and the cheapest candidate wins; no sketch wins ties.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from attentive.families import (
 )
 from attentive.grid import default_grid, reference_profile
 from attentive.sketch.nystrom import fit_sketch, principal_directions
-from attentive.sketch.walk import SKETCH_ORDERS, residual_order, sketch_walk
+from attentive.sketch.walk import ORDER_ROWS_SHARE, SKETCH_ORDERS, residual_order, sketch_walk
 from attentive.validation import check_delta
 
 __all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choose_sketch"]
@@ -130,6 +131,12 @@ class SketchChoice:
         )
 
 
+def order_rows(rows: int, max_rows: int = _PROFILE_ROWS) -> int:
+    """How many of ``rows`` reference rows the residual order is chosen on: a seeded share
+    :data:`~attentive.sketch.walk.ORDER_ROWS_SHARE` of them, at most ``max_rows``."""
+    return max(1, min(max_rows, math.ceil(ORDER_ROWS_SHARE * rows)))
+
+
 def cheapest_at(profile: dict, delta: float) -> tuple[float, str | None, float | None]:
     """The smallest evaluated fraction at disagreement ≤ δ over the families and scales of a
     :func:`attentive.grid.reference_profile` (default grid): ``(fraction, family, z)``, or
@@ -199,8 +206,9 @@ def choose_sketch(
         ``sketch.walked_term_cost``); an evaluator that measures its own costs passes those.
     order : {"residual", "walk"}, default="residual"
         The order of each sketched walk's residual terms: the one that lowers the spread of
-        what remains of the walk fastest over (a sample of at most ``max_rows`` of) the
-        reference rows (:func:`attentive.sketch.residual_order`), or the plain walk's order π.
+        what remains of the walk fastest over a seeded half of the reference rows (at most
+        ``max_rows``: :func:`order_rows`; :func:`attentive.sketch.residual_order`), or the plain
+        walk's order π.
     """
     delta = check_delta(delta)
     if order not in SKETCH_ORDERS:
@@ -245,7 +253,7 @@ def choose_sketch(
                     Xp,
                     leave_own_out=True,
                     own=own,
-                    max_rows=max_rows,
+                    max_rows=order_rows(rows, max_rows),
                     random_state=random_state,
                 )
             cost, term_cost = (
