@@ -31,6 +31,7 @@ line printed is one JSON object with every number.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -140,8 +141,6 @@ def _blas_limits():
     libraries each time it is entered (2.6 ms with scikit-learn-intelex loaded, measured), which
     a timed call would include: a fixed time added to ours and the peer's alike, pulling every
     ratio towards 1."""
-    import contextlib
-
     from attentive.evaluator.threads import thread_pools
 
     controller = thread_pools()
@@ -150,6 +149,20 @@ def _blas_limits():
         return contextlib.nullcontext() if n is None else controller.limit(limits=n)
 
     return limits
+
+
+def method_call(clf, method: str, X, *, jobs: int | None = 1, limits=None):
+    """``clf.method(X)`` as a call to time: under ``evaluation_options(n_jobs=jobs)`` and, with
+    ``limits`` (:func:`_blas_limits`), BLAS held to one thread when one job runs (the evaluator
+    holds it to one inside its own threads) and left as it is otherwise."""
+    from attentive.evaluation import evaluation_options
+
+    def call():
+        blas = contextlib.nullcontext() if limits is None else limits(1 if jobs == 1 else None)
+        with blas, evaluation_options(n_jobs=jobs):
+            return getattr(clf, method)(X)
+
+    return call
 
 
 def _time_interleaved(methods: dict, rounds: int) -> dict:
@@ -194,7 +207,6 @@ def _bench_problem(name: str, args) -> dict:
 
     from attentive.bench_corpus import load_problem
     from attentive.estimator import AttentiveClassifier
-    from attentive.evaluation import evaluation_options
 
     p = load_problem(name, args.quick)
     t0 = time.perf_counter()
@@ -214,12 +226,7 @@ def _bench_problem(name: str, args) -> dict:
     blas = _blas_limits()
 
     def ours(clf, jobs, method):
-        def call():
-            # One thread: BLAS too (the evaluator holds it to one inside its own threads).
-            with blas(1 if jobs == 1 else None), evaluation_options(n_jobs=jobs):
-                return getattr(clf, method)(X)
-
-        return call
+        return method_call(clf, method, X, jobs=jobs, limits=blas)
 
     def peer_call(threads):
         def call():

@@ -77,7 +77,7 @@ def _run(args) -> int:
     from sklearn.frozen import FrozenEstimator
     from sklearn.svm import SVC
 
-    from attentive.bench import _time_interleaved
+    from attentive.bench import _time_interleaved, method_call
     from attentive.estimator import AttentiveClassifier
     from attentive.evaluation import evaluation_options
 
@@ -96,18 +96,11 @@ def _run(args) -> int:
             ).fit(X_train, y_train)
             full = att.with_rule("full")
 
-            def on(clf, method, X=X):
-                def call():
-                    with evaluation_options(n_jobs=1):
-                        return getattr(clf, method)(X)
-
-                return call
-
             t = _time_interleaved(
                 {
-                    "full": on(full, "decision_function"),
-                    "predict": on(att, "predict"),
-                    "decision": on(att, "decision_function"),
+                    "full": method_call(full, "decision_function", X),
+                    "predict": method_call(att, "predict", X),
+                    "decision": method_call(att, "decision_function", X),
                 },
                 rounds,
             )

@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=12000)
     args = parser.parse_args(argv)
 
-    from attentive.bench import _blas_kernel, _blas_limits, _time_interleaved
-    from attentive.evaluation import evaluation_options
+    from attentive.bench import _blas_kernel, _blas_limits, _time_interleaved, method_call
 
     blas = _blas_limits()
     print(f"BLAS: {_blas_kernel()}; one thread; medians of {args.rounds} interleaved rounds")
@@ -82,18 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         plain = _fit(X, y, "none")
         full = auto.with_rule("full")
 
-        def call(clf, method, rows=X_test):
-            def run():
-                with blas(1), evaluation_options(n_jobs=1):
-                    return getattr(clf, method)(rows)
-
-            return run
-
         t = _time_interleaved(
             {
-                "full": call(full, "decision_function"),
-                "auto": call(auto, "predict"),
-                "plain": call(plain, "predict"),
+                "full": method_call(full, "decision_function", X_test, limits=blas),
+                "auto": method_call(auto, "predict", X_test, limits=blas),
+                "plain": method_call(plain, "predict", X_test, limits=blas),
             },
             args.rounds,
         )
