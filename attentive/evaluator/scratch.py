@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 
@@ -23,8 +24,8 @@ class _Buffers:
         self.data: dict = {}
 
     def get(self, name: str, shape: tuple, dtype=np.float64) -> np.ndarray:
-        size = int(np.prod(shape))
-        key = (name, np.dtype(dtype).str)
+        size = math.prod(shape)  # (np.prod of a tuple: ~5 µs, dozens of times a call)
+        key = (name, dtype)
         buf = self.data.get(key)
         if buf is None or buf.size < size:
             buf = np.empty(size, dtype=dtype)

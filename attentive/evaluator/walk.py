@@ -61,15 +61,29 @@ class Stops:
         )
 
 
+_LOWER_TRIANGLES: dict = {}
+
+
+def _lower_triangle(size: int) -> np.ndarray:
+    """Ones on and below the diagonal, (size, size), kept (read only): a block's running sums
+    as one product, without building the matrix again every block."""
+    T = _LOWER_TRIANGLES.get(size)
+    if T is None:
+        T = np.tril(np.ones((size, size)))
+        T.flags.writeable = False
+        _LOWER_TRIANGLES[size] = T
+    return T
+
+
 def _running_sums(H, U, signs, magnitudes):
     """``U + cumsum(±H)`` down the rows of ``H`` (block, m), summed in walk order (in place,
     except for a few examples)."""
     size, m = H.shape
     if m <= _TRIANGULAR_MAX and size <= _TRIANGULAR_MAX:
         # Few examples: per-position vector operations would be all call overhead.
-        T = np.tril(np.ones((size, size)))
+        T = _lower_triangle(size)
         if magnitudes:
-            T *= signs
+            T = T * signs
         out = T @ H
         out += U
         return out
