@@ -22,7 +22,7 @@ from sklearn.frozen import FrozenEstimator
 from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
 from attentive.app.layout import Dashboard
-from attentive.app.numbers import HeadlineNumbers, OperatingPointTable
+from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.base import CAPTION_CHARS
 from attentive.app.plots.tradeoff import TradeoffView, legend_spot
 from attentive.app.plots.walks import caption
@@ -316,6 +316,9 @@ def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
     assert state.n_errors == 0, state.last_error
     assert state.sketch.pays and state.rule.kind == step.controls["boundary"]
     assert state.walk_figure().sketch is state.sketch
+    # Walking 400 rows of 100 features costs more than evaluating them in full: the step says
+    # what the wall-clock card then says, in its words.
+    assert SLOWER_WARNING in step.text and "wall-clock" in step.text
     # The next step goes back to a plain rule, so nothing is fitted for MNIST on the way.
     after = STEPS[STEPS.index(step) + 1]
     state.set_controls(**after.controls)

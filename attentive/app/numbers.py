@@ -24,6 +24,7 @@ from attentive.app.state import DashboardState
 from attentive.app.widgets import FileDownload, checked_input
 
 __all__ = [
+    "SLOWER_WARNING",
     "DeltaCheck",
     "HeadlineNumbers",
     "OperatingPointTable",
@@ -32,6 +33,10 @@ __all__ = [
     "delta_check",
     "share",
 ]
+
+# The wall-clock card's second line where the rule takes longer than full evaluation (the guided
+# tour's sketched step explains it in these words).
+SLOWER_WARNING = "walking costs more than full evaluation here"
 
 NUMBERS = (
     # key, label, explanation, format
@@ -210,7 +215,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
             flag = (
                 f"<div class='att-check att-{'miss' if slower else 'met'}' data-key='clock-check'>"
                 + (
-                    "⚠ walking costs more than full evaluation here"
+                    f"⚠ {SLOWER_WARNING}"
                     if slower
                     else f"{measured.us_per_example:,.1f} µs per example"
                 )
