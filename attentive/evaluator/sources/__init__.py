@@ -53,7 +53,8 @@ def source_for(
     full evaluation (skipping sources that leave it to a later one, ``serves_full``)."""
     candidates = _SOURCES if after is None else _SOURCES[_SOURCES.index(after) + 1 :]
     for cls in candidates:
-        if cls.usable(walk, plan, X, precision) and (not full or cls.serves_full(X)):
+        # (serves_full first: a dtype test, where usable may look at a row)
+        if (not full or cls.serves_full(X)) and cls.usable(walk, plan, X, precision):
             return cls
     raise LookupError(f"no term source serves {walk.terms.kind} terms on {type(X).__name__} rows")
 
