@@ -109,7 +109,7 @@ STEPS = (
         "subspace, is the case a sketch is made for; where none can be fitted (a linear model, "
         "another kernel, sparse rows) or none pays, the sidebar says why. The **wall-clock** "
         f"card may say that {SLOWER_WARNING}: full evaluation of these 400 rows of 100 features "
-        "takes well under a millisecond, less than a walk's fixed costs per call. The time "
+        "takes under a millisecond, less than a walk's fixed costs per call. The time "
         "saved shows on large problems (MNIST 8 against the rest: `predict` in 0.5–0.8 of a "
         "full evaluation's time on one thread, docs/speed.md).",
         SKETCHED_VIEW,
