@@ -6,7 +6,9 @@ where large ones do, and pay a walk's fixed costs per call (per block: the produ
 running sums, the crossings) over fewer rows. This prints, per problem and rows per call, the
 time per row of ``predict`` and of full evaluation (``decision_function`` of the same classifier
 under ``boundary="full"``) and their ratio, on one thread and on two, medians of interleaved
-rounds (each call repeated to fill a few milliseconds). The shipped classifier: ``boundary=
+rounds (a timed call of few rows repeats it to cover ``FILL_ROWS`` rows). Calls below 2^18
+rows × terms run on one evaluator thread whatever ``n_jobs`` says: there the second thread
+only lets BLAS use two. The shipped classifier: ``boundary=
 "calibrated"``, δ = 1 %, α = 5 %, both sides (as ``python -m attentive bench``).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python \\

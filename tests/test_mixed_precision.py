@@ -371,6 +371,9 @@ def test_labels_near_theta_are_decided_in_double_precision(rbf, settled, monkeyp
 
     _without_error_bound(monkeypatch)
     unsafe = evaluate(walk, Xt, boundary, theta_s, path="walk")
+    # The boundary's thresholds do not depend on θ: the same walks, the same float32 total.
+    np.testing.assert_array_equal(unsafe.n_evaluated, trusting.n_evaluated)
+    assert unsafe.decision[j] - walk.offset == approx
     assert unsafe.labels[j] != ref.labels[j]
 
 

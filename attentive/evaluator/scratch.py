@@ -25,7 +25,7 @@ class _Buffers:
 
     def get(self, name: str, shape: tuple, dtype=np.float64) -> np.ndarray:
         size = math.prod(shape)  # (np.prod of a tuple: ~5 µs, dozens of times a call)
-        key = (name, dtype)
+        key = (name, np.dtype(dtype))  # (one key whatever the dtype's spelling)
         buf = self.data.get(key)
         if buf is None or buf.size < size:
             buf = np.empty(size, dtype=dtype)

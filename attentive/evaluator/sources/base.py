@@ -105,7 +105,8 @@ class TermSource(ABC):
     @classmethod
     def serves_full(cls, X) -> bool:
         """Whether full evaluation takes this source for rows ``X`` where it is usable (it may
-        leave them to a later one that evaluates every term faster). True by default."""
+        leave them to a later one that evaluates every term faster). True by default. Asked
+        before :meth:`usable`, on any prepared rows: cheap, and assuming nothing of them."""
         return True
 
     @classmethod
