@@ -6,7 +6,7 @@ where large ones do, and pay a walk's fixed costs per call (per block: the produ
 running sums, the crossings) over fewer rows. This prints, per problem and rows per call, the
 time per row of ``predict`` and of full evaluation (``decision_function`` of the same classifier
 under ``boundary="full"``) and their ratio, on one thread and on two, medians of interleaved
-rounds (a timed call of few rows repeats it to cover ``FILL_ROWS`` rows). Calls below 2^18
+rounds (``attentive.bench``'s timing repeats a short call to fill ~50 ms). Calls below 2^18
 rows × terms run on one evaluator thread whatever ``n_jobs`` says: there the second thread
 only lets BLAS use two. The shipped classifier: ``boundary=
 "calibrated"``, δ = 1 %, α = 5 %, both sides (as ``python -m attentive bench``).
@@ -21,16 +21,6 @@ import argparse
 import warnings
 
 SIZES = (1, 10, 100, 1000)  # and the whole test set
-FILL_ROWS = 2000  # rows each timed call covers, at least (a call of few rows is repeated)
-
-
-def _repeated(call, times: int):
-    def run():
-        for _ in range(times):
-            out = call()
-        return out
-
-    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,14 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         full = clf.with_rule("full")
         for size in (*(s for s in SIZES if s < p.X_test.shape[0]), p.X_test.shape[0]):
             X = p.X_test[:size]
-            times = max(1, FILL_ROWS // size)
             calls = {}
             for jobs in (1, 2):
                 for key, est, method in (("predict", clf, "predict"), ("full", full, "decision_function")):  # fmt: skip
-                    call = method_call(est, method, X, jobs=jobs, limits=blas)
-                    calls[f"{key}_{jobs}"] = _repeated(call, times)
+                    calls[f"{key}_{jobs}"] = method_call(est, method, X, jobs=jobs, limits=blas)
             t = _time_interleaved(calls, args.rounds)
-            per_row = {k: 1e6 * v / (times * size) for k, v in t.items()}
+            per_row = {k: 1e6 * v / size for k, v in t.items()}
             path = clf.evaluate(X).path
             print(
                 f"{name} | {size} | {path} | {per_row['predict_1']:.1f}, {per_row['full_1']:.1f}"
