@@ -125,7 +125,12 @@ def report(r: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    parser.add_argument(
+        "--problems",
+        nargs="+",
+        default=list(PROBLEMS),
+        help="attentive.bench_corpus names (default: the ten MNIST problems above)",
+    )
     parser.add_argument("--order", default="residual", choices=("residual", "walk"))
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_info

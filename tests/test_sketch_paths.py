@@ -158,3 +158,112 @@ def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind)
     direct = projection.features(np.asarray(Xp, dtype=np.float64), sketch.gamma)
     np.testing.assert_allclose(uncorrected, direct, rtol=1e-12, atol=1e-15)
     assert np.all(uncorrected >= ref) and np.any(uncorrected > ref)  # e^{−γ r(x)} ≤ 1 is gone
+
+
+@pytest.mark.parametrize("kind", ["rbf-single", "rbf-grid"])
+@pytest.mark.parametrize("corrected", [True, False])
+def test_float32_features_are_within_their_bound(sketched_walks, kind, corrected):
+    """The features a walk over float32 products takes (float32 products by chunks) are within
+    the bound it carries into its band, against the sketch's own features of the same rows in
+    double precision; the bound is far below a feature's size. Rows far out (scaled up) too:
+    their bound grows with them."""
+    from attentive.evaluator.sources.sketch import MAX_FEATURE_ERROR, single_features
+
+    walk, X = sketched_walks[kind]
+    Xp = np.asarray(walk.prepare(X))
+    projection = dataclasses.replace(walk.sketch.projection, corrected=corrected)
+    gamma = walk.sketch.gamma
+    for rows in (Xp, 3.0 * Xp[:50], Xp[:1]):
+        a, err = single_features(projection, rows, gamma)
+        ref = projection.features(np.asarray(rows, dtype=np.float64), gamma)
+        off = np.abs(a - ref).max(axis=1)
+        assert np.all(np.isfinite(err))
+        assert np.all(off <= err), float((off / err).max())
+        assert off.max() > 0  # float32 products do round
+    a, err = single_features(projection, Xp, gamma)
+    assert np.median(err) < MAX_FEATURE_ERROR / 2
+    assert single_features(projection, Xp[:0], gamma)[0].shape == (0, walk.sketch.m)
+
+
+def _sketched_sources(monkeypatch):
+    """Spy on the evaluator's sketched sources: (inner kind, feature bound) of each one built."""
+    from attentive.evaluator.sources import sketch as module
+
+    built = []
+    init = module.SketchedSource.__init__
+
+    def spy(self, inner, walk, plan, X):
+        init(self, inner, walk, plan, X)
+        built.append((inner.kind, self.feature_error))
+
+    monkeypatch.setattr(module.SketchedSource, "__init__", spy)
+    return built
+
+
+@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
+def test_float32_features_only_over_the_float32_source(sketched_walks, monkeypatch, kind):
+    """A sketched walk over the float32 source takes its features from float32 products, under
+    a band (feature_error > 0); over the double source and the grid (exact products) they are
+    the reference's (no bound), and so under ``precision="double"``. Either way the stops are
+    the reference's."""
+    walk, X = sketched_walks[kind]
+    built = _sketched_sources(monkeypatch)
+    S, A = walk.partial_scores_and_masses(X)
+    boundary, spread = _boundary(S, np.random.default_rng(3), "both")
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes, A=A)
+    band = 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    for precision in ("single", "double"):
+        built.clear()
+        ev = evaluate_blocked(
+            walk, X, boundary, theta_s, path="walk", block_size=4, precision=precision
+        )
+        _same(ev, ref, 1e-9 * spread + (band if precision == "single" else 0.0))
+        assert built
+        first_inner, first_error = built[0]
+        if precision == "single" and kind == "rbf-single":
+            assert first_inner == "rbf-single" and first_error > 0
+        else:
+            assert first_inner != "rbf-single" and first_error == 0
+
+
+@pytest.mark.parametrize("kind", ["rbf-single"])
+def test_features_off_by_their_whole_bound_leave_every_stop_as_the_references(
+    sketched_walks, monkeypatch, kind
+):
+    """The band covers the features' error: features moved by their whole bound, all in the
+    direction that moves the sketch's score most (β's signs), still give the reference's stops,
+    sides and labels (walks the move makes unsure are walked again in double precision). The
+    bound is made 300 times the real one, so that the move is far beyond the inner source's own
+    band and the thresholds' distance to every walk value: without the features' part of the
+    band the stops differ."""
+    from attentive.evaluator.sources import sketch as module
+
+    walk, X = sketched_walks[kind]
+    rng = np.random.default_rng(7)
+    exact = module.single_features
+    direction = np.sign(walk.beta)
+
+    def moved(projection, rows, gamma, **kwargs):
+        a, err = exact(projection, rows, gamma, **kwargs)
+        err = 300.0 * err
+        return a + err[:, None] * direction, err
+
+    monkeypatch.setattr(module, "single_features", moved)
+    monkeypatch.setattr(module, "MAX_FEATURE_ERROR", np.inf)
+    built = _sketched_sources(monkeypatch)
+    S, A = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    Xp = np.asarray(walk.prepare(X))
+    _, err = exact(walk.sketch.projection, Xp, walk.sketch.gamma)
+    ahead = np.abs(walk.beta - np.cumsum(walk.ordered_weights[:, None] * walk.ordered_factors, 0))
+    # A stopped walk's value carries the move: within its band, as the docs say.
+    moved_by = 1.01 * 300.0 * float(err.max()) * float(ahead.sum(axis=1).max())
+    band = 1e-4 * float(np.abs(walk.ordered_weights).sum()) + moved_by
+    for side in ("lower", "upper", "both"):
+        boundary, spread = _boundary(S, rng, side)
+        ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes, A=A)
+        for kwargs in ({"block_size": 3, "chunk_size": 50}, {}):
+            ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
+            _same(ev, ref, 1e-9 * spread + band)
+    assert any(error > 0 for _, error in built)

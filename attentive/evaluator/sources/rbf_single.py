@@ -113,6 +113,9 @@ class RBFSingleSource(TermSource):
                     "many rows' float32 products could be off by more than a band allows"
                 )
             self.rho[loose] = np.inf
+        # The rows' ``(|x|², bound on its error)`` as held at construction (a sketched walk's
+        # float32 features take them instead of summing them again); not kept by ``keep``.
+        self.row_norms = (norms2, norm_error)
         dense_costs(self, a.columns.n_columns, single=True, prep=PREP_NORMS)
         self.full_term_ns = self.term_ns - FLOAT32_FINISH_SAVING
 
@@ -121,6 +124,7 @@ class RBFSingleSource(TermSource):
         self.row = self.row[idx]
         self.rho = self.rho[idx]
         self.dots = self.dots[idx]
+        self.row_norms = None
 
     def block(self, start, stop, out):
         single = block_product(self.X, self.a.scaled32[start:stop])

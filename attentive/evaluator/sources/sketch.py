@@ -11,9 +11,13 @@ only fixed cost, nothing per support vector), per block one product of the rows'
 the block's ``w b`` (``m`` multiply-adds a term). The exact terms' magnitudes stay the running
 mass's steps (a rule on the mass, a certified source's band), as in the plain walk.
 
-The features are computed as the reference computes them (:meth:`attentive.sketch.
-NystromSketch.features`, in float64, a tile of rows at a time), so the sketched parts agree with
-the reference to double rounding; a certified inner source's band covers its exact terms.
+Over the float32 source (``rbf-single``: dense rows off the pixel grid, float32 products under a
+band) the features come from float32 products too (:func:`single_features`: the projection by
+chunks of columns, with a bound per row), and their bound joins the band: a walk whose crossing
+it makes unsure is walked again in double precision, so stops, sides and labels stay those of
+double precision. Over every other source they are computed as the reference computes them
+(:meth:`attentive.sketch.NystromSketch.features`, in float64, a tile of rows at a time) and
+agree with it to double rounding; a certified inner source's band covers its exact terms.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from attentive.evaluator.precision import U64
+from attentive.evaluator.precision import U32, U64
+from attentive.evaluator.rows import single_row_norms
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 
@@ -37,25 +42,34 @@ def is_sketched(walk) -> bool:
 
 @dataclass(frozen=True)
 class SketchArrays:
-    """A sketched walk's arrays in walk order: ``|w_{π(k)}| b_{π(k)}`` (n, m), ``β`` and ``ā · β``,
-    and per position the size of what a block's sketched terms add up to, for the rounding
-    allowance: ``Σ_{k≤t} |w_{π(k)}| ‖b_{π(k)}‖₁``."""
+    """A sketched walk's arrays in walk order: ``|w_{π(k)}| b_{π(k)}`` (n, m), ``β`` and ``ā · β``;
+    per position the size of what a block's sketched terms add up to, for the rounding
+    allowance, ``Σ_{k≤t} |w_{π(k)}| ‖b_{π(k)}‖₁``, and how far the features can move the sum,
+    ``max_{s≤t} ‖β − Σ_{k≤s} w_{π(k)} b_{π(k)}‖₁`` (``ahead``: ``U^ρ_t = a(x) · (β − Σ_{k≤t} w
+    b) + …``, so features off by ``ε`` move it by at most ``ε`` times that norm; the walk takes
+    a block's band at its last position, so the running maximum, which is non-decreasing as
+    the other allowances are)."""
 
     factors: np.ndarray
     beta: np.ndarray
     mean_start: float
     size: np.ndarray
+    ahead: np.ndarray
 
 
 def sketch_arrays(walk, plan) -> SketchArrays:
     def build():
         factors = np.abs(walk.ordered_weights)[:, None] * walk.ordered_factors
         factors = np.ascontiguousarray(factors)
+        beta = np.asarray(walk.beta, dtype=np.float64)
+        signed = walk.ordered_weights[:, None] * walk.ordered_factors
         return SketchArrays(
             factors=factors,
-            beta=np.asarray(walk.beta, dtype=np.float64),
+            beta=beta,
             mean_start=float(walk.feature_mean @ walk.beta),
             size=np.cumsum(np.abs(factors).sum(axis=1)),
+            # Running maximum: a walk takes a block's band at the block's last position.
+            ahead=np.maximum.accumulate(np.abs(beta - np.cumsum(signed, axis=0)).sum(axis=1)),
         )
 
     return plan.arrays("sketch", build)
@@ -91,17 +105,126 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     return projection.features_of(G, norms, sketch.gamma)
 
 
+#: Columns a float32 product of :func:`single_features` sums at a time (the chunks are summed in
+#: float64): the bound on a dot product grows with its length, ``γ_c ≈ c u32``, so short chunks
+#: make it ~50× tighter than one product over MNIST's 784 columns (a tile's chunks are one
+#: batched product). Chunks of 64 columns left 3 times as many of MNIST 8 against the rest's
+#: walks unsure as chunks of 16 (2,066 against 1,336 of 7,000, with the float32 source's own
+#: band; 716 with that band alone).
+SINGLE_CHUNK = 16
+#: Rows whose float32 features may be off by more than this (a feature is at most 1) get them in
+#: double precision: their band would leave their crossings unsure.
+MAX_FEATURE_ERROR = 1e-4
+#: Rows :func:`single_features` converts and multiplies at a time (float32 MNIST rows: 1.6 MB,
+#: in cache for the tile's chunks).
+SINGLE_TILE = 512
+#: A multiply-add of :func:`single_features`' projection, ns (against 0.12 for the features in
+#: double precision, their conversion included): float32 features of 6,730 MNIST rows (k = 4,
+#: m = 16, the rows' norms shared with the float32 source) took ~0.75 of the double ones' time.
+SINGLE_MADD_NS = 0.09
+
+
+def single_features(
+    projection, X: np.ndarray, gamma: float, *, norms=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``a(x)`` of rows ``X`` from float32 products, and per row a bound on
+    ``max_j |â_j(x) − a_j(x)|`` against the features of the same rows in exact arithmetic (which
+    :meth:`attentive.sketch.nystrom.RowProjection.features` computes to double rounding).
+
+    The products ``G = X [Pᵀ | x̄]`` are taken in float32 over chunks of :data:`SINGLE_CHUNK`
+    columns, a tile of rows at a time (converted to float32 there, if they are not), the chunks
+    summed in float64; ``‖x‖²`` in float32 by
+    chunks (:func:`attentive.evaluator.rows.single_row_norms`, with its bound); the rest in
+    float64 as the reference does it (``RowProjection.features_of``). ``norms``: the rows'
+    ``(‖x‖², bound on its error)`` when computed already. The bound, step by step
+    (``u = u32``, ``u' = u64``, ``c`` a chunk's columns, ``q`` the chunks):
+
+    - each ``G_c`` is within ``ε_c = g ‖x‖ ‖s_c‖`` of ``x · s_c``, ``g = 1.01 (u + γ_c + (q + 1)
+      u')``: the column ``s_c`` rounded to float32 (``u``; one more for rows rounded to it), a
+      chunk's dot product in any order
+      (``γ_c = c u / (1 − c u)`` of ``Σ|x_i||s_i|``), the chunks' float64 sum (``q u'``), and
+      ``Σ|x_i||s_i| ≤ ‖x‖ ‖s_c‖`` (Cauchy–Schwarz), ``‖x‖`` from the float32 norm plus its bound;
+    - so ``U = P x − P x̄`` moves by at most ``e_U = ‖(ε_c)_{c<k}‖``, each ``D_j = ‖U − L_j‖² +
+      r`` through ``U`` by ``2 (‖U‖ + max‖L‖) e_U + e_U²``, and ``r = ‖x‖² − 2 G_k + ‖x̄‖² −
+      ‖U‖²`` by the norm's bound ``+ 2 ε_k + 2 ‖U‖ e_U + e_U²`` (the clips at 0 do not widen a
+      difference), plus the float64 rounding of both, at most ``16 (d + k + 8) u'`` of the
+      sizes summed;
+    - ``a_j = e^{−γ D_j}`` is then within ``â_j (e^{1.0001 γ ΔD} − 1)`` plus a few ulps of
+      ``exp``.
+
+    Rows without a finite bound (norms beyond float32's range) get ``inf``."""
+    m, d = X.shape
+    S = projection.stacked
+    k = S.shape[1] - 1
+    S32 = np.asarray(S, dtype=np.float32)
+    c = SINGLE_CHUNK
+    q, rest = divmod(d, c)
+    chunks = S32[: q * c].reshape(q, c, k + 1)
+    G = np.empty((m, k + 1))
+    for lo in range(0, m, SINGLE_TILE):
+        tile = np.asarray(X[lo : lo + SINGLE_TILE], dtype=np.float32)
+        r = tile.shape[0]
+        parts = np.matmul(tile[:, : q * c].reshape(r, q, c).transpose(1, 0, 2), chunks)
+        np.sum(parts, axis=0, dtype=np.float64, out=G[lo : lo + r])
+        if rest:
+            G[lo : lo + r] += tile[:, q * c :] @ S32[q * c :]
+    if projection.corrected:
+        norms2, norm_error = single_row_norms(X) if norms is None else norms
+    else:
+        norms2 = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        norm_error = 1e-5 * norms2  # only sizes the bound: (d + 1) u32 of float32's sums
+    a = projection.features_of(G, norms2 if projection.corrected else None, gamma)
+    # The bound (docstring); rows not in float32 are rounded to it first (one more u32).
+    chunk_error = c * U32 / (1.0 - c * U32)
+    g = 1.01 * ((1 if X.dtype == np.float32 else 2) * U32 + chunk_error + (q + 1) * U64)
+    x_bound2 = norms2 + norm_error
+    x_norm = np.sqrt(x_bound2)
+    col = np.sqrt(np.einsum("ij,ij->j", S, S))
+    e_U = (g * float(np.sqrt(col[:k] @ col[:k]))) * x_norm
+    U = G[:, :k] - projection.projected_mean
+    u_norm = np.sqrt(np.einsum("ij,ij->i", U, U))
+    landmarks = projection.landmarks
+    l_max = float(np.sqrt(np.einsum("ij,ij->i", landmarks, landmarks).max(initial=0.0)))
+    dD = (2.0 * (u_norm + l_max) + e_U) * e_U
+    size = (u_norm + l_max) ** 2
+    if projection.corrected:
+        dD += norm_error + (2.0 * g * col[k]) * x_norm + (2.0 * u_norm + e_U) * e_U
+        size += x_bound2 + 2.0 * np.abs(G[:, k]) + projection.mean_norm + u_norm**2
+    dD += 16 * (d + k + 8) * U64 * size
+    a_max = a.max(axis=1, initial=0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = a_max * (np.expm1(1.0001 * gamma * dD) + 8 * U64)
+    err[~(np.isfinite(err) & np.isfinite(dD))] = np.inf
+    return a, err
+
+
+def single_source_features(walk, X, inner) -> tuple[np.ndarray, float]:
+    """Features of the rows the float32 source ``inner`` holds (:func:`single_features`, with
+    the ``‖x‖²`` that source computed), and the largest bound on their error. Rows whose bound
+    is above :data:`MAX_FEATURE_ERROR` get their features in double precision (bound 0)."""
+    X = np.asarray(X)
+    features, error = single_features(
+        walk.sketch.projection, X, walk.sketch.gamma, norms=inner.row_norms
+    )
+    loose = np.flatnonzero(~(error <= MAX_FEATURE_ERROR))
+    if loose.size:
+        features[loose] = sketch_features(walk, X[loose])
+        error[loose] = 0.0
+    return features, float(error.max(initial=0.0))
+
+
 def _term_ns(d: int) -> float:
     """A full evaluation's term over ``d`` features, ns (float32 products: ``dense_costs``)."""
     return 1.5 + 0.0085 * d
 
 
-def _features_ns(sketch) -> float:
+def _features_ns(sketch, single: bool = False) -> float:
     """A row's sketch features, ns: its conversion to float64 and the projection over d columns
     (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
-    in k dimensions and m exponentials."""
+    in k dimensions and m exponentials. ``single``: the projection in float32 by chunks
+    (:func:`single_features`), its bound a few operations a row."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
-    return 0.12 * (k + 1) * d + 0.1 * m * k + 2.0 * m
+    return (SINGLE_MADD_NS if single else 0.12) * (k + 1) * d + 0.1 * m * k + 2.0 * m
 
 
 def _walked_ns(sketch) -> float:
@@ -138,7 +261,13 @@ class SketchedSource(TermSource):
         super().__init__(walk, plan, X)
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
-        features = sketch_features(walk, X)
+        # Over float32 products under a band (the certified float32 source) the features come
+        # from float32 products too, their bound joining the band (allowance); elsewhere they
+        # are the reference's to double rounding.
+        single = inner.kind == "rbf-single" and not sp.issparse(X)
+        features, self.feature_error = (
+            single_source_features(walk, X, inner) if single else (sketch_features(walk, X), 0.0)
+        )
         self.start_values = features @ self.arrays_.beta - self.arrays_.mean_start
         # Held one feature a row (m, rows): a block's sketched terms come out as the block's
         # (positions, rows), and are subtracted without a transposed pass.
@@ -152,7 +281,7 @@ class SketchedSource(TermSource):
         self.mass_cost = inner.mass_cost
         self.row_cost = inner.row_cost
         self.max_block = inner.max_block
-        self.start_cost = _features_ns(walk.sketch) / term_ns
+        self.start_cost = _features_ns(walk.sketch, single) / term_ns
 
     @property
     def n_rows(self) -> int:
@@ -187,12 +316,18 @@ class SketchedSource(TermSource):
     def allowance(self, thr, final):
         """The inner source's, plus the rounding of the sketched parts: the features and their
         products with the blocks' ``w b`` in double precision, at most ``8 (m + d + 8) u64`` of
-        ``max ‖a(x)‖_∞ Σ_{k≤t} |w| ‖b‖₁ + |F̃(x)|`` at position ``t``."""
+        ``max ‖a(x)‖_∞ Σ_{k≤t} |w| ‖b‖₁ + |F̃(x)|`` at position ``t``; and where the features
+        come from float32 products, their bound ``ε`` (the largest of the rows held) times
+        ``‖β − Σ_{k≤t} w b‖₁``."""
         own = self.inner.allowance(thr, final)
         a_max = float(np.abs(self.features_t).max(initial=0.0))
         start_max = float(np.abs(self.start_values).max(initial=0.0))
         m, d = self.walk.sketch.m, self.walk.sketch.n_features
-        return own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
+        out = own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
+        if self.feature_error:
+            # Features off by at most ε: U^ρ_t moves by at most ε ‖β − Σ_{k≤t} w b‖₁.
+            out = out + 1.01 * self.feature_error * self.arrays_.ahead
+        return out
 
     def exact_source(self, X):
         return SketchedSource(self.inner.exact_source(X), self.walk, self.plan, X)
