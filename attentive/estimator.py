@@ -621,6 +621,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 random_state=self.random_state,
             )
             X, X_cal, y, _ = calibration_split(X, y, **self._held_out)
+        # Where calibration will stop is judged on the reference profile at this many examples
+        # (grid.profile_point): the sketch and family="auto"'s ranking are chosen there.
+        self._calibration_rows = _num_samples(X_cal) if X_cal is not None else None
         self._fit_rows = _num_samples(X)
         self._frozen = isinstance(self.estimator, FrozenEstimator)
         if self._frozen:
@@ -896,6 +899,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             profile=dict(self.reference_profile_),
             cost_model=self._sketch_cost_model(),
             order=self.sketch_order,
+            calibration=self._calibration_point(self.delta, self.alpha),
             random_state=0,
         )
         self.sketch_choice_ = choice
@@ -1110,8 +1114,17 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._calibrate(X_cal, d, a, grid, family)
         return self
 
+    def _calibration_point(self, delta, alpha, m=None):
+        """``(m, α)`` for :func:`attentive.grid.profile_point`: where calibration on ``m``
+        examples (default: the part ``fit`` held out) would stop, or None (no held-out part:
+        judged at disagreement ≤ δ) — for the sketch's choice and ``family="auto"``'s ranking,
+        both made on the reference profile, never on the calibration examples themselves."""
+        m = getattr(self, "_calibration_rows", None) if m is None else m
+        return (int(m), alpha) if m else None
+
     def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
-        ranking = family_ranking(self._profile_costs(), delta) if family == AUTO else None
+        point = self._calibration_point(delta, alpha, _num_samples(X_cal))
+        ranking = family_ranking(self._profile_costs(), delta, point) if family == AUTO else None
         # "auto" calibrates only the family ranked first (the ranking never sees X_cal), so only
         # that family's outcomes are needed.
         names = (ranking[0],) if family == AUTO else (family,)

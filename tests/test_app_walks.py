@@ -105,7 +105,7 @@ def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(st
 
 
 def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state):
-    state.set_controls(dataset="mnist-t10k-3v8", boundary="calibrated")
+    state.set_controls(dataset="mnist-t10k-7v9", boundary="calibrated")
     assert state.n_errors == 0, state.last_error
     f = state.walk_figure()
     report = state.calibration()

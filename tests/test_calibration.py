@@ -402,9 +402,9 @@ def test_calibration_guarantee_holds_over_random_splits(
             # sketched rules, ranked at their cost (the sketch and the walked terms').
             ranking = None
             if kind == "auto-reference":
-                ranking = family_ranking(clf.reference_profile_, delta)
+                ranking = family_ranking(clf.reference_profile_, delta, (m_cal, alpha))
             elif kind == "auto-reference-sketched":
-                ranking = family_ranking(sketched_clf._profile_costs(), delta)
+                ranking = family_ranking(sketched_clf._profile_costs(), delta, (m_cal, alpha))
             report = calibrate_auto(subsets, delta=delta, alpha=alpha, side=side, ranking=ranking)
         else:
             report = calibrate_scale(
@@ -499,11 +499,21 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
     assert clf.sketched_walk_ is not None
     assert sorted(rep.ranking) == sorted((*family_names(), *sketched_names()))
     cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
-    cheapest = {
-        name: (cost + f * term_cost if name.startswith("sketched-") else f)[r <= 0.02].min()
-        for name, (r, f) in clf.reference_profile_.items()
-        if (r <= 0.02).any()
-    }
+    # Each family judged where a scan of the 300 held-out examples would stop if they disagreed
+    # at the reference profile's rates (grid.profile_point; here a loop over scipy's quantiles).
+    from scipy.stats import beta
+
+    cheapest = {}
+    for name, (r, f) in clf.reference_profile_.items():
+        costs = cost + f * term_cost if name.startswith("sketched-") else f
+        last = None
+        for j, rate in enumerate(r):
+            k = round(rate * 300)
+            if (1.0 if k >= 300 else beta.ppf(0.95, k + 1, 300 - k)) > 0.02:
+                break
+            last = j
+        if last is not None:
+            cheapest[name] = costs[last]
     assert cheapest[rep.family] == min(cheapest.values())
     assert rep.scan_alpha is None and rep.level == 0.05
     assert clf.boundary_.params["family"] == rep.family

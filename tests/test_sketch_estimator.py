@@ -138,19 +138,34 @@ def _own(clf, n_rows):
     return own
 
 
-def _ranking(profiles: dict, delta: float) -> list[str]:
-    """Cheapest first at disagreement ≤ δ; rules that never get there last, by their lowest
-    disagreement (a loop, not attentive.grid.family_ranking)."""
+def _ranking(profiles: dict, delta: float, calibration=None) -> list[str]:
+    """Cheapest first at disagreement ≤ δ, or (``calibration = (m, α)``) at the scale the
+    Clopper–Pearson fixed-sequence scan would stop at on m examples disagreeing at the profile's
+    rates; rules that never get there last, by their lowest disagreement (loops over the grid
+    with scipy's beta quantile, not attentive.grid.family_ranking)."""
+    from scipy.stats import beta
+
     keys = {}
     for name, (rates, costs) in profiles.items():
-        ok = [c for r, c in zip(rates, costs, strict=True) if r <= delta]
-        keys[name] = (0, min(ok)) if ok else (1, min(rates))
+        if calibration is None:
+            ok = [c for r, c in zip(rates, costs, strict=True) if r <= delta]
+            keys[name] = (0, min(ok)) if ok else (1, min(rates))
+            continue
+        m, alpha = calibration
+        last = None
+        for j, rate in enumerate(rates):
+            k = round(rate * m)
+            upper = 1.0 if k >= m else beta.ppf(1 - alpha, k + 1, m - k)
+            if upper > delta:
+                break
+            last = j
+        keys[name] = (0, costs[last]) if last is not None else (1, min(rates))
     return sorted(keys, key=lambda name: keys[name])
 
 
 # ------------------------------------------------------------------ which rule auto chooses
 def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(digits):
-    clf, X_fit, y_fit, _, _ = digits
+    clf, X_fit, y_fit, X_cal, _ = digits
     choice = clf.sketch_choice_
     kept = clf._kept_sketch()
     assert kept.k is not None and clf.sketched_walk_ is kept.walk
@@ -191,7 +206,8 @@ def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(
         **plain,
         **{"sketched-" + n: (r, cost + f * term_cost) for n, (r, f) in sketched.items()},
     }
-    expected = _ranking(profiles, DELTA)
+    # Judged where calibration on the held-out part would stop (grid.profile_point).
+    expected = _ranking(profiles, DELTA, (len(X_cal), ALPHA))
     assert list(clf.calibration_.ranking) == expected
     assert expected[0].startswith("sketched-")  # a sketched rule is the cheapest
     assert clf.calibration_.family == expected[0]
@@ -199,9 +215,13 @@ def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(
 
 
 def test_the_calibration_rows_take_no_part_in_the_choice(digits):
+    """Only their count does: the ranking is judged where a scan of that many examples would
+    stop on the reference profile's rates (grid.profile_point), whichever rows they are."""
     clf, _, _, X_cal, X_test = digits
+    n = len(X_cal)
+    assert len(X_test) > n
     rankings = []
-    for rows in (X_cal, X_test[:350], X_test[350:]):
+    for rows in (X_cal, X_test[:n], X_test[-n:]):
         other = copy.copy(clf)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationWarning)
@@ -225,7 +245,7 @@ def test_costs_rank_a_sketch_that_does_not_pay_after_the_plain_rules(small):
         n: (r, cost + f * term_cost if n.startswith("sketched-") else f)
         for n, (r, f) in walked.items()
     }
-    expected = _ranking(costs, delta)
+    expected = _ranking(costs, delta, (600, 0.1))
     reaching = [n for n in expected if (costs[n][0] <= delta).any()]
     assert not reaching[0].startswith("sketched-")
     cal = clf.with_rule("curved").calibrate(X_cal[:600], delta=delta, alpha=0.1, family="auto")

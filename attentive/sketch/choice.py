@@ -6,7 +6,8 @@ term's ``h̃_i(x)`` (a walked term costs ``1 + m/d`` plain terms). For each cand
 and a few (k, m) — :func:`choose_sketch` builds the walk and its statistics on the reference
 examples, ranks every family that carries over on the reference profile
 (:func:`attentive.grid.reference_profile`, the data the model was fitted on: the calibration set
-takes no part) and takes the cheapest evaluated fraction at disagreement ≤ δ. The total cost in
+takes no part) and takes the cheapest evaluated fraction at disagreement ≤ δ (or where a scan of
+``m`` calibration examples would stop, ``calibration=(m, α)``). The total cost in
 full-evaluation units is
 
     total = sketch cost + walked fraction × (1 + m/d)        (no sketch: the walked fraction),
@@ -29,7 +30,7 @@ from attentive.families import (
     make_family,
     walk_statistics,
 )
-from attentive.grid import default_grid, reference_profile
+from attentive.grid import default_grid, profile_point, reference_profile
 from attentive.sketch.nystrom import fit_sketch, principal_directions
 from attentive.sketch.walk import ORDER_ROWS_SHARE, SKETCH_ORDERS, residual_order, sketch_walk
 from attentive.validation import check_delta
@@ -59,7 +60,8 @@ class SketchOption:
         A walked term's cost in plain-walk terms: ``1 + m/d`` (1 without a sketch).
     walked_fraction : float
         The cheapest mean evaluated fraction of the walk at disagreement ≤ δ on the reference
-        profile, over the families and scales (1 when none gets there).
+        profile (or at the scale a scan would choose: ``choose_sketch``'s ``calibration``), over
+        the families and scales (1 when none gets there).
     family : str or None
         The family that reached it, and ``scale`` its z (None when none did).
     walk : Walk or SketchedWalk
@@ -137,18 +139,20 @@ def order_rows(rows: int, max_rows: int = _PROFILE_ROWS) -> int:
     return max(1, min(max_rows, math.ceil(ORDER_ROWS_SHARE * rows)))
 
 
-def cheapest_at(profile: dict, delta: float) -> tuple[float, str | None, float | None]:
+def cheapest_at(
+    profile: dict, delta: float, calibration=None
+) -> tuple[float, str | None, float | None]:
     """The smallest evaluated fraction at disagreement ≤ δ over the families and scales of a
-    :func:`attentive.grid.reference_profile` (default grid): ``(fraction, family, z)``, or
-    ``(1, None, None)`` if none gets there."""
+    :func:`attentive.grid.reference_profile` (default grid), or over the families at the scale
+    calibration on ``calibration = (m, α)`` examples would choose
+    (:func:`attentive.grid.profile_point`): ``(fraction, family, z)``, or ``(1, None, None)``
+    if none gets there."""
     grid = default_grid()
     best = (1.0, None, None)
     for name, (rates, fractions) in profile.items():
-        ok = np.flatnonzero(rates <= delta)
-        if ok.size:
-            j = ok[np.argmin(fractions[ok])]
-            if fractions[j] < best[0]:
-                best = (float(fractions[j]), name, float(grid[j]))
+        j = profile_point(rates, fractions, delta, calibration)
+        if j is not None and fractions[j] < best[0]:
+            best = (float(fractions[j]), name, float(grid[j]))
     return best
 
 
@@ -172,6 +176,7 @@ def choose_sketch(
     landmarks: str = "kmeans++",
     order: str = "residual",
     max_rows: int = _PROFILE_ROWS,
+    calibration=None,
     random_state=0,
 ) -> SketchChoice:
     """Cost of no sketch and of each sketch size on the reference profile; the cheapest wins.
@@ -209,6 +214,9 @@ def choose_sketch(
         what remains of the walk fastest over a seeded half of the reference rows (at most
         ``max_rows``: :func:`order_rows`; :func:`attentive.sketch.residual_order`), or the plain
         walk's order π.
+    calibration : (m, α), optional
+        Judge each candidate where calibration on ``m`` examples at (δ, α) would stop on the
+        profile's rates (:func:`attentive.grid.profile_point`) instead of at disagreement ≤ δ.
     """
     delta = check_delta(delta)
     if order not in SKETCH_ORDERS:
@@ -272,7 +280,7 @@ def choose_sketch(
             usable = [name for name in names if name in applicable_families(stats)]
             fams = [make_family(name, stats, theta_s, side) for name in usable]
             tradeoffs = reference_profile(candidate, X_ref, fams, max_rows=max_rows, **common)
-        fraction, family, z = cheapest_at(tradeoffs, delta)
+        fraction, family, z = cheapest_at(tradeoffs, delta, calibration)
         options.append(
             SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats, tradeoffs)
         )
