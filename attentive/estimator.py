@@ -47,8 +47,6 @@ from attentive.calibration import (
     calibrate_auto,
     calibrate_scale,
     calibration_examples_needed,
-    clopper_pearson_upper,
-    fixed_sequence_scan,
 )
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
@@ -75,6 +73,7 @@ from attentive.grid import (
     default_grid,
     family_ranking,
     oracle_stop_positions,
+    profile_point,
     reference_profile,
     walk_grid_outcomes,
 )
@@ -307,9 +306,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fewer, a single disagreement ends the scan and the chosen rule is needlessly cautious.
     family : str, default="auto"
         For ``boundary="calibrated"``: the rule family to calibrate, or ``"auto"``: the family
-        cheapest on the reference set at disagreement ≤ ``delta`` (``reference_profile_``),
-        calibrated at the full ``alpha`` — the calibration set plays no part in the choice, so
-        the guarantee holds for it (see :func:`attentive.calibration.calibrate_auto`).
+        cheapest on the reference set (``reference_profile_``) at the scale a scan of the
+        calibration set's size would choose at the reference disagreement rates
+        (:func:`attentive.grid.profile_point`), calibrated at the full ``alpha`` — the
+        calibration set's rows play no part in the choice (only their count), so the guarantee
+        holds for it (see :func:`attentive.calibration.calibrate_auto`).
     stopped_score : {"estimate", "boundary"}, default="estimate"
         What ``decision_function`` returns for a stopped example (SPEC §2): the rule's own
         estimate of ``f(x)`` at the stop, or the paper's Algorithm 1 value ``c + τ_t``; either is
@@ -335,7 +336,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         How RBF models over many dense features compute their terms. ``"auto"``: float32
         products with a certified bound on each term's error — stops, sides and labels are
         those of double precision (labels equal the model's own), decision values within the
-        bound, about 1e-6 of ``Σ|w h|`` (docs/speed.md, "Precision"). ``"double"``: double
+        bound, about 1e-6 of ``Σ|w h|`` (a sketched rule's stopped walks over rows off the pixel
+        grid: within its features' bound too, up to ~1e-3; docs/speed.md, "Precision"). ``"double"``: double
         precision throughout, decision values to about 1e-12. Other models are evaluated in
         double precision (or exact float32 products of data on an integer grid) either way.
     sketch : {"auto", "none"} or (k, m), default="auto"
@@ -344,8 +346,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "calibrated"`` with ``family="auto"``, or a ``sketched-<family>`` rule — :meth:`fit`
         fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
         :data:`attentive.sketch.DEFAULT_SIZES`) on the reference data and keeps the one whose
-        total cost (the sketch, plus the terms walked at disagreement ≤ ``delta`` on the
-        reference profile, at the evaluator's measured costs — or, where the evaluator would
+        total cost (the sketch, plus the terms walked on the reference profile where the scan
+        of the held-out part would stop, or at disagreement ≤ ``delta`` without one, at the
+        evaluator's measured costs — or, where the evaluator would
         evaluate every term anyway, at the count of multiply-adds: ``sketch_costs_``) is lowest,
         or none where no sketch pays (``sketch_choice_``); ``family="auto"`` then chooses among
         the plain and the sketched families on the reference set, the calibration set taking no
@@ -883,6 +886,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     "sketch='auto' or 'none'."
                 )
             return
+        self._single_features = self._features_from_single(X)
         choice = choose_sketch(
             self.walk_,
             X,
@@ -899,7 +903,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             profile=dict(self.reference_profile_),
             cost_model=self._sketch_cost_model(),
             order=self.sketch_order,
-            calibration=self._calibration_point(self.delta, self.alpha),
+            calibration=self._calibration_point(self.alpha),
             random_state=0,
         )
         self.sketch_choice_ = choice
@@ -939,16 +943,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """Whether the evaluator would walk ``option``'s cheapest rule on the reference profile
         rather than evaluate every term, by its pilot on the rows of the reference set ``X``
         that :meth:`_pilot_rows` spreads over (never the calibration rows: the choice of rules
-        takes no part of them). The rule is its family at the scale calibration would choose if
-        the profile's rows were the calibration set (the fixed-sequence scan of their
-        Clopper–Pearson bounds at δ, α): the profile's own cheapest scale at disagreement ≤ δ
-        stops sooner than any calibrated one. Rows of float32 values are priced as float32."""
+        takes no part of them). The rule is its family at the scale calibration would choose on
+        the held-out part's size at the profile's rates (:func:`attentive.grid.profile_point`;
+        without a held-out part, on the profile's own rows): the profile's own cheapest scale at
+        disagreement ≤ δ stops sooner than any calibrated one. Rows of float32 values are
+        priced as float32."""
         if option.family is None:
             return False
-        rates, _ = option.profile[option.family]
-        m = min(_PROFILE_ROWS, _num_samples(X))
-        counts = np.clip(np.rint(np.asarray(rates) * m), 0, m)
-        j, _ = fixed_sequence_scan(clopper_pearson_upper(counts, m, self.alpha), self.delta)
+        rates, fractions = option.profile[option.family]
+        point = self._calibration_point(self.alpha) or (
+            min(_PROFILE_ROWS, _num_samples(X)),
+            self.alpha,
+        )
+        j = profile_point(rates, fractions, self.delta, point)
         scale = float(default_grid()[0 if j is None else j])
         rows = _spread_rows(X)
         if (
@@ -974,10 +981,29 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _sketch_cost_model(self):
         """What a sketch costs, for :func:`attentive.sketch.choose_sketch` and the ranking of
         ``family="auto"``: the evaluator's measured costs (SPEC §3b's count of multiply-adds
-        is what :class:`attentive.Evaluation` reports)."""
+        is what :class:`attentive.Evaluation` reports), its features priced as float32 products
+        where the reference rows go to the float32 source (rows off the pixel grid)."""
         from attentive.evaluator.sources.sketch import sketch_cost_model
 
-        return sketch_cost_model(self.n_terms_)
+        return sketch_cost_model(self.n_terms_, getattr(self, "_single_features", False))
+
+    def _features_from_single(self, X) -> bool:
+        """Whether a walk would take ``X``'s rows from the float32 source (whose sketched walks
+        compute their features in float32): routed as one of the reference rows is."""
+        from attentive.evaluator import resolved_precision, source_for
+        from attentive.evaluator.plan import walk_plan
+        from attentive.evaluator.rows import as_rows
+
+        if self._precision() == "double" or not _num_samples(X):
+            return False
+        rows = as_rows(self.walk_.prepare(_safe_indexing(X, [0])))
+        try:
+            cls = source_for(
+                self.walk_, walk_plan(self.walk_), rows, resolved_precision(self._precision())
+            )
+        except LookupError:
+            return False
+        return cls.kind == "rbf-single"
 
     def _kept_sketch(self):
         """The :class:`attentive.sketch.SketchOption` of ``sketched_walk_`` (None without one)."""
@@ -1114,7 +1140,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._calibrate(X_cal, d, a, grid, family)
         return self
 
-    def _calibration_point(self, delta, alpha, m=None):
+    def _calibration_point(self, alpha, m=None):
         """``(m, α)`` for :func:`attentive.grid.profile_point`: where calibration on ``m``
         examples (default: the part ``fit`` held out) would stop, or None (no held-out part:
         judged at disagreement ≤ δ) — for the sketch's choice and ``family="auto"``'s ranking,
@@ -1123,7 +1149,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return (int(m), alpha) if m else None
 
     def _calibrate(self, X_cal, delta, alpha, grid, family) -> None:
-        point = self._calibration_point(delta, alpha, _num_samples(X_cal))
+        point = self._calibration_point(alpha, _num_samples(X_cal))
         ranking = family_ranking(self._profile_costs(), delta, point) if family == AUTO else None
         # "auto" calibrates only the family ranked first (the ranking never sees X_cal), so only
         # that family's outcomes are needed.

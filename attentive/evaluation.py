@@ -135,7 +135,9 @@ def evaluate(
         ``"auto"`` (default) and ``"single"``: RBF models over many dense features compute their
         products in float32 with a certified bound on each term's error; stops, sides and labels
         are those of double precision, decision values within the bound (about 1e-6 of
-        ``Σ|w h|``). ``"double"``: double precision throughout (about 1e-12). See
+        ``Σ|w h|``; a sketched walk's stopped values over rows off the pixel grid within its
+        float32 features' bound too, up to ~1e-3). ``"double"``: double precision throughout
+        (about 1e-12). See
         :func:`attentive.evaluator.evaluate_blocked`.
     threshold : float, optional
         θ on the decision scale (default ``walk.offset + theta_s``); every decision lies on its

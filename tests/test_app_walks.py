@@ -109,9 +109,10 @@ def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state)
     assert state.n_errors == 0, state.last_error
     f = state.walk_figure()
     report = state.calibration()
-    assert f.uses_mass == (not report.fallback and report.family == "mass-regression")
-    if not f.uses_mass:
-        pytest.skip(f"calibration chose {report.family}, not mass-regression")
+    # MNIST 7 vs 9: family="auto" ranks mass-regression first (3 vs 8, which this test used,
+    # ranks finite-population first since the ranking is judged where calibration stops).
+    assert not report.fallback and report.family == "mass-regression", report.family
+    assert f.uses_mass
     check_stops_on_the_statistic(state)
 
 

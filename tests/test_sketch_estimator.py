@@ -138,7 +138,12 @@ def _own(clf, n_rows):
     return own
 
 
-def _ranking(profiles: dict, delta: float, calibration=None) -> list[str]:
+def _reaches(profile, delta: float, calibration) -> bool:
+    """Whether some scale passes the scan (:func:`_ranking`'s loop) on ``(rates, costs)``."""
+    return _ranking({"x": profile}, delta, calibration, keys_only=True)["x"][0] == 0
+
+
+def _ranking(profiles: dict, delta: float, calibration=None, keys_only: bool = False):
     """Cheapest first at disagreement ≤ δ, or (``calibration = (m, α)``) at the scale the
     Clopper–Pearson fixed-sequence scan would stop at on m examples disagreeing at the profile's
     rates; rules that never get there last, by their lowest disagreement (loops over the grid
@@ -160,7 +165,7 @@ def _ranking(profiles: dict, delta: float, calibration=None) -> list[str]:
                 break
             last = j
         keys[name] = (0, costs[last]) if last is not None else (1, min(rates))
-    return sorted(keys, key=lambda name: keys[name])
+    return keys if keys_only else sorted(keys, key=lambda name: keys[name])
 
 
 # ------------------------------------------------------------------ which rule auto chooses
@@ -240,13 +245,14 @@ def test_costs_rank_a_sketch_that_does_not_pay_after_the_plain_rules(small):
     cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
     assert term_cost > 2
     walked = {n: clf.reference_profile_[n] for n in clf.reference_profile_}
-    assert _ranking(walked, delta)[0].startswith("sketched-")  # what the fractions alone say
+    point = (600, 0.1)  # where calibrate(X_cal[:600], alpha=0.1) below ranks them
+    assert _ranking(walked, delta, point)[0].startswith("sketched-")  # the fractions alone
     costs = {
         n: (r, cost + f * term_cost if n.startswith("sketched-") else f)
         for n, (r, f) in walked.items()
     }
-    expected = _ranking(costs, delta, (600, 0.1))
-    reaching = [n for n in expected if (costs[n][0] <= delta).any()]
+    expected = _ranking(costs, delta, point)
+    reaching = [n for n in expected if _reaches(costs[n], delta, point)]
     assert not reaching[0].startswith("sketched-")
     cal = clf.with_rule("curved").calibrate(X_cal[:600], delta=delta, alpha=0.1, family="auto")
     assert list(cal.calibration_.ranking) == expected

@@ -56,9 +56,13 @@ def sketched_walks():
     ds = load_dataset("mnist-t10k-3v8")
     pixels = np.concatenate([ds.X_train[:300], ds.X_test[:600]]).astype(np.float32)
     labels = np.concatenate([ds.y_train[:300], ds.y_test[:600]])
+    single = _problem(wide, y, "scale", 8, 32, 600)
     return {
         "rbf": _problem(X, y, 0.3, 3, 16, 600),
-        "rbf-single": _problem(wide, y, "scale", 8, 32, 600),
+        "rbf-single": single,
+        # The same walk on the same rows stored in float32: the float32 source keeps them as
+        # they are and shares its float32 norms (and their bound) with the features.
+        "rbf-single-f32": (single[0], single[1].astype(np.float32)),
         "rbf-grid": _problem(pixels, labels, "scale", 8, 32, 600),
     }
 
@@ -160,16 +164,27 @@ def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind)
     assert np.all(uncorrected >= ref) and np.any(uncorrected > ref)  # e^{−γ r(x)} ≤ 1 is gone
 
 
-@pytest.mark.parametrize("kind", ["rbf-single", "rbf-grid"])
+@pytest.mark.parametrize("kind", ["rbf-single", "rbf-single-f32", "rbf-grid", "90 columns"])
 @pytest.mark.parametrize("corrected", [True, False])
 def test_float32_features_are_within_their_bound(sketched_walks, kind, corrected):
     """The features a walk over float32 products takes (float32 products by chunks) are within
     the bound it carries into its band, against the sketch's own features of the same rows in
     double precision; the bound is far below a feature's size. Rows far out (scaled up) too:
     their bound grows with them."""
-    from attentive.evaluator.sources.sketch import MAX_FEATURE_ERROR, single_features
+    from attentive.evaluator.sources.sketch import (
+        MAX_FEATURE_ERROR,
+        SINGLE_CHUNK,
+        single_features,
+    )
 
-    walk, X = sketched_walks[kind]
+    if kind == "90 columns":  # not a multiple of the chunk: the last columns' own product
+        rng = np.random.default_rng(5)
+        Z = rng.normal(size=(900, 90))
+        labels = (Z[:, 0] + 0.4 * Z[:, 1] ** 2 > 0.3).astype(int)
+        walk, X = _problem(Z, labels, "scale", 6, 24, 600)
+        assert X.shape[1] % SINGLE_CHUNK
+    else:
+        walk, X = sketched_walks[kind]
     Xp = np.asarray(walk.prepare(X))
     projection = dataclasses.replace(walk.sketch.projection, corrected=corrected)
     gamma = walk.sketch.gamma
@@ -182,6 +197,12 @@ def test_float32_features_are_within_their_bound(sketched_walks, kind, corrected
         assert off.max() > 0  # float32 products do round
     a, err = single_features(projection, Xp, gamma)
     assert np.median(err) < MAX_FEATURE_ERROR / 2
+    # With the norms (and their bound) a float32 source summed: the same features and bound.
+    from attentive.evaluator.rows import single_row_norms
+
+    shared = single_features(projection, Xp, gamma, norms=single_row_norms(Xp))
+    np.testing.assert_array_equal(shared[0], a)
+    np.testing.assert_array_equal(shared[1], err)
     assert single_features(projection, Xp[:0], gamma)[0].shape == (0, walk.sketch.m)
 
 
@@ -200,7 +221,7 @@ def _sketched_sources(monkeypatch):
     return built
 
 
-@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
+@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-single-f32", "rbf-grid"])
 def test_float32_features_only_over_the_float32_source(sketched_walks, monkeypatch, kind):
     """A sketched walk over the float32 source takes its features from float32 products, under
     a band (feature_error > 0); over the double source and the grid (exact products) they are
@@ -221,7 +242,7 @@ def test_float32_features_only_over_the_float32_source(sketched_walks, monkeypat
         _same(ev, ref, 1e-9 * spread + (band if precision == "single" else 0.0))
         assert built
         first_inner, first_error = built[0]
-        if precision == "single" and kind == "rbf-single":
+        if precision == "single" and kind.startswith("rbf-single"):
             assert first_inner == "rbf-single" and first_error > 0
         else:
             assert first_inner != "rbf-single" and first_error == 0
@@ -232,11 +253,11 @@ def test_features_off_by_their_whole_bound_leave_every_stop_as_the_references(
     sketched_walks, monkeypatch, kind
 ):
     """The band covers the features' error: features moved by their whole bound, all in the
-    direction that moves the sketch's score most (β's signs), still give the reference's stops,
+    direction that moves the sketch's start most (β's signs), still give the reference's stops,
     sides and labels (walks the move makes unsure are walked again in double precision). The
     bound is made 300 times the real one, so that the move is far beyond the inner source's own
     band and the thresholds' distance to every walk value: without the features' part of the
-    band the stops differ."""
+    band the stops differ (checked last)."""
     from attentive.evaluator.sources import sketch as module
 
     walk, X = sketched_walks[kind]
@@ -260,10 +281,25 @@ def test_features_off_by_their_whole_bound_leave_every_stop_as_the_references(
     # A stopped walk's value carries the move: within its band, as the docs say.
     moved_by = 1.01 * 300.0 * float(err.max()) * float(ahead.sum(axis=1).max())
     band = 1e-4 * float(np.abs(walk.ordered_weights).sum()) + moved_by
+    cases = []
     for side in ("lower", "upper", "both"):
         boundary, spread = _boundary(S, rng, side)
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes, A=A)
         for kwargs in ({"block_size": 3, "chunk_size": 50}, {}):
             ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
             _same(ev, ref, 1e-9 * spread + band)
+            cases.append((boundary, kwargs, ref))
     assert any(error > 0 for _, error in built)
+    # The control: the same moves without the features' part of the band change stops.
+    banded = module.SketchedSource.__init__
+
+    def unbanded(self, inner, walk, plan, X):
+        banded(self, inner, walk, plan, X)
+        self.feature_error = 0.0
+
+    monkeypatch.setattr(module.SketchedSource, "__init__", unbanded)
+    differ = 0
+    for boundary, kwargs, ref in cases:
+        ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
+        differ += int(np.sum(ev.n_evaluated != ref.n_evaluated))
+    assert differ > 0

@@ -138,6 +138,10 @@ def walk_rows(
     if certified:
         rho = source.relative_error()
         allowance = source.allowance(thr, final)
+        # A block's band is taken at its last position: the running maximum covers every
+        # position in it (the thresholds' and centring's sizes, a sketch's features' reach, are
+        # not monotone along the walk); U_n's own band is the last position's.
+        block_allowance = np.maximum.accumulate(allowance)
     held = np.arange(m)
     alive = np.ones(m, dtype=bool)
     live = m
@@ -186,7 +190,7 @@ def walk_rows(
             beta = rho * mass_sum
             if kappa is not None:
                 beta *= 1.0 + float(np.abs(kappa[start : start + checked]).max())
-            beta += allowance[start + checked - 1]
+            beta += block_allowance[start + checked - 1]
             widest = float(np.max(beta, where=alive, initial=0.0))
             c = first_crossings(
                 P,

@@ -116,10 +116,13 @@ class SketchOption:
 
 @dataclass(frozen=True)
 class SketchChoice:
-    """Every candidate of :func:`choose_sketch` (no sketch first) and the cheapest."""
+    """Every candidate of :func:`choose_sketch` (no sketch first) and the cheapest.
+    ``calibration``: the ``(m, α)`` each was judged at (where a scan of m calibration examples
+    would stop, :func:`attentive.grid.profile_point`), or None (at disagreement ≤ δ)."""
 
     options: tuple[SketchOption, ...]
     delta: float
+    calibration: tuple | None = None
 
     @property
     def best(self) -> SketchOption:
@@ -128,8 +131,10 @@ class SketchChoice:
 
     def __repr__(self) -> str:
         options = "".join(f"\n    {o!r}," for o in self.options)
+        at = "" if self.calibration is None else f", calibration={self.calibration!r}"
         return (
-            f"SketchChoice(delta={self.delta:g}, best {self.best.label!r}, options=({options}\n))"
+            f"SketchChoice(delta={self.delta:g}{at}, best {self.best.label!r}, "
+            f"options=({options}\n))"
         )
 
 
@@ -284,4 +289,4 @@ def choose_sketch(
         options.append(
             SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats, tradeoffs)
         )
-    return SketchChoice(tuple(options), delta)
+    return SketchChoice(tuple(options), delta, calibration)

@@ -45,10 +45,10 @@ class SketchArrays:
     """A sketched walk's arrays in walk order: ``|w_{π(k)}| b_{π(k)}`` (n, m), ``β`` and ``ā · β``;
     per position the size of what a block's sketched terms add up to, for the rounding
     allowance, ``Σ_{k≤t} |w_{π(k)}| ‖b_{π(k)}‖₁``, and how far the features can move the sum,
-    ``max_{s≤t} ‖β − Σ_{k≤s} w_{π(k)} b_{π(k)}‖₁`` (``ahead``: ``U^ρ_t = a(x) · (β − Σ_{k≤t} w
-    b) + …``, so features off by ``ε`` move it by at most ``ε`` times that norm; the walk takes
-    a block's band at its last position, so the running maximum, which is non-decreasing as
-    the other allowances are)."""
+    ``‖β − Σ_{k≤t} w_{π(k)} b_{π(k)}‖₁`` (``ahead``: ``U^ρ_t = a(x) · (β − Σ_{k≤t} w b) + …``,
+    so features off by ``ε`` move it by at most ``ε`` times that norm; about 0 at ``t = n``, as
+    ``β = Σ w b``: ``U_n`` carries no feature error). It falls along the walk; the walk takes
+    each block's band as the running maximum of the allowance (``walk_rows``)."""
 
     factors: np.ndarray
     beta: np.ndarray
@@ -68,8 +68,7 @@ def sketch_arrays(walk, plan) -> SketchArrays:
             beta=beta,
             mean_start=float(walk.feature_mean @ walk.beta),
             size=np.cumsum(np.abs(factors).sum(axis=1)),
-            # Running maximum: a walk takes a block's band at the block's last position.
-            ahead=np.maximum.accumulate(np.abs(beta - np.cumsum(signed, axis=0)).sum(axis=1)),
+            ahead=np.abs(beta - np.cumsum(signed, axis=0)).sum(axis=1),
         )
 
     return plan.arrays("sketch", build)
@@ -108,9 +107,9 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
 #: Columns a float32 product of :func:`single_features` sums at a time (the chunks are summed in
 #: float64): the bound on a dot product grows with its length, ``γ_c ≈ c u32``, so short chunks
 #: make it ~50× tighter than one product over MNIST's 784 columns (a tile's chunks are one
-#: batched product). Chunks of 64 columns left 3 times as many of MNIST 8 against the rest's
-#: walks unsure as chunks of 16 (2,066 against 1,336 of 7,000, with the float32 source's own
-#: band; 716 with that band alone).
+#: batched product). With chunks of 64 columns, 2,066 of 7,000 of MNIST 8 against the rest's
+#: sketched walks (float32 pixels taken by the float32 source, an experiment) were left unsure,
+#: with chunks of 16 1,336, with the float32 source's own band alone 716.
 SINGLE_CHUNK = 16
 #: Rows whose float32 features may be off by more than this (a feature is at most 1) get them in
 #: double precision: their band would leave their crossings unsure.
@@ -139,18 +138,19 @@ def single_features(
     ``(‖x‖², bound on its error)`` when computed already. The bound, step by step
     (``u = u32``, ``u' = u64``, ``c`` a chunk's columns, ``q`` the chunks):
 
-    - each ``G_c`` is within ``ε_c = g ‖x‖ ‖s_c‖`` of ``x · s_c``, ``g = 1.01 (u + γ_c + (q + 1)
-      u')``: the column ``s_c`` rounded to float32 (``u``; one more for rows rounded to it), a
-      chunk's dot product in any order
-      (``γ_c = c u / (1 − c u)`` of ``Σ|x_i||s_i|``), the chunks' float64 sum (``q u'``), and
-      ``Σ|x_i||s_i| ≤ ‖x‖ ‖s_c‖`` (Cauchy–Schwarz), ``‖x‖`` from the float32 norm plus its bound;
-    - so ``U = P x − P x̄`` moves by at most ``e_U = ‖(ε_c)_{c<k}‖``, each ``D_j = ‖U − L_j‖² +
+    - each ``G_j`` is within ``ε_j = g ‖x‖ ‖s_j‖ + 1.01 d 2^-149`` of ``x · s_j``, ``g = 1.01 (u +
+      γ_c + (q + 1) u')``: the column ``s_j`` rounded to float32 (``u``; one more for rows
+      rounded to it), a chunk's dot product in any order (``γ_c = c u / (1 − c u)`` of
+      ``Σ|x_i||s_i|``), the chunks' float64 sum (``(q + 1) u'``, the remainder's product the
+      last part), ``Σ|x_i||s_i| ≤ ‖x‖ ‖s_j‖`` (Cauchy–Schwarz; ``‖x‖`` from the norm plus its
+      bound) and what underflows (``2^-149`` a product);
+    - so ``U = P x − P x̄`` moves by at most ``e_U = ‖(ε_j)_{j<k}‖``, each ``D_j = ‖U − L_j‖² +
       r`` through ``U`` by ``2 (‖U‖ + max‖L‖) e_U + e_U²``, and ``r = ‖x‖² − 2 G_k + ‖x̄‖² −
       ‖U‖²`` by the norm's bound ``+ 2 ε_k + 2 ‖U‖ e_U + e_U²`` (the clips at 0 do not widen a
       difference), plus the float64 rounding of both, at most ``16 (d + k + 8) u'`` of the
       sizes summed;
     - ``a_j = e^{−γ D_j}`` is then within ``â_j (e^{1.0001 γ ΔD} − 1)`` plus a few ulps of
-      ``exp``.
+      ``exp`` (and the smallest normal double, for features that underflow).
 
     Rows without a finite bound (norms beyond float32's range) get ``inf``."""
     m, d = X.shape
@@ -171,8 +171,10 @@ def single_features(
     if projection.corrected:
         norms2, norm_error = single_row_norms(X) if norms is None else norms
     else:
+        # Only sizes the bound (‖x‖ in Cauchy–Schwarz): summed in float64, off by at most
+        # (d + 1) u64 of itself, far inside this allowance.
         norms2 = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-        norm_error = 1e-5 * norms2  # only sizes the bound: (d + 1) u32 of float32's sums
+        norm_error = 1e-8 * norms2
     a = projection.features_of(G, norms2 if projection.corrected else None, gamma)
     # The bound (docstring); rows not in float32 are rounded to it first (one more u32).
     chunk_error = c * U32 / (1.0 - c * U32)
@@ -180,7 +182,9 @@ def single_features(
     x_bound2 = norms2 + norm_error
     x_norm = np.sqrt(x_bound2)
     col = np.sqrt(np.einsum("ij,ij->j", S, S))
-    e_U = (g * float(np.sqrt(col[:k] @ col[:k]))) * x_norm
+    # Each product may also lose what underflows: at most 2^-149 per float32 product.
+    e_G = g * x_norm[:, None] * col + 1.01 * d * 2.0**-149
+    e_U = np.sqrt(np.einsum("ij,ij->i", e_G[:, :k], e_G[:, :k]))
     U = G[:, :k] - projection.projected_mean
     u_norm = np.sqrt(np.einsum("ij,ij->i", U, U))
     landmarks = projection.landmarks
@@ -188,12 +192,13 @@ def single_features(
     dD = (2.0 * (u_norm + l_max) + e_U) * e_U
     size = (u_norm + l_max) ** 2
     if projection.corrected:
-        dD += norm_error + (2.0 * g * col[k]) * x_norm + (2.0 * u_norm + e_U) * e_U
+        dD += norm_error + 2.0 * e_G[:, k] + (2.0 * u_norm + e_U) * e_U
         size += x_bound2 + 2.0 * np.abs(G[:, k]) + projection.mean_norm + u_norm**2
     dD += 16 * (d + k + 8) * U64 * size
     a_max = a.max(axis=1, initial=0.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        err = a_max * (np.expm1(1.0001 * gamma * dD) + 8 * U64)
+        # (+ the smallest normal double, times the move: features that underflow to 0.)
+        err = (a_max + 2.0**-1021) * (np.expm1(1.0001 * gamma * dD) + 8 * U64) + 2.0**-1021
     err[~(np.isfinite(err) & np.isfinite(dD))] = np.inf
     return a, err
 
@@ -233,14 +238,17 @@ def _walked_ns(sketch) -> float:
     return 0.05 * sketch.m + 1.5
 
 
-def sketch_cost_model(n_terms: int):
+def sketch_cost_model(n_terms: int, single: bool = False):
     """The evaluator's own costs of a sketch, for :func:`attentive.sketch.choose_sketch`:
     ``sketch -> (a row's features in units of a full evaluation, a walked term's cost in plain
-    walk terms)``, measured as the other costs of ``sources/rbf.py`` (docs/speed.md)."""
+    walk terms)``, measured as the other costs of ``sources/rbf.py`` (docs/speed.md).
+    ``single``: rows a walk takes from the float32 source, whose features come from float32
+    products (:func:`single_features`)."""
 
     def cost(sketch):
         term_ns = _term_ns(sketch.n_features)
-        return _features_ns(sketch) / (n_terms * term_ns), 1.0 + _walked_ns(sketch) / term_ns
+        features = _features_ns(sketch, single) / (n_terms * term_ns)
+        return features, 1.0 + _walked_ns(sketch) / term_ns
 
     return cost
 
