@@ -101,6 +101,8 @@ __all__ = ["AttentiveClassifier", "calibration_split"]
 
 # Examples to evaluate are taken in these dtypes as they are (others are converted to float64).
 _DTYPES = (np.float64, np.float32)
+# Families whose rules walk a second running sum (the mass), at a measured cost per term.
+_MASS_FAMILIES = ("mass-regression",)
 # Reference examples on which family="auto" ranks the families (a seeded sample beyond this).
 _PROFILE_ROWS = 2000
 
@@ -1053,18 +1055,34 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """The reference profile with each family's evaluated fraction as its cost in units of
         a full evaluation: a sketched family's includes the sketch and the walked terms' extra
         cost (:func:`attentive.sketch.choose_sketch`'s total), at the costs the kept sketch was
-        chosen by (``sketch_costs_``)."""
+        chosen by (``sketch_costs_``); at the measured costs a rule on the running mass also
+        pays its second running sum per walked term (:meth:`_mass_term_cost`)."""
         kept = self._kept_sketch()
         counted = getattr(self, "sketch_costs_", "measured") == "count"
+        mass_extra = self._mass_term_cost(kept) if kept is not None and not counted else 0.0
         out = {}
-        for name, (rates, fractions) in self.reference_profile_.items():
+        for name, (rates, walked) in self.reference_profile_.items():
+            fractions = walked
             if is_sketched_name(name) and kept is not None:
                 cost, term_cost = (
                     kept.counted_costs if counted else (kept.sketch_cost, kept.term_cost)
                 )
-                fractions = cost + fractions * term_cost
+                fractions = cost + walked * term_cost
+            plain = base_family(name) if is_sketched_name(name) else name
+            if mass_extra and plain in _MASS_FAMILIES:
+                fractions = fractions + walked * mass_extra
             out[name] = (rates, fractions)
         return out
+
+    @staticmethod
+    def _mass_term_cost(kept) -> float:
+        """What a rule on the running mass adds to a walked term at the evaluator's measured
+        costs (its second running sum: ``MASS_TERM_NS`` against a term over the sketch's
+        features, ``sources/rbf.py``), in units of a full evaluation's term."""
+        from attentive.evaluator.sources.rbf import MASS_TERM_NS
+        from attentive.evaluator.sources.sketch import _term_ns
+
+        return MASS_TERM_NS / _term_ns(kept.walk.sketch.n_features)
 
     # -- calibration (SPEC §3) ------------------------------------------------------------------
     def boundary_family(self, family: str | None = None) -> BoundaryFamily:

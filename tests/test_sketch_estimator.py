@@ -180,9 +180,12 @@ def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(
         assert option.total == pytest.approx(c + option.walked_fraction * t)
     # The fastest where its rule would be walked; else (every term evaluated anyway) the least
     # work by the count (the estimator's _cheapest_sketch).
+    mass = 0.0  # what a rule on the running mass adds per walked term, at measured costs
     if clf.sketch_costs_ == "measured":
         assert kept is choice.best and kept.total < choice.options[0].total  # the sketch pays
         cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
+        d = clf.sketched_walk_.sketch.n_features
+        mass = 1.0 / (1.5 + 0.0085 * d)  # 1 ns against a float32 term over d columns
     else:
         assert kept is min(choice.options, key=lambda o: o.counted_total)
         assert kept.counted_total < choice.options[0].counted_total
@@ -207,9 +210,16 @@ def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(
     )
     for name, (_, fractions) in plain.items():
         np.testing.assert_array_equal(clf.reference_profile_[name][1], fractions)
+
+    def extra(name, f):
+        return f * mass if name == "mass-regression" else 0.0
+
     profiles = {
-        **plain,
-        **{"sketched-" + n: (r, cost + f * term_cost) for n, (r, f) in sketched.items()},
+        **{n: (r, f + extra(n, f)) for n, (r, f) in plain.items()},
+        **{
+            "sketched-" + n: (r, cost + f * term_cost + extra(n, f))
+            for n, (r, f) in sketched.items()
+        },
     }
     # Judged where calibration on the held-out part would stop (grid.profile_point).
     expected = _ranking(profiles, DELTA, (len(X_cal), ALPHA))
@@ -247,8 +257,15 @@ def test_costs_rank_a_sketch_that_does_not_pay_after_the_plain_rules(small):
     walked = {n: clf.reference_profile_[n] for n in clf.reference_profile_}
     point = (600, 0.1)  # where calibrate(X_cal[:600], alpha=0.1) below ranks them
     assert _ranking(walked, delta, point)[0].startswith("sketched-")  # the fractions alone
+    # (a rule on the running mass also pays its second sum per walked term, at measured costs)
+    d = clf.sketched_walk_.sketch.n_features
+    mass = 1.0 / (1.5 + 0.0085 * d) if clf.sketch_costs_ == "measured" else 0.0
     costs = {
-        n: (r, cost + f * term_cost if n.startswith("sketched-") else f)
+        n: (
+            r,
+            (cost + f * term_cost if n.startswith("sketched-") else f)
+            + (f * mass if n.endswith("mass-regression") else 0.0),
+        )
         for n, (r, f) in walked.items()
     }
     expected = _ranking(costs, delta, point)
