@@ -339,9 +339,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         products with a certified bound on each term's error — stops, sides and labels are
         those of double precision (labels equal the model's own), decision values within the
         bound, about 1e-6 of ``Σ|w h|`` (a sketched rule's stopped walks over rows off the pixel
-        grid: within its features' bound too, up to ~1e-3; docs/speed.md, "Precision"). ``"double"``: double
-        precision throughout, decision values to about 1e-12. Other models are evaluated in
-        double precision (or exact float32 products of data on an integer grid) either way.
+        grid: within its features' bound too, up to ~1e-3; docs/speed.md, "Precision").
+        ``"double"``: double precision throughout, decision values to about 1e-12. Other models
+        are evaluated in double precision (or exact float32 products of data on an integer grid)
+        either way.
     sketch : {"auto", "none"} or (k, m), default="auto"
         A cheap sketch of the score first, then a walk over what the sketch got wrong (SPEC §3b;
         RBF models on dense rows). ``"auto"``: where a rule can use one — ``boundary=
