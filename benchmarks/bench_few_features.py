@@ -5,7 +5,7 @@ against d). This measures it on problems of that kind, ``make_classification`` r
 60 features (half of them informative, 10 % of labels flipped: thousands of support vectors)
 under ``SVC(gamma="scale")``, each with the shipped classifier (``boundary="calibrated"``,
 ``family="auto"``, ``sketch="auto"``, δ = 1 %, α = 5 %) and the same one with ``sketch="none"``.
-Per problem, one thread, medians over interleaved rounds:
+Per problem, one thread (``--jobs``: more), medians over interleaved rounds:
 
 - the sketch kept (or none), the path the evaluator took and the work by SPEC §3b's count;
 - ``predict`` / full evaluation, with the sketch kept and with none: the target is ≤ 1.05;
@@ -13,7 +13,7 @@ Per problem, one thread, medians over interleaved rounds:
   wall-clock (below 1: it paid; above 1.05 would be a sketch kept that does not pay).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. .venv/bin/python \\
-        benchmarks/bench_few_features.py [--rounds 7] [--rows 12000]
+        benchmarks/bench_few_features.py [--rounds 7] [--rows 12000] [--jobs 1]
 """
 
 from __future__ import annotations
@@ -63,18 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--rows", type=int, default=12000)
+    parser.add_argument("--jobs", type=int, default=1, help="threads of every timed call")
     args = parser.parse_args(argv)
 
     from attentive.bench import _blas_kernel, _blas_limits, _time_interleaved, method_call
 
     blas = _blas_limits()
-    print(f"BLAS: {_blas_kernel()}; one thread; medians of {args.rounds} interleaved rounds")
+    threads = "one thread" if args.jobs == 1 else f"{args.jobs} threads"
+    print(f"BLAS: {_blas_kernel()}; {threads}; medians of {args.rounds} interleaved rounds")
     header = (
         "problem", "SVs", "sketch kept", "rule", "path", "work", "plain work",
         "predict/full", "plain predict/full", "sketched/plain",
     )  # fmt: skip
     print(" | ".join(header))
     worst = 0.0
+    timed = {"jobs": args.jobs, "limits": blas}
     for d, seed in PROBLEMS:
         X, y, X_test = _problem(d, seed, args.rows)
         auto = _fit(X, y, "auto")
@@ -83,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
 
         t = _time_interleaved(
             {
-                "full": method_call(full, "decision_function", X_test, limits=blas),
-                "auto": method_call(auto, "predict", X_test, limits=blas),
-                "plain": method_call(plain, "predict", X_test, limits=blas),
+                "full": method_call(full, "decision_function", X_test, **timed),
+                "auto": method_call(auto, "predict", X_test, **timed),
+                "plain": method_call(plain, "predict", X_test, **timed),
             },
             args.rounds,
         )

@@ -14,7 +14,7 @@ import attentive.evaluator.blocked as blocked
 from attentive.boundaries import Boundary, curved_boundary, full_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
-from attentive.evaluator.pilot import NOMINAL_CHUNK_ROWS, POSITION_NS
+from attentive.evaluator.pilot import NOMINAL_CHUNK_ROWS, POSITION_NS, POSITION_THREADS
 from attentive.evaluator.plan import Thresholds, survival_schedule, walk_plan
 from attentive.evaluator.precision import (
     MAX_RELATIVE_TERM_ERROR,
@@ -299,9 +299,11 @@ def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_
 
     def positions(source, pilot):
         """Each position up to the longest walk, at a fixed cost per chunk of rows: one
-        running sum, two with a band (the running mass)."""
+        running sum, two with a band (the running mass); paid as POSITION_THREADS threads
+        pay it, one after the other."""
         sums = 2 if source.certified else 1
-        return POSITION_NS * sums * pilot.stops.max() / (NOMINAL_CHUNK_ROWS * full_ns)
+        per_chunk = POSITION_THREADS * POSITION_NS * sums * pilot.stops.max()
+        return per_chunk / (NOMINAL_CHUNK_ROWS * full_ns)
 
     assert pilots[0].walk_cost == pytest.approx(
         priced["single"] * single.term_ns / full_ns + positions(single, pilots[0]), rel=1e-12

@@ -58,6 +58,15 @@ WALK_MARGIN = 0.7
 # (docs/speed.md, "The cost model").
 POSITION_NS = 1000.0
 NOMINAL_CHUNK_ROWS = 2048
+# The positions are priced as POSITION_THREADS threads pay them: held under the interpreter lock,
+# each thread's chunk waits for the others' positions, so a walk of many cheap positions gains
+# nothing from a second thread while full evaluation runs 1.6-1.8 times faster. Priced for one
+# thread, walks of make_classification rows with 10-40 features took 0.52-0.70 of a full
+# evaluation on one thread and 1.34-1.64 on two, dense-40's 0.56 and 0.99-1.04 (2026-11-29,
+# docs/speed.md); priced for two they are evaluated in full, and MNIST's walks against the rest
+# (600-900 positions over 700 columns, 0.48-0.69 of a full evaluation predicted) still walk. A
+# constant, not the call's thread count: a row's path, and so its outcome, must not depend on it.
+POSITION_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -176,7 +185,7 @@ def pilot_for(
     # The positions walked while any of a chunk's rows walks: up to the sample's longest walk.
     sums = 2 if (thr.mass is not None or source.certified) else 1
     reached = int(stops.max(initial=0))
-    extra += POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
+    extra += POSITION_THREADS * POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
