@@ -673,9 +673,10 @@ def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
 def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(monkeypatch):
     """The benchmark's 40-feature problem (``dense-40``, about 3,600 support vectors): in the
     residual order a sketch pays on the reference profile, so ``auto`` keeps one, but its walk
-    of thousands of cheap positions does not pay in wall-clock (measured: 0.70 of a full
-    evaluation on one thread, 1.2-1.6 on two). The pilot prices the positions and evaluates in
-    full; without that price it would walk."""
+    of thousands of cheap positions does not pay in wall-clock with two threads (measured: 0.56
+    of a full evaluation on one thread, 0.99-1.04 on two, where full evaluation runs 1.7 times
+    faster). The pilot prices the positions as two threads pay them and evaluates in full;
+    without that price it would walk."""
     import attentive.evaluator.pilot as pilot
     from attentive.bench_corpus import load_problem
 

@@ -200,16 +200,24 @@ def test_the_residual_order_walks_first_what_most_lowers_the_spread_left(problem
     from attentive.sketch import residual_order
     from attentive.sketch.walk import ORDER_SHRINKAGE
 
-    _, walk, sw, Xtr, _, Xte, mask, own = problem
+    model, walk, sw, Xtr, _, Xte, mask, own = problem
     Xp = sw.prepare(Xtr)
     ordered = residual_order(sw, Xp, leave_own_out=True, own=own)
-    # The contributions by the definitions (SPEC §3b), in the sketched walk's order.
-    full = _brute_force(sw, Xtr, Xtr[mask], own=own)
-    C = np.diff(full, axis=1)
+    # The contributions by the definitions (SPEC §3b), in the sketched walk's order: the fit
+    # rows without their own terms, then each support vector as a row holding its own term.
+    rows = np.diff(_brute_force(sw, Xtr, Xtr[mask], own=own), axis=1)
+    support = np.diff(_brute_force(sw, model.support_vectors_, Xtr[mask]), axis=1)
     assert 0 < ORDER_SHRINKAGE < 1
+    C = np.vstack([rows, support])
     expected = sw.order[_greedy_by_brute_force(C, ORDER_SHRINKAGE)]
     np.testing.assert_array_equal(ordered.order, expected)
     assert not np.array_equal(ordered.order, sw.order)
+    # Without the support vectors' rows, the fit rows' alone (another order here).
+    rows_only = residual_order(sw, Xp, leave_own_out=True, own=own, support_rows=False)
+    np.testing.assert_array_equal(
+        rows_only.order, sw.order[_greedy_by_brute_force(rows, ORDER_SHRINKAGE)]
+    )
+    assert not np.array_equal(rows_only.order, ordered.order)
     # Only the path changes: the start, the centring, the end and the offset are the same.
     np.testing.assert_array_equal(np.sort(ordered.order), np.arange(sw.n_terms))
     np.testing.assert_array_equal(ordered.mu_rho, sw.mu_rho)
@@ -245,8 +253,10 @@ def test_the_residual_order_of_many_terms_is_by_each_terms_own_spread(problem, m
 
     _, _, sw, Xtr, _, _, mask, own = problem
     monkeypatch.setattr(sketched, "MAX_COVARIANCE_TERMS", sw.n_terms - 1)
+    model = problem[0]
     ordered = sketched.residual_order(sw, sw.prepare(Xtr), leave_own_out=True, own=own)
     C = np.diff(_brute_force(sw, Xtr, Xtr[mask], own=own), axis=1)
-    spread = C.var(axis=0)
+    support = np.diff(_brute_force(sw, model.support_vectors_, Xtr[mask]), axis=1)
+    spread = np.vstack([C, support]).var(axis=0)
     expected = sw.order[np.argsort(-spread, kind="stable")]
     np.testing.assert_array_equal(ordered.order, expected)
