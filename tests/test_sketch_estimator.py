@@ -449,7 +449,8 @@ def test_sketch_order_walks_the_residuals_in_the_order_residual_order_gives(digi
     np.testing.assert_array_equal(plain.sketched_walk_.order, plain.walk_.order)
     # The order as new rows see it: each fit row's own support vector left out (matched by
     # value: the reference walks are in-sample here, boundary="sketched-curved"), chosen on a
-    # seeded half of the fit rows (order_rows), so that the other half walks it as new rows do.
+    # seeded half of the fit rows (order_rows), so that the other half walks it as new rows do,
+    # and on the support vectors as rows holding their own terms (residual_order's default).
     assert residual.reference_walks_ == "in-sample"
     Xp = plain.walk_.prepare(X_fit)
     half = order_rows(Xp.shape[0])
@@ -673,10 +674,11 @@ def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
 def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(monkeypatch):
     """The benchmark's 40-feature problem (``dense-40``, about 3,600 support vectors): in the
     residual order a sketch pays on the reference profile, so ``auto`` keeps one, but its walk
-    of thousands of cheap positions does not pay in wall-clock with two threads (measured: 0.56
-    of a full evaluation on one thread, 0.99-1.04 on two, where full evaluation runs 1.7 times
-    faster). The pilot prices the positions as two threads pay them and evaluates in full;
-    without that price it would walk."""
+    of thousands of cheap positions does not pay in wall-clock (measured with every support
+    vector in the residual order, a walk of 0.19 of the terms: 0.56 of a full evaluation on one
+    thread, 0.99-1.04 on two, where full evaluation runs 1.7 times faster). The pilot prices the
+    positions (as two threads pay them) and evaluates in full; without that price it would
+    walk."""
     import attentive.evaluator.pilot as pilot
     from attentive.bench_corpus import load_problem
 

@@ -233,15 +233,30 @@ def test_the_residual_order_walks_first_what_most_lowers_the_spread_left(problem
     np.testing.assert_array_equal(sw.walk.order, walk.order)
 
 
-def test_the_residual_order_samples_at_most_max_rows(problem):
+def test_the_residual_order_samples_at_most_max_rows_and_as_many_support_vectors(problem):
+    """``max_rows`` reference rows, seeded, and no more support vectors than rows sampled (a
+    seeded sample of them where there are more), checked against the greedy order of the
+    contributions of exactly those rows by the definitions."""
     from attentive.sketch import residual_order
+    from attentive.sketch.walk import ORDER_SHRINKAGE
 
-    _, _, sw, Xtr, _, _, _, own = problem
+    model, _, sw, Xtr, _, _, mask, own = problem
     Xp = sw.prepare(Xtr)
     rows = np.sort(np.random.default_rng(5).choice(Xp.shape[0], 60, replace=False))
+    n_support = model.support_vectors_.shape[0]
+    assert n_support > 60
+    support = np.sort(np.random.default_rng(5).choice(n_support, 60, replace=False))
     sampled = residual_order(sw, Xp, leave_own_out=True, own=own, max_rows=60, random_state=5)
-    on_rows = residual_order(sw, Xp[rows], leave_own_out=True, own=own[rows])
+    on_rows = residual_order(sw, Xp[rows], leave_own_out=True, own=own[rows], random_state=5)
     np.testing.assert_array_equal(sampled.order, on_rows.order)
+    C = np.vstack(
+        [
+            np.diff(_brute_force(sw, Xtr[rows], Xtr[mask], own=own[rows]), axis=1),
+            np.diff(_brute_force(sw, model.support_vectors_[support], Xtr[mask]), axis=1),
+        ]
+    )
+    expected = sw.order[_greedy_by_brute_force(C, ORDER_SHRINKAGE)]
+    np.testing.assert_array_equal(sampled.order, expected)
     with pytest.raises(InvalidParameterError, match="at least one reference row"):
         residual_order(sw, Xp[:0])
 

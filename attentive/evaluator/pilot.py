@@ -55,17 +55,20 @@ WALK_MARGIN = 0.7
 # one thread at a time (most of it is call overhead under the interpreter lock), it is what
 # walks of thousands of cheap terms spend: dense-40's sketched walk measured 0.70 of a full
 # evaluation on one thread and 1.2-1.6 on two, where full evaluation runs twice as fast
-# (docs/speed.md, "The cost model").
+# (docs/speed.md, "The cost model"; before the support vectors entered the residual order).
 POSITION_NS = 1000.0
 NOMINAL_CHUNK_ROWS = 2048
 # The positions are priced as POSITION_THREADS threads pay them: held under the interpreter lock,
 # each thread's chunk waits for the others' positions, so a walk of many cheap positions gains
 # nothing from a second thread while full evaluation runs 1.6-1.8 times faster. Priced for one
-# thread, walks of make_classification rows with 10-40 features took 0.52-0.70 of a full
-# evaluation on one thread and 1.34-1.64 on two, dense-40's 0.56 and 0.99-1.04 (2026-11-29,
-# docs/speed.md); priced for two they are evaluated in full, and MNIST's walks against the rest
-# (600-900 positions over 700 columns, 0.48-0.69 of a full evaluation predicted) still walk. A
-# constant, not the call's thread count: a row's path, and so its outcome, must not depend on it.
+# thread (and with every support vector in the residual order), walks of make_classification
+# rows with 10-40 features took 0.52-0.70 of a full evaluation on one thread and 1.34-1.64 on
+# two, dense-40's 0.56 and 0.99-1.04 (2026-11-29, docs/speed.md); priced for two they are
+# evaluated in full, and MNIST's walks against the rest (600-900 positions over 700 columns,
+# 0.48-0.69 of a full evaluation predicted) still walk. A constant, not the call's thread
+# count: a row's path, and so its outcome, must not depend on it. The trade: one thread gives
+# up those walks' savings, and with more threads than two (the default runs up to 8) such walks
+# are still priced below what they cost.
 POSITION_THREADS = 2
 
 

@@ -217,8 +217,8 @@ def choose_sketch(
     order : {"residual", "walk"}, default="residual"
         The order of each sketched walk's residual terms: the one that lowers the spread of
         what remains of the walk fastest over a seeded half of the reference rows (at most
-        ``max_rows``: :func:`order_rows`; :func:`attentive.sketch.residual_order`), or the plain
-        walk's order π.
+        ``max_rows``: :func:`order_rows`) and the support vectors as rows holding their own
+        terms (:func:`attentive.sketch.residual_order`), or the plain walk's order π.
     calibration : (m, α), optional
         Judge each candidate where calibration on ``m`` examples at (δ, α) would stop on the
         profile's rates (:func:`attentive.grid.profile_point`) instead of at disagreement ≤ δ.
@@ -260,7 +260,9 @@ def choose_sketch(
             candidate = sketch_walk(walk, sketch, X_centring)
             if order == "residual":
                 # Fixed as new rows would see it: without a training row's own support vector
-                # (matched by value when the walks are in-sample and own is not given).
+                # (matched by value when the walks are in-sample and own is not given), and with
+                # the support vectors as rows holding theirs (a new row close to one holds
+                # much of its term).
                 candidate = residual_order(
                     candidate,
                     Xp,

@@ -64,8 +64,9 @@ ORDER_ROWS_SHARE = 0.5
 #: the order put it late. On MNIST 3 vs 5 behind a StandardScaler (split 2, half the training
 #: rows held out), the calibration rows that every sketched rule got wrong even at z = 6 each had
 #: one such term late in the walk: h = 0.47, 0.21 and 0.09 at positions 264 and 271 of 305, h̃
-#: near 0. Counted, those terms walk early (docs/method.md, "The residual order"; docs/results.md
-#: for the work targets before and after).
+#: near 0. Counted, those terms walk early (docs/method.md, "The support vectors as rows";
+#: docs/results.md for the work targets before and after). Where there are more support vectors
+#: than reference rows sampled, a seeded sample of as many.
 SUPPORT_ROWS = True
 #: Above this many terms :func:`residual_order` orders by each term's own spread alone (the
 #: covariance matrix takes n² doubles, and each chunk's product as many again: 2 × 128 MB at
@@ -297,18 +298,20 @@ def residual_order(
     own=None,
     max_rows: int = 2000,
     random_state=0,
-    support_rows: bool = SUPPORT_ROWS,
+    support_rows: bool | None = None,
 ) -> SketchedWalk:
     """The same sketched walk with its residual terms in the order that makes what remains of
     the walk least uncertain soonest.
 
     ``C``, the centred residual contributions ``w_i (ρ_i(x) − μ^ρ_i)`` of reference rows
     ``X_prepared`` (a seeded sample of at most ``max_rows``; ``leave_own_out``, ``own``: as
-    :meth:`SketchedWalk.steps`) and, with ``support_rows``, of every support vector as a row
-    that holds its own term (a new row close to a support vector holds much of it, a fit row
-    walked without its own term none: :data:`SUPPORT_ROWS`), has covariance ``G`` over those
-    rows, shrunk towards its diagonal (:data:`ORDER_SHRINKAGE`). The order is greedy: each next position takes the term
-    whose removal most lowers the variance of the remainder ``R_t = S^ρ_n − S^ρ_t``,
+    :meth:`SketchedWalk.steps`) and, with ``support_rows`` (default :data:`SUPPORT_ROWS`), of
+    the support vectors as rows that hold their own terms (a new row close to a support vector
+    holds much of its term, a fit row walked without its own term none; a seeded sample of as
+    many as the reference rows sampled, where there are more), has covariance ``G`` over those
+    rows, shrunk towards its diagonal (:data:`ORDER_SHRINKAGE`). The order is greedy: each next
+    position takes the term whose removal most lowers the variance of the remainder
+    ``R_t = S^ρ_n − S^ρ_t``,
     ``Var(R − c_j) = Var R − 2 Cov(R, c_j) + G_jj`` (ties kept in the walk's order). Above
     :data:`MAX_COVARIANCE_TERMS` terms, by each term's own spread ``G_jj`` alone. The sketch,
     the centring and so ``S^ρ_n = S_n`` are unchanged; only the path is. Where the sketch is
@@ -326,8 +329,14 @@ def residual_order(
         rng = np.random.default_rng(random_state)
         pick = np.sort(rng.choice(rows, max_rows, replace=False))
     samples = [(X_prepared[pick], None if own is None else np.asarray(own)[pick], leave_own_out)]
-    if support_rows:
-        samples.append((np.asarray(walk.terms.support_vectors, dtype=np.float64), None, False))
+    if SUPPORT_ROWS if support_rows is None else support_rows:
+        support = np.asarray(walk.terms.support_vectors, dtype=np.float64)
+        if support.shape[0] > pick.size:
+            # Never more of them than rows: on thousands of support vectors (dense-40's 3,664
+            # against 2,000 rows) they would outweigh the rows, and cost n² per row besides.
+            rng = np.random.default_rng(random_state)
+            support = support[np.sort(rng.choice(support.shape[0], pick.size, replace=False))]
+        samples.append((support, None, False))
     n = walk.n_terms
     covariances = n <= MAX_COVARIANCE_TERMS
     sums, squares = np.zeros(n), np.zeros(n)
