@@ -332,8 +332,8 @@ def residual_order(
     if SUPPORT_ROWS if support_rows is None else support_rows:
         support = np.asarray(walk.terms.support_vectors, dtype=np.float64)
         if support.shape[0] > pick.size:
-            # Never more of them than rows: on thousands of support vectors (dense-40's 3,664
-            # against 2,000 rows) they would outweigh the rows, and cost n² per row besides.
+            # Never more of them than rows: thousands of support vectors (dense-40's 3,664
+            # against 2,000 rows) would outweigh the rows, and their n² residuals cost as much.
             rng = np.random.default_rng(random_state)
             support = support[np.sort(rng.choice(support.shape[0], pick.size, replace=False))]
         samples.append((support, None, False))
