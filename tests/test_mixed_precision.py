@@ -242,26 +242,80 @@ def test_full_evaluation_recomputes_only_the_rows_without_a_band(rbf, monkeypatc
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=_band(walk))
 
 
-def test_a_walk_over_rows_without_a_band_takes_double_precision(rbf, settled):
-    """Walks cannot use a float32 source some of whose rows have no band (those rows would be
-    unsure at every crossing): the chunk walks in double precision, with the reference's
-    stops."""
+def test_a_walk_sets_rows_without_a_band_aside_for_double_precision(rbf, settled):
+    """Rows a float32 source holds without a band would be unsure at every crossing: the chunk
+    walks in float32 without them, and they are walked again in double precision with the
+    rows it left unsure, so every stop is the reference's."""
     walk, X_train, y_train, Xt = rbf
-    X = _far_rows(Xt[:400], np.array([3, 50, 200]))
+    far = np.array([3, 50, 200])
+    X = _far_rows(Xt[:400], far)
     boundary = _curved(walk, X_train, y_train, 0.05)
     theta_s = walk.theta_s(0.0)
     ref = apply_boundary(walk.partial_scores(X), boundary, theta_s, walk.offset, walk.terms.classes)
     ev = evaluate(walk, X, boundary, theta_s, path="walk", n_jobs=1, precision="mixed")
-    assert not settled  # nothing walked in float32
-    _assert_same(ev, ref)
+    # One chunk, walked in float32, with at least the three far rows left to double precision
+    # (not the whole chunk).
+    assert [kind for kind, _ in settled] == ["rbf-single"]
+    assert len(far) <= settled[0][1] < len(X) // 4
+    _assert_same(ev, ref, band=_band(walk))  # the scores of walks that never stop: float32's
 
 
-def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_float32(rbf):
+@pytest.mark.parametrize("on_mass, widen", [(False, 5.0), (True, 20.0)])
+def test_the_pilot_finds_the_rows_a_certified_walk_leaves_to_double_precision(rbf, on_mass, widen):
+    """``walked_again`` (which rows a certified walk would leave unsure, and which end within
+    their band of the label's threshold), from the exact walks alone, against a float32 walk
+    of the same rows: rows without a band, rows whose band (widened here, so that many are
+    unsure) leaves a crossing unsure, and a rule on the running mass (its κ widens the band)."""
+    from attentive.evaluator.pilot import walked_again
+    from attentive.evaluator.plan import block_schedule, thresholds
+    from attentive.evaluator.sources import build_source
+    from attentive.evaluator.walk import walk_rows
+
+    walk, X_train, y_train, Xt = rbf
+    X = _far_rows(np.asarray(Xt[:300], dtype=np.float32), np.array([3, 50]))
+    plan = walk_plan(walk)
+    thr = thresholds(plan, _curved(walk, X_train, y_train, 0.05))
+    if on_mass:
+        # κ varying within a block: the band takes the block's widest.
+        kappa = np.random.default_rng(0).uniform(-0.3, 0.3, size=walk.n_terms - 1)
+        thr = Thresholds(thr.lower, thr.upper, mass=kappa)
+    final = float(walk.theta_s(0.0) + plan.centring_sums[-1])
+    # Blocks long enough that the band (the running mass at a block's end) differs from one
+    # taken position by position.
+    schedule = block_schedule(walk.n_terms, 20)
+
+    def single(widen):
+        source = build_source(walk, plan, X, "single")
+        assert isinstance(source, RBFSingleSource)
+        source.rho = source.rho * widen  # a band wide enough to leave many walks unsure
+        return source
+
+    def compare(thr, widen):
+        exact = build_source(walk, plan, X, "double")
+        again, ends = walked_again(single(widen), exact, thr, final, schedule.edges)
+        res = walk_rows(single(widen), schedule, thr, final)
+        np.testing.assert_array_equal(np.flatnonzero(again), np.sort(res.unsure))
+        near = res.rows[np.abs(res.U - final) <= res.band]
+        np.testing.assert_array_equal(np.flatnonzero(ends), np.sort(near))
+        return again, ends
+
+    again, _ = compare(thr, widen)
+    assert again[[3, 50]].all() and 10 <= again.sum() <= len(X) - 50  # not only far rows, not all
+    # Walks that never stop: those ending within their band of the threshold sum U_n again.
+    never = Thresholds(np.full(walk.n_terms - 1, -1e300), None, mass=thr.mass)
+    again, ends = compare(never, 100.0)
+    assert np.flatnonzero(again).tolist() == [3, 50] and 0 < ends.sum() < len(X) - 2
+
+
+def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
     """Reference rows with a row the float32 source holds without a band: the call's chunks
-    would walk in double precision while full evaluation keeps float32, so the pilot prices
-    the walk in the double source's terms and adds its costlier preparation of each row (and
-    takes the full path where that makes walking dearer than evaluating every term)."""
+    walk in float32 and walk such rows (and the rows their band leaves unsure) again in double
+    precision, so the pilot prices the walk in float32 terms plus those rows' share of a walk
+    in double precision (its preparation included), and the rows that end within their band
+    of the threshold their share of a full evaluation in double precision."""
     from attentive.evaluator import evaluate_blocked
+    from attentive.evaluator.pilot import walked_again
+    from attentive.evaluator.plan import thresholds
     from attentive.evaluator.sources import build_source
     from attentive.evaluator.sources.rbf import RBFDoubleSource
 
@@ -271,47 +325,53 @@ def test_the_pilot_prices_a_walk_in_double_precision_against_full_evaluation_in_
     plan = walk_plan(walk)
     clean = X[:128]
     loose = _far_rows(clean, np.array([3]))
-    single, double = (
-        build_source(walk, plan, clean, "single"),
-        build_source(walk, plan, loose, "single"),
-    )
+    single = build_source(walk, plan, loose, "single")
+    double = build_source(walk, plan, loose, "double")
     assert isinstance(single, RBFSingleSource) and isinstance(double, RBFDoubleSource)
+    assert np.isinf(single.relative_error()).sum() == 1
     assert double.term_ns > 1.3 * single.term_ns and double.prep_ns > single.prep_ns
-    pilots = []
+    pilots, boundaries = [], []
     for reference in (clean, loose):
         boundary = _curved(walk, X_train, y_train, 0.05)  # a boundary of its own: its own pilot
         evaluate_blocked(walk, X, boundary, theta_s, reference=reference, n_jobs=1)
         (pilot,) = plan.pilots(boundary).by_kind.values()
         pilots.append(pilot)
-    # Nearly the same stops (one row of 128 moved far out), priced in dearer terms.
+        boundaries.append(boundary)
+    # Nearly the same stops (one row of 128 moved far out).
     assert abs(pilots[1].stops.mean() - pilots[0].stops.mean()) < 0.05 * walk.n_terms
     n = walk.n_terms
-    priced = {}
-    for name, source, pilot in (("single", single, pilots[0]), ("double", double, pilots[1])):
-        _, cost = survival_schedule(
-            pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
-        )
-        priced[name] = cost
-    # Both in terms of full evaluation's (float32 products, finished in float32), the double
-    # walk's plus its dearer preparation.
     full_ns = single.full_term_ns
     assert full_ns < single.term_ns
 
-    def positions(source, pilot):
-        """Each position up to the longest walk, at a fixed cost per chunk of rows: one
-        running sum, two with a band (the running mass); paid as POSITION_THREADS threads
-        pay it, one after the other."""
+    def priced(source, pilot):
+        """The walk per row in ``source``'s terms, in ns: its blocks, and each position up to
+        the longest walk at a fixed cost per chunk of rows (one running sum, two with a band),
+        paid as POSITION_THREADS threads pay it, one after the other."""
+        _, cost = survival_schedule(
+            pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
+        )
         sums = 2 if source.certified else 1
         per_chunk = POSITION_THREADS * POSITION_NS * sums * pilot.stops.max()
-        return per_chunk / (NOMINAL_CHUNK_ROWS * full_ns)
+        return cost * source.term_ns + per_chunk / NOMINAL_CHUNK_ROWS
 
-    assert pilots[0].walk_cost == pytest.approx(
-        priced["single"] * single.term_ns / full_ns + positions(single, pilots[0]), rel=1e-12
-    )
-    extra = (double.prep_ns - single.prep_ns) / full_ns + positions(double, pilots[1])
-    expected = priced["double"] * double.term_ns / full_ns + extra
-    assert pilots[1].walk_cost == pytest.approx(expected, rel=1e-12)
-    assert expected > 1.4 * priced["double"]  # what pricing it in its own terms left out
+    final = float(theta_s + plan.centring_sums[-1])
+    for reference, boundary, pilot in zip((clean, loose), boundaries, pilots, strict=True):
+        again, ends = walked_again(
+            build_source(walk, plan, reference, "single"),
+            build_source(walk, plan, reference, "double"),
+            thresholds(plan, boundary),
+            final,
+            pilot.schedule.edges,
+        )
+        _, in_double = survival_schedule(
+            pilot.stops, n, double.row_cost, term_cost=double.term_cost, max_block=double.max_block
+        )
+        redone = again.mean() * (in_double * double.term_ns + double.prep_ns)
+        redone += ends.mean() * (n * double.term_ns + double.prep_ns)  # U_n again
+        expected = (priced(single, pilot) + redone) / full_ns
+        assert pilot.walk_cost == pytest.approx(expected, rel=1e-12)
+    assert again[3]  # the far row
+    assert again.mean() * in_double * double.term_ns > 0.002 * priced(single, pilots[1])
 
 
 @pytest.mark.parametrize("bad", ["float32", 32, True])

@@ -227,7 +227,9 @@ def evaluate_blocked(
                 reference = as_rows(reference)
             full_cls = source_for(base, base_plan, Xp[:1], precision, full=True)
             kind = rows_key(source_cls, full_cls, Xp, precision)
-            pilot = pilot_for(plan, boundary, thr, kind, Xp, make_source, reference, full_cls)
+            pilot = pilot_for(
+                plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final
+            )
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":

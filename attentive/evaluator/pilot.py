@@ -31,9 +31,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
-from attentive.evaluator.walk import walk_whole
+from attentive.evaluator.walk import walk_whole, whole_sums
 
-__all__ = ["PILOT_MIN", "PILOT_ROWS", "Pilot", "pilot_for", "pilot_rows", "rows_key"]
+__all__ = [
+    "PILOT_MIN",
+    "PILOT_ROWS",
+    "Pilot",
+    "pilot_for",
+    "pilot_rows",
+    "rows_key",
+    "walked_again",
+]
 
 # Calls below PILOT_MIN rows lend no rows to a pilot (they walk, or use one kept from reference
 # rows or an earlier call); a pilot walks PILOT_ROWS rows spread over the sample.
@@ -134,6 +142,7 @@ def pilot_for(
     make_source,
     reference=None,
     full_cls=None,
+    final: float | None = None,
 ) -> Pilot | None:
     """The pilot kept for (walk, boundary, ``kind`` of rows: :func:`rows_key`), made if there
     is none yet.
@@ -143,7 +152,8 @@ def pilot_for(
     None: no pilot). ``make_source(rows, precision=None, cls=None)`` gives a source holding rows
     as the call's chunks are held (the default arguments), or as the exact double-precision
     source routed for them (``"double"``, ``None``); ``full_cls``: the source full evaluation
-    takes for the call's rows, where it is not the one walks are routed to."""
+    takes for the call's rows, where it is not the one walks are routed to; ``final``: the
+    threshold ``U_n`` is compared with (a certified source's allowance)."""
     kept = plan.pilots(boundary)
     pilot = kept.by_kind.get(kind)
     if pilot is not None:
@@ -162,10 +172,9 @@ def pilot_for(
         stops = np.full(sample.shape[0], n, dtype=np.int64)
         stops[res.at[:, 0]] = res.at[:, 1]
         kept.stops, kept.sample = stops, sample
-    # The costs of the source the call's chunks will be walked by: the routed one, or the next
-    # where the sample's rows include one it cannot hold with a useful band (a float32 source:
-    # a chunk of the call then very likely holds one too, and walks in double precision). Full
-    # evaluation keeps its own source (it recomputes such rows alone; float32 rows near a grid
+    # The costs of the source the call's chunks will be walked by: the routed one (or the next
+    # where the sample's rows do not suit it: a float32 source with too many rows it cannot
+    # hold with a useful band). Full evaluation keeps its own source (float32 rows near a grid
     # go to the float32 source, which finishes its terms in float32 there), so a walk's cost
     # is scaled by its terms' time against a term of full evaluation.
     routed = make_source(X[:1])
@@ -189,6 +198,25 @@ def pilot_for(
     sums = 2 if (thr.mass is not None or source.certified) else 1
     reached = int(stops.max(initial=0))
     extra += POSITION_THREADS * POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
+    if alike and source.certified:
+        # What a certified walk leaves to double precision is walked again there (settle):
+        # the sample's rows whose band would leave them unsure, and those it holds without one.
+        exact = make_source(sample, "double", None)
+        again, end = (
+            float(np.mean(r)) for r in walked_again(source, exact, thr, final, schedule.edges)
+        )
+        if again:
+            _, exact_cost = survival_schedule(
+                stops,
+                n,
+                exact.row_cost,
+                term_cost=exact.term_cost + (exact.mass_cost if thr.mass is not None else 0.0),
+                max_block=exact.max_block,
+            )
+            exact_ns = (exact_cost + exact.start_cost) * exact.term_ns + exact.prep_ns
+            extra += again * exact_ns / full_ns
+        if end:  # U_n summed again in double precision
+            extra += end * (n * (exact.full_term_ns or exact.term_ns) + exact.prep_ns) / full_ns
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
@@ -197,3 +225,47 @@ def pilot_for(
     )
     kept.by_kind[kind] = pilot
     return pilot
+
+
+def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows a walk with the certified ``source`` (holding them) leaves to double
+    precision: ``(walked again, U_n summed again)``, boolean per row.
+
+    A walk stops only where its crossing is certain under its band ``ρ(x) A (1 + max|κ|) +
+    allowance`` over a block (``A`` the running mass at the block's end, ``edges`` the
+    blocks): at the first position where its statistic comes within the band of a threshold,
+    a crossing by more than the band is certain, anything else is left unsure and walked
+    again (rows without a band, ``ρ = ∞``, at once). A walk that never stops keeps its
+    ``U_n`` unless it ends within its band of ``final``. The statistics are the exact walks'
+    (``exact``: the double-precision source of the same rows)."""
+    rho = np.asarray(source.relative_error(), dtype=np.float64)
+    loose = ~np.isfinite(rho)
+    V, U, A = whole_sums(exact, thr, mass=True)
+    n = V.shape[1]
+    if n < 2:
+        return loose, np.zeros_like(loose)
+    allowance = source.allowance(thr, final)
+    edges = np.asarray(edges)
+    sizes = np.diff(edges)
+    last = np.repeat(edges[1:] - 1, sizes)[: n - 1]  # each position's block's last position
+    spread = np.ones(n - 1)
+    if thr.mass is not None:
+        kappa = np.append(np.abs(thr.mass), 0.0)
+        spread = 1.0 + np.repeat(np.maximum.reduceat(kappa, edges[:-1]), sizes)[: n - 1]
+    finite = np.where(loose, 0.0, rho)
+    band = finite[:, None] * A[:, last] * spread + np.maximum.accumulate(allowance)[last]
+    band[loose] = np.inf
+    D = np.full((V.shape[0], n - 1), np.inf)
+    if thr.lower is not None:
+        D = V[:, : n - 1] - thr.lower
+    if thr.upper is not None:
+        D = np.minimum(D, thr.upper - V[:, : n - 1])
+    near = D <= band
+    approached = near.any(axis=1)
+    rows = np.arange(V.shape[0])
+    first = near.argmax(axis=1)
+    again = approached & ~(D[rows, first] < -band[rows, first])
+    if final is None:
+        return again, np.zeros_like(again)
+    ends = ~approached & (np.abs(U[:, n - 1] - final) <= finite * A[:, n - 1] + allowance[-1])
+    return again, ends

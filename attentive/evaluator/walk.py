@@ -28,7 +28,7 @@ from attentive.evaluator.plan import BlockSchedule, Thresholds, expected_remaini
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources import TermSource
 
-__all__ = ["Stops", "settle", "walk_rows", "walk_whole"]
+__all__ = ["Stops", "settle", "walk_rows", "walk_whole", "whole_sums"]
 
 _TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
 
@@ -117,7 +117,8 @@ def walk_rows(
     crossing is certain (:func:`attentive.evaluator.crossing.certain_crossings`); walks that
     come within the band first are set aside in ``unsure``, and the band of each walk that
     never stops is returned with it (``final``: the threshold ``U_n`` is compared with, for the
-    allowance).
+    allowance). Rows it holds without a useful band (an infinite ``ρ(x)``) go to ``unsure``
+    before the first block.
 
     A walk that stops has its sum set to NaN and stays among the rows held until gathering the
     others into a compact copy costs less than carrying it: ``(held − live) × next block ≥
@@ -135,20 +136,34 @@ def walk_rows(
     track_mass = kappa is not None or certified
     if track_mass:
         mass_sum = np.zeros(m)
+    held = np.arange(m)
+    alive = np.ones(m, dtype=bool)
+    live = m
+    stops, sides, values, unsure = [], [], [], []
     if certified:
         rho = source.relative_error()
+        # (The allowance is the rows' with a band: TermSource.allowance.)
         allowance = source.allowance(thr, final)
         # A block's band is taken at its last position: the running maximum covers every
         # position in it (the thresholds' and centring's sizes, a sketch's features' reach, are
         # not monotone along the walk); U_n's own band is the last position's.
         block_allowance = np.maximum.accumulate(allowance)
-    held = np.arange(m)
-    alive = np.ones(m, dtype=bool)
-    live = m
+        # Rows without a useful band (an infinite bound: a float32 product that could be off
+        # by more than a band allows) would be unsure at every crossing: set aside at once for
+        # double precision (settle), the others walked by this source. Dropped from the rows
+        # held with the first walks that stop.
+        loose = np.flatnonzero(~np.isfinite(rho))
+        if loose.size:
+            unsure.append(loose)
+            U[loose] = np.nan
+            alive[loose] = False
+            live -= loose.size
+            rho = np.where(np.isfinite(rho), rho, 0.0)  # (no band of theirs is looked at)
     bufs = scratch()
-    stops, sides, values, unsure = [], [], [], []
     remaining = expected_remaining(survival, n, schedule.edges[:-1])
     for j, (start, stop) in enumerate(itertools.pairwise(schedule.edges.tolist())):
+        if live == 0:  # every row set aside
+            break
         size = stop - start
         if (
             live < held.size and (held.size - live) * size >= source.row_cost * live
@@ -276,15 +291,18 @@ def _prefix_matrix(plan, weights: np.ndarray, kind: str) -> np.ndarray:
     return L
 
 
-def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
-    """Every term of every row ``source`` holds at once, then the stops (tiny problems, and the
-    pilot): one block of all ``n`` positions, every prefix sum, the crossing module's stops of
-    the whole matrix. Not for certified sources (the caller passes their exact counterpart)."""
+def whole_sums(source: TermSource, thr: Thresholds, *, mass: bool = False):
+    """Every term of every row ``source`` holds at once: ``(V, U, A)``, each (rows, n) — the
+    rule's statistic at each position (``U_t``, or ``U_t + κ_t A_t`` for a rule on the running
+    mass, at ``t < n``), the uncentred sums ``U_t`` and the running mass ``A_t`` (None unless
+    the rule is on it or ``mass``)."""
     plan = source.plan
     n = plan.n_terms
     H = np.empty((n, source.n_rows))
     source.block(0, n, H)
-    mass = None if thr.mass is None else source.masses(0, n, H, out=np.empty_like(H)).T
+    masses = (
+        None if thr.mass is None and not mass else source.masses(0, n, H, out=np.empty_like(H)).T
+    )
     H = H.T
     weights, kind = (plan.weight_signs, "signs") if source.magnitudes else (np.ones(n), "ones")
     if n <= SMALL_PREFIX_PRODUCT:
@@ -292,10 +310,10 @@ def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
         # than numpy's cumsum (~3.5 ns per element, not vectorised) for walks this short, and
         # equal to it to rounding (each sum of the same terms in another order).
         U = H @ _prefix_matrix(plan, weights, kind)
-        A = None if mass is None else mass @ _prefix_matrix(plan, np.ones(n), "ones")
+        A = None if masses is None else masses @ _prefix_matrix(plan, np.ones(n), "ones")
     else:
         U = np.cumsum(H * weights, axis=1)
-        A = None if mass is None else np.cumsum(mass, axis=1)
+        A = None if masses is None else np.cumsum(masses, axis=1)
     start = source.start()
     if start is not None:
         U += start[:, None]
@@ -303,6 +321,16 @@ def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
     if thr.mass is not None:
         V = U.copy()
         V[:, : n - 1] += thr.mass * A[:, : n - 1]
+    return V, U, A
+
+
+def walk_whole(source: TermSource, thr: Thresholds) -> Stops:
+    """Every term of every row ``source`` holds at once, then the stops (tiny problems, and the
+    pilot): one block of all ``n`` positions, every prefix sum (:func:`whole_sums`), the
+    crossing module's stops of the whole matrix. Not for certified sources (the caller passes
+    their exact counterpart)."""
+    n = source.plan.n_terms
+    V, U, _ = whole_sums(source, thr)
     at, side = stops_of(V, thr.lower, thr.upper)
     rows = np.arange(V.shape[0])
     return Stops.of_all(at, side, V[rows, at - 1], U[:, n - 1])

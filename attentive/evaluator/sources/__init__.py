@@ -5,8 +5,6 @@ specialisations)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from attentive.evaluator.sources.base import NotUsable, TermSource
 
 __all__ = [
@@ -82,12 +80,10 @@ def build_source(
             # but not on it) is not that.
             cls = source_for(walk, plan, X, precision, after=cls)
             continue
-        if source.certified and not np.isfinite(source.relative_error()).all():
-            # A row without a useful band: full evaluation recomputes such rows in double
-            # precision (TermSource.tile_totals), but a walk would leave them unsure at every
-            # crossing, so walks take the next source for the whole chunk.
-            cls = source_for(walk, plan, X, precision, after=cls)
-            continue
+        # A certified source may hold rows without a useful band (an infinite bound): full
+        # evaluation recomputes them in double precision (TermSource.tile_totals), and a walk
+        # sets them aside for double precision before its first block (walk.walk_rows), the
+        # rest of the chunk keeping the certified source.
         return source
 
 

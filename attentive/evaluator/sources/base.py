@@ -160,7 +160,9 @@ class TermSource(ABC):
         raise NotImplementedError
 
     def allowance(self, thr: Thresholds, final: float | None) -> np.ndarray:
-        """Per position ``1..n``: double-precision rounding to add to a band on ``U_t``."""
+        """Per position ``1..n``: double-precision rounding to add to a band on ``U_t``, for
+        the rows held with a finite :meth:`relative_error` (the others are walked again in
+        double precision)."""
         raise NotImplementedError
 
     def exact_source(self, X) -> TermSource:

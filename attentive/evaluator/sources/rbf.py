@@ -75,9 +75,14 @@ def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
 def rbf_allowance(source, thr, final) -> np.ndarray:
     """The rounding allowance of a certified dense RBF source (float32 products): its rows'
     exponent parts ``source.row`` (−γ|x|²) bound the exponent's scale with the arrays'
-    largest support-vector norm (:func:`attentive.evaluator.precision.rounding_allowance`)."""
+    largest support-vector norm (:func:`attentive.evaluator.precision.rounding_allowance`); the
+    rows without a useful band (an infinite bound, walked in double precision) take no part."""
     a = source.a
-    max_norm = float(np.sqrt((-source.row / a.gamma).max(initial=0.0)))
+    row = source.row
+    rho = source.relative_error()
+    if rho is not None:  # rows without a band are walked again in double precision
+        row = row[np.isfinite(rho)]
+    max_norm = float(np.sqrt((-row / a.gamma).max(initial=0.0)))
     scale = a.gamma * (max_norm + a.sv_norm) ** 2
     p = source.plan
     return rounding_allowance(p.ordered_weights, p.centring_sums, thr, scale, a.width, final)
