@@ -104,8 +104,8 @@ class RBFSingleSource(TermSource):
         # A row whose terms could be off by more than MAX_RELATIVE_TERM_ERROR (a long row far
         # out: standardised pixels of a rare stroke) has no useful band: its bound is set to
         # infinity. Full evaluation recomputes just that row in double precision, the rest of
-        # the tile keeping its float32 products; a walk takes the double source for the whole
-        # chunk (sources.build_source). A tile of many such rows goes to double precision whole.
+        # the tile keeping its float32 products; a walk sets it aside for double precision
+        # (walk.walk_rows). A tile of many such rows goes to double precision whole.
         loose = ~(self.rho <= MAX_RELATIVE_TERM_ERROR)
         if loose.any():
             if loose.mean() > MAX_LOOSE_SHARE:
