@@ -115,11 +115,7 @@ def test_knife_edge_thresholds_fall_back_to_double_precision(rbf, settled, monke
     assert settled and sum(unsure for _, unsure in settled) > 0
     _assert_same(ev, ref, _band(walk))
     # Without the band, float32 products alone decide some of these knife edges wrongly.
-    monkeypatch.setattr(
-        rbf_single,
-        "product_relative_error",
-        lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
-    )
+    _without_error_bound(monkeypatch)
     unsafe = evaluate(walk, Xt, boundary, theta_s, n_jobs=1, path="walk")
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
 
@@ -153,6 +149,14 @@ def test_error_band_bounds_the_single_precision_sums(rbf):
     total = float(np.abs(plan.ordered_weights).sum())
     assert err.max() > 1e-10 * total  # single precision is visible: the check can fail
     assert band[-1].max() < 1e-5 * total  # and the band is tight enough to decide most stops
+    # The walk's band, split by support vector: base(x) A_t + per_norm(x) Σ_{k≤t} |y_k| |w| K̂_k.
+    base, per_norm, norms = source.band_split()
+    np.testing.assert_allclose(norms, np.sqrt((Y.astype(np.float64) ** 2).sum(axis=1)))
+    weighted = np.cumsum(H * norms[:, None], axis=0)
+    split = base[None, :] * A + per_norm[None, :] * weighted + allowance[:, None]
+    assert np.all(err <= split)
+    assert np.all(split <= band * (1 + 1e-12))
+    assert (split[-1] < 0.9 * band[-1]).all()  # tighter: the support vectors' norms differ
 
 
 @pytest.mark.parametrize("budget", [None, 37])
@@ -260,7 +264,7 @@ def test_a_walk_sets_rows_without_a_band_aside_for_double_precision(rbf, settled
     _assert_same(ev, ref, band=_band(walk))  # the scores of walks that never stop: float32's
 
 
-@pytest.mark.parametrize("on_mass, widen", [(False, 5.0), (True, 20.0)])
+@pytest.mark.parametrize("on_mass, widen", [(False, 10.0), (True, 30.0)])
 def test_the_pilot_finds_the_rows_a_certified_walk_leaves_to_double_precision(rbf, on_mass, widen):
     """``walked_again`` (which rows a certified walk would leave unsure, and which end within
     their band of the label's threshold), from the exact walks alone, against a float32 walk
@@ -287,7 +291,9 @@ def test_the_pilot_finds_the_rows_a_certified_walk_leaves_to_double_precision(rb
     def single(widen):
         source = build_source(walk, plan, X, "single")
         assert isinstance(source, RBFSingleSource)
-        source.rho = source.rho * widen  # a band wide enough to leave many walks unsure
+        # A band wide enough to leave many walks unsure (the walk's, split by support vector).
+        source.rho, source.base = source.rho * widen, source.base * widen
+        source.per_norm = source.per_norm * widen
         return source
 
     def compare(thr, widen):
@@ -394,6 +400,11 @@ def _without_error_bound(monkeypatch):
         "product_relative_error",
         lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
     )
+    monkeypatch.setattr(  # and the walk's band, split by support vector
+        rbf_single,
+        "split_relative_error",
+        lambda g, y, w, x, d, e=0.0: (np.zeros(np.shape(x)), np.zeros(np.shape(x))),
+    )
 
 
 def test_labels_near_theta_are_decided_in_double_precision(rbf, settled, monkeypatch):
@@ -485,11 +496,7 @@ def test_float32_products_give_the_double_walks_stops_on_knife_edges(monkeypatch
     np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
     np.testing.assert_array_equal(ev.stop_side, ref.stop_side)
     np.testing.assert_array_equal(ev.labels, ref.labels)
-    monkeypatch.setattr(
-        rbf_single,
-        "product_relative_error",
-        lambda g, y, w, x, d, e=0.0, **kw: np.zeros(np.shape(x)),
-    )
+    _without_error_bound(monkeypatch)
     unsafe = evaluate(walk, Xt, boundary, theta_s, **kwargs)
     assert not np.array_equal(unsafe.n_evaluated, ref.n_evaluated)
 

@@ -233,7 +233,8 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
 
     A walk stops only where its crossing is certain under its band ``ρ(x) A (1 + max|κ|) +
     allowance`` over a block (``A`` the running mass at the block's end, ``edges`` the
-    blocks): at the first position where its statistic comes within the band of a threshold,
+    blocks; ``ρ(x) A`` split by term where the source splits it, :meth:`TermSource.
+    band_split`): at the first position where its statistic comes within the band of a threshold,
     a crossing by more than the band is certain, anything else is left unsure and walked
     again (rows without a band, ``ρ = ∞``, at once). A walk that never stops keeps its
     ``U_n`` unless it ends within its band of ``final``. The statistics are the exact walks'
@@ -253,7 +254,15 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
         kappa = np.append(np.abs(thr.mass), 0.0)
         spread = 1.0 + np.repeat(np.maximum.reduceat(kappa, edges[:-1]), sizes)[: n - 1]
     finite = np.where(loose, 0.0, rho)
-    band = finite[:, None] * A[:, last] * spread + np.maximum.accumulate(allowance)[last]
+    per_weight, weighted = np.zeros_like(finite), np.zeros_like(A)
+    split = source.band_split()
+    if split is not None:  # base(x) A_t + per_weight(x) Σ_{k≤t} weight_k |w| h_k
+        base, per_weight, weights = split
+        finite = np.where(loose, 0.0, base)
+        per_weight = np.where(loose, 0.0, per_weight)
+        weighted = np.cumsum(np.diff(A, axis=1, prepend=0.0) * weights, axis=1)
+    band = finite[:, None] * A[:, last] + per_weight[:, None] * weighted[:, last]
+    band = band * spread + np.maximum.accumulate(allowance)[last]
     band[loose] = np.inf
     D = np.full((V.shape[0], n - 1), np.inf)
     if thr.lower is not None:
@@ -267,5 +276,6 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
     again = approached & ~(D[rows, first] < -band[rows, first])
     if final is None:
         return again, np.zeros_like(again)
-    ends = ~approached & (np.abs(U[:, n - 1] - final) <= finite * A[:, n - 1] + allowance[-1])
+    end_band = finite * A[:, n - 1] + per_weight * weighted[:, n - 1] + allowance[-1]
+    ends = ~approached & (np.abs(U[:, n - 1] - final) <= end_band)
     return again, ends

@@ -68,6 +68,36 @@ def product_relative_error(
     return 1.01 * rho / (1.0 - rho)
 
 
+def split_relative_error(
+    gamma: float,
+    sv_norm: float,
+    log_w_max: float,
+    x_norms: np.ndarray,
+    d: int,
+    norm_error: np.ndarray | float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`product_relative_error`'s bound split by support vector: ``(base, per_norm)`` per
+    example, such that the term of a support vector ``y`` (``|y| ≤ sv_norm``) is within ``(base +
+    per_norm |y|) |w| K̂`` of the exact one, and ``base + per_norm · sv_norm`` is the bound
+    :func:`product_relative_error` gives (by Cauchy–Schwarz).
+
+    The product's part of the exponent's error, ``1.01 (d + 2) u32 · 2γ|x||y|``, is the term's
+    own; the rest (the norm's error, double precision's rounding at the largest ``|y|`` and
+    ``|log|w||``) and the factor ``1.01 / (1 − ρ₀)`` are taken at their largest, ``ρ₀`` the
+    largest term's ``1.001 e + 8 u64``: the bound of each step of :func:`product_relative_error`
+    holds term by term, and ``ρ₀ / (1 − ρ₀)`` is at most ``ρ₀ / (1 − max ρ₀)``. A band on a
+    running sum is then ``base Σ|w| K̂ + per_norm Σ|y| |w| K̂``, far below ``ρ Σ|w| K̂`` where
+    a few support vectors of large norm set ``sv_norm`` (standardised pixels: 9-10 times)."""
+    norm_error = np.asarray(norm_error, dtype=np.float64)
+    x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
+    per_dot = 1.01 * (d + 2) * U32 * 2.0 * gamma * x_norms
+    rest = gamma * norm_error
+    rest = rest + 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
+    rho0 = 1.001 * (per_dot * sv_norm + rest) + 8 * U64
+    c = 1.01 / (1.0 - rho0)
+    return c * (1.001 * rest + 8 * U64), c * 1.001 * per_dot
+
+
 def rounding_allowance(
     weights: np.ndarray,
     centring_sums: np.ndarray,

@@ -134,6 +134,7 @@ def walk_rows(
     U = np.zeros(m) if start_values is None else np.array(start_values, dtype=np.float64)
     # The running mass A_t: a rule on it needs it, and so does a certified source's band.
     track_mass = kappa is not None or certified
+    split = None  # a certified source's band split by term (below)
     if track_mass:
         mass_sum = np.zeros(m)
     held = np.arange(m)
@@ -159,6 +160,14 @@ def walk_rows(
             alive[loose] = False
             live -= loose.size
             rho = np.where(np.isfinite(rho), rho, 0.0)  # (no band of theirs is looked at)
+        # A band split by term (TermSource.band_split): ρ(x) A_t becomes base(x) A_t +
+        # per_weight(x) Σ_{k≤t} weight_k |w| h_k, a second running mass ``weighted``.
+        split = source.band_split()
+        if split is not None:
+            rho, per_weight, weights = split
+            rho = np.where(alive, rho, 0.0)
+            per_weight = np.where(alive, per_weight, 0.0)
+            weighted = np.zeros(m)
     bufs = scratch()
     remaining = expected_remaining(survival, n, schedule.edges[:-1])
     for j, (start, stop) in enumerate(itertools.pairwise(schedule.edges.tolist())):
@@ -174,6 +183,8 @@ def walk_rows(
             alive = np.ones(live, dtype=bool)
             if certified:
                 rho = rho[keep]
+                if split is not None:
+                    per_weight, weighted = per_weight[keep], weighted[keep]
             if track_mass:
                 mass_sum = mass_sum[keep]
         k = held.size
@@ -181,10 +192,15 @@ def walk_rows(
         source.block(start, stop, H)
         if kappa is not None:
             M = source.masses(start, stop, H, out=bufs.get("mass", (size, k)))
+            if certified and split is not None:
+                weighted = weighted + weights[start:stop] @ M
             M = _running_sums(M, mass_sum, None, False)
             mass_sum = M[size - 1].copy()
         elif certified:  # A_t to the block's end
-            mass_sum = mass_sum + source.masses(start, stop, H).sum(axis=0)
+            M = source.masses(start, stop, H)
+            mass_sum = mass_sum + M.sum(axis=0)
+            if split is not None:
+                weighted = weighted + weights[start:stop] @ M
         P = _running_sums(H, U, plan.weight_signs[start:stop], magnitudes)
         U = P[size - 1].copy()
         checked = min(stop, n - 1) - start
@@ -203,6 +219,8 @@ def walk_rows(
             # A_t at the block's end bounds it within the block. Walks that may cross under
             # the widest band are found in one pass; only they are looked at walk by walk.
             beta = rho * mass_sum
+            if split is not None:
+                beta += per_weight * weighted
             if kappa is not None:
                 beta *= 1.0 + float(np.abs(kappa[start : start + checked]).max())
             beta += block_allowance[start + checked - 1]
@@ -236,6 +254,8 @@ def walk_rows(
     out = Stops(rows=held[alive], U=U[alive], at=at, side=side, value=value, unsure=rest)
     if certified:
         out.band = rho[alive] * mass_sum[alive] + allowance[-1]
+        if split is not None:
+            out.band += per_weight[alive] * weighted[alive]
     return out
 
 

@@ -159,6 +159,14 @@ class TermSource(ABC):
         """Per row held: a bound on the relative error of each term :meth:`block` writes."""
         raise NotImplementedError
 
+    def band_split(self):
+        """A tighter bound than :meth:`relative_error`'s where terms differ in their error:
+        ``(base, per_weight, weights)``, each term ``k`` of a row held within ``(base +
+        per_weight · weights[k]) |w| K̂`` of itself (``base``, ``per_weight`` per row,
+        ``weights`` per walk position; never above :meth:`relative_error`); None where every
+        term takes :meth:`relative_error`'s bound."""
+        return None
+
     def allowance(self, thr: Thresholds, final: float | None) -> np.ndarray:
         """Per position ``1..n``: double-precision rounding to add to a band on ``U_t``, for
         the rows held with a finite :meth:`relative_error` (the others are walked again in

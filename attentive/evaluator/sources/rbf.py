@@ -108,6 +108,7 @@ class RBFArrays:
     centre: np.ndarray  # the support vectors' mean
     augmented: np.ndarray  # [y − c on the columns, −γ|y − c|² + log|w|, 1], float64
     sv_norm: float  # max |y|
+    sv_norms: np.ndarray  # |y| per position
     # Per column, the largest |2γy| over the support vectors, rounded up to float32.
     column_max32: np.ndarray
     centred_norm: float  # max |y − c|
@@ -144,6 +145,7 @@ def rbf_arrays(walk, plan) -> RBFArrays:
                 np.column_stack([Yc, -gamma * norms2 + log_w, np.ones(len(Y))])
             ),
             sv_norm=float(np.sqrt(raw2.max(initial=0.0))),
+            sv_norms=np.sqrt(raw2),
             column_max32=_rounded_up32(np.abs(columns.take(scaled)).max(axis=0, initial=0.0)),
             centred_norm=float(np.sqrt(norms2.max(initial=0.0))),
             log_w_max=float(finite_log.max(initial=0.0)),

@@ -21,6 +21,7 @@ from attentive.evaluator.precision import (
     dot_bounds,
     product_relative_error,
     single_totals_error,
+    split_relative_error,
 )
 from attentive.evaluator.rows import block_product, restricted_rows, row_norms
 from attentive.evaluator.sources import SINGLE, register_source
@@ -113,6 +114,14 @@ class RBFSingleSource(TermSource):
                     "many rows' float32 products could be off by more than a band allows"
                 )
             self.rho[loose] = np.inf
+        # The bound split by support vector (precision.split_relative_error) for the walk's
+        # band; rows whose Hölder bound is the lower keep theirs for every term.
+        self.base, self.per_norm = split_relative_error(
+            a.gamma, a.sv_norm, a.log_w_max, np.sqrt(norms2), d, norm_error
+        )
+        if wide.size:
+            self.base[wide], self.per_norm[wide] = self.rho[wide], 0.0
+        self.base[loose], self.per_norm[loose] = np.inf, 0.0
         # The rows' ``(|x|², bound on its error)`` as held at construction (a sketched walk's
         # float32 features take them instead of summing them again); not kept by ``keep``.
         self.row_norms = (norms2, norm_error)
@@ -123,6 +132,7 @@ class RBFSingleSource(TermSource):
         self.X = self.X[idx]  # fancy indexing: contiguous out, fast on views too
         self.row = self.row[idx]
         self.rho = self.rho[idx]
+        self.base, self.per_norm = self.base[idx], self.per_norm[idx]
         self.dots = self.dots[idx]
         self.row_norms = None
 
@@ -161,6 +171,9 @@ class RBFSingleSource(TermSource):
 
     def relative_error(self):
         return self.rho
+
+    def band_split(self):
+        return self.base, self.per_norm, self.a.sv_norms
 
     def allowance(self, thr, final):
         return rbf_allowance(self, thr, final)

@@ -321,6 +321,9 @@ class SketchedSource(TermSource):
     def relative_error(self):
         return self.inner.relative_error()
 
+    def band_split(self):
+        return self.inner.band_split()
+
     def allowance(self, thr, final):
         """The inner source's, plus the rounding of the sketched parts: the features and their
         products with the blocks' ``w b`` in double precision, at most ``8 (m + d + 8) u64`` of
