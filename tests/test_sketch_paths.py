@@ -303,3 +303,49 @@ def test_features_off_by_their_whole_bound_leave_every_stop_as_the_references(
         ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
         differ += int(np.sum(ev.n_evaluated != ref.n_evaluated))
     assert differ > 0
+
+
+def test_the_pilot_finds_the_walks_a_sketched_float32_walk_leaves_to_double_precision(
+    sketched_walks, monkeypatch
+):
+    """``walked_again`` on a sketched walk over the float32 source, whose features come from
+    float32 products with a bound per row (widened 30 times here, so that it decides many
+    crossings), against that walk itself: the walks it leaves unsure, and those that end within
+    their band of the label's threshold."""
+    from attentive.evaluator.pilot import walked_again
+    from attentive.evaluator.plan import block_schedule, thresholds
+    from attentive.evaluator.sources import build_source
+    from attentive.evaluator.sources import sketch as module
+    from attentive.evaluator.walk import walk_rows
+
+    walk, X = sketched_walks["rbf-single"]
+    exact_features = module.single_features
+
+    def widened(projection, rows, gamma, **kwargs):
+        a, err = exact_features(projection, rows, gamma, **kwargs)
+        return a, 30.0 * err
+
+    monkeypatch.setattr(module, "single_features", widened)
+    monkeypatch.setattr(module, "MAX_FEATURE_ERROR", np.inf)
+    plan, base_plan = walk_plan(walk), walk_plan(walk.walk)
+    S, _ = walk.partial_scores_and_masses(X)
+    boundary, _ = _boundary(S, np.random.default_rng(5), "both")
+    thr = thresholds(plan, boundary)
+    final = float(walk.theta_s(0.0) + plan.centring_sums[-1])
+    schedule = block_schedule(walk.n_terms, 6)
+    rows = np.asarray(X)
+
+    def source(precision):
+        inner = build_source(walk.walk, base_plan, rows, precision)
+        return module.SketchedSource(inner, walk, plan, rows)
+
+    single = source("single")
+    assert single.inner.kind == "rbf-single"
+    per_row, reach = single.row_allowance()
+    assert np.ptp(per_row) > 0 and reach[0] > reach[-1]  # a bound per row, falling along the walk
+    again, ends = walked_again(single, source("double"), thr, final, schedule.edges)
+    res = walk_rows(source("single"), schedule, thr, final)
+    np.testing.assert_array_equal(np.flatnonzero(again), np.sort(res.unsure))
+    near = res.rows[np.abs(res.U - final) <= res.band]
+    np.testing.assert_array_equal(np.flatnonzero(ends), np.sort(near))
+    assert 5 <= again.sum() < len(rows) // 2

@@ -247,12 +247,23 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
         return loose, np.zeros_like(loose)
     allowance = source.allowance(thr, final)
     edges = np.asarray(edges)
-    sizes = np.diff(edges)
-    last = np.repeat(edges[1:] - 1, sizes)[: n - 1]  # each position's block's last position
-    spread = np.ones(n - 1)
-    if thr.mass is not None:
-        kappa = np.append(np.abs(thr.mass), 0.0)
-        spread = 1.0 + np.repeat(np.maximum.reduceat(kappa, edges[:-1]), sizes)[: n - 1]
+    last = np.repeat(edges[1:] - 1, np.diff(edges))[: n - 1]  # each position's block's last
+    # Per position t < n − 1, the largest of ``values`` over its block's positions checked
+    # (those below n − 1), as the walk takes a block's band.
+    starts = edges[:-1][edges[:-1] < n - 1]
+    counts = np.diff(np.append(starts, n - 1))
+
+    def block_max(values):
+        return np.repeat(np.maximum.reduceat(np.asarray(values)[: n - 1], starts), counts)
+
+    spread = np.ones(n - 1) if thr.mass is None else 1.0 + block_max(np.abs(thr.mass))
+    reach = np.zeros(n - 1)
+    per_row = np.zeros(V.shape[0])
+    row_allowance = source.row_allowance()
+    if row_allowance is not None:
+        per_row, profile = row_allowance
+        per_row = np.where(loose, 0.0, per_row)
+        reach = block_max(profile)
     finite = np.where(loose, 0.0, rho)
     per_weight, weighted = np.zeros_like(finite), np.zeros_like(A)
     split = source.band_split()
@@ -262,7 +273,7 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
         per_weight = np.where(loose, 0.0, per_weight)
         weighted = np.cumsum(np.diff(A, axis=1, prepend=0.0) * weights, axis=1)
     band = finite[:, None] * A[:, last] + per_weight[:, None] * weighted[:, last]
-    band = band * spread + np.maximum.accumulate(allowance)[last]
+    band = band * spread + block_max(allowance) + per_row[:, None] * reach
     band[loose] = np.inf
     D = np.full((V.shape[0], n - 1), np.inf)
     if thr.lower is not None:
@@ -277,5 +288,7 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
     if final is None:
         return again, np.zeros_like(again)
     end_band = finite * A[:, n - 1] + per_weight * weighted[:, n - 1] + allowance[-1]
+    if row_allowance is not None:
+        end_band = end_band + per_row * profile[-1]
     ends = ~approached & (np.abs(U[:, n - 1] - final) <= end_band)
     return again, ends

@@ -134,7 +134,7 @@ def walk_rows(
     U = np.zeros(m) if start_values is None else np.array(start_values, dtype=np.float64)
     # The running mass A_t: a rule on it needs it, and so does a certified source's band.
     track_mass = kappa is not None or certified
-    split = None  # a certified source's band split by term (below)
+    split = row_allowance = None  # a certified source's band split by term or row (below)
     if track_mass:
         mass_sum = np.zeros(m)
     held = np.arange(m)
@@ -143,12 +143,14 @@ def walk_rows(
     stops, sides, values, unsure = [], [], [], []
     if certified:
         rho = source.relative_error()
-        # (The allowance is the rows' with a band: TermSource.allowance.)
+        # (The allowance is the rows' with a band: TermSource.allowance; and a part of it
+        # that differs by row, TermSource.row_allowance.) A block's band takes each largest
+        # over the block's positions (the thresholds' and centring's sizes, a sketch's
+        # features' reach, are not monotone along the walk); U_n's own is the last position's.
         allowance = source.allowance(thr, final)
-        # A block's band is taken at its last position: the running maximum covers every
-        # position in it (the thresholds' and centring's sizes, a sketch's features' reach, are
-        # not monotone along the walk); U_n's own band is the last position's.
-        block_allowance = np.maximum.accumulate(allowance)
+        row_allowance = source.row_allowance()
+        if row_allowance is not None:
+            per_row, reach = row_allowance
         # Rows without a useful band (an infinite bound: a float32 product that could be off
         # by more than a band allows) would be unsure at every crossing: set aside at once for
         # double precision (settle), the others walked by this source. Dropped from the rows
@@ -160,6 +162,8 @@ def walk_rows(
             alive[loose] = False
             live -= loose.size
             rho = np.where(np.isfinite(rho), rho, 0.0)  # (no band of theirs is looked at)
+            if row_allowance is not None:
+                per_row = np.where(alive, per_row, 0.0)
         # A band split by term (TermSource.band_split): ρ(x) A_t becomes base(x) A_t +
         # per_weight(x) Σ_{k≤t} weight_k |w| h_k, a second running mass ``weighted``.
         split = source.band_split()
@@ -183,6 +187,8 @@ def walk_rows(
             alive = np.ones(live, dtype=bool)
             if certified:
                 rho = rho[keep]
+                if row_allowance is not None:
+                    per_row = per_row[keep]
                 if split is not None:
                     per_weight, weighted = per_weight[keep], weighted[keep]
             if track_mass:
@@ -223,7 +229,9 @@ def walk_rows(
                 beta += per_weight * weighted
             if kappa is not None:
                 beta *= 1.0 + float(np.abs(kappa[start : start + checked]).max())
-            beta += block_allowance[start + checked - 1]
+            beta += float(allowance[start : start + checked].max())
+            if row_allowance is not None:
+                beta += per_row * float(reach[start : start + checked].max())
             widest = float(np.max(beta, where=alive, initial=0.0))
             c = first_crossings(
                 P,
@@ -254,6 +262,8 @@ def walk_rows(
     out = Stops(rows=held[alive], U=U[alive], at=at, side=side, value=value, unsure=rest)
     if certified:
         out.band = rho[alive] * mass_sum[alive] + allowance[-1]
+        if row_allowance is not None:
+            out.band += per_row[alive] * reach[-1]
         if split is not None:
             out.band += per_weight[alive] * weighted[alive]
     return out

@@ -167,6 +167,12 @@ class TermSource(ABC):
         term takes :meth:`relative_error`'s bound."""
         return None
 
+    def row_allowance(self):
+        """A part of the allowance that differs by row: ``(per_row, per_position)``, adding
+        ``per_row[x] · per_position[t]`` to the band of row ``x`` at position ``t`` (None: no
+        such part)."""
+        return None
+
     def allowance(self, thr: Thresholds, final: float | None) -> np.ndarray:
         """Per position ``1..n``: double-precision rounding to add to a band on ``U_t``, for
         the rows held with a finite :meth:`relative_error` (the others are walked again in

@@ -203,9 +203,9 @@ def single_features(
     return a, err
 
 
-def single_source_features(walk, X, inner) -> tuple[np.ndarray, float]:
+def single_source_features(walk, X, inner) -> tuple[np.ndarray, np.ndarray]:
     """Features of the rows the float32 source ``inner`` holds (:func:`single_features`, with
-    the ``‖x‖²`` that source computed), and the largest bound on their error. Rows whose bound
+    the ``‖x‖²`` that source computed), and each row's bound on their error. Rows whose bound
     is above :data:`MAX_FEATURE_ERROR` get their features in double precision (bound 0)."""
     X = np.asarray(X)
     features, error = single_features(
@@ -215,7 +215,7 @@ def single_source_features(walk, X, inner) -> tuple[np.ndarray, float]:
     if loose.size:
         features[loose] = sketch_features(walk, X[loose])
         error[loose] = 0.0
-    return features, float(error.max(initial=0.0))
+    return features, error
 
 
 def _term_ns(d: int) -> float:
@@ -273,9 +273,15 @@ class SketchedSource(TermSource):
         # from float32 products too, their bound joining the band (allowance); elsewhere they
         # are the reference's to double rounding.
         single = inner.kind == "rbf-single" and not sp.issparse(X)
-        features, self.feature_error = (
-            single_source_features(walk, X, inner) if single else (sketch_features(walk, X), 0.0)
+        features, errors = (
+            single_source_features(walk, X, inner)
+            if single
+            else (sketch_features(walk, X), np.zeros(np.shape(X)[0]))
         )
+        # Each row's bound on its features' error (0 where they are the reference's), and the
+        # largest of them.
+        self.feature_errors = errors
+        self.feature_error = float(errors.max(initial=0.0))
         self.start_values = features @ self.arrays_.beta - self.arrays_.mean_start
         # Held one feature a row (m, rows): a block's sketched terms come out as the block's
         # (positions, rows), and are subtracted without a transposed pass.
@@ -302,6 +308,7 @@ class SketchedSource(TermSource):
         self.inner.keep(idx)
         self.features_t = self.features_t[:, idx]
         self.start_values = self.start_values[idx]
+        self.feature_errors = self.feature_errors[idx]
 
     def block(self, start, stop, out):
         """``|w| (h − h̃)``: the exact magnitudes less ``a(x) · (|w| b)``, the signs applied in
@@ -327,18 +334,21 @@ class SketchedSource(TermSource):
     def allowance(self, thr, final):
         """The inner source's, plus the rounding of the sketched parts: the features and their
         products with the blocks' ``w b`` in double precision, at most ``8 (m + d + 8) u64`` of
-        ``max ‖a(x)‖_∞ Σ_{k≤t} |w| ‖b‖₁ + |F̃(x)|`` at position ``t``; and where the features
-        come from float32 products, their bound ``ε`` (the largest of the rows held) times
-        ``‖β − Σ_{k≤t} w b‖₁``."""
+        ``max ‖a(x)‖_∞ Σ_{k≤t} |w| ‖b‖₁ + |F̃(x)|`` at position ``t``. (Features from float32
+        products add their own bound, row by row: :meth:`row_allowance`.)"""
         own = self.inner.allowance(thr, final)
         a_max = float(np.abs(self.features_t).max(initial=0.0))
         start_max = float(np.abs(self.start_values).max(initial=0.0))
         m, d = self.walk.sketch.m, self.walk.sketch.n_features
-        out = own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
-        if self.feature_error:
-            # Features off by at most ε: U^ρ_t moves by at most ε ‖β − Σ_{k≤t} w b‖₁.
-            out = out + 1.01 * self.feature_error * self.arrays_.ahead
-        return out
+        return own + 8 * (m + d + 8) * U64 * (a_max * self.arrays_.size + start_max)
+
+    def row_allowance(self):
+        """Where the features come from float32 products: a row's features off by at most its
+        bound ``ε(x)`` move ``U^ρ_t`` by at most ``ε(x) ‖β − Σ_{k≤t} w b‖₁`` — ``(1.01 ε(x) per
+        row, ‖β − Σ_{k≤t} w b‖₁ per position)``; None where they are the reference's."""
+        if not self.feature_error:
+            return None
+        return 1.01 * self.feature_errors, self.arrays_.ahead
 
     def exact_source(self, X):
         return SketchedSource(self.inner.exact_source(X), self.walk, self.plan, X)
