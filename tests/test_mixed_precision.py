@@ -551,6 +551,14 @@ def test_holders_bound_gives_rows_far_out_on_quiet_columns_a_band(quiet_columns)
     )
     err = np.abs(H - exact).astype(np.float64)
     assert np.all(err <= rho[None, :] * H)
+    # The walk's bound split by support vector: every term within its own (base + per_norm
+    # |y|), the rows Hölder's bound gave a band keeping it for every term.
+    base, per_norm, norms = source.band_split()
+    assert np.all(err <= (base[None, :] + per_norm[None, :] * norms[:, None]) * H)
+    np.testing.assert_array_equal(base[far], rho[far])
+    assert not per_norm[far].any()
+    near = np.setdiff1d(np.arange(len(X)), far)
+    assert np.all(per_norm[near] > 0) and np.all(base[near] < rho[near])
 
 
 def test_dot_bounds_are_above_every_support_vectors_sum_and_close_to_the_largest():
