@@ -23,6 +23,7 @@ from attentive.evaluator.precision import (
 )
 from attentive.evaluator.sources import rbf_single
 from attentive.evaluator.sources.rbf_single import RBFSingleSource
+from attentive.evaluator.walk import TRIANGULAR_MAX
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -331,13 +332,15 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
     plan = walk_plan(walk)
     clean = X[:128]
     loose = _far_rows(clean, np.array([3]))
+    many = _far_rows(clean, np.arange(3, 128, 10))  # 13 of 128: a chunk's redone rows many
     single = build_source(walk, plan, loose, "single")
     double = build_source(walk, plan, loose, "double")
     assert isinstance(single, RBFSingleSource) and isinstance(double, RBFDoubleSource)
     assert np.isinf(single.relative_error()).sum() == 1
     assert double.term_ns > 1.3 * single.term_ns and double.prep_ns > single.prep_ns
     pilots, boundaries = [], []
-    for reference in (clean, loose):
+    references = (clean, loose, many)
+    for reference in references:
         boundary = _curved(walk, X_train, y_train, 0.05)  # a boundary of its own: its own pilot
         evaluate_blocked(walk, X, boundary, theta_s, reference=reference, n_jobs=1)
         (pilot,) = plan.pilots(boundary).by_kind.values()
@@ -361,7 +364,8 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
         return cost * source.term_ns + per_chunk / NOMINAL_CHUNK_ROWS
 
     final = float(theta_s + plan.centring_sums[-1])
-    for reference, boundary, pilot in zip((clean, loose), boundaries, pilots, strict=True):
+    shares = []
+    for reference, boundary, pilot in zip(references, boundaries, pilots, strict=True):
         again, ends = walked_again(
             build_source(walk, plan, reference, "single"),
             build_source(walk, plan, reference, "double"),
@@ -374,10 +378,15 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
         )
         redone = again.mean() * (in_double * double.term_ns + double.prep_ns)
         redone += ends.mean() * (n * double.term_ns + double.prep_ns)  # U_n again
+        if again.mean() * NOMINAL_CHUNK_ROWS > TRIANGULAR_MAX:  # that walk's positions
+            longest = pilot.stops[again].max()
+            redone += POSITION_THREADS * POSITION_NS * longest / NOMINAL_CHUNK_ROWS
         expected = (priced(single, pilot) + redone) / full_ns
         assert pilot.walk_cost == pytest.approx(expected, rel=1e-12)
-    assert again[3]  # the far row
-    assert again.mean() * in_double * double.term_ns > 0.002 * priced(single, pilots[1])
+        shares.append(again.mean())
+    assert shares[1] * 128 >= 1 and shares[1] * NOMINAL_CHUNK_ROWS <= TRIANGULAR_MAX
+    assert shares[2] * NOMINAL_CHUNK_ROWS > TRIANGULAR_MAX  # both ways of pricing the redone
+    assert pilots[2].walk_cost > pilots[1].walk_cost > pilots[0].walk_cost
 
 
 @pytest.mark.parametrize("bad", ["float32", 32, True])
@@ -671,3 +680,44 @@ def test_holders_bound_on_scaled_mnist_rows_holds_against_extended_precision(mni
     U = (w[:, None] * np.exp(-gamma * d2)).sum(axis=0)
     assert np.isfinite(band[ok]).all()
     assert np.all(np.abs(U_hat[ok] - U[ok]).astype(np.float64) <= band[ok])
+
+
+def test_rows_far_from_the_origin_get_no_band_rather_than_a_wrong_one():
+    """Rows 1,000 away from the origin (the fixture's data shifted: the same model): a float32
+    product's error can be more than its exponent's bound holds for (``e^e − 1 ≤ 1.001 e``
+    needs ``e`` ≤ 1e-3), where ``1.01 ρ / (1 − ρ)`` turned negative and every row had a
+    (negative) band. They get none now: walks and full evaluation give the reference's stops
+    and labels (in double precision)."""
+    from attentive.evaluator.precision import split_relative_error, term_relative_error
+
+    X, y = make_classification(
+        n_samples=1500, n_features=100, n_informative=20, flip_y=0.05, random_state=5
+    )
+    X = StandardScaler().fit_transform(X) + 1000.0
+    X_train, y_train, Xt = X[:600], y[:600], X[600:]
+    model = SVC(C=2.0, gamma="scale").fit(X_train, y_train)
+    walk = make_walk(decompose(model), X_train, y_train, random_state=0)[0]
+    a = rbf_single.rbf_arrays(walk, walk_plan(walk))
+    norms = np.linalg.norm(Xt, axis=1)
+    rho = product_relative_error(a.gamma, a.sv_norm, a.log_w_max, norms, Xt.shape[1])
+    assert np.isinf(rho).all()  # no band (it was negative)
+    base, per_norm = split_relative_error(a.gamma, a.sv_norm, a.log_w_max, norms, Xt.shape[1])
+    assert np.isinf(base).all() and not per_norm.any()
+    assert term_relative_error(np.array([1e-3])) > 0 and np.isinf(term_relative_error(2e-3))
+    S = walk.partial_scores(Xt)
+    boundary = _curved(walk, X_train, y_train, 0.05)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert ref.stopped.any() and not ref.stopped.all()
+    for path in ("walk", "full"):
+        ev = evaluate(walk, Xt, boundary, theta_s, path=path, n_jobs=1)
+        full = apply_boundary(
+            S, full_boundary(walk.n_terms), theta_s, walk.offset, walk.terms.classes
+        )
+        # Stops and labels exactly; values to 1e-7 (both sides in double precision, whose
+        # exponents −γ(|x|² − 2x·y + |y|²) lose ~1e-8 to cancellation at |x| ~ 1e4).
+        _assert_same(ev, ref if path == "walk" else full, band=1e-7)
+    np.testing.assert_array_equal(
+        evaluate(walk, Xt, full_boundary(walk.n_terms), theta_s, path="full").labels,
+        model.predict(Xt),
+    )

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
-from attentive.evaluator.walk import walk_whole, whole_sums
+from attentive.evaluator.walk import TRIANGULAR_MAX, walk_whole, whole_sums
 
 __all__ = [
     "PILOT_MIN",
@@ -202,9 +202,8 @@ def pilot_for(
         # What a certified walk leaves to double precision is walked again there (settle):
         # the sample's rows whose band would leave them unsure, and those it holds without one.
         exact = make_source(sample, "double", None)
-        again, end = (
-            float(np.mean(r)) for r in walked_again(source, exact, thr, final, schedule.edges)
-        )
+        redone, ends = walked_again(source, exact, thr, final, schedule.edges)
+        again, end = float(np.mean(redone)), float(np.mean(ends))
         if again:
             _, exact_cost = survival_schedule(
                 stops,
@@ -215,6 +214,14 @@ def pilot_for(
             )
             exact_ns = (exact_cost + exact.start_cost) * exact.term_ns + exact.prep_ns
             extra += again * exact_ns / full_ns
+            if again * NOMINAL_CHUNK_ROWS > TRIANGULAR_MAX:
+                # Enough of a chunk's rows walked again that their running sums are one
+                # vector operation a position: that walk's positions too, to its longest.
+                longest = int(stops[redone].max())
+                sums = 2 if thr.mass is not None else 1
+                extra += (
+                    POSITION_THREADS * POSITION_NS * sums * longest / (NOMINAL_CHUNK_ROWS * full_ns)
+                )
         if end:  # U_n summed again in double precision
             extra += end * (n * (exact.full_term_ns or exact.term_ns) + exact.prep_ns) / full_ns
     pilot = Pilot(

@@ -14,12 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "MAX_EXPONENT_ERROR",
     "U32",
     "U64",
     "dot_bounds",
     "product_relative_error",
     "rounding_allowance",
     "single_totals_error",
+    "split_relative_error",
+    "term_relative_error",
 ]
 
 U32 = 2.0**-24  # float32 unit roundoff
@@ -64,8 +67,25 @@ def product_relative_error(
     e = 1.01 * (d + 2) * U32 * dots
     e += gamma * norm_error
     e += 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
+    return term_relative_error(e)
+
+
+#: The largest error of a term's exponent the bounds here hold for: ``e^e − 1 ≤ 1.001 e`` needs
+#: ``e`` at most about this. A row whose exponent could be off by more has no useful band.
+MAX_EXPONENT_ERROR = 1e-3
+
+
+def term_relative_error(e) -> np.ndarray:
+    """A term's relative error from a bound ``e`` on its exponent's: ``1.01 ρ / (1 − ρ)`` with
+    ``ρ = 1.001 e + 8 u64`` (``exp`` in double precision adds a few ulp; bounding by the computed
+    magnitude loses ``1 / (1 − ρ)``). Infinite where ``e`` is above :data:`MAX_EXPONENT_ERROR`
+    (the step ``e^e − 1 ≤ 1.001 e`` no longer holds, and ``1 − ρ`` may be negative) or not a
+    number: no band."""
+    e = np.asarray(e, dtype=np.float64)
     rho = 1.001 * e + 8 * U64
-    return 1.01 * rho / (1.0 - rho)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 1.01 * rho / (1.0 - rho)
+    return np.where(e <= MAX_EXPONENT_ERROR, out, np.inf)
 
 
 def split_relative_error(
@@ -85,17 +105,22 @@ def split_relative_error(
     own; the rest (the norm's error, double precision's rounding at the largest ``|y|`` and
     ``|log|w||``) and the factor ``1.01 / (1 − ρ₀)`` are taken at their largest, ``ρ₀`` the
     largest term's ``1.001 e + 8 u64``: the bound of each step of :func:`product_relative_error`
-    holds term by term, and ``ρ₀ / (1 − ρ₀)`` is at most ``ρ₀ / (1 − max ρ₀)``. A band on a
+    holds term by term, and a term's ``ρᵢ / (1 − ρᵢ)`` is at most ``ρᵢ / (1 − ρ₀)``. A band on a
     running sum is then ``base Σ|w| K̂ + per_norm Σ|y| |w| K̂``, far below ``ρ Σ|w| K̂`` where
-    a few support vectors of large norm set ``sv_norm`` (standardised pixels: 9-10 times)."""
+    a few support vectors of large norm set ``sv_norm`` (standardised pixels: 9-10 times).
+    Rows without a useful band (:func:`term_relative_error`): ``base`` infinite, ``per_norm``
+    0."""
     norm_error = np.asarray(norm_error, dtype=np.float64)
     x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
     per_dot = 1.01 * (d + 2) * U32 * 2.0 * gamma * x_norms
     rest = gamma * norm_error
     rest = rest + 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
-    rho0 = 1.001 * (per_dot * sv_norm + rest) + 8 * U64
-    c = 1.01 / (1.0 - rho0)
-    return c * (1.001 * rest + 8 * U64), c * 1.001 * per_dot
+    e = per_dot * sv_norm + rest
+    rho0 = 1.001 * e + 8 * U64
+    ok = e <= MAX_EXPONENT_ERROR  # else no band (term_relative_error)
+    c = np.where(ok, 1.01 / np.where(ok, 1.0 - rho0, 1.0), 0.0)
+    base = np.where(ok, c * (1.001 * rest + 8 * U64), np.inf)
+    return base, c * 1.001 * per_dot
 
 
 def rounding_allowance(

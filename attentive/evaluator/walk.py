@@ -30,7 +30,7 @@ from attentive.evaluator.sources import TermSource
 
 __all__ = ["Stops", "settle", "walk_rows", "walk_whole", "whole_sums"]
 
-_TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
+TRIANGULAR_MAX = 128  # running sums as a triangular product up to this many examples / terms
 
 
 @dataclass
@@ -79,7 +79,7 @@ def _running_sums(H, U, signs, magnitudes):
     """``U + cumsum(±H)`` down the rows of ``H`` (block, m), summed in walk order (in place,
     except for a few examples)."""
     size, m = H.shape
-    if m <= _TRIANGULAR_MAX and size <= _TRIANGULAR_MAX:
+    if m <= TRIANGULAR_MAX and size <= TRIANGULAR_MAX:
         # Few examples: per-position vector operations would be all call overhead.
         T = _lower_triangle(size)
         if magnitudes:
@@ -118,7 +118,10 @@ def walk_rows(
     come within the band first are set aside in ``unsure``, and the band of each walk that
     never stops is returned with it (``final``: the threshold ``U_n`` is compared with, for the
     allowance). Rows it holds without a useful band (an infinite ``ρ(x)``) go to ``unsure``
-    before the first block.
+    before the first block. Where the source splits its bound by term
+    (:meth:`TermSource.band_split`), ``ρ(x) A`` is ``base(x) A + per_weight(x) Σ_{k≤t} weight_k
+    |w| h_k``, a second running mass; a part of the allowance that differs by row
+    (:meth:`TermSource.row_allowance`) joins each row's band.
 
     A walk that stops has its sum set to NaN and stays among the rows held until gathering the
     others into a compact copy costs less than carrying it: ``(held − live) × next block ≥

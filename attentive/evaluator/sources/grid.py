@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attentive.evaluator.precision import U64
+from attentive.evaluator.precision import U64, term_relative_error
 from attentive.evaluator.rows import GridRows, block_product, grid_rows, row_on_grid
 from attentive.evaluator.sources import GRID, register_source
 from attentive.evaluator.sources.base import NotUsable, TermSource
@@ -84,8 +84,7 @@ def grid_relative_error(arrays, held: GridRows) -> np.ndarray:
     e = 2.0 * arrays.gamma / s**2 * (dev * c.grid_l1 + c.grid_dev * k1 + cols * dev * c.grid_dev)
     e += arrays.gamma * norm_error
     e += 1.01 * (c.width + 8) * U64 * (arrays.gamma * (x + arrays.sv_norm) ** 2 + arrays.log_w_max)
-    rho = 1.001 * e + 8 * U64
-    return 1.01 * rho / (1.0 - rho)
+    return term_relative_error(e)  # infinite (no band) where e is too large for the bound
 
 
 class _GridRows(TermSource):

@@ -48,7 +48,7 @@ class SketchArrays:
     ``‖β − Σ_{k≤t} w_{π(k)} b_{π(k)}‖₁`` (``ahead``: ``U^ρ_t = a(x) · (β − Σ_{k≤t} w b) + …``,
     so features off by ``ε`` move it by at most ``ε`` times that norm; about 0 at ``t = n``, as
     ``β = Σ w b``: ``U_n`` carries no feature error). It falls along the walk; the walk takes
-    each block's band as the running maximum of the allowance (``walk_rows``)."""
+    a block's band at its largest over the block's positions (``walk_rows``)."""
 
     factors: np.ndarray
     beta: np.ndarray
@@ -270,8 +270,8 @@ class SketchedSource(TermSource):
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
         # Over float32 products under a band (the certified float32 source) the features come
-        # from float32 products too, their bound joining the band (allowance); elsewhere they
-        # are the reference's to double rounding.
+        # from float32 products too, each row's bound joining its band (row_allowance);
+        # elsewhere they are the reference's to double rounding.
         single = inner.kind == "rbf-single" and not sp.issparse(X)
         features, errors = (
             single_source_features(walk, X, inner)
