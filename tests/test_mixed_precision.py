@@ -23,7 +23,7 @@ from attentive.evaluator.precision import (
 )
 from attentive.evaluator.sources import rbf_single
 from attentive.evaluator.sources.rbf_single import RBFSingleSource
-from attentive.evaluator.walk import TRIANGULAR_MAX
+from attentive.evaluator.walk import TRIANGULAR_MAX, whole_sums
 from attentive.terms import decompose
 from attentive.walk import make_walk
 
@@ -299,7 +299,8 @@ def test_the_pilot_finds_the_rows_a_certified_walk_leaves_to_double_precision(rb
 
     def compare(thr, widen):
         exact = build_source(walk, plan, X, "double")
-        again, ends = walked_again(single(widen), exact, thr, final, schedule.edges)
+        sums = whole_sums(exact, thr, mass=True)
+        again, ends = walked_again(single(widen), sums, thr, final, schedule.edges)
         res = walk_rows(single(widen), schedule, thr, final)
         np.testing.assert_array_equal(np.flatnonzero(again), np.sort(res.unsure))
         near = res.rows[np.abs(res.U - final) <= res.band]
@@ -366,12 +367,10 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
     final = float(theta_s + plan.centring_sums[-1])
     shares = []
     for reference, boundary, pilot in zip(references, boundaries, pilots, strict=True):
+        thr = thresholds(plan, boundary)
+        sums = whole_sums(build_source(walk, plan, reference, "double"), thr, mass=True)
         again, ends = walked_again(
-            build_source(walk, plan, reference, "single"),
-            build_source(walk, plan, reference, "double"),
-            thresholds(plan, boundary),
-            final,
-            pilot.schedule.edges,
+            build_source(walk, plan, reference, "single"), sums, thr, final, pilot.schedule.edges
         )
         _, in_double = survival_schedule(
             pilot.stops, n, double.row_cost, term_cost=double.term_cost, max_block=double.max_block

@@ -316,7 +316,7 @@ def test_the_pilot_finds_the_walks_a_sketched_float32_walk_leaves_to_double_prec
     from attentive.evaluator.plan import block_schedule, thresholds
     from attentive.evaluator.sources import build_source
     from attentive.evaluator.sources import sketch as module
-    from attentive.evaluator.walk import walk_rows
+    from attentive.evaluator.walk import walk_rows, whole_sums
 
     walk, X = sketched_walks["rbf-single"]
     exact_features = module.single_features
@@ -343,7 +343,8 @@ def test_the_pilot_finds_the_walks_a_sketched_float32_walk_leaves_to_double_prec
     assert single.inner.kind == "rbf-single"
     per_row, reach = single.row_allowance()
     assert np.ptp(per_row) > 0 and reach[0] > reach[-1]  # a bound per row, falling along the walk
-    again, ends = walked_again(single, source("double"), thr, final, schedule.edges)
+    sums = whole_sums(source("double"), thr, mass=True)
+    again, ends = walked_again(single, sums, thr, final, schedule.edges)
     res = walk_rows(source("single"), schedule, thr, final)
     np.testing.assert_array_equal(np.flatnonzero(again), np.sort(res.unsure))
     near = res.rows[np.abs(res.U - final) <= res.band]

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from attentive.evaluator.crossing import stops_of
 from attentive.evaluator.plan import BlockSchedule, Thresholds, WalkPlan, survival_schedule
-from attentive.evaluator.walk import TRIANGULAR_MAX, walk_whole, whole_sums
+from attentive.evaluator.walk import TRIANGULAR_MAX, whole_sums
 
 __all__ = [
     "PILOT_MIN",
@@ -159,6 +160,7 @@ def pilot_for(
     if pilot is not None:
         return pilot
     stops = kept.stops
+    exact_walks = None  # the sample's exact walks, where summed in this call
     if stops is None:
         if reference is not None and reference.shape[0]:
             sample = reference[_spread(reference.shape[0], min(PILOT_ROWS, reference.shape[0]))]
@@ -167,10 +169,10 @@ def pilot_for(
             if rows.size == 0:
                 return None
             sample = X[rows]
-        n = plan.n_terms
-        res = walk_whole(make_source(sample, "double", None), thr)
-        stops = np.full(sample.shape[0], n, dtype=np.int64)
-        stops[res.at[:, 0]] = res.at[:, 1]
+        # Every term of the sample in double precision: the stops (n for a walk that never
+        # stops), and with the running masses what a certified walk leaves unsure (below).
+        exact_walks = whole_sums(make_source(sample, "double", None), thr, mass=True)
+        stops, _ = stops_of(exact_walks[0], thr.lower, thr.upper)
         kept.stops, kept.sample = stops, sample
     # The costs of the source the call's chunks will be walked by: the routed one (or the next
     # where the sample's rows do not suit it: a float32 source with too many rows it cannot
@@ -201,8 +203,10 @@ def pilot_for(
     if alike and source.certified:
         # What a certified walk leaves to double precision is walked again there (settle):
         # the sample's rows whose band would leave them unsure, and those it holds without one.
-        exact = make_source(sample, "double", None)
-        redone, ends = walked_again(source, exact, thr, final, schedule.edges)
+        if exact_walks is None:  # a kept pilot's stops, priced for another kind of rows
+            exact_walks = whole_sums(make_source(sample, "double", None), thr, mass=True)
+        redone, ends = walked_again(source, exact_walks, thr, final, schedule.edges)
+        exact = make_source(sample[:1], "double", None)  # its costs
         again, end = float(np.mean(redone)), float(np.mean(ends))
         if again:
             _, exact_cost = survival_schedule(
@@ -234,7 +238,7 @@ def pilot_for(
     return pilot
 
 
-def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarray]:
+def walked_again(source, sums, thr, final, edges) -> tuple[np.ndarray, np.ndarray]:
     """Which rows a walk with the certified ``source`` (holding them) leaves to double
     precision: ``(walked again, U_n summed again)``, boolean per row.
 
@@ -245,10 +249,11 @@ def walked_again(source, exact, thr, final, edges) -> tuple[np.ndarray, np.ndarr
     a crossing by more than the band is certain, anything else is left unsure and walked
     again (rows without a band, ``ρ = ∞``, at once). A walk that never stops keeps its
     ``U_n`` unless it ends within its band of ``final``. The statistics are the exact walks'
-    (``exact``: the double-precision source of the same rows)."""
+    (``sums``: :func:`attentive.evaluator.walk.whole_sums` of the same rows in double precision,
+    with their running masses)."""
     rho = np.asarray(source.relative_error(), dtype=np.float64)
     loose = ~np.isfinite(rho)
-    V, U, A = whole_sums(exact, thr, mass=True)
+    V, U, A = sums
     n = V.shape[1]
     if n < 2:
         return loose, np.zeros_like(loose)

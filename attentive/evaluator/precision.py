@@ -59,15 +59,22 @@ def product_relative_error(
     ``dot_bound``: per row, another upper bound on ``Σ|x_i 2γy_i|`` over every support vector
     (:func:`dot_bounds`), used where it is below Cauchy–Schwarz's ``2γ|x||y|``.
     """
-    norm_error = np.asarray(norm_error, dtype=np.float64)
-    x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
+    x_norms, rest = _exponent_rest(gamma, sv_norm, log_w_max, x_norms, d, norm_error)
     dots = 2.0 * gamma * x_norms * sv_norm
     if dot_bound is not None:
         dots = np.minimum(dots, dot_bound)
-    e = 1.01 * (d + 2) * U32 * dots
-    e += gamma * norm_error
-    e += 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
-    return term_relative_error(e)
+    return term_relative_error(1.01 * (d + 2) * U32 * dots + rest)
+
+
+def _exponent_rest(gamma, sv_norm, log_w_max, x_norms, d, norm_error):
+    """``(|x|, rest)``: the rows' norms with their ``|x|²``'s error bound added, and what bounds
+    a term's exponent error besides its float32 product — the norm's error (``γ`` times it) and
+    double precision's rounding at the largest ``|y|`` and ``|log|w||``."""
+    norm_error = np.asarray(norm_error, dtype=np.float64)
+    x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
+    rest = gamma * norm_error
+    rest = rest + 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
+    return x_norms, rest
 
 
 #: The largest error of a term's exponent the bounds here hold for: ``e^e − 1 ≤ 1.001 e`` needs
@@ -110,11 +117,8 @@ def split_relative_error(
     a few support vectors of large norm set ``sv_norm`` (standardised pixels: 9-10 times).
     Rows without a useful band (:func:`term_relative_error`): ``base`` infinite, ``per_norm``
     0."""
-    norm_error = np.asarray(norm_error, dtype=np.float64)
-    x_norms = np.sqrt(np.asarray(x_norms, dtype=np.float64) ** 2 + norm_error)
+    x_norms, rest = _exponent_rest(gamma, sv_norm, log_w_max, x_norms, d, norm_error)
     per_dot = 1.01 * (d + 2) * U32 * 2.0 * gamma * x_norms
-    rest = gamma * norm_error
-    rest = rest + 1.01 * (d + 8) * U64 * (gamma * (x_norms + sv_norm) ** 2 + log_w_max)
     e = per_dot * sv_norm + rest
     rho0 = 1.001 * e + 8 * U64
     ok = e <= MAX_EXPONENT_ERROR  # else no band (term_relative_error)
