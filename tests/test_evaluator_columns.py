@@ -170,12 +170,19 @@ def test_the_support_columns_are_a_span_and_find_the_grid(grid_problem):
     np.testing.assert_array_equal(taken, view)
 
 
+@pytest.mark.parametrize("tile", ["default", "64 rows"])
 @pytest.mark.parametrize("rows", ["all", "every third", "shuffled"])
-def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows):
+def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, tile, monkeypatch):
     """grid_rows against a brute-force computation: the integers 255 x (every column), |x|²
     over all columns, and for float32 rows (near the grid) bounds on the distance to the grid
-    and on the norm's error that hold."""
+    and on the norm's error that hold — in tiles of the default size and of 64 rows (many
+    tiles, the last one partial)."""
+    from attentive.evaluator import rows as rows_module
+
     _, walk, X = grid_problem
+    if tile == "64 rows":
+        monkeypatch.setattr(rows_module, "TILE_BYTES", 1)
+        assert rows_module.tile_rows(X.shape[1], 4) == 64
     columns = rbf_arrays(walk, walk_plan(walk)).columns
     rng = np.random.default_rng(5)
     idx = {

@@ -17,10 +17,10 @@ import scipy.sparse as sp
 from attentive.evaluator.plan import MAX_SURVIVAL_BLOCK, WIDE_SURVIVAL_BLOCK
 from attentive.evaluator.precision import rounding_allowance
 from attentive.evaluator.rows import (
-    TILE,
     SupportColumns,
     check_finite_rows,
     support_columns,
+    tile_rows,
 )
 from attentive.evaluator.sources import register_source
 from attentive.evaluator.sources.base import TermSource
@@ -183,9 +183,10 @@ def augmented_rows(arrays: RBFArrays, X: np.ndarray, idx=None, dtype=np.float64)
     k = arrays.columns.n_columns
     out = np.empty((m, k + 2), dtype=dtype)
     norms2 = np.empty(m)
-    buf = np.empty((min(m, TILE), d))
-    for lo in range(0, m, TILE):
-        hi = min(m, lo + TILE)
+    T = tile_rows(d)
+    buf = np.empty((min(m, T), d))
+    for lo in range(0, m, T):
+        hi = min(m, lo + T)
         centred = np.subtract(rows[lo:hi], arrays.centre, out=buf[: hi - lo], dtype=np.float64)
         np.einsum("ij,ij->i", centred, centred, out=norms2[lo:hi])
         np.multiply(arrays.columns.view(centred), 2.0 * g, out=out[lo:hi, :k])

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.precision import U32, U64
-from attentive.evaluator.rows import single_row_norms
+from attentive.evaluator.rows import single_row_norms, tile_rows
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 
@@ -114,9 +114,6 @@ SINGLE_CHUNK = 16
 #: Rows whose float32 features may be off by more than this (a feature is at most 1) get them in
 #: double precision: their band would leave their crossings unsure.
 MAX_FEATURE_ERROR = 1e-4
-#: Rows :func:`single_features` converts and multiplies at a time (float32 MNIST rows: 1.6 MB,
-#: in cache for the tile's chunks).
-SINGLE_TILE = 512
 #: A multiply-add of :func:`single_features`' projection, ns (against 0.12 for the features in
 #: double precision, their conversion included): float32 features of 6,730 MNIST rows (k = 4,
 #: m = 16, the rows' norms shared with the float32 source) took ~0.75 of the double ones' time.
@@ -161,8 +158,10 @@ def single_features(
     q, rest = divmod(d, c)
     chunks = S32[: q * c].reshape(q, c, k + 1)
     G = np.empty((m, k + 1))
-    for lo in range(0, m, SINGLE_TILE):
-        tile = np.asarray(X[lo : lo + SINGLE_TILE], dtype=np.float32)
+    # A tile of rows converted and multiplied at a time (in cache for the tile's chunks).
+    T = tile_rows(d, 4)
+    for lo in range(0, m, T):
+        tile = np.asarray(X[lo : lo + T], dtype=np.float32)
         r = tile.shape[0]
         parts = np.matmul(tile[:, : q * c].reshape(r, q, c).transpose(1, 0, 2), chunks)
         np.sum(parts, axis=0, dtype=np.float64, out=G[lo : lo + r])
