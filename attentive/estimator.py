@@ -348,7 +348,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         RBF models on dense rows). ``"auto"``: where a rule can use one — ``boundary=
         "calibrated"`` with ``family="auto"``, or a ``sketched-<family>`` rule — :meth:`fit`
         fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
-        :data:`attentive.sketch.DEFAULT_SIZES`) on the reference data and keeps the one whose
+        :data:`attentive.sketch.DEFAULT_SIZES`, and :data:`attentive.sketch.AXIS_SIZES` where
+        the directions are coordinates) on the reference data and keeps the one whose
         total cost (the sketch, plus the terms walked on the reference profile where the scan
         of the held-out part would stop, or at disagreement ≤ ``delta`` without one, at the
         evaluator's measured costs — or, where the evaluator would
@@ -863,7 +864,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _fit_sketch(self, X, y, ref_mask, own, wanted: bool = False) -> None:
         """Choose a sketch (or none) where a rule can use one (or ``wanted``: :meth:`fit_sketch`),
         or fit the size asked for (see the ``sketch`` parameter)."""
-        from attentive.sketch import DEFAULT_SIZES, choose_sketch, sketch_unavailable
+        from attentive.sketch import choose_sketch, sketch_unavailable
 
         self.sketch_choice_ = self.sketched_walk_ = self.sketched_statistics_ = None
         self.sketch_costs_ = None
@@ -898,7 +899,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             ref_mask=ref_mask,
             theta_s=self.theta_s_,
             side=self.side_,
-            sizes=DEFAULT_SIZES if size is None else [size],
+            sizes=None if size is None else [size],
             variance=self.variance,
             leave_own_out=self.reference_walks_ == "leave-one-out",
             own=own,

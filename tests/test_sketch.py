@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.decomposition import PCA
 from sklearn.svm import SVC
 
 from attentive import InvalidParameterError, UnsupportedModelError, decompose
 from attentive.errors import NonFiniteInput
 from attentive.sketch import fit_sketch, sketch_cost, walked_term_cost
-from attentive.sketch.nystrom import RCOND
+from attentive.sketch.nystrom import AXIS_SHARE, RCOND, principal_directions
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,10 @@ def test_sketch_cost_counts_a_rows_multiply_adds():
     assert sketch_cost(n, d, k, m) == pytest.approx(
         (projection + norm + distances + exponentials + dot) / (n * d)
     )
+    # Coordinates for directions: the projection is k of the row's values, no multiply-add.
+    assert sketch_cost(n, d, k, m, coordinates=True) == pytest.approx(
+        (norm + distances + exponentials + dot) / (n * d)
+    )
     assert walked_term_cost(d, m) == pytest.approx((d + m) / d)
     assert sketch_cost(10 * n, d, k, m) == pytest.approx(sketch_cost(n, d, k, m) / 10)
 
@@ -234,3 +239,66 @@ def test_directions_computed_once_serve_every_smaller_k(rbf_problem):
         fit_sketch(terms, Xtr, k=7, m=12, directions=directions)
     with pytest.raises(InvalidParameterError, match=r"directions must hold"):
         fit_sketch(terms, Xtr, k=2, m=12, directions=directions[:, :5])
+
+
+@pytest.fixture(scope="module")
+def decorrelated_problem():
+    """Rows behind a PCA fitted on the reference rows (a pipeline's head), and the same rows
+    before it (correlated): (terms on the PCA's rows, their reference rows, new rows, terms on
+    the correlated rows, their reference rows)."""
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(900, 10)) @ rng.normal(size=(10, 10))
+    y = (Z[:, 0] + 0.5 * Z[:, 1] ** 2 > 0.5).astype(int)
+    X = PCA(random_state=0).fit(Z[:600]).transform(Z)
+    terms = decompose(SVC(gamma="scale").fit(X[:600], y[:600]))
+    mixed = decompose(SVC(gamma="scale").fit(Z[:600], y[:600]))
+    return terms, X[:600], X[600:], mixed, Z[:600]
+
+
+def test_decorrelated_rows_take_their_coordinates_for_directions(decorrelated_problem):
+    """Where the reference rows are decorrelated (behind a PCA), P is the k coordinates of
+    largest variance (rows of the identity, largest first), which hold what the top k principal
+    directions hold; the sketch is then SPEC §3b's with that P, term by term, dense and sparse,
+    and its count has no projection. The same rows before the PCA get principal directions."""
+    terms, Xtr, Xte, mixed, Ztr = decorrelated_problem
+    variance = np.var(Xtr, axis=0)
+    top = np.argsort(-variance)[:4]
+    eigen = np.linalg.eigvalsh(np.cov(Xtr.T, bias=True))[::-1]
+    assert variance[top].sum() >= AXIS_SHARE * eigen[:4].sum()
+    sketch = fit_sketch(terms, Xtr, k=4, m=24, random_state=2)
+    assert sketch.coordinates
+    np.testing.assert_array_equal(sketch.components, np.eye(Xtr.shape[1])[top])
+    np.testing.assert_array_equal(principal_directions(Xtr, 6)[:4], sketch.components)
+    expected = _spec_sketch(sketch, Xte[:10], terms.support_vectors)
+    np.testing.assert_allclose(sketch.term_values(Xte[:10]), expected, rtol=1e-8, atol=1e-12)
+    sparse = sketch.features(sp.csr_matrix(Xte[:10]))
+    np.testing.assert_allclose(sparse, sketch.features(Xte[:10]), rtol=1e-12, atol=1e-15)
+    d, n = Xtr.shape[1], terms.n_terms
+    assert sketch.cost == pytest.approx((d + 24 * (4 + 2)) / (n * d))
+    before = fit_sketch(mixed, Ztr, k=4, m=24, random_state=2)
+    assert not before.coordinates
+    assert np.count_nonzero(np.abs(before.components) > 1e-3) > 4 * 2
+    assert before.cost == pytest.approx(((4 + 1) * d + 24 * (4 + 2)) / (mixed.n_terms * d))
+
+
+def test_coordinates_only_where_they_hold_nearly_what_the_directions_hold():
+    """A correlated pair among decorrelated columns: the top direction is its diagonal, which
+    holds more than any one coordinate by more than AXIS_SHARE allows (the two leading
+    coordinates hold what the two leading directions hold, but every leading k' must), so no
+    coordinates; with the pair barely correlated, coordinates."""
+    from attentive.sketch.nystrom import axis_directions
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(2000, 6)) * np.array([1.0, 0.9, 0.5, 0.4, 0.3, 0.2])
+    for tilt, expect in ((1.0, False), (0.03, True)):
+        X = base.copy()
+        X[:, 1] += tilt * X[:, 0]  # correlated (tilt 1) or nearly not (tilt 0.03)
+        X -= X.mean(axis=0)
+        _, _, Vt = np.linalg.svd(X, full_matrices=False)
+        axes = axis_directions(X, Vt[:2])
+        assert (axes is not None) is expect
+        # Brute force, for k' = 1 and 2: the k' largest columns' squared norm against the k'
+        # leading directions'.
+        columns = np.sort((X**2).sum(axis=0))[::-1]
+        held = [columns[:j].sum() >= AXIS_SHARE * ((X @ Vt[:j].T) ** 2).sum() for j in (1, 2)]
+        assert all(held) is expect

@@ -671,6 +671,76 @@ def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
 
 
 @pytest.mark.slow
+def _correlated_rows():
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(900, 30)) @ rng.normal(size=(30, 30)) / 5.0
+    y = (Z[:, 0] - 0.3 * Z[:, 1] * Z[:, 2] + 0.5 * rng.normal(size=900) > 0).astype(int)
+    return Z, y
+
+
+@pytest.mark.parametrize("head", ["PCA", "StandardScaler"])
+def test_auto_tries_more_directions_per_landmark_only_where_they_are_coordinates(head):
+    """``sketch="auto"`` weighs DEFAULT_SIZES, and AXIS_SIZES too where the directions are
+    coordinates (behind a PCA: a row's projection costs nothing, its landmarks most); behind a
+    StandardScaler the same rows are correlated and only DEFAULT_SIZES are tried."""
+    from sklearn.decomposition import PCA
+
+    from attentive.sketch import AXIS_SIZES, DEFAULT_SIZES
+
+    Z, y = _correlated_rows()
+    first = PCA(20, random_state=0) if head == "PCA" else StandardScaler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        clf = AttentiveClassifier(
+            make_pipeline(first, SVC(gamma="scale")),
+            boundary="calibrated",
+            delta=0.1,
+            alpha=0.2,
+            random_state=0,
+        ).fit(Z[:700], y[:700])
+    none, *options = clf.sketch_choice_.options
+    assert none.k is None
+    tried = [(o.k, o.m) for o in options]
+    axes = head == "PCA"
+    assert tried == sorted({*DEFAULT_SIZES, *(AXIS_SIZES if axes else ())})
+    assert all(o.walk.sketch.coordinates is axes for o in options)
+    _agree(clf, Z[700:])
+
+
+def test_behind_a_pca_the_sketch_takes_coordinates_and_keeps_them_through_skops(tmp_path):
+    """Behind a PCA the rows are decorrelated: the sketch's directions are coordinates (a
+    row's projection is its own values). Its walks stop where the reference's residual walk
+    does, scores agree with labels and with scikit-learn's decision_function where every term
+    is walked, and the trusted skops round trip keeps the coordinates and the predictions."""
+    from sklearn.decomposition import PCA
+
+    Z, y = _correlated_rows()
+    pipe = make_pipeline(PCA(12, random_state=0), SVC(gamma="scale"))
+    clf = AttentiveClassifier(
+        pipe, boundary="sketched-curved", side="both", delta=0.1, sketch=(4, 16), random_state=0
+    ).fit(Z[:600], y[:600])
+    sketch = clf.sketched_walk_.sketch
+    assert sketch.coordinates
+    assert set(np.flatnonzero(sketch.components.any(axis=0))) < set(range(12))
+    test = Z[600:]
+    ev = _agree(clf.set_params(early_stopping=True), test)
+    S, _ = _residual_walk(clf, test, Z[:600], y[:600])
+    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    assert ev.stopped.any()
+    full = clf.with_rule("full")
+    np.testing.assert_allclose(
+        full.decision_function(test), clf.estimator_.decision_function(test), atol=1e-9
+    )
+    loaded = load_model(save_model(clf, tmp_path / "pca.skops"))
+    assert loaded.sketched_walk_.sketch.coordinates
+    np.testing.assert_array_equal(loaded.predict(test), clf.predict(test))
+    np.testing.assert_allclose(
+        loaded.decision_function(test), clf.decision_function(test), rtol=1e-12, atol=1e-12
+    )
+
+
 def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(monkeypatch):
     """The benchmark's 40-feature problem (``dense-40``, about 3,600 support vectors): in the
     residual order a sketch pays on the reference profile, so ``auto`` keeps one, but its walk

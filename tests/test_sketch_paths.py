@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import curved_boundary_for_test
+from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
@@ -57,6 +58,11 @@ def sketched_walks():
     pixels = np.concatenate([ds.X_train[:300], ds.X_test[:600]]).astype(np.float32)
     labels = np.concatenate([ds.y_train[:300], ds.y_test[:600]])
     single = _problem(wide, y, "scale", 8, 32, 600)
+    # Rows behind a PCA fitted on the sketch's reference rows: decorrelated there, so the
+    # sketch's directions are coordinates (a row's projection is its own values).
+    mixed = rng.normal(size=(1000, 80)) @ rng.normal(size=(80, 80)) / 9.0 + X[:, :1]
+    axes = _problem(PCA(80).fit(mixed[:300]).transform(mixed), y, "scale", 8, 32, 600)
+    assert axes[0].sketch.coordinates and not single[0].sketch.coordinates
     return {
         "rbf": _problem(X, y, 0.3, 3, 16, 600),
         "rbf-single": single,
@@ -64,6 +70,8 @@ def sketched_walks():
         # they are and shares its float32 norms (and their bound) with the features.
         "rbf-single-f32": (single[0], single[1].astype(np.float32)),
         "rbf-grid": _problem(pixels, labels, "scale", 8, 32, 600),
+        "rbf-single-axes": axes,
+        "rbf-single-axes-f32": (axes[0], axes[1].astype(np.float32)),
     }
 
 
@@ -87,10 +95,11 @@ def _same(ev, ref, atol):
     np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-9, atol=atol)
 
 
-@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
+@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid", "rbf-single-axes"])
 def test_every_path_walks_the_sketched_walk_as_the_reference(sketched_walks, kind):
     walk, X = sketched_walks[kind]
-    assert source_for(walk.walk, walk_plan(walk.walk), X, "single").kind == kind
+    source = source_for(walk.walk, walk_plan(walk.walk), X, "single").kind
+    assert source == kind.removesuffix("-axes")
     rng = np.random.default_rng(0)
     S, A = walk.partial_scores_and_masses(X)
     theta_s = walk.theta_s(0.0)
@@ -140,12 +149,14 @@ def test_full_and_budgeted_sums_of_a_sketched_walk_are_the_plain_walks(sketched_
 
 
 @pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
-def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind):
+def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind, monkeypatch):
     """The evaluator reads the rows a tile at a time and finishes the features once for all of
     them: the sketch's own ``features`` on the same rows (several tiles and a ragged last one;
     without the discarded-norm correction too), to double rounding."""
+    from attentive.evaluator import rows as rows_module
     from attentive.evaluator.sources.sketch import FEATURE_TILE, sketch_features
 
+    monkeypatch.setattr(rows_module, "TILE_BYTES", 1)  # tiles of FEATURE_TILE rows
     walk, X = sketched_walks[kind]
     Xp = walk.prepare(X)
     assert Xp.shape[0] > 2 * FEATURE_TILE and Xp.shape[0] % FEATURE_TILE
@@ -164,7 +175,9 @@ def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind)
     assert np.all(uncorrected >= ref) and np.any(uncorrected > ref)  # e^{−γ r(x)} ≤ 1 is gone
 
 
-@pytest.mark.parametrize("kind", ["rbf-single", "rbf-single-f32", "rbf-grid", "90 columns"])
+@pytest.mark.parametrize(
+    "kind", ["rbf-single", "rbf-single-f32", "rbf-grid", "90 columns", "rbf-single-axes-f32"]
+)
 @pytest.mark.parametrize("corrected", [True, False])
 def test_float32_features_are_within_their_bound(sketched_walks, kind, corrected):
     """The features a walk over float32 products takes (float32 products by chunks) are within
@@ -194,7 +207,10 @@ def test_float32_features_are_within_their_bound(sketched_walks, kind, corrected
         off = np.abs(a - ref).max(axis=1)
         assert np.all(np.isfinite(err))
         assert np.all(off <= err), float((off / err).max())
-        assert off.max() > 0  # float32 products do round
+        if projection.coordinates is not None and not corrected:
+            assert off.max() == 0  # P x is the rows' own values, and x · x̄ is not needed
+        else:
+            assert off.max() > 0  # float32 products do round
     a, err = single_features(projection, Xp, gamma)
     assert np.median(err) < MAX_FEATURE_ERROR / 2
     # With the norms (and their bound) a float32 source summed: the same features and bound.
@@ -221,7 +237,9 @@ def _sketched_sources(monkeypatch):
     return built
 
 
-@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-single-f32", "rbf-grid"])
+@pytest.mark.parametrize(
+    "kind", ["rbf", "rbf-single", "rbf-single-f32", "rbf-grid", "rbf-single-axes-f32"]
+)
 def test_float32_features_only_over_the_float32_source(sketched_walks, monkeypatch, kind):
     """A sketched walk over the float32 source takes its features from float32 products, under
     a band (feature_error > 0); over the double source and the grid (exact products) they are

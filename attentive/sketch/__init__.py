@@ -3,6 +3,7 @@ a walk over the residual terms. :mod:`attentive.sketch.nystrom` fits the sketch 
 :mod:`attentive.sketch.walk` walks after it."""
 
 from attentive.sketch.choice import (
+    AXIS_SIZES,
     DEFAULT_SIZES,
     SketchChoice,
     SketchOption,
@@ -28,6 +29,7 @@ from attentive.sketch.walk import (
 )
 
 __all__ = [
+    "AXIS_SIZES",
     "DEFAULT_SIZES",
     "LANDMARKS",
     "SKETCH_ORDERS",

@@ -31,11 +31,18 @@ from attentive.families import (
     walk_statistics,
 )
 from attentive.grid import default_grid, profile_point, reference_profile
-from attentive.sketch.nystrom import fit_sketch, principal_directions
+from attentive.sketch.nystrom import fit_sketch, principal_directions, unit_coordinates
 from attentive.sketch.walk import ORDER_ROWS_SHARE, SKETCH_ORDERS, residual_order, sketch_walk
 from attentive.validation import check_delta
 
-__all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choose_sketch"]
+__all__ = [
+    "AXIS_SIZES",
+    "DEFAULT_SIZES",
+    "SketchChoice",
+    "SketchOption",
+    "cheapest_at",
+    "choose_sketch",
+]
 
 #: The (k, m) tried besides no sketch: principal directions and landmarks, m = 4k. Against the
 #: grid k ∈ {4, 8, 16, 32} × m ∈ {16, 32, 64, 128} on ten MNIST problems
@@ -43,6 +50,14 @@ __all__ = ["DEFAULT_SIZES", "SketchChoice", "SketchOption", "cheapest_at", "choo
 #: three was within 4 % of the cheapest of all sixteen by the evaluator's measured costs (what
 #: the estimator chooses by); by the count of multiply-adds within 8 % on eight of them.
 DEFAULT_SIZES = ((4, 16), (8, 32), (16, 64))
+#: Tried besides those where the principal directions are coordinates (rows already
+#: decorrelated, as behind a PCA: :data:`attentive.sketch.nystrom.AXIS_SHARE`). A row's
+#: projection is then free, and its sketch costs mostly its m landmarks (``m·(k + 2)``): more
+#: directions per landmark pay. On the sixteen sizes of benchmarks/bench_sketch_sizes.py,
+#: MNIST behind ``PCA(50)`` at the evaluator's measured costs: 8 against the rest cheapest at
+#: (8, 16) (0.104, against 0.129 for the best of DEFAULT_SIZES), 4 vs 9 at (16, 16) (0.277
+#: against 0.283), 2 vs 5 at (4, 16), one of DEFAULT_SIZES.
+AXIS_SIZES = ((8, 16), (16, 16))
 _PROFILE_ROWS = 2000  # as the estimator's family ranking
 
 
@@ -171,7 +186,7 @@ def choose_sketch(
     theta_s: float,
     side: str = "both",
     families=None,
-    sizes=DEFAULT_SIZES,
+    sizes=None,
     variance: str = "terms",
     leave_own_out: bool = False,
     own=None,
@@ -203,8 +218,9 @@ def choose_sketch(
     families : sequence of str, optional
         Family names (default: every registered one); a sketched walk takes those that carry
         over (:func:`attentive.families.applicable_families`).
-    sizes : sequence of (k, m)
-        The sketches tried besides no sketch.
+    sizes : sequence of (k, m), optional
+        The sketches tried besides no sketch. Default: :data:`DEFAULT_SIZES`, and
+        :data:`AXIS_SIZES` too where the reference rows' principal directions are coordinates.
     variance, leave_own_out, own :
         As for the walk's statistics (:func:`attentive.families.walk_statistics`).
     statistics, profile : optional
@@ -236,13 +252,14 @@ def choose_sketch(
     options = []
     # A sketch needs fewer principal directions than features, and landmarks among the rows.
     d, rows = Xp.shape[1], Xp.shape[0]
-    sizes = [(k, m) for k, m in sizes if k < d and m <= rows]
+    default = sizes is None
+    sizes = [(k, m) for k, m in (DEFAULT_SIZES if default else sizes) if k < d and m <= rows]
     # One decomposition for every size: each takes the leading k of the largest k's directions.
-    directions = (
-        principal_directions(Xp, max(k for k, _ in sizes), random_state=random_state)
-        if sizes
-        else None
-    )
+    most = max((k for k, _ in (*sizes, *(AXIS_SIZES if default else ()))), default=0)
+    directions = principal_directions(Xp, most, random_state=random_state) if sizes else None
+    if default and directions is not None and unit_coordinates(directions) is not None:
+        more = [(k, m) for k, m in AXIS_SIZES if k < d and m <= rows]
+        sizes = sorted(set(sizes) | set(more))
     for size in (None, *sizes):
         if size is None:
             candidate, k, m, cost, term_cost = walk, None, None, 0.0, 1.0

@@ -16,6 +16,12 @@ landmark distances and ``m`` exponentials — and ``Σ_i w_i h̃_i(x) = a(x) · 
 product with ``β = Σ_i w_i b_i``: nothing per (row, support vector). A term walked exactly also
 needs its ``h̃_i(x)``, one m-dot product. :func:`sketch_cost` counts it all in units of a full
 evaluation's multiply-adds (``n·d`` per row).
+
+Rows already decorrelated (a PCA in the pipeline leaves its components so) have principal
+directions that are nearly coordinates: where the k coordinates of largest variance hold nearly
+what the top k directions hold (:data:`AXIS_SHARE`), they are ``P``, and a row's projection is
+k of its own values — the ``k·d`` is gone, and with it most of a sketch's cost on a few dozen
+features.
 """
 
 from __future__ import annotations
@@ -30,14 +36,17 @@ from attentive.errors import InvalidParameterError, UnsupportedModelError
 from attentive.terms import TermDecomposition, check_width, checked_rows, refuse_non_finite
 
 __all__ = [
+    "AXIS_SHARE",
     "LANDMARKS",
     "NystromSketch",
     "RowProjection",
+    "axis_directions",
     "fit_sketch",
     "principal_directions",
     "sketch_available",
     "sketch_cost",
     "sketch_unavailable",
+    "unit_coordinates",
     "walked_term_cost",
 ]
 
@@ -51,6 +60,13 @@ LANDMARKS = ("kmeans++", "sample")
 RCOND = 1e-8
 #: Reference rows the principal directions and landmarks are fitted on (a seeded sample).
 MAX_ROWS = 3000
+#: Where the k coordinates of largest variance hold at least this share of what the top k
+#: principal directions hold (of the centred reference rows' squared norm, for every leading
+#: k' ≤ k), they are ``P``: rows already decorrelated — a PCA in the pipeline leaves its
+#: components so (MNIST behind ``PCA(50)``: 0.997-1.000 of it; pixels and standardised pixels
+#: 0.03-0.09) — lose next to nothing of the sketch, and a row's projection is then k of its own
+#: values, with no k·d product.
+AXIS_SHARE = 0.99
 
 
 def sketch_available(terms: TermDecomposition, X_ref) -> bool:
@@ -77,13 +93,18 @@ def sketch_unavailable(terms: TermDecomposition, X_ref=None) -> str | None:
     return None
 
 
-def sketch_cost(n_terms: int, n_features: int, k: int, m: int) -> float:
+def sketch_cost(
+    n_terms: int, n_features: int, k: int, m: int, *, coordinates: bool = False
+) -> float:
     """A row's sketch in units of a full evaluation (``n·d`` multiply-adds per row, SPEC §3b).
 
     ``(k + 1)·d + m·(k + 2)``: the projection ``P x̃`` (k·d), ``‖x − x̄‖²`` (d), the distances to
     the m landmarks (m·k), their m exponentials (each counted as one multiply-add, as the unit
-    counts a full evaluation's n exponentials inside its n·d) and ``a(x) · β`` (m)."""
-    return ((k + 1) * n_features + m * (k + 2)) / (n_terms * n_features)
+    counts a full evaluation's n exponentials inside its n·d) and ``a(x) · β`` (m).
+    ``coordinates``: ``P``'s rows are coordinates (:data:`AXIS_SHARE`), so ``P x`` is k of the
+    row's own values and the projection costs no multiply-add: ``d + m·(k + 2)``."""
+    projection = 0 if coordinates else k * n_features
+    return (projection + n_features + m * (k + 2)) / (n_terms * n_features)
 
 
 def walked_term_cost(n_features: int, m: int) -> float:
@@ -103,7 +124,9 @@ class NystromSketch:
     mean : ndarray (d,)
         ``x̄``, the reference rows' mean.
     components : ndarray (k, d)
-        ``P``, orthonormal rows: the top k principal directions of the reference rows.
+        ``P``, orthonormal rows: the top k principal directions of the reference rows, or the k
+        coordinates of largest variance where those hold nearly as much (:data:`AXIS_SHARE`;
+        rows of the identity, and a row's projection is then k of its own values).
     landmarks : ndarray (m, k)
         ``L``, projected reference rows.
     landmark_inverse : ndarray (m, m)
@@ -148,9 +171,17 @@ class NystromSketch:
         return int(self.term_factors.shape[0])
 
     @property
+    def coordinates(self) -> bool:
+        """Whether ``P``'s rows are coordinates (:data:`AXIS_SHARE`): a row's projection is k of
+        its own values."""
+        return self.projection.coordinates is not None
+
+    @property
     def cost(self) -> float:
         """A row's sketch in full-evaluation units (:func:`sketch_cost`)."""
-        return sketch_cost(self.n_terms, self.n_features, self.k, self.m)
+        return sketch_cost(
+            self.n_terms, self.n_features, self.k, self.m, coordinates=self.coordinates
+        )
 
     @property
     def walked_term_cost(self) -> float:
@@ -177,18 +208,40 @@ class RowProjection:
     """What a row's features ``a(x)`` are computed from, arranged for one product per row:
     ``X [Pᵀ | x̄]`` gives ``P x`` and ``x · x̄`` at once (one d × (k + 1) product and no centred
     copy of the rows), then ``P x̃ = P x − P x̄`` and ``‖x̃‖² = ‖x‖² − 2 x · x̄ + ‖x̄‖²``.
-    Products in the dtype of its arrays (:meth:`astype`)."""
+    Where ``P``'s rows are coordinates (``coordinates``: their columns), ``P x`` is those values
+    of the row, and the product is ``X x̄`` alone (:meth:`products`). Products in the dtype of
+    its arrays (:meth:`astype`)."""
 
     stacked: np.ndarray  # (d, k + 1): Pᵀ, then x̄
     projected_mean: np.ndarray  # (k,): P x̄
     mean_norm: float  # ‖x̄‖²
     landmarks: np.ndarray  # (m, k)
     corrected: bool = True  # the e^{−γ r(x)} factor (False: measuring what it does)
+    coordinates: np.ndarray | None = None  # (k,): P's rows are e_j for these j, else None
 
     @staticmethod
     def of(mean, components, landmarks, corrected: bool = True) -> RowProjection:
         stacked = np.ascontiguousarray(np.column_stack([components.T, mean]))
-        return RowProjection(stacked, components @ mean, float(mean @ mean), landmarks, corrected)
+        return RowProjection(
+            stacked,
+            components @ mean,
+            float(mean @ mean),
+            landmarks,
+            corrected,
+            unit_coordinates(components),
+        )
+
+    def products(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``G = X [Pᵀ | x̄]`` of dense rows ``X``, (rows, k + 1): one product; where ``P``'s rows
+        are coordinates, the rows' values there (exact) and ``X x̄``."""
+        if self.coordinates is None:
+            return np.matmul(X, self.stacked, out=out)
+        k = self.coordinates.size
+        if out is None:
+            out = np.empty((X.shape[0], k + 1), np.result_type(X.dtype, self.stacked.dtype))
+        out[:, :k] = X[:, self.coordinates]
+        out[:, k] = X @ self.stacked[:, k]
+        return out
 
     def astype(self, dtype) -> RowProjection:
         """The same projection with arrays of ``dtype`` (float32: single-precision products)."""
@@ -203,13 +256,19 @@ class RowProjection:
         """``a(x)`` of rows ``X``: the discarded-norm factor ``e^{−γ r(x)}`` times the RBF
         kernel to the landmarks, ``r(x) = ‖x̃‖² − ‖P x̃‖²`` clipped at 0 against rounding."""
         norms = np.einsum("ij,ij->i", X, X) if self.corrected else None
-        return self.features_of(X @ self.stacked, norms, gamma)
+        return self.features_of(self.products(X), norms, gamma)
 
     def sparse_features(self, X: sp.csr_matrix, gamma: float) -> np.ndarray:
         """:meth:`features` of sparse rows (float64 CSR): the same products and norms, taken
         over each row's non-zeros."""
         norms = np.asarray(X.multiply(X).sum(axis=1)).ravel() if self.corrected else None
-        return self.features_of(np.asarray(X @ self.stacked), norms, gamma)
+        if self.coordinates is None:
+            return self.features_of(np.asarray(X @ self.stacked), norms, gamma)
+        k = self.coordinates.size
+        G = np.empty((X.shape[0], k + 1))
+        G[:, :k] = X[:, self.coordinates].toarray()
+        G[:, k] = X @ self.stacked[:, k]
+        return self.features_of(G, norms, gamma)
 
     def features_of(self, G: np.ndarray, norms: np.ndarray | None, gamma: float) -> np.ndarray:
         """:meth:`features` from what its one pass over the rows gives: their products ``G = X
@@ -245,14 +304,53 @@ def _sparse_rows(X, width: int) -> sp.csr_matrix:
 
 
 def _principal_directions(X: np.ndarray, k: int, random_state) -> np.ndarray:
-    """Top k right singular vectors of the centred rows ``X`` (k × d, orthonormal rows)."""
+    """Top k right singular vectors of the centred rows ``X`` (k × d, orthonormal rows), or the
+    k coordinates of largest variance where they hold nearly as much (:func:`axis_directions`)."""
     if k >= min(X.shape):
         _, _, Vt = np.linalg.svd(X, full_matrices=False)
-        return np.ascontiguousarray(Vt[:k])
-    from sklearn.utils.extmath import randomized_svd
+        P = np.ascontiguousarray(Vt[:k])
+    else:
+        from sklearn.utils.extmath import randomized_svd
 
-    _, _, Vt = randomized_svd(X, k, n_iter=7, random_state=random_state)
-    return np.ascontiguousarray(Vt)
+        _, _, Vt = randomized_svd(X, k, n_iter=7, random_state=random_state)
+        P = np.ascontiguousarray(Vt)
+    axes = axis_directions(X, P)
+    return P if axes is None else axes
+
+
+def axis_directions(X: np.ndarray, P: np.ndarray) -> np.ndarray | None:
+    """The k coordinates of largest variance of the centred rows ``X``, as rows of the identity
+    (k × d, in decreasing variance), where for every leading k' ≤ k they hold at least
+    :data:`AXIS_SHARE` of what the leading k' rows of ``P`` (principal directions) hold of
+    ``‖X‖²``; else None."""
+    k = P.shape[0]
+    variance = np.einsum("ij,ij->j", X, X)
+    top = np.argsort(-variance, kind="stable")[:k]
+    held_by_axes = np.cumsum(variance[top])
+    projected = X @ P.T
+    held_by_directions = np.cumsum(np.einsum("ij,ij->j", projected, projected))
+    if not np.all(held_by_axes >= AXIS_SHARE * held_by_directions):
+        return None
+    axes = np.zeros_like(P)
+    axes[np.arange(k), top] = 1.0
+    return axes
+
+
+def unit_coordinates(components: np.ndarray) -> np.ndarray | None:
+    """The columns ``j`` where each row of ``components`` is ``e_j`` (one 1, zeros elsewhere,
+    distinct columns), or None."""
+    P = np.asarray(components)
+    if P.ndim != 2 or P.shape[0] == 0:
+        return None
+    cols = np.argmax(P, axis=1)
+    rows = np.arange(P.shape[0])
+    if not (
+        np.all(P[rows, cols] == 1.0)
+        and np.count_nonzero(P) == P.shape[0]
+        and np.unique(cols).size == cols.size
+    ):
+        return None
+    return cols.astype(np.intp)
 
 
 def _leading_directions(directions, k: int, d: int) -> np.ndarray:

@@ -95,10 +95,11 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     m = X.shape[0]
     G = np.empty((m, projection.stacked.shape[1]))
     norms = np.empty(m) if projection.corrected else None
-    for lo in range(0, m, FEATURE_TILE):
-        tile = np.asarray(X[lo : lo + FEATURE_TILE], dtype=np.float64)
+    T = max(FEATURE_TILE, tile_rows(X.shape[1]))  # (narrow rows: more of them a tile)
+    for lo in range(0, m, T):
+        tile = np.asarray(X[lo : lo + T], dtype=np.float64)
         hi = lo + tile.shape[0]
-        np.matmul(tile, projection.stacked, out=G[lo:hi])
+        projection.products(tile, out=G[lo:hi])
         if norms is not None:
             np.einsum("ij,ij->i", tile, tile, out=norms[lo:hi])
     return projection.features_of(G, norms, sketch.gamma)
@@ -149,24 +150,33 @@ def single_features(
     - ``a_j = e^{−γ D_j}`` is then within ``â_j (e^{1.0001 γ ΔD} − 1)`` plus a few ulps of
       ``exp`` (and the smallest normal double, for features that underflow).
 
+    Where ``P``'s rows are coordinates (``projection.coordinates``) ``P x`` is the rows' own
+    values, exact (``ε_j = 0`` for ``j < k``), and only ``x · x̄`` is a float32 product.
+
     Rows without a finite bound (norms beyond float32's range) get ``inf``."""
     m, d = X.shape
     S = projection.stacked
     k = S.shape[1] - 1
-    S32 = np.asarray(S, dtype=np.float32)
+    axes = projection.coordinates
+    # Where P's rows are coordinates, G's first k columns are the rows' own values (exact, taken
+    # from X below): only x · x̄ is a product.
+    S32 = np.asarray(S if axes is None else S[:, k:], dtype=np.float32)
     c = SINGLE_CHUNK
     q, rest = divmod(d, c)
-    chunks = S32[: q * c].reshape(q, c, k + 1)
+    chunks = S32[: q * c].reshape(q, c, S32.shape[1])
     G = np.empty((m, k + 1))
+    multiplied = G if axes is None else G[:, k:]
     # A tile of rows converted and multiplied at a time (in cache for the tile's chunks).
     T = tile_rows(d, 4)
     for lo in range(0, m, T):
         tile = np.asarray(X[lo : lo + T], dtype=np.float32)
         r = tile.shape[0]
         parts = np.matmul(tile[:, : q * c].reshape(r, q, c).transpose(1, 0, 2), chunks)
-        np.sum(parts, axis=0, dtype=np.float64, out=G[lo : lo + r])
+        np.sum(parts, axis=0, dtype=np.float64, out=multiplied[lo : lo + r])
         if rest:
-            G[lo : lo + r] += tile[:, q * c :] @ S32[q * c :]
+            multiplied[lo : lo + r] += tile[:, q * c :] @ S32[q * c :]
+    if axes is not None:
+        G[:, :k] = X[:, axes]
     if projection.corrected:
         norms2, norm_error = single_row_norms(X) if norms is None else norms
     else:
@@ -183,6 +193,8 @@ def single_features(
     col = np.sqrt(np.einsum("ij,ij->j", S, S))
     # Each product may also lose what underflows: at most 2^-149 per float32 product.
     e_G = g * x_norm[:, None] * col + 1.01 * d * 2.0**-149
+    if axes is not None:
+        e_G[:, :k] = 0.0  # the rows' own values
     e_U = np.sqrt(np.einsum("ij,ij->i", e_G[:, :k], e_G[:, :k]))
     U = G[:, :k] - projection.projected_mean
     u_norm = np.sqrt(np.einsum("ij,ij->i", U, U))
@@ -226,9 +238,15 @@ def _features_ns(sketch, single: bool = False) -> float:
     """A row's sketch features, ns: its conversion to float64 and the projection over d columns
     (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
     in k dimensions and m exponentials. ``single``: the projection in float32 by chunks
-    (:func:`single_features`), its bound a few operations a row."""
+    (:func:`single_features`), its bound a few operations a row. Where ``P``'s rows are
+    coordinates the product is ``x · x̄`` alone, and the k values are copied (~1 ns each)."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
-    return (SINGLE_MADD_NS if single else 0.12) * (k + 1) * d + 0.1 * m * k + 2.0 * m
+    madd = SINGLE_MADD_NS if single else 0.12
+    if sketch.coordinates:
+        projection = madd * d + 1.0 * k  # x · x̄, and k values copied
+    else:
+        projection = madd * (k + 1) * d
+    return projection + 0.1 * m * k + 2.0 * m
 
 
 def _walked_ns(sketch) -> float:
