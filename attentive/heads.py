@@ -7,7 +7,9 @@ rows' own dtype; on MNIST-sized float32 batches the validation and the copy take
 (2.0 of 4.0 ms on 6,730 rows of 784 features). :func:`apply_head` does the two operations on a
 plain float array directly, in the same dtypes and the same order, so its values equal
 ``transform``'s bit for bit (tests/test_heads.py compares them); a ``MinMaxScaler``'s
-multiplication, addition and clipping likewise. Anything else (a data frame,
+multiplication, addition and clipping likewise, and a ``PCA``'s product with its components,
+less the mean's, and whitening (its ``transform`` validates the rows first: 6.0 against 4.7 ms
+on 7,000 float32 MNIST rows to 50 components, one thread). Anything else (a data frame,
 another dtype, a non-finite value, an empty batch, a scaler fitted on named columns or told not
 to copy, any other step) goes to the head's own ``transform``, which decides, warns and raises
 as it always does.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from sklearn.decomposition import PCA as _PCA
 from sklearn.preprocessing import MinMaxScaler as _MinMax
 from sklearn.preprocessing import StandardScaler as _Standard
 
@@ -32,6 +35,11 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _fitted(step) -> bool:
+    if isinstance(step, _PCA):
+        return all(
+            getattr(step, name, None) is not None
+            for name in ("components_", "mean_", "explained_variance_", "n_components_")
+        )
     if isinstance(step, _MinMax):
         return getattr(step, "scale_", None) is not None and getattr(step, "min_", None) is not None
     return not (step.with_mean and getattr(step, "mean_", None) is None) and not (
@@ -44,33 +52,62 @@ def apply_head(head, X):
     steps = _direct_steps(head, X)
     if steps is None:
         return head.transform(X)
-    out = np.empty(X.shape, dtype=X.dtype)
-    src = X
+    src, owned = X, False  # (owned: an array made here, scaled in place)
     for scaler in steps:
+        if isinstance(scaler, _PCA):
+            # transform rejects NaN and infinity. Either one in a row makes its projection
+            # non-finite (NaN and ±inf go through every product, and inf · 0 is NaN), so a
+            # finite sum of the projections proves the rows finite; otherwise (or where the
+            # projections overflow) transform decides, and warns or raises as it does.
+            with np.errstate(over="ignore", invalid="ignore"):
+                src, owned = _project(scaler, src), True
+                if not math.isfinite(float(np.einsum("ij->", src))):
+                    return head.transform(X)
+            continue
+        out = src if owned else np.empty(src.shape, dtype=src.dtype)
         if isinstance(scaler, _MinMax):
             # X *= scale_; X += min_ (in the scaler's dtype, rounded to the rows'), then clip.
             np.multiply(src, scaler.scale_, out=out)
             np.add(out, scaler.min_, out=out)
             src = out
             if scaler.clip:
-                lo, hi = (np.asarray(v, dtype=X.dtype) for v in scaler.feature_range)
+                lo, hi = (np.asarray(v, dtype=out.dtype) for v in scaler.feature_range)
                 np.clip(out, lo, hi, out=out)
+            owned = True
             continue
         if scaler.with_mean:
-            np.subtract(src, np.asarray(scaler.mean_, dtype=X.dtype), out=out)
+            np.subtract(src, np.asarray(scaler.mean_, dtype=out.dtype), out=out)
             src = out
         if scaler.with_std:
-            np.divide(src, np.asarray(scaler.scale_, dtype=X.dtype), out=out)
+            np.divide(src, np.asarray(scaler.scale_, dtype=out.dtype), out=out)
             src = out
-    if src is X:  # neither centring nor scaling: transform still returns a copy
-        np.copyto(out, X)
-    return out
+        if src is not out:  # neither centring nor scaling: transform still returns a copy
+            np.copyto(out, src)
+            src = out
+        owned = True
+    return src
+
+
+def _project(pca, X):
+    """``PCA.transform``'s arithmetic on validated rows, in its order (scikit-learn's
+    ``_BasePCA._transform``): the product with the components, less the mean's, then the
+    whitening scale clipped at the dtype's epsilon."""
+    Z = X @ pca.components_.T
+    Z -= np.reshape(pca.mean_, (1, -1)) @ pca.components_.T
+    if pca.whiten:
+        scale = np.sqrt(pca.explained_variance_)
+        min_scale = np.finfo(scale.dtype).eps
+        scale[scale < min_scale] = min_scale
+        Z /= scale
+    return Z
 
 
 def tiled_rows(head, X):
     """:class:`TiledRows` of ``X`` where ``head``'s transform can be done directly tile by tile,
     else None."""
-    if _direct_steps(head, X, check_finite=False) is None:
+    steps = _direct_steps(head, X, check_finite=False)
+    # (A PCA's product is taken whole, as transform takes it: its output is narrow.)
+    if steps is None or any(isinstance(step, _PCA) for step in steps):
         return None
     return TiledRows(head, X)
 
@@ -113,16 +150,19 @@ def _direct_steps(head, X, check_finite: bool = True):
     steps = [step for _, step in getattr(head, "steps", ())]
     if not steps or getattr(head, "memory", None) is not None:
         return None
+    width = X.shape[1]
     for step in steps:
         if (
-            type(step) not in (_Standard, _MinMax)
-            or not step.copy
+            type(step) not in (_Standard, _MinMax, _PCA)
+            or (type(step) is not _PCA and not step.copy)  # (a PCA's copy is fit's only)
             or hasattr(step, "feature_names_in_")
-            or getattr(step, "n_features_in_", None) != X.shape[1]
+            or getattr(step, "n_features_in_", None) != width
             or not _fitted(step)
         ):
             return None
-    if not check_finite:
+        if type(step) is _PCA:
+            width = int(step.n_components_)
+    if not check_finite or type(steps[0]) is _PCA:  # (a PCA first: its projections tell)
         return steps
     # transform rejects infinite values (NaN passes through it): a finite sum proves every
     # value finite; one that is not, or that overflows, goes to transform, which decides.

@@ -1,5 +1,6 @@
-"""A pipeline's StandardScaler applied directly (attentive.heads) gives scikit-learn's values
-bit for bit, and everything it does not take goes to the head's own transform."""
+"""A pipeline's StandardScaler, MinMaxScaler or PCA applied directly (attentive.heads) gives
+scikit-learn's values bit for bit, and everything it does not take goes to the head's own
+transform."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.decomposition import PCA
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
@@ -48,6 +50,10 @@ def _head(steps, X):
         lambda: [MinMaxScaler()],
         lambda: [MinMaxScaler(feature_range=(-1, 1), clip=True)],
         lambda: [StandardScaler(), MinMaxScaler(clip=True)],
+        lambda: [PCA(12, random_state=0)],
+        lambda: [PCA(0.9, whiten=True, random_state=0)],
+        lambda: [StandardScaler(), PCA(12, random_state=0), MinMaxScaler()],
+        lambda: [PCA(20, random_state=0), StandardScaler(with_mean=False)],
     ],
 )
 @pytest.mark.parametrize("fit_dtype", [np.float32, np.float64])
@@ -68,6 +74,30 @@ def test_a_standard_or_min_max_scaler_is_applied_directly_with_transforms_values
     assert got.dtype == expected.dtype
     assert np.array_equal(got, expected)  # bit for bit, not merely close
     assert got is not X and np.array_equal(X, X_before)  # the caller's rows are untouched
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_behind_a_pca_non_finite_rows_go_to_transform_which_refuses_them(value):
+    """A PCA's transform refuses NaN and infinity: the direct path finds them in the
+    projections and leaves the rows to transform, which raises its own error; rows whose
+    projections overflow take transform too, with its values."""
+    rng = np.random.default_rng(7)
+    X_fit = _rows(rng, 200, 30, np.float32)
+    head = _head([PCA(8, random_state=0)], X_fit)
+    X = _rows(rng, 40, 30, np.float32)
+    X[5, 7] = value
+    _Counting.calls = 0
+    with pytest.raises(ValueError, match=r"NaN|infinity"):
+        apply_head(head, X)
+    assert _Counting.calls == 1
+    big = np.full((3, 30), 3e38, dtype=np.float32)
+    _Counting.calls = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got, expected = apply_head(head, big), head.transform(big)
+    assert _Counting.calls == 2  # apply_head's fallback and the reference
+    assert np.array_equal(got, expected, equal_nan=True)
+    assert tiled_rows(head, _rows(rng, 40, 30, np.float32)) is None  # taken whole
 
 
 def _fitted_scaler_head(X_fit, **kw):
