@@ -374,6 +374,50 @@ def test_float32_pixels_walk_as_the_reference_on_knife_edges(grid_problem, built
     assert ("rbf-grid" in built) == (precision == "auto")
 
 
+@pytest.mark.parametrize("priced_lower", ["rbf-grid", "rbf-single", "as priced"])
+def test_float32_pixels_walk_with_the_source_their_pilot_prices_lower(
+    grid_problem, monkeypatch, priced_lower
+):
+    """Float32 rows near the grid are walked by the grid's integer products or by the float32
+    source (RBFGridSource.alternatives): with a pilot, by the one it prices lower — each made
+    the dearer in turn by a fixed cost per row, and as the pilot prices them — and either way
+    to the reference's stops, sides and labels."""
+    from attentive.evaluator import blocked
+    from attentive.evaluator.sources import grid as grid_module
+    from attentive.evaluator.sources import rbf_single
+
+    _, walk, X = grid_problem
+    X32 = _float32(X)
+    S = walk.partial_scores(X32)
+    boundary = _boundary(S, np.random.default_rng(3), "both", gap=1e-6)
+    theta_s = walk.theta_s(0.0)
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    assert ref.stopped.any()
+    dearer = {"rbf-grid": rbf_single.RBFSingleSource, "rbf-single": grid_module.RBFGridSource}
+    if priced_lower in dearer:
+        cls = dearer[priced_lower]
+        monkeypatch.setattr(cls, "start_cost", 1e6)  # (a class attribute the pilot adds)
+    walked = []
+    original = blocked.walk_rows
+
+    def spy(source, *args, **kwargs):
+        walked.append(source.kind)
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(blocked, "walk_rows", spy)
+    ev = evaluate_blocked(walk, X32, boundary, theta_s, path="walk")
+    priced = {
+        key[0].kind: p.walk_cost for key, p in walk_plan(walk).pilots(boundary).by_kind.items()
+    }
+    assert set(priced) == {"rbf-grid", "rbf-single"}
+    cheaper = min(priced, key=priced.get)
+    if priced_lower in dearer:
+        assert cheaper == priced_lower
+    # The chunks' walks by the cheaper one (and what its band leaves, by the double source).
+    assert walked and walked[0] == cheaper and set(walked) <= {cheaper, "rbf"}
+    _same(ev, ref, atol=_band(walk))
+
+
 def test_without_its_band_the_near_grid_walk_would_fail_the_knife_edge_test(
     grid_problem, monkeypatch
 ):

@@ -21,7 +21,7 @@ from attentive.boundaries import Boundary
 from attentive.evaluator.pilot import pilot_for, rows_key
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
 from attentive.evaluator.rows import as_rows
-from attentive.evaluator.sources import build_source, source_for
+from attentive.evaluator.sources import build_source, source_for, sources
 from attentive.evaluator.sources.sketch import SketchedSource, is_sketched
 from attentive.evaluator.threads import (
     PARALLEL_MIN_ELEMENTS,
@@ -93,6 +93,16 @@ def rejects_non_finite(walk: Walk, X) -> bool:
         and not sp.issparse(terms.support_vectors)
         and walk.n_terms >= 1
     )
+
+
+def _alternatives(routed, walk, plan, X1, precision) -> list:
+    """The sources ``routed.alternatives`` names for rows like ``X1`` that are usable there."""
+    by_kind = {cls.kind: cls for cls in sources()}
+    return [
+        by_kind[kind]
+        for kind in routed.alternatives(X1)
+        if kind in by_kind and by_kind[kind].usable(walk, plan, X1, precision)
+    ]
 
 
 def evaluate_blocked(
@@ -209,11 +219,16 @@ def evaluate_blocked(
     final = float(theta_s + C[n - 1]) if n else None  # a label compares U_n with this
     source_cls = source_for(base, base_plan, Xp[:1], precision) if m and n else None
 
-    def make_source(Xc, precision=precision, cls=source_cls, ahead_positions=0):
-        inner = build_source(
-            base, base_plan, Xc, precision, cls=cls, ahead_positions=ahead_positions
-        )
-        return SketchedSource(inner, walk, plan, Xc) if sketched else inner
+    def source_maker(routed):
+        def make_source(Xc, precision=precision, cls=routed, ahead_positions=0):
+            inner = build_source(
+                base, base_plan, Xc, precision, cls=cls, ahead_positions=ahead_positions
+            )
+            return SketchedSource(inner, walk, plan, Xc) if sketched else inner
+
+        return make_source
+
+    make_source = source_maker(source_cls)
 
     tiny = block_size is None and chunk_size is None and m * n <= _SMALL_PROBLEM
     pilot = None
@@ -230,6 +245,15 @@ def evaluate_blocked(
             pilot = pilot_for(
                 plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final
             )
+            # Another source that walks these rows to the same stops (float32 rows near the
+            # pixel grid: the grid's integer products, or the float32 source's without the
+            # conversion): the one priced cheaper walks.
+            for other in _alternatives(source_cls, base, base_plan, Xp[:1], precision):
+                maker = source_maker(other)
+                kind = rows_key(other, full_cls, Xp, precision)
+                priced = pilot_for(plan, boundary, thr, kind, Xp, maker, reference, full_cls, final)
+                if pilot is not None and priced is not None and priced.walk_cost < pilot.walk_cost:
+                    source_cls, make_source, pilot = other, maker, priced
             if path == "auto" and pilot is not None and not pilot.walk_pays:
                 path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":

@@ -110,6 +110,14 @@ class TermSource(ABC):
         return True
 
     @classmethod
+    def alternatives(cls, X) -> tuple[str, ...]:
+        """Kinds of other sources that walk rows like ``X`` routed here to the same stops,
+        sides and labels (each certified or exact): where a pilot prices walks, the evaluator
+        walks with whichever it predicts cheapest. None by default. Cheap, as
+        :meth:`serves_full`."""
+        return ()
+
+    @classmethod
     def arrays(cls, walk: Walk, plan: WalkPlan):
         """What the source precomputes once per walk (support vectors in walk order, say);
         None by default. Kept by the plan under the source's :attr:`kind`."""

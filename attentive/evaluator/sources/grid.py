@@ -145,11 +145,18 @@ class RBFGridSource(_GridRows):
         return _near_grid(columns, X)
 
     @classmethod
+    def alternatives(cls, X):
+        # Float32 rows near the grid: the float32 source walks them without the conversion to
+        # integers (its band, ~100x wider, leaves more walks to double precision); the pilot
+        # prices both (on MNIST pixels the float32 walk measured 0.5-0.9 of the grid's).
+        return () if cls.serves_full(X) else ("rbf-single",)
+
+    @classmethod
     def serves_full(cls, X):
         # Float32 rows near the grid carry a band here as they would with the float32 source,
         # which takes them without converting them to integers first: full evaluation in
-        # 0.85-0.9 of the time on MNIST pairs (in-process A/B, 4,000 rows). Walks keep the
-        # grid: its band is ~100x narrower, and leaves fewer walks unsure.
+        # 0.85-0.9 of the time on MNIST pairs (in-process A/B, 4,000 rows). Walks take either
+        # (alternatives).
         dtype = getattr(X, "dtype", None)  # (no copy of rows that have one)
         return (np.asarray(X).dtype if dtype is None else dtype) != np.float32
 
