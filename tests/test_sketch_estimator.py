@@ -42,7 +42,8 @@ DELTA, ALPHA = 0.01, 0.05
 def digits():
     """MNIST t10k 7 vs 9 as users prepare it (float32 pixels / 255, ``gamma="scale"``), the
     calibrated rule with ``family="auto"`` fitted on the training part: a sketch pays here
-    (its choice is checked in the tests), and the rows go through the near-grid source."""
+    (its choice is checked in the tests), and the rows go through the near-grid source or the
+    float32 one, whichever the pilot prices lower."""
     from attentive.data import load_dataset
 
     ds = load_dataset("mnist-t10k-7v9")
@@ -517,7 +518,9 @@ def test_sketched_rules_stop_where_the_residual_walk_does(digits, small, case):
             np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated, err_msg=name)
             np.testing.assert_array_equal(ev.stop_side, ref.stop_side, err_msg=name)
             np.testing.assert_array_equal(ev.positive, ref.positive, err_msg=name)
-            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-6, atol=1e-6)
+            # Float32 rows: decision values within the float32 band, about 1e-6 of Σ|w h|.
+            band = 1e-6 * float(np.abs(rule.walk_.ordered_weights).sum())
+            np.testing.assert_allclose(ev.decision, ref.decision, rtol=1e-6, atol=band)
             stopped += ev.stopped.sum()
     assert stopped > 0
 
