@@ -64,7 +64,8 @@ def apply_head(head, X):
                 if not math.isfinite(float(np.einsum("ij->", src))):
                     return head.transform(X)
             continue
-        out = src if owned else np.empty(src.shape, dtype=src.dtype)
+        # (transform's copy keeps the rows' memory layout, and a product after it rounds by it)
+        out = src if owned else np.empty_like(src)
         if isinstance(scaler, _MinMax):
             # X *= scale_; X += min_ (in the scaler's dtype, rounded to the rows'), then clip.
             np.multiply(src, scaler.scale_, out=out)
@@ -162,6 +163,8 @@ def _direct_steps(head, X, check_finite: bool = True):
             return None
         if type(step) is _PCA:
             width = int(step.n_components_)
+            if width < 1:  # (no projection to prove the rows finite)
+                return None
     if not check_finite or type(steps[0]) is _PCA:  # (a PCA first: its projections tell)
         return steps
     # transform rejects infinite values (NaN passes through it): a finite sum proves every

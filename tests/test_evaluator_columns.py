@@ -190,6 +190,7 @@ def test_grid_rows_are_the_rows_integers_and_norms(grid_problem, rows, tile, mon
         "every third": np.arange(0, len(X), 3),
         "shuffled": rng.permutation(len(X))[:100],
     }[rows]
+    assert grid_rows(columns, X[:0]).K.shape == (0, X.shape[1])  # no rows, no tile
     held = grid_rows(columns, X[idx])
     assert held.exact and held.K.dtype == np.float32
     np.testing.assert_array_equal(held.K, np.rint(X[idx] * 255.0).astype(np.float32))

@@ -57,14 +57,20 @@ def _head(steps, X):
     ],
 )
 @pytest.mark.parametrize("fit_dtype", [np.float32, np.float64])
-def test_a_standard_or_min_max_scaler_is_applied_directly_with_transforms_values(
-    dtype, steps, fit_dtype
+@pytest.mark.parametrize("layout", ["C", "Fortran", "strided"])
+def test_scalers_and_a_pca_are_applied_directly_with_transforms_values(
+    dtype, steps, fit_dtype, layout
 ):
     """Fitted on float32 or float64 rows (a MinMaxScaler keeps their dtype in its scale),
-    applied to either."""
+    applied to either, in either memory layout or as a strided view (transform's copy keeps
+    the layout, and a PCA's product after a scaler rounds by it)."""
     rng = np.random.default_rng(0)
     X_fit = _rows(rng, 300, 37, fit_dtype)
     X = _rows(rng, 211, 37, dtype) * 1.3  # beyond the fitted range: clipping matters
+    if layout == "Fortran":
+        X = np.asfortranarray(X)
+    elif layout == "strided":
+        X = _rows(rng, 422, 37, dtype)[::2] * 1.3
     X_before = X.copy()
     head = _head(steps(), X_fit)
     expected = head.transform(X)

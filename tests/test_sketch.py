@@ -266,7 +266,7 @@ def test_decorrelated_rows_take_their_coordinates_for_directions(decorrelated_pr
     eigen = np.linalg.eigvalsh(np.cov(Xtr.T, bias=True))[::-1]
     assert variance[top].sum() >= AXIS_SHARE * eigen[:4].sum()
     sketch = fit_sketch(terms, Xtr, k=4, m=24, random_state=2)
-    assert sketch.coordinates
+    assert sketch.on_coordinates
     np.testing.assert_array_equal(sketch.components, np.eye(Xtr.shape[1])[top])
     np.testing.assert_array_equal(principal_directions(Xtr, 6)[:4], sketch.components)
     expected = _spec_sketch(sketch, Xte[:10], terms.support_vectors)
@@ -276,7 +276,7 @@ def test_decorrelated_rows_take_their_coordinates_for_directions(decorrelated_pr
     d, n = Xtr.shape[1], terms.n_terms
     assert sketch.cost == pytest.approx((d + 24 * (4 + 2)) / (n * d))
     before = fit_sketch(mixed, Ztr, k=4, m=24, random_state=2)
-    assert not before.coordinates
+    assert not before.on_coordinates
     assert np.count_nonzero(np.abs(before.components) > 1e-3) > 4 * 2
     assert before.cost == pytest.approx(((4 + 1) * d + 24 * (4 + 2)) / (mixed.n_terms * d))
 

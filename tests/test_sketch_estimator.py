@@ -673,7 +673,6 @@ def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
     _agree(calibrated, frame[700:])
 
 
-@pytest.mark.slow
 def _correlated_rows():
     rng = np.random.default_rng(7)
     Z = rng.normal(size=(900, 30)) @ rng.normal(size=(30, 30)) / 5.0
@@ -706,7 +705,7 @@ def test_auto_tries_more_directions_per_landmark_only_where_they_are_coordinates
     tried = [(o.k, o.m) for o in options]
     axes = head == "PCA"
     assert tried == sorted({*DEFAULT_SIZES, *(AXIS_SIZES if axes else ())})
-    assert all(o.walk.sketch.coordinates is axes for o in options)
+    assert all(o.walk.sketch.on_coordinates is axes for o in options)
     _agree(clf, Z[700:])
 
 
@@ -723,7 +722,7 @@ def test_behind_a_pca_the_sketch_takes_coordinates_and_keeps_them_through_skops(
         pipe, boundary="sketched-curved", side="both", delta=0.1, sketch=(4, 16), random_state=0
     ).fit(Z[:600], y[:600])
     sketch = clf.sketched_walk_.sketch
-    assert sketch.coordinates
+    assert sketch.on_coordinates
     assert set(np.flatnonzero(sketch.components.any(axis=0))) < set(range(12))
     test = Z[600:]
     ev = _agree(clf.set_params(early_stopping=True), test)
@@ -737,13 +736,14 @@ def test_behind_a_pca_the_sketch_takes_coordinates_and_keeps_them_through_skops(
         full.decision_function(test), clf.estimator_.decision_function(test), atol=1e-9
     )
     loaded = load_model(save_model(clf, tmp_path / "pca.skops"))
-    assert loaded.sketched_walk_.sketch.coordinates
+    assert loaded.sketched_walk_.sketch.on_coordinates
     np.testing.assert_array_equal(loaded.predict(test), clf.predict(test))
     np.testing.assert_allclose(
         loaded.decision_function(test), clf.decision_function(test), rtol=1e-12, atol=1e-12
     )
 
 
+@pytest.mark.slow
 def test_a_sketch_that_pays_by_the_count_on_forty_features_is_evaluated_in_full(monkeypatch):
     """The benchmark's 40-feature problem (``dense-40``, about 3,600 support vectors): in the
     residual order a sketch pays on the reference profile, so ``auto`` keeps one, but its walk

@@ -62,7 +62,7 @@ def sketched_walks():
     # sketch's directions are coordinates (a row's projection is its own values).
     mixed = rng.normal(size=(1000, 80)) @ rng.normal(size=(80, 80)) / 9.0 + X[:, :1]
     axes = _problem(PCA(80).fit(mixed[:300]).transform(mixed), y, "scale", 8, 32, 600)
-    assert axes[0].sketch.coordinates and not single[0].sketch.coordinates
+    assert axes[0].sketch.on_coordinates and not single[0].sketch.on_coordinates
     return {
         "rbf": _problem(X, y, 0.3, 3, 16, 600),
         "rbf-single": single,
@@ -148,7 +148,7 @@ def test_full_and_budgeted_sums_of_a_sketched_walk_are_the_plain_walks(sketched_
         assert ev.sketch_cost == 0 and ev.work_fraction == pytest.approx(terms / n)
 
 
-@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid"])
+@pytest.mark.parametrize("kind", ["rbf", "rbf-single", "rbf-grid", "rbf-single-axes"])
 def test_the_evaluators_sketch_features_are_the_references(sketched_walks, kind, monkeypatch):
     """The evaluator reads the rows a tile at a time and finishes the features once for all of
     them: the sketch's own ``features`` on the same rows (several tiles and a ragged last one;

@@ -87,6 +87,12 @@ class Sketch:
         return f"k = {s.k}, m = {s.m}"
 
     @property
+    def directions(self) -> str:
+        """What its k are: principal directions, or coordinates (rows already decorrelated,
+        as behind a PCA: :data:`attentive.sketch.nystrom.AXIS_SHARE`)."""
+        return "coordinates" if self._walk.sketch.on_coordinates else "principal directions"
+
+    @property
     def sketch_cost(self) -> float:
         """A row's sketch in units of a full evaluation (``Evaluation.sketch_cost``)."""
         return float(self._walk.cost)
@@ -222,7 +228,7 @@ def note(sketch: Sketch | None, fitting: bool = False) -> str:
     if not sketch.pays:
         return f"**No sketched rules**: {sketch.reason}: {sketch.detail}"
     return (
-        f"**Sketched rules**: a sketch with {sketch.label} (principal directions, landmarks) "
+        f"**Sketched rules**: a sketch with {sketch.label} ({sketch.directions}, landmarks) "
         "was chosen on the reference examples. A row's sketch costs "
         f"{sketch.sketch_cost:.3f} of a full evaluation and each term walked after it "
         f"{sketch.term_cost:.2f} plain terms: their work on the tradeoff plot and in the table."

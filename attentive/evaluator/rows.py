@@ -41,8 +41,9 @@ __all__ = [
 U32_ROUNDING = 2.0**-23  # a generous bound on float32's relative rounding of one product
 GRID_LIMIT = 2.0**24  # integers up to this are exact in float32, and so are sums of them
 # Rows converted at a time are about TILE_BYTES (kept in a core's cache between the passes:
-# float32 MNIST rows on a 2 MB L2, grid_rows took 6.2 ms for 6,730 rows in tiles of 128 rows,
-# 8.3 in tiles of 512, one thread; the float64 conversion of row_norms 2.4 against 3.8 ms).
+# float32 MNIST rows on a 2 MB L2, grid_rows took 6.2-6.5 ms for 6,730 rows in tiles of 128-256
+# rows, 8.3 in tiles of 512, one thread; the float64 conversion of row_norms 2.4 against 3.8
+# ms). 2^19 bytes: 167 float32 MNIST rows a tile, 83 float64 ones.
 TILE_BYTES = 2**19
 
 
@@ -267,7 +268,7 @@ def grid_rows(
     work = np.float32 if single else np.float64
     K = np.empty((m, d), dtype=np.float32)
     norms2, dev = np.empty(m), np.empty(m)
-    T = min(m, tile_rows(d, np.dtype(work).itemsize))
+    T = max(1, min(m, tile_rows(d, np.dtype(work).itemsize)))
     scaled = np.empty((T, d), dtype=work)
     rounded = None if single else np.empty((T, d))
     partial = np.empty((T, -(-d // _SQUARE_COLUMNS)), dtype=np.float32) if single else None

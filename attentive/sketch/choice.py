@@ -68,7 +68,8 @@ class SketchOption:
     Attributes
     ----------
     k, m : int or None
-        The sketch's principal directions and landmarks (None, None: no sketch).
+        The sketch's principal directions (or coordinates, :data:`AXIS_SIZES`) and landmarks
+        (None, None: no sketch).
     sketch_cost : float
         A row's sketch in full-evaluation units (0 without one).
     term_cost : float
@@ -254,11 +255,11 @@ def choose_sketch(
     d, rows = Xp.shape[1], Xp.shape[0]
     default = sizes is None
     sizes = [(k, m) for k, m in (DEFAULT_SIZES if default else sizes) if k < d and m <= rows]
+    more = [(k, m) for k, m in AXIS_SIZES if k < d and m <= rows] if default else []
     # One decomposition for every size: each takes the leading k of the largest k's directions.
-    most = max((k for k, _ in (*sizes, *(AXIS_SIZES if default else ()))), default=0)
+    most = max((k for k, _ in (*sizes, *more)), default=0)
     directions = principal_directions(Xp, most, random_state=random_state) if sizes else None
-    if default and directions is not None and unit_coordinates(directions) is not None:
-        more = [(k, m) for k, m in AXIS_SIZES if k < d and m <= rows]
+    if more and directions is not None and unit_coordinates(directions) is not None:
         sizes = sorted(set(sizes) | set(more))
     for size in (None, *sizes):
         if size is None:

@@ -171,16 +171,16 @@ class NystromSketch:
         return int(self.term_factors.shape[0])
 
     @property
-    def coordinates(self) -> bool:
+    def on_coordinates(self) -> bool:
         """Whether ``P``'s rows are coordinates (:data:`AXIS_SHARE`): a row's projection is k of
-        its own values."""
+        its own values (their columns: ``projection.coordinates``)."""
         return self.projection.coordinates is not None
 
     @property
     def cost(self) -> float:
         """A row's sketch in full-evaluation units (:func:`sketch_cost`)."""
         return sketch_cost(
-            self.n_terms, self.n_features, self.k, self.m, coordinates=self.coordinates
+            self.n_terms, self.n_features, self.k, self.m, coordinates=self.on_coordinates
         )
 
     @property
@@ -365,8 +365,9 @@ def _leading_directions(directions, k: int, d: int) -> np.ndarray:
 
 def principal_directions(X_ref_prepared, k: int, *, max_rows: int = MAX_ROWS, random_state=0):
     """The top k principal directions (k × d, orthonormal rows) that :func:`fit_sketch` fits on
-    the same rows with the same ``max_rows`` and ``random_state``; any smaller k' takes their
-    first k' rows (``fit_sketch(..., directions=...)``)."""
+    the same rows with the same ``max_rows`` and ``random_state`` — or the k coordinates of
+    largest variance where they hold nearly as much (:func:`axis_directions`); any smaller k'
+    takes their first k' rows (``fit_sketch(..., directions=...)``)."""
     X = _dense_rows(X_ref_prepared, X_ref_prepared.shape[1])
     rng = np.random.default_rng(random_state)
     sample = _reference_sample(X, max_rows, rng)
@@ -422,7 +423,8 @@ def fit_sketch(
         mean; the principal directions and the landmarks come from a seeded sample of at most
         ``max_rows`` of them.
     k : int
-        Principal directions kept (at most d and the rows sampled).
+        Principal directions kept (at most d and the rows sampled): the top k, or the k
+        coordinates of largest variance where those hold nearly as much (:data:`AXIS_SHARE`).
     m : int
         Landmarks (at most the rows sampled).
     landmarks : {"kmeans++", "sample"}

@@ -242,7 +242,7 @@ def _features_ns(sketch, single: bool = False) -> float:
     coordinates the product is ``x · x̄`` alone, and the k values are copied (~1 ns each)."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
     madd = SINGLE_MADD_NS if single else 0.12
-    if sketch.coordinates:
+    if sketch.on_coordinates:
         projection = madd * d + 1.0 * k  # x · x̄, and k values copied
     else:
         projection = madd * (k + 1) * d
