@@ -406,7 +406,18 @@ def test_float32_pixels_walk_with_the_source_their_pilot_prices_lower(
         return original(source, *args, **kwargs)
 
     monkeypatch.setattr(blocked, "walk_rows", spy)
+    from attentive.evaluator import pilot as pilot_module
+
+    summed = []
+    whole_sums = pilot_module.whole_sums
+
+    def counted(*args, **kwargs):
+        summed.append(1)
+        return whole_sums(*args, **kwargs)
+
+    monkeypatch.setattr(pilot_module, "whole_sums", counted)
     ev = evaluate_blocked(walk, X32, boundary, theta_s, path="walk")
+    assert len(summed) == 1  # the sample's exact walks, once for both sources priced
     priced = {
         key[0].kind: p.walk_cost for key, p in walk_plan(walk).pilots(boundary).by_kind.items()
     }

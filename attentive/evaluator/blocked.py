@@ -242,8 +242,9 @@ def evaluate_blocked(
                 reference = as_rows(reference)
             full_cls = source_for(base, base_plan, Xp[:1], precision, full=True)
             kind = rows_key(source_cls, full_cls, Xp, precision)
+            summed: dict = {}  # (the sample's exact walks, summed once for every kind priced)
             pilot = pilot_for(
-                plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final
+                plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final, summed
             )
             # Another source that walks these rows to the same stops (float32 rows near the
             # pixel grid: the grid's integer products, or the float32 source's without the
@@ -251,7 +252,9 @@ def evaluate_blocked(
             for other in _alternatives(source_cls, base, base_plan, Xp[:1], precision):
                 maker = source_maker(other)
                 kind = rows_key(other, full_cls, Xp, precision)
-                priced = pilot_for(plan, boundary, thr, kind, Xp, maker, reference, full_cls, final)
+                priced = pilot_for(
+                    plan, boundary, thr, kind, Xp, maker, reference, full_cls, final, summed
+                )
                 if pilot is not None and priced is not None and priced.walk_cost < pilot.walk_cost:
                     source_cls, make_source, pilot = other, maker, priced
             if path == "auto" and pilot is not None and not pilot.walk_pays:

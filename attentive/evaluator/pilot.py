@@ -144,6 +144,7 @@ def pilot_for(
     reference=None,
     full_cls=None,
     final: float | None = None,
+    summed: dict | None = None,
 ) -> Pilot | None:
     """The pilot kept for (walk, boundary, ``kind`` of rows: :func:`rows_key`), made if there
     is none yet.
@@ -154,13 +155,16 @@ def pilot_for(
     as the call's chunks are held (the default arguments), or as the exact double-precision
     source routed for them (``"double"``, ``None``); ``full_cls``: the source full evaluation
     takes for the call's rows, where it is not the one walks are routed to; ``final``: the
-    threshold ``U_n`` is compared with (a certified source's allowance)."""
+    threshold ``U_n`` is compared with (a certified source's allowance); ``summed``: a dict the
+    caller keeps for the pilots of one call (of several kinds of source), which holds the
+    sample's exact walks once summed (not kept with the pilot: ~3 × 128 × n values)."""
     kept = plan.pilots(boundary)
     pilot = kept.by_kind.get(kind)
     if pilot is not None:
         return pilot
     stops = kept.stops
-    exact_walks = None  # the sample's exact walks, where summed in this call
+    summed = {} if summed is None else summed
+    exact_walks = summed.get("exact")  # the sample's exact walks, where summed in this call
     if stops is None:
         if reference is not None and reference.shape[0]:
             sample = reference[_spread(reference.shape[0], min(PILOT_ROWS, reference.shape[0]))]
@@ -171,7 +175,9 @@ def pilot_for(
             sample = X[rows]
         # Every term of the sample in double precision: the stops (n for a walk that never
         # stops), and with the running masses what a certified walk leaves unsure (below).
-        exact_walks = whole_sums(make_source(sample, "double", None), thr, mass=True)
+        exact_walks = summed["exact"] = whole_sums(
+            make_source(sample, "double", None), thr, mass=True
+        )
         stops, _ = stops_of(exact_walks[0], thr.lower, thr.upper)
         kept.stops, kept.sample = stops, sample
     # The costs of the source the call's chunks will be walked by: the routed one (or the next
@@ -204,7 +210,9 @@ def pilot_for(
         # What a certified walk leaves to double precision is walked again there (settle):
         # the sample's rows whose band would leave them unsure, and those it holds without one.
         if exact_walks is None:  # a kept pilot's stops, priced for another kind of rows
-            exact_walks = whole_sums(make_source(sample, "double", None), thr, mass=True)
+            exact_walks = summed["exact"] = whole_sums(
+                make_source(sample, "double", None), thr, mass=True
+            )
         redone, ends = walked_again(source, exact_walks, thr, final, schedule.edges)
         exact = make_source(sample[:1], "double", None)  # its costs
         again, end = float(np.mean(redone)), float(np.mean(ends))
