@@ -633,6 +633,18 @@ def test_a_classifier_with_a_sketch_survives_the_trusted_skops_round_trip(digits
         back.with_rule("sketched-curved")
 
 
+def _stops_as_the_residual_walk(clf, test, X_fit, y_fit):
+    """The walked rule (early stopping) agrees with its scores and stops where the residual
+    walk computed from the sketch's own terms does, and stops some rows."""
+    ev = _agree(clf.set_params(early_stopping=True), test)
+    S, _ = _residual_walk(clf, test, X_fit, y_fit)
+    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
+    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
+    np.testing.assert_array_equal(ev.positive, ref.positive)
+    assert ev.stopped.any()
+    return ev
+
+
 def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
     rng = np.random.default_rng(4)
     n = 900
@@ -657,12 +669,7 @@ def test_a_pipeline_on_a_dataframe_fits_its_sketch_on_the_transformed_rows():
     assert sketch.n_features == transformed.shape[1] == 27
     np.testing.assert_allclose(sketch.mean, transformed.mean(axis=0), rtol=1e-12, atol=1e-12)
     assert list(clf.feature_names_in_) == list(frame.columns)
-    ev = _agree(clf.set_params(early_stopping=True), test)
-    S, _ = _residual_walk(clf, test, frame[:600], y[:600])
-    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
-    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
-    np.testing.assert_array_equal(ev.positive, ref.positive)
-    assert ev.stopped.any()
+    _stops_as_the_residual_walk(clf, test, frame[:600], y[:600])
     # The calibrated rule with family="auto" on the same frame: it considers a sketch too.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
@@ -725,12 +732,7 @@ def test_behind_a_pca_the_sketch_takes_coordinates_and_keeps_them_through_skops(
     assert sketch.on_coordinates
     assert set(np.flatnonzero(sketch.components.any(axis=0))) < set(range(12))
     test = Z[600:]
-    ev = _agree(clf.set_params(early_stopping=True), test)
-    S, _ = _residual_walk(clf, test, Z[:600], y[:600])
-    ref = apply_boundary(S, clf.boundary_, clf.theta_s_, clf.offset_, clf.classes_)
-    np.testing.assert_array_equal(ev.n_evaluated, ref.n_evaluated)
-    np.testing.assert_array_equal(ev.positive, ref.positive)
-    assert ev.stopped.any()
+    _stops_as_the_residual_walk(clf, test, Z[:600], y[:600])
     full = clf.with_rule("full")
     np.testing.assert_allclose(
         full.decision_function(test), clf.estimator_.decision_function(test), atol=1e-9

@@ -231,15 +231,18 @@ class RowProjection:
             unit_coordinates(components),
         )
 
-    def products(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """``G = X [Pᵀ | x̄]`` of dense rows ``X``, (rows, k + 1): one product; where ``P``'s rows
-        are coordinates, the rows' values there (exact) and ``X x̄``."""
+    def products(self, X, out: np.ndarray | None = None) -> np.ndarray:
+        """``G = X [Pᵀ | x̄]`` of rows ``X`` (dense, or sparse: over their non-zeros), (rows,
+        k + 1): one product; where ``P``'s rows are coordinates, the rows' values there (exact)
+        and ``X x̄``."""
+        sparse = sp.issparse(X)
         if self.coordinates is None:
-            return np.matmul(X, self.stacked, out=out)
+            return np.asarray(X @ self.stacked) if sparse else np.matmul(X, self.stacked, out=out)
         k = self.coordinates.size
         if out is None:
             out = np.empty((X.shape[0], k + 1), np.result_type(X.dtype, self.stacked.dtype))
-        out[:, :k] = X[:, self.coordinates]
+        values = X[:, self.coordinates]
+        out[:, :k] = values.toarray() if sparse else values
         out[:, k] = X @ self.stacked[:, k]
         return out
 
@@ -262,13 +265,7 @@ class RowProjection:
         """:meth:`features` of sparse rows (float64 CSR): the same products and norms, taken
         over each row's non-zeros."""
         norms = np.asarray(X.multiply(X).sum(axis=1)).ravel() if self.corrected else None
-        if self.coordinates is None:
-            return self.features_of(np.asarray(X @ self.stacked), norms, gamma)
-        k = self.coordinates.size
-        G = np.empty((X.shape[0], k + 1))
-        G[:, :k] = X[:, self.coordinates].toarray()
-        G[:, k] = X @ self.stacked[:, k]
-        return self.features_of(G, norms, gamma)
+        return self.features_of(self.products(X), norms, gamma)
 
     def features_of(self, G: np.ndarray, norms: np.ndarray | None, gamma: float) -> np.ndarray:
         """:meth:`features` from what its one pass over the rows gives: their products ``G = X

@@ -113,8 +113,8 @@ class TermSource(ABC):
     def alternatives(cls, X) -> tuple[str, ...]:
         """Kinds of other sources that walk rows like ``X`` routed here to the same stops,
         sides and labels (each certified or exact): where a pilot prices walks, the evaluator
-        walks with whichever it predicts cheapest. None by default. Cheap, as
-        :meth:`serves_full`."""
+        walks with whichever it predicts cheapest. None by default (an empty tuple). Cheap,
+        as :meth:`serves_full`."""
         return ()
 
     @classmethod

@@ -148,7 +148,7 @@ class RBFGridSource(_GridRows):
     def alternatives(cls, X):
         # Float32 rows near the grid: the float32 source walks them without the conversion to
         # integers (its band, ~100x wider, leaves more walks to double precision); the pilot
-        # prices both (on MNIST pixels the float32 walk measured 0.5-0.9 of the grid's).
+        # prices both (on MNIST pixels the float32 walk measured 0.5-1.0 of the grid's time).
         return () if cls.serves_full(X) else ("rbf-single",)
 
     @classmethod
