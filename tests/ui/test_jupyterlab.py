@@ -102,6 +102,22 @@ def _settled_text(page, locator, quiet_ms: int = 2000, timeout_s: float = 60) ->
     return text
 
 
+def _scroll_to(page, locator, tries: int = 5) -> None:
+    """Scroll ``locator``'s element into view. An update can draw a card anew with the same
+    text while the scroll waits for it to be stable ("not attached" to the DOM): the locator
+    then finds the new one on the next try."""
+    from playwright.sync_api import Error
+
+    for attempt in range(tries):
+        try:
+            locator.scroll_into_view_if_needed(timeout=10_000)
+            return
+        except Error as error:
+            if "not attached" not in str(error) or attempt == tries - 1:
+                raise
+            page.wait_for_timeout(500)
+
+
 def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
     beside = [REPO / "notebooks" / name for name in BESIDE]
     existed = {p: p.exists() for p in beside}
@@ -154,7 +170,7 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     # before reading it (scrolling to a card being replaced failed once: "not attached").
     after = _settled_text(page, evaluated)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    evaluated.scroll_into_view_if_needed()
+    _scroll_to(page, evaluated)
     page.screenshot(path=str(SHOTS / "jupyterlab.png"))
     # The Brownian-bridge tab, moved fast: its error and stopping-time plots were new HoloViews
     # figures on every move (the line_color refusal below, every run).
