@@ -476,6 +476,7 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
     # One thread however many are asked for (the product holds the GIL); the generic path,
     # without scikit-learn's product, still takes two, and gives the same answers.
     jobs = []
+    monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 1)
     for module in (blocked_module, totals_module):
         monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
         run = module.run_tasks
@@ -521,7 +522,14 @@ def test_sparse_table_queries_against_brute_force():
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
-def test_threads_give_identical_results(problem, n_jobs):
+def test_threads_give_identical_results(problem, n_jobs, monkeypatch):
+    from attentive.evaluator import blocked as blocked_module
+    from attentive.evaluator import totals as totals_module
+
+    # Threads for these few rows (the defaults keep a call this small on one thread).
+    monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 1)
+    for module in (blocked_module, totals_module):
+        monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
     X, y, Xt = problem
     walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
     theta_s = walk.theta_s(0.0)
@@ -540,6 +548,36 @@ def test_threads_give_identical_results(problem, n_jobs):
         boundary = _quantile_boundary(S, "lower")
         ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
         _assert_same(evaluate(walk, Xt, boundary, theta_s, path="walk"), ref)
+
+
+def test_a_walk_takes_a_thread_per_walk_rows_per_thread(problem, monkeypatch):
+    """A walk takes no more threads than it has WALK_ROWS_PER_THREAD rows for (its chunks' small
+    operations hold the interpreter lock: two threads walking a few thousand rows wait on each
+    other), and the stops are the same however many it takes."""
+    from attentive.evaluator import blocked as blocked_module
+
+    X, y, Xt = problem  # 300 rows
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    theta_s = walk.theta_s(0.0)
+    S = walk.partial_scores(Xt)
+    boundary = _quantile_boundary(S, "both")
+    ref = apply_boundary(S, boundary, theta_s, walk.offset, walk.terms.classes)
+    jobs = []
+    run = blocked_module.run_tasks
+    monkeypatch.setattr(
+        blocked_module,
+        "run_tasks",
+        lambda tasks, n: (jobs.append((len(tasks), n)), run(tasks, n))[1],
+    )
+    monkeypatch.setattr(blocked_module, "PARALLEL_MIN_ELEMENTS", 0)
+    for per_thread, expected in ((400, 1), (150, 2), (100, 3), (1, 3)):
+        monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", per_thread)
+        del jobs[:]
+        ev = evaluate_blocked(walk, Xt, boundary, theta_s, chunk_size=41, n_jobs=3, path="walk")
+        _assert_same(ev, ref)
+        assert [n for _, n in jobs] == [expected], per_thread
+        # the rows are cut into a multiple of the threads taken (split_rows)
+        assert jobs[0][0] % expected == 0
 
 
 def test_tiny_problem_path_matches_reference(problem):

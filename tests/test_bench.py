@@ -151,3 +151,36 @@ def test_the_benchmark_holds_blas_to_one_thread_and_gives_it_back():
     assert blas_threads() == before
     with limits(None):
         assert blas_threads() == before
+
+
+def test_the_lines_show_the_declined_walk_and_the_pipeline_head():
+    """Where `predict` evaluated in full, the walk it turned down is printed beside it, as a
+    share of full; behind a pipeline, the head's transform alone, against predict and the peer."""
+    from attentive.bench import _lines
+
+    seconds = {"sklearn": 0.1, "sklearnex_1": 0.030, "sklearnex": 0.020}
+    seconds |= {"full_1": 0.020, "predict_1": 0.019, "decision_1": 0.019, "walk_1": 0.016}
+    seconds |= {"full": 0.012, "predict": 0.011, "decision": 0.011, "head_1": 0.006}
+    r = {
+        "seconds": seconds,
+        "n_terms": 196,
+        "n_test": 6730,
+        "source": "rbf-grid",
+        "family": "sketched-regression",
+        "f": 0.017,
+        "path": "full",
+        "f_auto": 1.0,
+        "disagreement": 0.0,
+        "walking_can_pay": True,
+        "targets": {},
+    }
+    lines = _lines("mnist-2v5-pca50", r, 2)
+    one, two = lines[1], lines[2]
+    assert one.endswith("the walk it turned down 16.0 ms (0.80 of full)")  # 16 / 20
+    assert "walk it turned down" not in two  # not timed with two threads here
+    assert lines[3] == (
+        "  the pipeline's head alone, 1 thread: 6.0 ms (0.32 of predict) = 0.20 of sklearnex's "
+        "whole call"
+    )
+    del seconds["walk_1"], seconds["head_1"]
+    assert not any("turned down" in line or "head alone" in line for line in _lines("x", r, 2))
