@@ -184,3 +184,25 @@ def test_the_lines_show_the_declined_walk_and_the_pipeline_head():
     )
     del seconds["walk_1"], seconds["head_1"]
     assert not any("turned down" in line or "head alone" in line for line in _lines("x", r, 2))
+
+
+def test_a_quick_run_judges_no_target_and_names_why_a_model_has_no_peer(capsys):
+    """``--quick`` runs small problems for a few rounds: its lines give the ratios without a
+    verdict. A model that is not an SVC has no peer, and the line says so rather than that
+    scikit-learn-intelex is missing."""
+    from attentive.bench import main
+
+    argv = ["--quick", "--problems", "synthetic-sparse", "--rounds", "1", "--keep-blas-env"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    text = "\n".join(out[:-1])
+    assert "PASS" not in text and "FAIL" not in text
+    assert "(quick run, not judged) predict/full ≤ 1.05_1" in text
+    assert "none of the 2 targets is judged here" in out[-2]
+    try:
+        import sklearnex  # noqa: F401
+    except ImportError:
+        assert "sklearnex not installed" in text
+    else:
+        assert "no sklearnex peer for LinearSVC (it scores an SVC here)" in text
+        assert "not installed" not in text

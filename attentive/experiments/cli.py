@@ -68,9 +68,11 @@ def report_dataset(result: DatasetResult) -> list[str]:
         f"{s['dataset']}: {s['n_terms']} {terms}, test accuracy {s['accuracy']:.4f} "
         f"({s['n_test']} test examples, {s['n_test_positive']} positive)",
         (
-            f"  attentive ≤ budgeted wherever attentive's stop-error is below {c['beats_below']:.1%}"
+            f"  at the same computation, attentive's stop-error ≤ budgeted's at every τ tried "
+            f"where attentive's is below {c['beats_below']:.1%}"
             if c["ever_worse"]
-            else f"  attentive ≤ budgeted everywhere (its stop-error reaches {c['beats_below']:.1%})"
+            else f"  at the same computation, attentive's stop-error ≤ budgeted's at every τ tried "
+            f"(attentive's reaches {c['beats_below']:.1%})"
         ),
     ]
     if c["n_worse"]:
