@@ -129,8 +129,8 @@ def evaluate(
     n_jobs : int, optional
         Threads that evaluate chunks of examples in parallel; default: as set by
         :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
-        Small problems always use one, and so do kernel models with sparse support vectors
-        on sparse rows (their sparse product holds the GIL).
+        Small problems always use one, a walk one per 2,048 examples at most, and kernel models
+        with sparse support vectors on sparse rows one (their sparse product holds the GIL).
     precision : {"auto", "single", "double"}, optional
         ``"auto"`` (default) and ``"single"``: RBF models over many dense features compute their
         products in float32 with a certified bound on each term's error; stops, sides and labels

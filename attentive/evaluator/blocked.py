@@ -150,8 +150,9 @@ def evaluate_blocked(
         Walk positions per block; default: from the pilot's survival curve
         (:mod:`attentive.evaluator.pilot`; 16, doubling up to 64, without one).
     n_jobs : int, optional
-        Threads; default :func:`default_n_jobs` (small problems always use one, and so do kernel
-        models with sparse support vectors on sparse rows, whose product holds the GIL).
+        Threads; default :func:`default_n_jobs` (small problems always use one, a walk one per
+        :data:`WALK_ROWS_PER_THREAD` rows at most, and kernel models with sparse support vectors
+        on sparse rows one, whose product holds the GIL).
     precision : {"auto", "single", "double"}, optional
         ``"auto"`` (default) and ``"single"``: RBF models over more than 64 dense features compute
         their products in float32 with a certified bound on every term's error; a walk stops
