@@ -3,6 +3,8 @@ scores the same fitted model as scikit-learn."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.svm import SVC
@@ -154,7 +156,7 @@ def test_the_benchmark_holds_blas_to_one_thread_and_gives_it_back():
 
 
 def test_the_lines_show_the_declined_walk_and_the_pipeline_head():
-    """Where `predict` evaluated in full, the walk it turned down is printed beside it, as a
+    """Where `predict` evaluated in full, the walk predict declined is printed beside it, as a
     share of full; behind a pipeline, the head's transform alone, against predict and the peer."""
     from attentive.bench import _lines
 
@@ -176,14 +178,28 @@ def test_the_lines_show_the_declined_walk_and_the_pipeline_head():
     }
     lines = _lines("mnist-2v5-pca50", r, 2)
     one, two = lines[1], lines[2]
-    assert one.endswith("the walk it turned down 16.0 ms (0.80 of full)")  # 16 / 20
-    assert "walk it turned down" not in two  # not timed with two threads here
+    assert one.endswith("the walk predict declined 16.0 ms (0.80 of full)")  # 16 / 20
+    assert "walk predict declined" not in two  # not timed with two threads here
     assert lines[3] == (
         "  the pipeline's head alone, 1 thread: 6.0 ms (0.32 of predict) = 0.20 of sklearnex's "
         "whole call"
     )
     del seconds["walk_1"], seconds["head_1"]
-    assert not any("turned down" in line or "head alone" in line for line in _lines("x", r, 2))
+    assert not any("declined" in line or "head alone" in line for line in _lines("x", r, 2))
+
+
+def test_a_pipeline_run_times_its_head_alone(capsys):
+    """Behind a pipeline the benchmark times the head's transform alone, as the walk prepares
+    the rows, and prints it against predict."""
+    from attentive.bench import main
+
+    argv = ["--quick", "--problems", "mnist-2v5-pca50", "--rounds", "1", "--keep-blas-env"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    t = json.loads(out[-1])["problems"]["mnist-2v5-pca50"]["seconds"]
+    assert 0 < t["head_1"] < t["full_1"]  # the PCA's product, not the SVC's
+    line = next(line for line in out if "the pipeline's head alone" in line)
+    assert f"{t['head_1'] * 1e3:.1f} ms ({t['head_1'] / t['predict_1']:.2f} of predict)" in line
 
 
 def test_a_quick_run_judges_no_target_and_names_why_a_model_has_no_peer(capsys):
@@ -199,10 +215,18 @@ def test_a_quick_run_judges_no_target_and_names_why_a_model_has_no_peer(capsys):
     assert "PASS" not in text and "FAIL" not in text
     assert "(quick run, not judged) predict/full ≤ 1.05_1" in text
     assert "none of the 2 targets is judged here" in out[-2]
+    result = json.loads(out[-1])
+    assert result["judged"] is False and result["passed"] is None
+    # A sparse linear model takes the full path: the walk it declined is timed beside it.
+    sparse = result["problems"]["synthetic-sparse"]
+    assert sparse["path"] == "full" and sparse["f"] < 1
+    declined = sparse["seconds"]["walk_1"] / sparse["seconds"]["full_1"]
+    assert f"the walk predict declined {sparse['seconds']['walk_1'] * 1e3:.1f} ms" in text
+    assert f"({declined:.2f} of full)" in text
     try:
         import sklearnex  # noqa: F401
     except ImportError:
         assert "sklearnex not installed" in text
     else:
-        assert "no sklearnex peer for LinearSVC (it scores an SVC here)" in text
+        assert "no sklearnex peer for LinearSVC (the peer is timed for SVC only)" in text
         assert "not installed" not in text

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from attentive.boundaries import Boundary
-from attentive.evaluator.pilot import NOMINAL_CHUNK_ROWS, pilot_for, rows_key
+from attentive.evaluator.pilot import pilot_for, rows_key
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
 from attentive.evaluator.rows import as_rows
 from attentive.evaluator.sources import build_source, source_for, sources
@@ -48,16 +48,17 @@ _MAX_CHUNK = 8192
 _READ_AHEAD_BLOCKS = 2
 _READ_AHEAD_MAX = 64
 _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers everything
-# A walk takes another thread only for this many more rows (the rows a pilot prices a chunk's
-# fixed costs over, pilot.NOMINAL_CHUNK_ROWS). Its chunks hold the interpreter lock for most of
-# their many small operations, so two threads walking a few thousand rows between them wait on
-# each other: forced walks, one thread against two on this workplace's 2 cores (medians of 11),
-# took 1.29-1.41 times as long with two on MNIST 8 vs the rest at 500-2,000 rows and 1.06 at
-# 3,000, 0.94 at 5,000, 0.86 at 7,000; 3 vs the rest 1.32-1.48 at 500-3,000 rows, 1.17 at
-# 5,000, 1.05 at 7,000, 0.84 at 10,000; the dashboard's default (673 rows, 633 terms) 1.42, as
-# one thread it walks in 0.93 of a full evaluation's time. Which rows stop where does not
-# depend on it.
-WALK_ROWS_PER_THREAD = NOMINAL_CHUNK_ROWS
+# A walk takes one thread per whole WALK_ROWS_PER_THREAD rows (a second from twice as many).
+# Its chunks hold the interpreter lock for most of their many small operations, so two threads
+# walking a few thousand rows between them wait on each other: forced walks, one thread against
+# two on this workplace's 2 cores (medians of 11), took 1.29-1.41 times as long with two on
+# MNIST 8 vs the rest at 500-2,000 rows and 1.06 at 3,000, 0.94 at 5,000, 0.86 at 7,000; 3 vs
+# the rest 1.32-1.48 at 500-3,000 rows, 1.17 at 5,000, 1.05 at 7,000, 0.84 at 10,000; the
+# dashboard's default (673 rows, 633 terms) 1.42, where one thread walks in 0.93 of a full
+# evaluation's time. The trade: between 4,096 and about 7,000 rows, walks like 3 vs the rest's
+# still take two threads that cost them up to 17 %. (The pilot prices a chunk's fixed costs over
+# as many rows, pilot.NOMINAL_CHUNK_ROWS.) Which rows stop where does not depend on it.
+WALK_ROWS_PER_THREAD = 2048
 
 
 def _read_ahead(schedule) -> int:

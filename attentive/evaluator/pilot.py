@@ -77,7 +77,8 @@ NOMINAL_CHUNK_ROWS = 2048
 # 0.48-0.69 of a full evaluation predicted) still walk. A constant, not the call's thread
 # count: a row's path, and so its outcome, must not depend on it. The trade: one thread gives
 # up those walks' savings, and with more threads than two (the default runs up to 8) such walks
-# are still priced below what they cost.
+# are still priced below what they cost. Calls of fewer than 4,096 rows walk on one thread
+# (blocked.WALK_ROWS_PER_THREAD) and are priced as the larger calls are.
 POSITION_THREADS = 2
 
 

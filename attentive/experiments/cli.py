@@ -72,7 +72,7 @@ def report_dataset(result: DatasetResult) -> list[str]:
             f"where attentive's is below {c['beats_below']:.1%}"
             if c["ever_worse"]
             else f"  at the same computation, attentive's stop-error ≤ budgeted's at every τ tried "
-            f"(attentive's reaches {c['beats_below']:.1%})"
+            f"(its largest stop-error: {c['beats_below']:.1%})"
         ),
     ]
     if c["n_worse"]:
