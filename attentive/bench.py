@@ -266,8 +266,9 @@ def _bench_problem(name: str, args) -> dict:
     if peer is not None:
         methods["sklearnex_1"] = peer_call(1)
         methods["sklearnex"] = peer_call(None)
-    # Where `predict` evaluates in full, the walk predict declined is timed too; behind a pipeline,
-    # the head alone (its transform of every row, which `predict` needs too): a floor under it.
+    # Where `predict` evaluates in full, the walk it declined is timed too; behind a pipeline, the
+    # head alone (its transform of every row, which `predict` applies too, a StandardScaler tile
+    # by tile): about a floor under `predict`.
     walk_declined = ev.path == "full" and rule.mean_evaluated_fraction < 1.0
     for sfx, jobs in (("_1", 1), ("", args.jobs)):
         methods["full" + sfx] = ours(full, jobs, "decision_function")

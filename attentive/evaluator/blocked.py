@@ -310,8 +310,8 @@ def evaluate_blocked(
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
         one_thread = getattr(source_cls, "single_thread", False)
-        jobs = n_jobs if m * n >= PARALLEL_MIN_ELEMENTS and not one_thread else 1
-        jobs = max(1, min(jobs, m // WALK_ROWS_PER_THREAD))
+        few = one_thread or m * n < PARALLEL_MIN_ELEMENTS
+        jobs = 1 if few else max(1, min(n_jobs, m // WALK_ROWS_PER_THREAD))
         step = chunk_size or max(
             MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // int(schedule.sizes.max()))
         )
