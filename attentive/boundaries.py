@@ -379,10 +379,19 @@ def full_boundary(n_terms: int) -> Boundary:
     )
 
 
-def constant_boundary(n_terms: int, delta, variance, theta_s=0.0, side="lower") -> Boundary:
-    """The Constant-STST boundary: the same τ at every position (SPEC §2)."""
+def constant_boundary(
+    n_terms: int, delta, variance, theta_s=0.0, side="lower", upper_variance=None
+) -> Boundary:
+    """The Constant-STST boundary: the same τ at every position (SPEC §2).
+
+    ``variance`` is the lower side's bridge variance V, ``upper_variance`` the upper side's
+    (SPEC §2, per-side statistics: each from the reference examples that side must not stop
+    wrongly, the positives for the lower side and the negatives for the upper); None: the
+    upper side uses ``variance`` too."""
     check_side(side)
-    lo, up = constant_threshold(delta, variance, theta_s, side="both")
+    upper_variance = variance if upper_variance is None else upper_variance
+    lo = constant_threshold(delta, variance, theta_s, side="lower")
+    up = constant_threshold(delta, upper_variance, theta_s, side="upper")
     lower = np.full(n_terms, lo if side in ("lower", "both") else -np.inf)
     upper = np.full(n_terms, up if side in ("upper", "both") else np.inf)
     return Boundary(
@@ -393,6 +402,7 @@ def constant_boundary(n_terms: int, delta, variance, theta_s=0.0, side="lower") 
         params={
             "delta": float(delta),
             "variance": float(variance),
+            "upper_variance": float(upper_variance),
             "theta_s": float(theta_s),
             "tau_lower": lo,
             "tau_upper": up,

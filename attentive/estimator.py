@@ -278,7 +278,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     centering : {"positive", "all", "none"}, default="positive"
         Which reference examples the per-term means ``μ_i`` (and the variance) come from.
     variance : {"terms", "independent"}, default="terms"
-        Bridge variance estimator for the constant boundary (SPEC §2).
+        Bridge variance estimator for the constant boundary (SPEC §2), for each side over its
+        own reference examples.
     order : {"random", "given", "weight"}, default="random"
         Order in which terms are evaluated.
     reference_walks : {"auto", "leave-one-out", "in-sample"}, default="auto"
@@ -395,7 +396,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     theta_s_ : float
         ``θ_S = θ − c``.
     variance_ : float
-        The bridge variance used by the constant boundary.
+        The bridge variance V of the constant boundary's lower side (over R: the positives, or
+        every reference example with ``centering="all"``).
+    upper_variance_ : float
+        The bridge variance V of its upper side, over the negatives (SPEC §2: each side's
+        statistics come from the walks it must not stop wrongly).
     reference_walks_ : str
         ``"leave-one-out"`` or ``"in-sample"``: how the reference walks were taken.
     n_own_terms_ : int
@@ -701,6 +706,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.offset_ = self.walk_.offset
         self.theta_s_ = self.walk_.theta_s(self.threshold)
         self.variance_ = self.reference_stats_.variance(self.variance)
+        # The upper side's V: over the walks it must not stop wrongly, the negatives (SPEC §2).
+        self.upper_variance_ = self.class_stats_["negative"].variance(self.variance)
         # One sample of reference walks, with their running masses, for the tables of the
         # heteroscedastic and mass-regression families.
         S_ref, A_ref = reference_sample(self.walk_, X, leave_own_out=loo, own=own, masses=True)
@@ -709,6 +716,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             negative=self.class_stats_["negative"],
             pooled=pooled,
             variance=self.variance_,
+            upper_variance=self.upper_variance_,
             spread=spread_table(S_ref, regression_statistics(pooled)),
             mass=mass_table(S_ref, A_ref),
         )

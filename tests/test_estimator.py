@@ -271,6 +271,44 @@ def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
         assert np.exp(-2 * tau * (tau - clf.theta_s_) / clf.variance_) == pytest.approx(clf.delta)
 
 
+def _bridge_variance(rows, w, mu, variance):
+    """SPEC §2's V over ``rows`` of a linear model ``w`` centred at ``mu``, written out."""
+    if variance == "independent":
+        return (w**2 * rows.var(axis=0)).sum()
+    centred = (rows - mu) * w
+    s_n = centred.sum(axis=1)
+    return ((centred - s_n[:, None] / w.size) ** 2).sum(axis=1).mean()
+
+
+def test_each_side_of_the_constant_boundary_takes_the_variance_of_the_walks_it_must_not_stop():
+    """SPEC §2, per-side statistics: the lower side's V over the positives, the upper side's over
+    the negatives (the walks each side must not stop wrongly), written out from the model's
+    coefficients; each τ is Theorem 1's root for its own V. The negatives here spread four
+    times wider than the positives, so one V for both sides would be far off."""
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 150)
+    X = rng.normal(size=(300, 6)) * np.where(y == 0, 4.0, 1.0)[:, None] + 1.5 * y[:, None]
+    for variance in ("terms", "independent"):
+        clf = AttentiveClassifier(
+            LinearSVC(), boundary="constant", side="both", delta=0.05, variance=variance
+        ).fit(X, y)
+        w = clf.estimator_.coef_[0]
+        pos, neg = X[y == 1], X[y == 0]
+        mu = pos.mean(axis=0)  # centering="positive": μ from R, the positives
+        v_low, v_up = (_bridge_variance(rows, w, mu, variance) for rows in (pos, neg))
+        assert v_up > 4 * v_low
+        assert clf.variance_ == pytest.approx(v_low, rel=1e-9)
+        assert clf.upper_variance_ == pytest.approx(v_up, rel=1e-9)
+        th = clf.theta_s_
+        lo, up = clf.boundary_.lower[0], clf.boundary_.upper[0]
+        assert lo == pytest.approx((th - np.sqrt(th**2 + 2 * v_low * np.log(20))) / 2, rel=1e-9)
+        assert up == pytest.approx((th + np.sqrt(th**2 + 2 * v_up * np.log(20))) / 2, rel=1e-9)
+        # One side alone keeps its own τ.
+        upper = clf.with_rule("constant", side="upper")
+        assert upper.boundary_.upper[0] == pytest.approx(up, rel=1e-12)
+        assert np.all(np.isneginf(upper.boundary_.lower))
+
+
 def test_reference_walks_leave_each_support_vector_out(binary_problem):
     """``reference_walks``: "auto" is leave-one-out for the calibrated boundary only; the
     statistics then come from the leave-one-out scores f(x_i) − w_i K(x_i, x_i) (scikit-learn's

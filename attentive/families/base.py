@@ -37,7 +37,8 @@ class WalkStatistics:
     pooled : ReferenceStats
         Over every reference example.
     variance : float
-        The bridge variance V chosen for the constant boundary.
+        The bridge variance V of the constant boundary's lower side (over R: the positives, or
+        every reference example when R is every one).
     spread : SpreadTable or None
         The residual spread of the regression's estimate by estimate (the heteroscedastic
         family's table, :func:`attentive.families.heteroscedastic.spread_table`); without it that
@@ -46,6 +47,9 @@ class WalkStatistics:
         The least-squares lines of ``S_n`` on ``S_t`` and the running mass ``A_t``
         (:func:`attentive.families.mass.mass_table`); without it the mass-regression family is
         the regression family.
+    upper_variance : float or None
+        The bridge variance V of the constant boundary's upper side, over the negatives (SPEC
+        §2, per-side statistics); None (statistics saved before it was kept): ``variance``.
     starts_at_zero : bool
         Whether every walk starts at ``S_0 = 0`` (a plain walk), not at a score of its own (a
         sketched walk starts at the sketch's ``F̃(x)``, SPEC §3b). Families that assume
@@ -59,6 +63,12 @@ class WalkStatistics:
     spread: object | None = None
     mass: object | None = None
     starts_at_zero: bool = True
+    upper_variance: float | None = None
+
+    def side_variance(self, upper: bool) -> float:
+        """The constant boundary's V for one side (SPEC §2: per-side statistics)."""
+        up = getattr(self, "upper_variance", None)  # (None in statistics saved before it)
+        return float(self.variance if not upper or up is None else up)
 
     @property
     def n_terms(self) -> int:

@@ -28,7 +28,8 @@ def walk_statistics(
     as :class:`attentive.AttentiveClassifier` builds them in ``fit``: per class (the lower side
     from the positives, the upper side from the negatives), pooled, the bridge variance V by the
     ``variance`` estimator over R (``ref_mask``, from :func:`attentive.walk.make_walk`: the pooled
-    set when R is every example, else the positives), and the heteroscedastic and
+    set when R is every example, else the positives) for the lower side and over the negatives
+    for the upper, and the heteroscedastic and
     mass-regression tables from one seeded sample of reference walks. ``leave_own_out``,
     ``own``: walks of training examples without their own support vector.
     """
@@ -57,6 +58,7 @@ def walk_statistics(
         negative=by_class["negative"],
         pooled=pooled,
         variance=reference.variance(variance),
+        upper_variance=by_class["negative"].variance(variance),
         spread=spread_table(S_ref, regression_statistics(pooled)),
         mass=mass_table(S_ref, A_ref),
         starts_at_zero=walk.starts_at_zero,
