@@ -193,8 +193,9 @@ def _fitted_before(clf) -> bool:
 
 
 def _check_2d(X) -> None:
-    """scikit-learn's refusal of one row or column of numbers given as a 1-D array, for rows a
-    pipeline's first step takes as they are (whose width check would say "no features"
+    """scikit-learn's refusal of one row or column of numbers given as a 1-D array, and of
+    numbers in more than two dimensions, for rows a pipeline's first step takes as they are
+    (whose width check would say "no features", or count the second axis as features,
     instead). A 1-D sequence of anything else — documents for a text vectoriser, dicts for a
     ``DictVectorizer`` — is the pipeline's to take."""
     if isinstance(X, (list, tuple)):
@@ -209,6 +210,17 @@ def _check_2d(X) -> None:
             "Expected 2D array, got 1D array instead. Reshape your data either using "
             "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if "
             "it contains a single sample."
+        )
+    ndim = getattr(X, "ndim", 2)
+    if (
+        isinstance(ndim, int)
+        and ndim > 2
+        and getattr(getattr(X, "dtype", None), "kind", "O") in "biuf"
+    ):
+        # (A pipeline's first step may count the second axis as features and say so instead.)
+        raise InvalidParameterError(
+            f"Found array with dim {ndim}: expected a 2-D array of examples by features, got "
+            f"shape {tuple(X.shape)}. Reshape it, e.g. X.reshape(len(X), -1)."
         )
 
 

@@ -106,6 +106,14 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     if args.chunk_rows < 1:
         raise InvalidParameterError(f"--chunk-rows must be ≥ 1, got {args.chunk_rows}")
+    if args.workers is not None and args.workers < 1:
+        raise InvalidParameterError(
+            f"--workers must be ≥ 1, got {args.workers} (leave it out for one worker per core)"
+        )
+    if args.workers is not None and args.scheduler:
+        raise InvalidParameterError(
+            "--workers sizes the local cluster; with --scheduler the scheduler's workers run"
+        )
     try:
         summary = score_file(
             args.model,

@@ -28,6 +28,7 @@ from attentive.data.reader import (
     libsvm_index_range,
     libsvm_zero_based,
     parse_csv_rows,
+    split_csv_line,
 )
 from attentive.errors import DataError
 
@@ -145,6 +146,7 @@ def test_header_is_told_from_the_first_line(cells, expected):
     [
         (["x", "1", "2", "3"], "mixes names and numbers"),
         (["0", "1", "2", "3"], "header pandas writes for a frame without column names"),
+        (["", "0", "1", "2"], r"with its index first \(df\.to_csv\(\)\).*--exclude 'Unnamed: 0'"),
     ],
 )
 def test_an_ambiguous_first_line_is_refused_naming_the_flags(cells, problem):
@@ -153,7 +155,8 @@ def test_an_ambiguous_first_line_is_refused_naming_the_flags(cells, problem):
     assert "--header or --no-header" in str(info.value) and "header=True or False" in str(
         info.value
     )
-    assert csv_header(cells, header=True, expected=FOUR, where="f") == cells
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]  # (pandas' name of an index)
+    assert csv_header(cells, header=True, expected=FOUR, where="f") == named
     assert csv_header(cells, header=False, expected=FOUR, where="f") is None
 
 
@@ -211,6 +214,7 @@ def test_columns_are_counted_for_a_model_without_names():
         (b"1,2,3\n4,,6\n", "line 11, column 'b': the value is missing or NaN"),
         (b"1,2,3\r\n4,-inf,6\r\n", "line 11, column 'b': -inf is not a finite number"),
         (b"1,2,3\n\n4,1e999,6\n", "line 12, column 'b': 1e999 is not a finite number"),
+        (b"1,2,3\n4,5\r6\n", "line 11: a carriage return \\(CR\\) inside the line"),
     ],
 )
 def test_bad_cells_are_named_by_the_files_line_and_column(text, message):
@@ -218,6 +222,14 @@ def test_bad_cells_are_named_by_the_files_line_and_column(text, message):
         parse_csv_rows(
             text, names=["a", "b", "c"], numeric=["a", "b", "c"], where="f", first_line=10
         )
+
+
+def test_a_first_line_with_a_carriage_return_inside_is_refused_naming_the_line_endings():
+    """A file with the old Mac line endings (CR alone) reads as one line with CRs inside: the
+    csv module's own error would reach the user as a traceback."""
+    with pytest.raises(DataError, match=r"rows\.csv, line 1: a carriage return \(CR\).*LF"):
+        split_csv_line(b"a,b,c\r1,2,3\r4,5,6\r", where="rows.csv")
+    assert split_csv_line(b"a, b,c\r\n", where="rows.csv") == ["a", "b", "c"]
 
 
 def test_cells_read_exactly_and_other_columns_stay_as_read():

@@ -130,6 +130,7 @@ def test_missing_and_empty_files(tmp_path):
         (b"1 1:0.5 2:1\n-1 1:2 2:x\n", 2, "'x' of feature 2 is not a number"),
         (b"1 1:0.5 2:1\n-1 1:2\n1 3:", 3, "'3:' is not an '<index>:<value>' pair"),  # truncated
         (b"1 1:0.5\n-1 1:2\nfoo 1:3\n", 3, "label 'foo' is not a number"),
+        (b"1 1:0.5\n1,-1 1:2\n", 2, "label '1,-1' is not a number (several labels, multilabel"),
         (b"1 1:0.5\n-1 2:1 1:3\n", 2, "indices must increase"),
         (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
     ],

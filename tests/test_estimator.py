@@ -194,7 +194,7 @@ def test_bad_targets_and_shapes_are_named(binary_problem):
     """A continuous target is named as values, not classes; a calibrated fit with too few
     examples of a class says so (not the splitter's parameters); one row as a 1-D array gets
     scikit-learn's advice, with a pipeline in front too (whose width check would say "no
-    features")."""
+    features"), and so do rows in three dimensions."""
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -213,6 +213,10 @@ def test_bad_targets_and_shapes_are_named(binary_problem):
             clf.predict(Xte[0])
         with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
             AttentiveClassifier(model).fit(Xtr[:, 0], ytr)
+        # Rows in three dimensions: said so (a pipeline's scaler would count features instead).
+        cube = np.stack([Xte[:4], Xte[4:8]])
+        with pytest.raises(ValueError, match=r"[Ff]ound array with dim 3"):
+            clf.predict(cube)
     two_labels = np.c_[ytr, 1 - ytr]  # a label indicator: not one class label a row
     with pytest.raises(ValueError, match="y should be a 1d array"):
         AttentiveClassifier(SVC()).fit(Xtr, two_labels)

@@ -32,7 +32,12 @@ from distributed import Client
 
 from attentive import AttentiveClassifier
 from attentive.cli import main
-from attentive.errors import DataError, UntrustedModelError
+from attentive.errors import (
+    DataError,
+    FeatureMismatchError,
+    InvalidParameterError,
+    UntrustedModelError,
+)
 from attentive.models import save_model
 from attentive.scale import (
     COLUMNS,
@@ -165,6 +170,23 @@ def test_dataframe_partitions_with_feature_names_and_an_empty_one(client):
     np.testing.assert_array_equal(scores.index, test.index)
 
 
+def test_a_dataframe_without_the_models_features_is_refused_before_computing(dense_problem):
+    """By name for a classifier fitted with names (the missing ones named), by count without;
+    nothing is computed (no client needed)."""
+    clf0, X = dense_problem
+    names = [f"x{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    named = AttentiveClassifier(SVC(), random_state=0).fit(frame[:300], clf0.predict(X[:300]))
+    renamed = dd.from_pandas(frame.rename(columns={"x0": "zzz"}), npartitions=2)
+    with pytest.raises(
+        FeatureMismatchError, match=r"lacks 1 of the classifier's \d+ features \('x0'\)"
+    ):
+        score_dask(named, renamed)
+    wider = dd.from_pandas(frame.assign(extra=0.0), npartitions=2)
+    with pytest.raises(FeatureMismatchError, match=r"has \d+ columns, but the classifier"):
+        score_dask(clf0, wider)
+
+
 def test_meta_is_explicit_and_matches_computed_blocks_for_string_classes(client, dense_problem):
     clf_int, X = dense_problem
     y = np.where(clf_int.predict(X) == 1, "spam", "ham")
@@ -258,6 +280,47 @@ def test_score_file_on_csv_and_parquet_equals_in_memory(client, tmp_path, dense_
         )
         assert summary.chunks == 4 if name == "rows.csv" else summary.chunks == 3
         assert_same_as_in_memory(_read_scores(out), clf, X)
+
+
+@pytest.mark.parametrize("workers", ["-1", "0"])
+def test_a_worker_count_below_one_is_refused_before_a_cluster_starts(
+    tmp_path, exported, capsys, workers
+):
+    """``--workers -1`` started a cluster without workers that waited for ever; 0 meant one
+    per core. Both are refused, as ``--chunk-rows`` below 1 is."""
+    path, _, X = exported
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X[:5], np.zeros(5), str(data), zero_based=False)
+    out = tmp_path / "scores.parquet"
+    argv = ["score", "--model", str(path), "--input", str(data), "--output", str(out)]
+    assert main([*argv, "--workers", workers, "--no-progress"]) == 1
+    assert f"--workers must be ≥ 1, got {workers}" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(InvalidParameterError, match="n_workers must be ≥ 1"):
+        local_cluster(int(workers))
+
+
+def test_options_a_format_has_no_use_for_are_refused_not_ignored(tmp_path, exported):
+    """``--header`` or ``--exclude`` with a LIBSVM file, an index base with CSV or Parquet: each
+    was silently ignored."""
+    _, clf, X = exported
+    libsvm = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X[:20], np.zeros(20), str(libsvm), zero_based=False)
+    frame = pd.DataFrame(X[:20].toarray()).add_prefix("f")
+    frame.to_csv(tmp_path / "rows.csv", index=False)
+    frame.to_parquet(tmp_path / "rows.parquet")
+    with pytest.raises(InvalidParameterError, match=r"rows\.libsvm is read as LIBSVM: --header"):
+        read_input(libsvm, clf, header=True)
+    with pytest.raises(InvalidParameterError, match=r"--exclude \(exclude=\) does not apply"):
+        read_input(libsvm, clf, exclude=("label",))
+    for name in ("rows.csv", "rows.parquet"):
+        with pytest.raises(InvalidParameterError, match=r"--zero-based.*the index base is LIBSVM"):
+            read_input(tmp_path / name, clf, zero_based=False)
+    with pytest.raises(InvalidParameterError, match=r"rows\.parquet is read as PARQUET: --header"):
+        read_input(tmp_path / "rows.parquet", clf, header=True)
+    # Each as given to the format that uses it.
+    assert read_input(libsvm, clf, zero_based=False).compute().shape[0] == 20
+    assert len(read_input(tmp_path / "rows.csv", clf, header=True)) == 20
 
 
 def test_a_failed_run_leaves_no_output(client, tmp_path, exported):

@@ -258,3 +258,26 @@ def test_ctrl_c_on_a_shared_cluster_cancels_the_run_and_keeps_the_cluster(
         assert not out.exists() and _hidden_leftovers(tmp_path) == []
         with Client(cluster) as client:
             assert client.submit(sum, [1, 2]).result() == 3
+
+
+def test_a_bad_row_is_told_once_without_the_workers_tracebacks(exported, tmp_path):
+    """A chunk that cannot be read fails each of its tries on a worker of the run's own
+    cluster; the user gets the run's one error line (file, line, column), not first a worker's
+    "Compute Failed" traceback per try."""
+    _, model, rows = exported
+    bad = tmp_path / "rows.csv"
+    lines = rows.read_text().splitlines(keepends=True)
+    cells = lines[7].split(",")
+    cells[1] = "nan"
+    lines[7] = ",".join(cells)
+    bad.write_text("".join(lines))
+    out = tmp_path / "scores.parquet"
+    command = [sys.executable, "-m", "attentive", "score", "--model", str(model), "--input"]
+    command += [str(bad), "--output", str(out), "--workers", "1", "--no-progress"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        "error: rows.csv, line 8, column 'x1': the value is missing or NaN ('nan'); every "
+        "feature needs a finite number"
+    ], run.stderr
+    assert not out.exists()

@@ -126,6 +126,8 @@ def _locate_error(
         problem = None
         if not _LABEL.match(tokens[0]):
             problem = f"the label {tokens[0]!r} is not a number"
+            if "," in tokens[0] and all(_LABEL.match(t) for t in tokens[0].split(",")):
+                problem += " (several labels, multilabel LIBSVM: one label a line is read)"
         last = -1
         for token in tokens[1:]:
             if problem:

@@ -392,8 +392,22 @@ def split_csv_line(line: bytes, sep: str = ",", *, where: str) -> list[str]:
         text = line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: the first line is not UTF-8 text ({exc})") from None
-    cells = next(csv.reader([text], delimiter=sep, skipinitialspace=True), [])
-    return [cell.strip() for cell in cells]
+    return [cell.strip() for cell in csv_cells(text, sep, where=f"{where}, line 1")]
+
+
+def csv_cells(text: str, sep: str = ",", *, where: str) -> list[str]:
+    """The cells of one line of CSV text (its line ending removed), as the csv module reads
+    them; a line the csv module refuses (a carriage return inside it: a file with the old Mac
+    line endings, a lone CR) is a :class:`DataError` naming ``where`` (file and line)."""
+    try:
+        return next(csv.reader([text], delimiter=sep, skipinitialspace=True), [])
+    except csv.Error as exc:
+        if "\r" in text:
+            raise DataError(
+                f"{where}: a carriage return (CR) inside the line; lines must end with LF or "
+                "CR LF (a file saved with the old Mac line endings, CR alone: convert them to LF)"
+            ) from None
+        raise DataError(f"{where} is not valid CSV: {exc}") from None
 
 
 def _is_number(cell: str) -> bool:
@@ -409,7 +423,8 @@ def csv_header(
     or a line without a number (at least one name, no cell that is a number or a missing value
     of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
     header; a line of numbers (and missing values) is data. A mix, and pandas' ``0,1,2,...`` (the
-    header of a frame without column names, or a row of data) are refused: say which.
+    header of a frame without column names, or a row of data; ``,0,1,...`` with its index) are
+    refused: say which.
     Empty names become ``Unnamed: i`` as in pandas.
     """
     if header is not None and not isinstance(header, bool | np.bool_):
@@ -426,6 +441,16 @@ def csv_header(
             raise DataError(
                 f"{where}: the first line, {shown}, is either the header pandas writes for a "
                 "frame without column names or a row of data. Say which: " + CHOOSE_HEADER
+            )
+        elif (
+            len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
+        ):
+            # df.to_csv() of a frame without column names, its index first (unnamed).
+            raise DataError(
+                f"{where}: the first line, {shown}, is either the header pandas writes for a "
+                "frame without column names, with its index first (df.to_csv()), or a row of data "
+                "missing its first value. Say which: " + CHOOSE_HEADER + "; with a header, the "
+                "index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... from Python)"
             )
         elif any(names) and not any(numbers):
             header = True
@@ -603,7 +628,7 @@ def _csv_problem(
         if not text.strip():
             continue
         line = first_line + offset
-        cells = next(csv.reader([text], delimiter=sep, skipinitialspace=True), [])
+        cells = csv_cells(text, sep, where=f"{where}, line {line}")
         if len(cells) != len(names):
             return (
                 f"{where} is not valid CSV: line {line} has {_fields(len(cells))}, but there are "

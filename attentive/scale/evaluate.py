@@ -139,6 +139,29 @@ def _score_partition(frame: pd.DataFrame, clf, n_jobs) -> pd.DataFrame:
     return _score_rows(clf, X, frame.index, n_jobs)
 
 
+def _check_frame_columns(clf, columns: list) -> None:
+    """Refuse a DataFrame without the classifier's features, before anything is computed: by
+    name (the missing ones named) for a classifier fitted with names, else by count."""
+    names = getattr(clf, "feature_names_in_", None)
+    if names is not None:
+        present = {str(c) for c in columns}
+        missing = [str(n) for n in names if str(n) not in present]
+        if missing:
+            shown = ", ".join(repr(n) for n in missing[:5]) + (" ..." if len(missing) > 5 else "")
+            given = ", ".join(repr(str(c)) for c in columns[:8]) + (
+                f", ... ({len(columns)} in all)" if len(columns) > 8 else ""
+            )
+            raise FeatureMismatchError(
+                f"the DataFrame lacks {len(missing)} of the classifier's {len(names)} features "
+                f"({shown}); its columns: {given}. The classifier takes its features by name."
+            )
+    elif len(columns) != clf.n_features_in_:
+        raise FeatureMismatchError(
+            f"the DataFrame has {len(columns)} columns, but the classifier, fitted without "
+            f"feature names, expects {clf.n_features_in_} (every column, in order)."
+        )
+
+
 def score_dask(clf: AttentiveClassifier, X, *, n_jobs: int | None = 1) -> dd.DataFrame:
     """Evaluate ``X`` attentively with Dask, lazily: one task per row block or partition.
 
@@ -177,6 +200,7 @@ def score_dask(clf: AttentiveClassifier, X, *, n_jobs: int | None = 1) -> dd.Dat
     meta = scores_meta(clf)
     model = dask.delayed(clf, pure=True)
     if isinstance(X, dd.DataFrame):
+        _check_frame_columns(clf, list(X.columns))
         return X.map_partitions(_score_partition, model, n_jobs, meta=meta, align_dataframes=False)
     if not isinstance(X, da.Array):
         raise InvalidParameterError(

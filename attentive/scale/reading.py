@@ -109,6 +109,7 @@ def read_input(
     expected = ExpectedFeatures.of(clf)
     if path.is_dir():
         guess_format(where, format=format or "parquet", allowed=("parquet",))
+        _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     with open(path, "rb") as f:
         text = _Text(str(path), compression_of(f.read(8)), where)
@@ -117,11 +118,32 @@ def read_input(
     if fmt == "parquet":
         if text.compression:
             raise DataError(f"{where}: a compressed Parquet file; Parquet compresses its own pages")
+        _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     start = len(BOM) if head.startswith(BOM) else 0
     if fmt == "libsvm":
+        _check_options_apply(where, fmt, header=header, exclude=exclude)
         return _read_libsvm(text, start, expected, chunk_rows, zero_based)
+    _check_options_apply(where, fmt, zero_based=zero_based)
     return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+
+
+def _check_options_apply(where: str, fmt: str, *, header=None, exclude=(), zero_based=None):
+    """Refuse options the file's format has no use for, instead of ignoring them silently."""
+    given = []
+    if header is not None:
+        given.append(("--header / --no-header (header=)", "a header line is CSV's"))
+    if exclude:
+        given.append(("--exclude (exclude=)", "named columns are CSV's and Parquet's"))
+    if zero_based is not None:
+        given.append(("--zero-based / --one-based (zero_based=)", "the index base is LIBSVM's"))
+    if given:
+        options = " and ".join(o for o, _ in given)
+        raise InvalidParameterError(
+            f"{where} is read as {fmt.upper()}: {options} "
+            f"{'does' if len(given) == 1 else 'do'} not apply to it "
+            f"({'; '.join(r for _, r in given)})"
+        )
 
 
 _CORRUPT = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
