@@ -4,7 +4,8 @@ Cells), and the dashboard's output must render and answer a slider move — with
 a host other than this machine refused, as on a laptop offline. Before, the output stayed blank:
 Bokeh's and Panel's scripts were asked of a CDN.
 
-The notebook writes nothing beside itself (its caches go to the project's ``data/`` folder).
+The notebook writes nothing beside itself (its caches go to the project's ``data/`` folder), and
+JupyterLab does not save it (no autosave): the file stays as the project has it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def jupyterlab(tmp_path_factory):
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     env.pop("ATTENTIVE_DATA", None)  # the notebook's own default: the project's data/
+    # No autosave: the notebook is the project's own file, run in place (its outputs, 3,000
+    # lines of them, were saved into the working tree).
+    docmanager = home / "settings" / "@jupyterlab" / "docmanager-extension"
+    docmanager.mkdir(parents=True)
+    (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
     cmd = [
         sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={REPO}",
@@ -121,6 +127,8 @@ def _scroll_to(page, locator, tries: int = 5) -> None:
 def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
     beside = [REPO / "notebooks" / name for name in BESIDE]
     existed = {p: p.exists() for p in beside}
+    notebook = REPO / NOTEBOOK
+    saved = notebook.read_bytes()
     refused: list[str] = []
 
     def offline(route) -> None:
@@ -210,3 +218,6 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     assert not cdn, f"the page asked the internet for scripts: {cdn[:5]}"
     for path in beside:
         assert path.exists() == existed[path], f"the notebook wrote {path}"
+    if notebook.read_bytes() != saved:
+        notebook.write_bytes(saved)  # (put back: the working tree is the developer's)
+        pytest.fail(f"JupyterLab saved {NOTEBOOK} with its outputs (put back as it was)")
