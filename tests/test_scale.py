@@ -296,7 +296,7 @@ def test_a_worker_count_below_one_is_refused_before_a_cluster_starts(
     assert main([*argv, "--workers", workers, "--no-progress"]) == 1
     assert f"--workers must be ≥ 1, got {workers}" in capsys.readouterr().err
     assert not out.exists()
-    with pytest.raises(InvalidParameterError, match="n_workers must be ≥ 1"):
+    with pytest.raises(InvalidParameterError, match="n_workers must be a whole number ≥ 1"):
         local_cluster(int(workers))
 
 

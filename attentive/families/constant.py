@@ -12,8 +12,9 @@ from attentive.families.registry import register_family
 @register_family
 class ConstantFamily(BoundaryFamily):
     """The same τ at every position: Theorem 1's threshold for the bridge variance V and
-    ``δ' = Φ(−z)``, each side with its own V (the lower side R's, by default the positives', the upper side the
-    negatives': SPEC §2). A stopped walk scores ``c + τ`` (it has no other estimate)."""
+    ``δ' = Φ(−z)``, each side with its own V (the lower side R's, by default the positives'; the
+    upper side the negatives': SPEC §2). A stopped walk scores ``c + τ`` (it has no other
+    estimate)."""
 
     name = "constant"
     description = "one τ for every position (the paper's Theorem 1 at δ' = Φ(−z))"

@@ -9,15 +9,13 @@ reader, shared with the dashboard's uploads), evaluates it with
 
 from __future__ import annotations
 
-import logging
 import lzma
+import numbers
 import os
 import time
 import uuid
 import zlib
 from pathlib import Path
-
-from distributed import WorkerPlugin
 
 from attentive.data.reader import compression_of, guess_format, open_binary
 from attentive.errors import DataError, InvalidParameterError
@@ -50,32 +48,6 @@ def load_classifier(path: str | os.PathLike) -> AttentiveClassifier:
     return model
 
 
-def _not_a_data_error(record: logging.LogRecord) -> bool:
-    """False for a worker's "Compute Failed" report of a :class:`DataError` (a bad row of the
-    input: the run fails with it, its message naming file, line and column), else True."""
-    if not str(record.msg).startswith("Compute Failed"):
-        return True
-    args = record.args if isinstance(record.args, tuple) else ()
-    return not any(str(a).startswith("DataError(") for a in args)
-
-
-class QuietDataErrors(WorkerPlugin):
-    """A worker plugin that keeps a chunk's
-    :class:`DataError` out of the worker's log: the error reaches the user once, as the run's
-    own, where each of the chunk's tries logged its traceback first (four with three retries)."""
-
-    name = "attentive-quiet-data-errors"
-    idempotent = True
-
-    def setup(self, worker) -> None:
-        logger = logging.getLogger("distributed.worker")
-        if _not_a_data_error not in logger.filters:
-            logger.addFilter(_not_a_data_error)
-
-    def teardown(self, worker) -> None:
-        logging.getLogger("distributed.worker").removeFilter(_not_a_data_error)
-
-
 def local_cluster(n_workers: int | None = None, **kwargs):
     """A ``distributed.LocalCluster`` on 127.0.0.1 only: one single-threaded worker process per
     core (or ``n_workers``), no dashboard.
@@ -89,11 +61,11 @@ def local_cluster(n_workers: int | None = None, **kwargs):
 
     from distributed import LocalCluster
 
-    if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers):
-        raise InvalidParameterError(f"n_workers must be a whole number, got {n_workers!r}")
-    if n_workers is not None and n_workers < 1:
+    if n_workers is not None and (
+        isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1
+    ):
         raise InvalidParameterError(
-            f"n_workers must be ≥ 1 (or None: one per core), got {n_workers}"
+            f"n_workers must be a whole number ≥ 1 (or None: one per core), got {n_workers!r}"
         )
     kwargs = {
         "n_workers": n_workers or len(os.sched_getaffinity(0)),
@@ -171,6 +143,8 @@ def score_file(
     :func:`~attentive.scale.writing.write_scores` for the other parameters.
     """
     from distributed import Client
+
+    from attentive.scale.quiet import QuietDataErrors
 
     started = time.perf_counter()
     input, output = Path(input), Path(output)
