@@ -295,6 +295,53 @@ def test_timing_runs_rule_and_full_evaluation_in_turn_and_keeps_every_round(monk
     assert np.median(ratios) > 1.0 and min(ratios) < 0.2
 
 
+def test_a_timing_taken_while_something_else_ran_is_taken_again_and_the_steadiest_kept(
+    monkeypatch,
+):
+    """The wall-clock card's timing (rules.measure) is kept for every later visit: rounds that
+    spread wide (a busy machine) are taken again, up to TIMING_ATTEMPTS, and the attempt with
+    the narrowest spread is kept; a steady first attempt is kept at once."""
+    from attentive.app import rules as app_rules
+
+    now = [0.0]
+    monkeypatch.setattr(app_rules.time, "perf_counter", lambda: now[0])
+    # Per attempt, the rule's durations round by round (full evaluation takes 2^-5 every time).
+    attempts = iter(
+        [
+            [2.0**-3, 2.0**-6, 2.0**-3, 2.0**-7, 2.0**-3],  # busy: ratios 0.25 to 4
+            [2.0**-6, 2.0**-6, 2.0**-5, 2.0**-6, 2.0**-6],  # steadier: 1 to 2
+            [2.0**-6] * 5,  # never reached
+        ]
+    )
+    durations: list[float] = []
+
+    def rule():
+        if not durations:
+            durations.extend(next(attempts))
+        now[0] += durations.pop(0)
+        return "r"
+
+    def full():
+        now[0] += 2.0**-5
+        return "f"
+
+    (t_rule, t_full), out = app_rules.steady_times([rule, full], rounds=5, attempts=3)
+    assert out == ["r", "f"]
+    assert t_rule == [2.0**-6, 2.0**-6, 2.0**-5, 2.0**-6, 2.0**-6]
+    assert t_full == [2.0**-5] * 5  # the same attempt's
+    assert next(attempts) == [2.0**-6] * 5  # steady at the second attempt: no third
+    # Busy every time: the narrowest of the attempts.
+    attempts = iter(
+        [
+            [2.0**-3, 2.0**-8, 2.0**-3, 2.0**-8, 2.0**-3],  # ratios 0.25 to 8
+            [2.0**-3, 2.0**-7, 2.0**-3, 2.0**-7, 2.0**-3],  # 0.25 to 4
+            [2.0**-2, 2.0**-8, 2.0**-2, 2.0**-8, 2.0**-2],  # 0.125 to 8
+        ]
+    )
+    (t_rule, _), _ = app_rules.steady_times([rule, full], rounds=5, attempts=3)
+    assert t_rule == [2.0**-3, 2.0**-7, 2.0**-3, 2.0**-7, 2.0**-3]
+
+
 def test_the_exported_point_names_the_positive_class(state):
     point = exports.operating_point(state)
     ds = load_dataset(state.dataset)

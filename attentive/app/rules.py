@@ -554,10 +554,36 @@ def interleaved_times(fns, rounds: int = TIMING_ROUNDS) -> tuple[list[list[float
     return times, out
 
 
+#: A timing whose per-round ratios spread wider than this (largest over smallest) was taken
+#: while something else ran (another session's tables, a page being drawn, another program):
+#: it is taken again, up to :data:`TIMING_ATTEMPTS` times, and the steadiest kept. Quiet, the
+#: default rule's seven ratios spread 1.02–1.78 (1.7×); taken on a machine busy with other
+#: work, 0.10–0.54 (5.4×), a median of 0.13× kept for every later visit.
+STEADY_SPREAD = 3.0
+TIMING_ATTEMPTS = 3
+
+
+def steady_times(fns, rounds: int = TIMING_ROUNDS, attempts: int = TIMING_ATTEMPTS):
+    """:func:`interleaved_times` of ``fns`` (the first timed against the second), taken again
+    while the per-round ratios spread more than :data:`STEADY_SPREAD`; the attempt with the
+    narrowest spread is returned."""
+    best, best_spread = None, np.inf
+    for _ in range(max(1, attempts)):
+        times, out = interleaved_times(fns, rounds)
+        ratios = [f / r for f, r in zip(times[1], times[0], strict=True) if r > 0 and f > 0]
+        spread = max(ratios) / min(ratios) if ratios else np.inf
+        if spread < best_spread:
+            best, best_spread = (times, out), spread
+        if spread <= STEADY_SPREAD:
+            break
+    return best
+
+
 @shared(key=lambda walks, rule: (walks.key, rule), max_items=64)
 def measure(walks: Walks, rule: Rule) -> Measurement:
     """Run the evaluator at ``rule`` on the test set: wall-clock time against full evaluation
-    (:data:`TIMING_ROUNDS` rounds), whether its decisions are the dashboard's, and the
+    (:data:`TIMING_ROUNDS` rounds, taken again if they spread wide: :func:`steady_times`),
+    whether its decisions are the dashboard's, and the
     precision–recall of the paper's Algorithm-1 scores (``stopped_score="boundary"``) beside the
     full score and a budget of the same mean cost. Once per (walk, rule): a rule visited again
     shows the timing it had."""
@@ -565,7 +591,7 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
     clf = copy.copy(rule_classifier(walks, rule)).set_params(stopped_score="boundary")
     X = walks.X_test
     full = walks.classifier.with_rule("full")
-    (rule_runs, full_runs), (ev, _) = interleaved_times(
+    (rule_runs, full_runs), (ev, _) = steady_times(
         [lambda: clf.evaluate(X), lambda: full.evaluate(X)]
     )
     ratios = tuple(f / r for f, r in zip(full_runs, rule_runs, strict=True) if r > 0)
