@@ -50,6 +50,9 @@ def _dataset_label(name: str) -> str:
 TOOLTIP_MAX_WIDTH = 300
 TOOLTIP_CSS = (
     f":host {{ white-space: normal; max-width: min({TOOLTIP_MAX_WIDTH}px, calc(100vw - 24px)); }}"
+    # Opaque: Bokeh's is 95 % opaque, and on a phone, where the tooltip opens over the
+    # sidebar's own controls, their labels and sliders showed through the help text.
+    ":host { opacity: 1; }"
     "@media (max-width: 700px) { :host { left: 12px !important; right: 12px !important; } }"
 )
 
