@@ -30,8 +30,8 @@ PAPER_VIEW = {
     "delta": 0.2,
 }
 # Where a sketch of the score pays, quickly (its 100 features lie near a 3-dimensional subspace;
-# there it pays most): a sketched rule at δ = 1 % works 0.18 of a full evaluation at 0.75 %
-# disagreement, the plain curved rule 0.86 at 3.75 %.
+# there it pays most): a sketched rule at δ = 1 % works 0.12 of a full evaluation at 1.25 %
+# disagreement, the plain curved rule 0.86 at 3.75 % (served, 2026-11-29; docs/app.md).
 SKETCHED_VIEW = {
     "dataset": "synthetic-lowrank",
     "boundary": "sketched-curved",
