@@ -193,9 +193,8 @@ def _fitted_before(clf) -> bool:
 
 
 def _check_2d(X) -> None:
-    """scikit-learn's refusal of one row or column of numbers given as a 1-D array, and of
-    numbers in more than two dimensions, for rows a pipeline's first step takes as they are
-    (whose width check would say "no features", or count the second axis as features,
+    """scikit-learn's refusal of one row or column of numbers given as a 1-D array, for rows a
+    pipeline's first step takes as they are (whose width check would say "no features"
     instead). A 1-D sequence of anything else — documents for a text vectoriser, dicts for a
     ``DictVectorizer`` — is the pipeline's to take."""
     if isinstance(X, (list, tuple)):
@@ -211,17 +210,23 @@ def _check_2d(X) -> None:
             "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if "
             "it contains a single sample."
         )
+
+
+def _check_not_cube(X, n_features) -> None:
+    """Numbers in more than two dimensions whose second axis is not the ``n_features`` the
+    classifier was fitted with: said so, where the width check would say "X has 5 features"
+    of a (2, 5, 30) array. A pipeline whose first step takes such arrays (one that flattens
+    images, fitted on them) was fitted on their second axis, and gets them as they are."""
     ndim = getattr(X, "ndim", 2)
-    if (
-        isinstance(ndim, int)
-        and ndim > 2
-        and getattr(getattr(X, "dtype", None), "kind", "O") in "biuf"
-    ):
-        # (A pipeline's first step may count the second axis as features and say so instead.)
-        raise InvalidParameterError(
-            f"Found array with dim {ndim}: expected a 2-D array of examples by features, got "
-            f"shape {tuple(X.shape)}. Reshape it, e.g. X.reshape(len(X), -1)."
-        )
+    if not (isinstance(ndim, int) and ndim > 2) or n_features is None:
+        return
+    if getattr(getattr(X, "dtype", None), "kind", "O") not in "biuf" or X.shape[1] == n_features:
+        return
+    raise InvalidParameterError(
+        f"Found array with dim {ndim}, while dim <= 2 is required: expected a 2-D array of "
+        f"examples by {n_features} features, got shape {tuple(X.shape)}. Reshape it, e.g. "
+        "X.reshape(len(X), -1)."
+    )
 
 
 #: The scales a δ can name: Φ(−z) is a double strictly between 0 and 1, and z = −Φ⁻¹(δ) gives z
@@ -288,7 +293,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``upper`` the mirror, ``both`` either way. The best calibrated rule is
         ``boundary="calibrated", side="both"``.
     centering : {"positive", "all", "none"}, default="positive"
-        Which reference examples the per-term means ``μ_i`` (and the variance) come from.
+        Which reference examples the per-term means ``μ_i`` (and the constant boundary's lower
+        side's variance) come from.
     variance : {"terms", "independent"}, default="terms"
         Bridge variance estimator for the constant boundary (SPEC §2), for each side over its
         own reference examples.
@@ -534,6 +540,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sketch_order": "walk",
                 **state,
             }
+        if isinstance(state, dict) and "variance_" in state and "upper_variance_" not in state:
+            # Saved before the upper side had its own V: both sides took variance_.
+            state = {**state, "upper_variance_": state["variance_"]}
         super().__setstate__(state)
 
     def _sketch_size(self) -> tuple[int, int] | None:
@@ -1249,6 +1258,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return X
         if _passes_raw_input(self.estimator_):
             _check_2d(X)
+            _check_not_cube(X, getattr(self, "n_features_in_", None))
             validate_data(self, X, skip_check_array=True, reset=False)
             return X
         # float32 rows stay float32: the evaluator multiplies them as they are.

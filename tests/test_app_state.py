@@ -193,8 +193,12 @@ def test_bridge_envelope_is_the_bridge_of_spec_2(state):
     from scipy.stats import norm
 
     half = norm.ppf(1 - state.delta) * np.sqrt(clf.variance_ * t * (n - t)) / n
-    np.testing.assert_allclose(b["bridge_hi"] - b["bridge"], half, rtol=1e-9)
+    np.testing.assert_allclose(b["bridge"] - b["bridge_lo"], half, rtol=1e-9)
     np.testing.assert_allclose(b["bridge"], t * f.theta_s / n, rtol=1e-9)
+    # The upper half with the upper side's V (the negatives': SPEC §2), which differs here.
+    upper = norm.ppf(1 - state.delta) * np.sqrt(clf.upper_variance_ * t * (n - t)) / n
+    np.testing.assert_allclose(b["bridge_hi"] - b["bridge"], upper, rtol=1e-9)
+    assert abs(clf.upper_variance_ / clf.variance_ - 1) > 0.01
 
 
 def test_sessions_share_read_only_caches_but_not_state():

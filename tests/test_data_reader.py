@@ -215,6 +215,7 @@ def test_columns_are_counted_for_a_model_without_names():
         (b"1,2,3\r\n4,-inf,6\r\n", "line 11, column 'b': -inf is not a finite number"),
         (b"1,2,3\n\n4,1e999,6\n", "line 12, column 'b': 1e999 is not a finite number"),
         (b"1,2,3\n4,5\r6\n", "line 11: a carriage return \\(CR\\) inside the line"),
+        (b"1,2,3\r4,5,6\n7,8,9\n", "line 10: a carriage return"),  # pandas: three rows
     ],
 )
 def test_bad_cells_are_named_by_the_files_line_and_column(text, message):

@@ -190,6 +190,10 @@ def test_multiclass_and_unfitted_errors(binary_problem):
         AttentiveClassifier(SVC()).predict(Xte)
 
 
+def _flatten(X):
+    return np.asarray(X).reshape(len(X), -1)
+
+
 def test_bad_targets_and_shapes_are_named(binary_problem):
     """A continuous target is named as values, not classes; a calibrated fit with too few
     examples of a class says so (not the splitter's parameters); one row as a 1-D array gets
@@ -215,8 +219,17 @@ def test_bad_targets_and_shapes_are_named(binary_problem):
             AttentiveClassifier(model).fit(Xtr[:, 0], ytr)
         # Rows in three dimensions: said so (a pipeline's scaler would count features instead).
         cube = np.stack([Xte[:4], Xte[4:8]])
-        with pytest.raises(ValueError, match=r"[Ff]ound array with dim 3"):
+        with pytest.raises(ValueError, match=r"[Ff]ound array with dim 3, while dim <= 2"):
             clf.predict(cube)
+    # A pipeline whose first step flattens images takes them in three dimensions, as before.
+    from sklearn.preprocessing import FunctionTransformer
+
+    flatten = make_pipeline(FunctionTransformer(_flatten), SVC())
+    images, test_images = Xtr.reshape(len(Xtr), 2, -1), Xte.reshape(len(Xte), 2, -1)
+    flat = AttentiveClassifier(flatten, boundary="full").fit(images, ytr)
+    np.testing.assert_array_equal(
+        flat.predict(test_images), clone(flatten).fit(images, ytr).predict(test_images)
+    )
     two_labels = np.c_[ytr, 1 - ytr]  # a label indicator: not one class label a row
     with pytest.raises(ValueError, match="y should be a 1d array"):
         AttentiveClassifier(SVC()).fit(Xtr, two_labels)
@@ -273,6 +286,32 @@ def test_variance_estimators_differ_and_feed_the_threshold(binary_problem):
     for clf in (a, b):
         tau = clf.boundary_.lower[0]
         assert np.exp(-2 * tau * (tau - clf.theta_s_) / clf.variance_) == pytest.approx(clf.delta)
+
+
+def test_a_classifier_saved_before_the_upper_side_had_its_own_variance_keeps_its_rules(
+    binary_problem,
+):
+    """Its state (and its walk statistics) without the upper side's V: both sides take the
+    one V it had, as they did when it was saved."""
+    import dataclasses
+
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(SVC(), boundary="constant", side="both", delta=0.1).fit(Xtr, ytr)
+    state = clf.__getstate__()
+    del state["upper_variance_"]
+    stats = clf.walk_statistics_
+    old_stats = object.__new__(type(stats))
+    for field in dataclasses.fields(stats):
+        if field.name != "upper_variance":
+            object.__setattr__(old_stats, field.name, getattr(stats, field.name))
+    state["walk_statistics_"] = old_stats
+    old = AttentiveClassifier.__new__(AttentiveClassifier)
+    old.__setstate__(state)
+    assert old.upper_variance_ == old.variance_ == clf.variance_
+    assert old_stats.side_variance(True) == old_stats.side_variance(False) == clf.variance_
+    rebuilt = old.with_rule("constant", side="both")
+    assert rebuilt.boundary_.upper[0] == pytest.approx(-rebuilt.boundary_.lower[0] + clf.theta_s_)
+    rebuilt.predict(Xte)
 
 
 def _bridge_variance(rows, w, mu, variance):

@@ -316,7 +316,7 @@ def test_options_a_format_has_no_use_for_are_refused_not_ignored(tmp_path, expor
     for name in ("rows.csv", "rows.parquet"):
         with pytest.raises(InvalidParameterError, match=r"--zero-based.*the index base is LIBSVM"):
             read_input(tmp_path / name, clf, zero_based=False)
-    with pytest.raises(InvalidParameterError, match=r"rows\.parquet is read as PARQUET: --header"):
+    with pytest.raises(InvalidParameterError, match=r"rows\.parquet is read as Parquet: --header"):
         read_input(tmp_path / "rows.parquet", clf, header=True)
     # Each as given to the format that uses it.
     assert read_input(libsvm, clf, zero_based=False).compute().shape[0] == 20

@@ -139,7 +139,11 @@ def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataF
     at = grid - 1
     lower = np.where(np.isfinite(b.lower[at]), b.lower[at], np.nan)
     upper = np.where(np.isfinite(b.upper[at]), b.upper[at], np.nan)
-    mean, lo, hi = rules.bridge_envelope(n, clf.variance_, theta_s, delta, grid)
+    # Each half with its side's V (SPEC §2): the lower with the positives', the upper with the
+    # negatives' (a classifier saved before it had one V for both).
+    mean, lo, _ = rules.bridge_envelope(n, clf.variance_, theta_s, delta, grid)
+    upper_v = getattr(clf, "upper_variance_", clf.variance_)
+    _, _, hi = rules.bridge_envelope(n, upper_v, theta_s, delta, grid)
     return pd.DataFrame(
         {
             "t": grid,
@@ -201,12 +205,13 @@ def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigu
 
 def numbers(walks: Walks, rule: rules.Rule) -> dict:
     """The headline numbers of ``rule`` on the test set (:func:`attentive.app.rules.metrics`),
-    with its thresholds τ, θ_S, the offset c and the bridge variance V."""
+    with its thresholds τ, θ_S, the offset c and the bridge variances V (lower side, upper side)."""
     current = rules.outcome(walks, rule)
     clf = rules.rule_classifier(walks, rule)
     out = rules.metrics(walks, current, rule.side)
     params = dict(clf.boundary_.params or {})
     out.update({k: float(v) for k, v in params.items() if k.startswith("tau") and v is not None})
     out.update({"theta_s": float(clf.theta_s_), "offset": walks.offset, "variance": clf.variance_})
+    out["upper_variance"] = float(getattr(clf, "upper_variance_", clf.variance_))
     out["budget"] = clf.boundary_.budget
     return out

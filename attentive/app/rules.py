@@ -572,7 +572,7 @@ def steady_times(fns, rounds: int = TIMING_ROUNDS, attempts: int = TIMING_ATTEMP
         times, out = interleaved_times(fns, rounds)
         ratios = [f / r for f, r in zip(times[1], times[0], strict=True) if r > 0 and f > 0]
         spread = max(ratios) / min(ratios) if ratios else np.inf
-        if spread < best_spread:
+        if best is None or spread < best_spread:
             best, best_spread = (times, out), spread
         if spread <= STEADY_SPREAD:
             break

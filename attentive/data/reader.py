@@ -585,6 +585,12 @@ def parse_csv_rows(
         A line with another number of fields, or a numeric column's cell that is not a number,
         missing or not finite: the first such line and column are named.
     """
+    if b"\r" in data.replace(b"\r\n", b""):
+        # A lone CR: pandas would end a line there, and the rows would not be the file's lines.
+        raise DataError(
+            _csv_problem(data, names, numeric, where, first_line, sep)
+            or f"{where}: lines from {first_line} hold a carriage return (CR) inside a line"
+        )
     try:
         frame = pd.read_csv(io.BytesIO(data), header=None, sep=sep, skipinitialspace=True)
     except pd.errors.EmptyDataError:

@@ -144,8 +144,8 @@ def _check_frame_columns(clf, columns: list) -> None:
     name (the missing ones named) for a classifier fitted with names, else by count."""
     names = getattr(clf, "feature_names_in_", None)
     if names is not None:
-        present = {str(c) for c in columns}
-        missing = [str(n) for n in names if str(n) not in present]
+        present = set(columns)  # as the partitions are indexed (frame[names])
+        missing = [str(n) for n in names if n not in present]
         if missing:
             shown = ", ".join(repr(n) for n in missing[:5]) + (" ..." if len(missing) > 5 else "")
             given = ", ".join(repr(str(c)) for c in columns[:8]) + (
@@ -155,7 +155,7 @@ def _check_frame_columns(clf, columns: list) -> None:
                 f"the DataFrame lacks {len(missing)} of the classifier's {len(names)} features "
                 f"({shown}); its columns: {given}. The classifier takes its features by name."
             )
-    elif len(columns) != clf.n_features_in_:
+    elif getattr(clf, "n_features_in_", len(columns)) != len(columns):
         raise FeatureMismatchError(
             f"the DataFrame has {len(columns)} columns, but the classifier, fitted without "
             f"feature names, expects {clf.n_features_in_} (every column, in order)."

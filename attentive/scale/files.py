@@ -48,6 +48,15 @@ def load_classifier(path: str | os.PathLike) -> AttentiveClassifier:
     return model
 
 
+def _check_workers(n_workers) -> None:
+    if n_workers is not None and (
+        isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1
+    ):
+        raise InvalidParameterError(
+            f"n_workers must be a whole number ≥ 1 (or None: one per core), got {n_workers!r}"
+        )
+
+
 def local_cluster(n_workers: int | None = None, **kwargs):
     """A ``distributed.LocalCluster`` on 127.0.0.1 only: one single-threaded worker process per
     core (or ``n_workers``), no dashboard.
@@ -61,12 +70,7 @@ def local_cluster(n_workers: int | None = None, **kwargs):
 
     from distributed import LocalCluster
 
-    if n_workers is not None and (
-        isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1
-    ):
-        raise InvalidParameterError(
-            f"n_workers must be a whole number ≥ 1 (or None: one per core), got {n_workers!r}"
-        )
+    _check_workers(n_workers)
     kwargs = {
         "n_workers": n_workers or len(os.sched_getaffinity(0)),
         "threads_per_worker": 1,
@@ -147,6 +151,11 @@ def score_file(
     from attentive.scale.quiet import QuietDataErrors
 
     started = time.perf_counter()
+    _check_workers(n_workers)  # (before any work)
+    if n_workers is not None and scheduler:
+        raise InvalidParameterError(
+            "n_workers sizes the local cluster; with a scheduler, the scheduler's workers run"
+        )
     input, output = Path(input), Path(output)
     if not input.exists():
         raise DataError(f"input not found: {input}")

@@ -128,6 +128,9 @@ def read_input(
     return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
 
 
+_FORMAT_NAMES = {"libsvm": "LIBSVM", "csv": "CSV", "parquet": "Parquet"}
+
+
 def _check_options_apply(where: str, fmt: str, *, header=None, exclude=(), zero_based=None):
     """Refuse options the file's format has no use for, instead of ignoring them silently."""
     given = []
@@ -140,7 +143,7 @@ def _check_options_apply(where: str, fmt: str, *, header=None, exclude=(), zero_
     if given:
         options = " and ".join(o for o, _ in given)
         raise InvalidParameterError(
-            f"{where} is read as {fmt.upper()}: {options} "
+            f"{where} is read as {_FORMAT_NAMES.get(fmt, fmt)}: {options} "
             f"{'does' if len(given) == 1 else 'do'} not apply to it "
             f"({'; '.join(r for _, r in given)})"
         )

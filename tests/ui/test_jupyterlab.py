@@ -125,10 +125,20 @@ def _scroll_to(page, locator, tries: int = 5) -> None:
 
 
 def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyterlab, browser):
-    beside = [REPO / "notebooks" / name for name in BESIDE]
-    existed = {p: p.exists() for p in beside}
     notebook = REPO / NOTEBOOK
     saved = notebook.read_bytes()
+    try:
+        _run_the_notebook(jupyterlab, browser)
+    finally:
+        changed = notebook.read_bytes() != saved
+        if changed:
+            notebook.write_bytes(saved)  # (put back: the working tree is the developer's)
+    assert not changed, f"JupyterLab saved {NOTEBOOK} with its outputs (put back as it was)"
+
+
+def _run_the_notebook(jupyterlab, browser) -> None:
+    beside = [REPO / "notebooks" / name for name in BESIDE]
+    existed = {p: p.exists() for p in beside}
     refused: list[str] = []
 
     def offline(route) -> None:
@@ -218,6 +228,3 @@ def test_the_dashboard_renders_offline_in_jupyterlab_and_answers_a_slider(jupyte
     assert not cdn, f"the page asked the internet for scripts: {cdn[:5]}"
     for path in beside:
         assert path.exists() == existed[path], f"the notebook wrote {path}"
-    if notebook.read_bytes() != saved:
-        notebook.write_bytes(saved)  # (put back: the working tree is the developer's)
-        pytest.fail(f"JupyterLab saved {NOTEBOOK} with its outputs (put back as it was)")
