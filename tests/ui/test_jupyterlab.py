@@ -174,14 +174,23 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     deadline = time.monotonic() + 60
     while " of " not in evaluated.inner_text() and time.monotonic() < deadline:
         page.wait_for_timeout(250)
-    before = evaluated.inner_text()
+    assert " of " in evaluated.inner_text()
+    # The notebook's last cell sets every rule in a row, and a stale echo of one of them can
+    # come back from the page (docs/app.md, "Known defects"): a CI run was left on the budget
+    # rule, which δ does not move. The rule is chosen here as a user would, and the card left
+    # to settle, before the slider moves.
+    page.get_by_label("Rule", exact=True).first.select_option("calibrated")
+    before = _settled_text(page, evaluated)
     assert " of " in before
     handle = page.locator(".att-delta .noUi-handle").first
     handle.scroll_into_view_if_needed()
     handle.focus()
     for _ in range(3):
         handle.press("PageUp")
-    deadline = time.monotonic() + 60
+    # The kernel answers each of the three moves in turn, timing the evaluator inline after
+    # each (the notebook has no background thread): on a loaded CI machine it was still busy
+    # after 60 s once.
+    deadline = time.monotonic() + 180
     while evaluated.inner_text() == before and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     # Three key presses are up to three updates, each drawing the card anew: wait for the last
