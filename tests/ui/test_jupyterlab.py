@@ -182,7 +182,9 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     page.get_by_label("Rule", exact=True).first.select_option("calibrated")
     before = _settled_text(page, evaluated)
     assert " of " in before
-    handle = page.locator(".att-delta .noUi-handle").first
+    # (The visible one: a rule chosen in the page can leave the slider it replaced in the DOM,
+    # hidden, before it.)
+    handle = page.locator(".att-delta .noUi-handle").filter(visible=True).first
     handle.scroll_into_view_if_needed()
     handle.focus()
     for _ in range(3):
