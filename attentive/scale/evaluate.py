@@ -26,6 +26,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
+from attentive.data.reader import _preview
 from attentive.errors import FeatureMismatchError, InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import Evaluation, evaluation_options
@@ -147,10 +148,7 @@ def _check_frame_columns(clf, columns: list) -> None:
         present = set(columns)  # as the partitions are indexed (frame[names])
         missing = [str(n) for n in names if n not in present]
         if missing:
-            shown = ", ".join(repr(n) for n in missing[:5]) + (" ..." if len(missing) > 5 else "")
-            given = ", ".join(repr(str(c)) for c in columns[:8]) + (
-                f", ... ({len(columns)} in all)" if len(columns) > 8 else ""
-            )
+            shown, given = _preview(missing, 5), _preview([str(c) for c in columns], 8)
             raise FeatureMismatchError(
                 f"the DataFrame lacks {len(missing)} of the classifier's {len(names)} features "
                 f"({shown}); its columns: {given}. The classifier takes its features by name."
