@@ -12,11 +12,12 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 import skops.io as sio
 from sklearn.frozen import FrozenEstimator
 
-from attentive import AttentiveClassifier
+from attentive import AttentiveClassifier, InvalidParameterError
 from attentive.app import exports, models, rules
 from attentive.app.state import DashboardState
 from attentive.data import load_dataset
@@ -119,6 +120,53 @@ def test_cheapest_point_meets_the_target_and_the_snippet_reproduces_it(state, tm
     )
     assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
     assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
+
+
+def test_the_pickers_choose_only_rules_the_delta_slider_can_set():
+    """The table holds every scale of the grid (z from 6 to −6), but a target or a time budget
+    moves the rule only to a scale whose δ' = Φ(−z) the slider can show (0.01 % to 50 %): a
+    pick at z = −2.1 once said "within δ = 98.2 %" beside a slider at 0.5."""
+    lo, hi = rules.DELTA_RANGE
+    state = DashboardState(side="upper")
+    table = state.tradeoff.table
+    reachable = table[[lo <= rules.nominal_delta(z) <= hi for z in table["z"]]]
+
+    def cheapest(rows, target):  # least work at disagreement ≤ target; ties: the larger z
+        ok = rows[rows["disagreement"] <= target]
+        return ok.sort_values(["work_fraction", "z"], ascending=[True, False]).iloc[0]
+
+    # A target whose cheapest row in the whole table is beyond the slider.
+    target = next(t for t in np.unique(table["disagreement"]) if cheapest(table, t)["z"] < 0)
+    state.target = float(target)
+    assert state.n_errors == 0, state.last_error
+    best = cheapest(reachable, target)
+    assert (state.boundary, state.z) == (best["family"], float(best["z"]))
+    assert 0 <= state.z and state.delta == rules.delta_of(state.z)
+
+    # A time budget (times standing in: the work fraction), brute force over the reachable rows.
+    def lowest(rows, budget):
+        ok = rows[rows["work_fraction"] <= budget]
+        return ok.sort_values(
+            ["disagreement", "work_fraction", "z"], ascending=[True, True, False]
+        ).iloc[0]
+
+    timed = table.assign(us_per_example=table["work_fraction"])
+    budget = next(b for b in np.unique(reachable["work_fraction"]) if lowest(table, b)["z"] < 0)
+    row = rules.lowest_within_time(timed, float(budget))
+    assert (row["family"], row["z"]) == (
+        lowest(reachable, budget)["family"],
+        lowest(reachable, budget)["z"],
+    )
+    assert lo <= rules.nominal_delta(row["z"]) <= hi
+    # Where only rules beyond the slider fit the budget: refused, saying why.
+    two = pd.DataFrame(
+        {"family": ["curved"] * 2, "z": [-1.0, 1.0], "disagreement": [0.4, 0.01]}
+    ).assign(us_per_example=[1.0, 5.0])
+    with pytest.raises(
+        InvalidParameterError, match=r"no rule at δ from 0\.0001 to 0\.5 runs within 2"
+    ):
+        rules.lowest_within_time(two, 2.0)
+    assert rules.lowest_within_time(two, 6.0)["z"] == 1.0
 
 
 def test_the_calibrated_default_walks_the_reference_without_own_terms_and_the_snippet_agrees(
@@ -369,6 +417,10 @@ def test_a_family_rule_at_any_slider_delta_is_a_row_of_the_table_with_its_number
     rows = numbers.table_rows(trade.table, ("curved", state.z))
     assert (state.z * 4) % 1 != 0  # off the steps the table shows anyway
     assert rows["current"].sum() == 1
+    # Every row a click can pick is a scale the δ slider shows (the CSV has the others).
+    lo, hi = rules.DELTA_RANGE
+    assert all(lo <= rules.nominal_delta(z) <= hi for z in rows["z"])
+    assert (trade.table["z"] < 0).any() and rows["z"].min() == 0
     row = rows[rows["current"]].iloc[0]
     ev = state.walks.classifier.with_rule(
         "curved", side=state.rule.side, threshold=state.rule.theta, z=state.z
@@ -379,3 +431,19 @@ def test_a_family_rule_at_any_slider_delta_is_a_row_of_the_table_with_its_number
     full = state.walks.classifier.with_rule("full", threshold=state.rule.theta)
     full_positive = full.evaluate(state.walks.X_test).positive
     assert row["disagreement"] == pytest.approx(np.mean(ev.positive != full_positive), abs=1e-12)
+
+
+def test_a_rule_time_in_the_table_is_its_fastest_run(monkeypatch):
+    """A run slowed by other work does not set a rule's µs per example: of runs taking 9, 1 and
+    7 s (a fake clock), the table keeps 1 s (the median would say 7)."""
+    ticks = iter([0.0, 9.0, 10.0, 11.0, 20.0, 27.0])
+    monkeypatch.setattr(rules.time, "perf_counter", lambda: next(ticks))
+    calls = []
+
+    class Clf:
+        def evaluate(self, X):
+            calls.append(len(X))
+
+    us = rules._fastest_us(Clf(), np.zeros((4, 2)))
+    assert len(calls) == rules.TIMED_RUNS + 1 == 4  # a warm-up, then the timed runs
+    assert us == pytest.approx(1e6 * 1.0 / 4)

@@ -10,7 +10,7 @@ import pytest
 from panel.io.location import Location
 from panel.util import parse_query
 
-from attentive.app import rules
+from attentive.app import figures, rules
 from attentive.app.layout import Dashboard
 from attentive.app.state import DashboardState
 
@@ -146,7 +146,7 @@ def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
     scale z: the rule then evaluates to exactly the clicked point (the table's numbers)."""
     state = DashboardState(boundary="constant", side="both")
     fam = state.tradeoff.families
-    rows = fam[fam["method"] == "regression"]
+    rows = fam[(fam["method"] == "regression") & (fam["z"] > 0.5) & (fam["z"] < 3.5)]
     row = rows.iloc[len(rows) // 2]
     state.select_point(float(row["mean_evaluated_fraction"]), float(row["disagreement"]))
     assert state.n_errors == 0, state.last_error
@@ -155,6 +155,28 @@ def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
     m = state.numbers()
     assert m["mean_evaluated_fraction"] == pytest.approx(row["mean_evaluated_fraction"])
     assert m["disagreement"] == pytest.approx(row["disagreement"])
+
+
+def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
+    """The curves run over the whole grid (z from 6 to −6), but a click on a point whose
+    δ' = Φ(−z) the slider cannot show (z < 0: δ' above 50 %) picks the nearest point at a
+    scale it can, so the slider, the address and the card name the rule that runs."""
+    state = DashboardState(boundary="constant", side="both")
+    fam = state.tradeoff.families
+    beyond = fam[(fam["method"] == "regression") & (fam["z"] < -2)].iloc[0]
+    state.select_point(float(beyond["mean_evaluated_fraction"]), float(beyond["disagreement"]))
+    assert state.n_errors == 0, state.last_error
+    lo, hi = rules.DELTA_RANGE
+    assert 0.0 <= state.z and lo <= rules.nominal_delta(state.z) <= hi
+    assert state.delta == rules.delta_of(state.z)
+    # The nearest by the plot's own distance, among the rows the slider can set (brute force).
+    span = figures.tradeoff_error_span(state.tradeoff)
+    x0, y0 = float(beyond["mean_evaluated_fraction"]), float(beyond["disagreement"])
+    best = min(
+        (r for _, r in fam.iterrows() if lo <= rules.nominal_delta(r["z"]) <= hi),
+        key=lambda r: (r["work_fraction"] - x0) ** 2 + ((r["disagreement"] - y0) / span) ** 2,
+    )
+    assert (state.boundary, state.z) == (best["method"], float(best["z"]))
 
 
 def test_a_timing_made_stale_by_a_newer_move_is_not_run():

@@ -154,3 +154,9 @@ def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
     assert fig.title.text == TrajectoryView.title
     assert fig.yaxis[0].axis_label == TrajectoryView.ylabel
     assert legend()[BRIDGE] and legend()["boundary τ"]
+    # The budget rule stops at B: no boundary, and no scale z for the bridge band either.
+    state.set_controls(boundary="budget")
+    shown = legend()
+    assert shown["budget B"] and not shown["boundary τ"] and not shown[BRIDGE]
+    band = [r for r in fig.renderers if r.data_source is view._sources["band"]]
+    assert band and not any(r.visible for r in band)

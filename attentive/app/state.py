@@ -337,14 +337,15 @@ class DashboardState(Background):
 
     def select_point(self, fraction: float, error: float) -> None:
         """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
-        disagreement): B for the budget rule, else the nearest point of any family's curve."""
+        disagreement): B for the budget rule, else the nearest point of any family's curve
+        that the δ slider can set (:func:`rules.on_slider`)."""
         if self.walks is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
             return self.set_controls(budget=min(1.0, max(1.0 / self.walks.n_terms, fraction)))
         if self.tradeoff is None:
             return  # the curves are not drawn yet
-        rows = self.tradeoff.families
+        rows = rules.on_slider(self.tradeoff.families)  # a rule the δ slider can show
         x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
         y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
         row = rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]

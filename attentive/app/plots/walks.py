@@ -26,9 +26,11 @@ from attentive.app.plots.base import (
 
 __all__ = ["TrajectoryView"]
 
-# Short enough for the legend's second column on a phone; docs/app.md gives the band's formula,
+# Short enough for the legend's second column on a phone (390 px wide: the first column's longest
+# entry, STOPS, sets where the second starts); docs/app.md gives the band's formula,
 # ± z·√(V t (n − t)) / n.
 BRIDGE = "Brownian bridge ± z·sd"
+STOPS = "stopped (click one)"
 # A mass-regression rule: its boundary applies to V_t = S_t + κ_t·A_t, whose walks are drawn.
 MASS_TITLE = "Walks of the statistic S_t + κ_t·A_t"
 MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
@@ -100,6 +102,10 @@ class TrajectoryView(PlotView):
         r_theta = fig.line(
             "t", "theta_s", source=b, color=COLORS["theta"], line_dash="dotted", line_width=2
         )
+        # The band's edges drawn again over the walks, which would otherwise cover its fill.
+        edge = {"color": COLORS["theta"], "line_width": 1, "line_alpha": 0.6}
+        r_band_lo = fig.line("t", "lo", source=band, **edge)
+        r_band_hi = fig.line("t", "hi", source=band, **edge)
         r_stops = fig.scatter(
             "t", "s", source=stops, marker="x", size=9, line_width=2, color="color"
         )
@@ -111,8 +117,8 @@ class TrajectoryView(PlotView):
                 "boundary τ": [r_lo, r_hi],
                 "budget B": [r_budget],
                 "threshold θ_S": [r_theta],
-                "stopped here (click for the example)": [r_stops],
-                BRIDGE: [r_band, r_mid],
+                STOPS: [r_stops],
+                BRIDGE: [r_band, r_mid, r_band_lo, r_band_hi],
             },
         )
         self._caption = Title(
@@ -195,8 +201,8 @@ class TrajectoryView(PlotView):
         }
 
     def _hidden(self, f):
-        # The budget rule stops at B, not at a boundary τ.
-        hidden = {"boundary τ"} if f.budget is not None else {"budget B"}
+        # The budget rule stops at B, not at a boundary τ, and has no scale z for a bridge band.
+        hidden = {"boundary τ", BRIDGE} if f.budget is not None else {"budget B"}
         if f.uses_mass or f.sketch is not None:
             # The bridge describes S_t from 0, not the statistic drawn for a mass rule or the
             # walks after a sketch.
