@@ -188,16 +188,32 @@ def test_the_lines_show_the_declined_walk_and_the_pipeline_head():
     assert not any("declined" in line or "head alone" in line for line in _lines("x", r, 2))
 
 
-def test_a_pipeline_run_times_its_head_alone(capsys):
+def test_a_pipeline_run_times_its_head_alone(capsys, monkeypatch):
     """Behind a pipeline the benchmark times the head's transform alone, as the walk prepares
-    the rows, and prints it against predict."""
+    the rows, and prints it against predict. What "head_1" runs is checked by what it returns
+    (the PCA's output, not a score), not by its time against the others: a timing order in a
+    unit test failed once on a busy machine (1.19 ms against 1.12)."""
+    from attentive import bench
     from attentive.bench import main
 
+    timed = {}
+    real = bench._time_interleaved
+
+    def keep(methods, rounds):
+        timed.update(methods)
+        return real(methods, rounds)
+
+    monkeypatch.setattr(bench, "_time_interleaved", keep)
     argv = ["--quick", "--problems", "mnist-2v5-pca50", "--rounds", "1", "--keep-blas-env"]
     assert main(argv) == 0
     out = capsys.readouterr().out.strip().splitlines()
     t = json.loads(out[-1])["problems"]["mnist-2v5-pca50"]["seconds"]
-    assert 0 < t["head_1"] < t["full_1"]  # the PCA's product, not the SVC's
+    assert t["head_1"] > 0
+    p = load_problem("mnist-2v5-pca50", quick=True)
+    head = np.asarray(timed["head_1"]())
+    assert head.shape == (p.X_test.shape[0], 50)  # the PCA's 50 components of every row
+    scores = np.asarray(timed["full_1"]())
+    assert scores.shape == (p.X_test.shape[0],)
     line = next(line for line in out if "the pipeline's head alone" in line)
     assert f"{t['head_1'] * 1e3:.1f} ms ({t['head_1'] / t['predict_1']:.2f} of predict)" in line
 

@@ -182,14 +182,15 @@ def _greedy_by_brute_force(C, shrinkage):
     covariances shrunk by ``1 − shrinkage``: ``(1 − λ) Var(Σ c) + λ Σ Var(c)`` (the earliest
     among equals)."""
 
-    def spread(columns):
-        own = sum(np.var(C[:, j]) for j in columns)
-        return (1 - shrinkage) * np.var(C[:, columns].sum(axis=1)) + shrinkage * own
-
+    own = np.array([np.var(C[:, j]) for j in range(C.shape[1])])
     left = list(range(C.shape[1]))
     order = []
     while left:
-        spreads = [spread([i for i in left if i != j]) for j in left]
+        total = C[:, left].sum(axis=1)  # the sum of the terms still to walk, on every row
+        spreads = [
+            (1 - shrinkage) * np.var(total - C[:, j]) + shrinkage * (own[left].sum() - own[j])
+            for j in left
+        ]
         j = left[int(np.argmin(spreads))]
         order.append(j)
         left.remove(j)
