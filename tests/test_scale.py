@@ -323,6 +323,35 @@ def test_options_a_format_has_no_use_for_are_refused_not_ignored(tmp_path, expor
     assert len(read_input(tmp_path / "rows.csv", clf, header=True)) == 20
 
 
+def test_a_wrong_option_is_refused_before_decompressing_or_starting_a_cluster(
+    tmp_path, exported, monkeypatch
+):
+    """``score_file`` on a gzipped LIBSVM file with ``header=`` (a CSV option), or a chunk size
+    below one: refused from the file's first bytes; before, the input was decompressed into a
+    copy and a local cluster started first (refused only when the rows were read)."""
+    import gzip
+
+    from attentive.scale import files
+
+    path, _, X = exported
+    plain = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X[:20], np.zeros(20), str(plain), zero_based=False)
+    packed = tmp_path / "rows.libsvm.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    started = []
+    monkeypatch.setattr(files, "local_cluster", lambda *a, **k: started.append("cluster"))
+    monkeypatch.setattr(files, "_decompressed_copy", lambda *a, **k: started.append("copy"))
+    out = tmp_path / "scores.parquet"
+    with pytest.raises(
+        InvalidParameterError, match=r"rows\.libsvm\.gz is read as LIBSVM: --header"
+    ):
+        files.score_file(path, packed, out, header=True)
+    with pytest.raises(InvalidParameterError, match="chunk_rows must be a positive integer"):
+        files.score_file(path, packed, out, chunk_rows=0)
+    assert started == [] and not out.exists()
+    assert files.check_options(packed) == "libsvm"
+
+
 def test_a_failed_run_leaves_no_output(client, tmp_path, exported):
     path, _, X = exported
     data = tmp_path / "rows.libsvm"

@@ -17,12 +17,12 @@ import uuid
 import zlib
 from pathlib import Path
 
-from attentive.data.reader import compression_of, guess_format, open_binary
+from attentive.data.reader import compression_of, open_binary
 from attentive.errors import DataError, InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
-from attentive.scale.reading import read_input
+from attentive.scale.reading import check_chunk_rows, check_options, read_input
 from attentive.scale.writing import (
     ScoreSummary,
     check_output,
@@ -157,10 +157,12 @@ def score_file(
             "n_workers sizes the local cluster; with a scheduler, the scheduler's workers run"
         )
     input, output = Path(input), Path(output)
-    if not input.exists():
-        raise DataError(f"input not found: {input}")
-    if format is not None:
-        guess_format(input.name, format=format)  # an unknown format before any work
+    # The input's format and the options given for it, from its first bytes: refused before the
+    # input is decompressed or a cluster started.
+    check_chunk_rows(chunk_rows)
+    check_options(
+        input, format=format, zero_based=zero_based, header=header, exclude=exclude, name=input.name
+    )
     check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     copy = cluster = None

@@ -42,7 +42,7 @@ from attentive.data.reader import (
 )
 from attentive.errors import DataError, InvalidParameterError
 
-__all__ = ["line_chunks", "read_input"]
+__all__ = ["check_chunk_rows", "check_options", "line_chunks", "read_input"]
 
 _SCAN_BYTES = 16 * 1024 * 1024
 _HEAD_BYTES = 65536
@@ -100,17 +100,57 @@ def read_input(
         A file that cannot be read as rows for this model (see :mod:`attentive.data.reader`);
         problems inside a chunk are raised when it is computed, naming the line.
     """
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-        raise InvalidParameterError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+    check_chunk_rows(chunk_rows)
     path = Path(path)
     where = name or path.name
+    expected = ExpectedFeatures.of(clf)
+    fmt, text, head = _opened(
+        path, where, format, zero_based=zero_based, header=header, exclude=exclude
+    )
+    if fmt == "parquet":
+        return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
+    start = len(BOM) if head.startswith(BOM) else 0
+    if fmt == "libsvm":
+        return _read_libsvm(text, start, expected, chunk_rows, zero_based)
+    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+
+
+def check_chunk_rows(chunk_rows) -> None:
+    """Refuse a ``chunk_rows`` that is not a positive integer."""
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise InvalidParameterError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+
+
+def check_options(
+    path: str | os.PathLike,
+    *,
+    format: str | None = None,
+    zero_based: bool | None = None,
+    header: bool | None = None,
+    exclude: tuple[str, ...] = (),
+    name: str | None = None,
+) -> str:
+    """The format :func:`read_input` reads ``path`` as, after the checks it makes before reading
+    any rows: the file exists, its format is known, a compressed file is not Parquet, and the
+    options given apply to that format. It reads the file's first bytes only (a compressed
+    file's first decompressed bytes), so :func:`attentive.scale.score_file` refuses a wrong
+    option before it decompresses the input or starts a cluster."""
+    path = Path(path)
+    fmt, _, _ = _opened(
+        path, name or path.name, format, zero_based=zero_based, header=header, exclude=exclude
+    )
+    return fmt
+
+
+def _opened(path: Path, where: str, format, *, zero_based, header, exclude):
+    """``(format, text, head)`` of ``path`` (``text`` and ``head`` None for Parquet), the
+    options checked against the format."""
     if not path.exists():
         raise DataError(f"input not found: {path}")
-    expected = ExpectedFeatures.of(clf)
     if path.is_dir():
         guess_format(where, format=format or "parquet", allowed=("parquet",))
         _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
-        return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
+        return "parquet", None, None
     with open(path, "rb") as f:
         text = _Text(str(path), compression_of(f.read(8)), where)
     head = text.head()
@@ -119,13 +159,12 @@ def read_input(
         if text.compression:
             raise DataError(f"{where}: a compressed Parquet file; Parquet compresses its own pages")
         _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
-        return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
-    start = len(BOM) if head.startswith(BOM) else 0
+        return "parquet", None, None
     if fmt == "libsvm":
         _check_options_apply(where, fmt, header=header, exclude=exclude)
-        return _read_libsvm(text, start, expected, chunk_rows, zero_based)
-    _check_options_apply(where, fmt, zero_based=zero_based)
-    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+    else:
+        _check_options_apply(where, fmt, zero_based=zero_based)
+    return fmt, text, head
 
 
 _FORMAT_NAMES = {"libsvm": "LIBSVM", "csv": "CSV", "parquet": "Parquet"}
