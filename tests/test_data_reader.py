@@ -233,6 +233,22 @@ def test_a_first_line_with_a_carriage_return_inside_is_refused_naming_the_line_e
     assert split_csv_line(b"a, b,c\r\n", where="rows.csv") == ["a", "b", "c"]
 
 
+def test_a_carriage_return_in_the_first_line_after_blank_lines_names_its_line(tmp_path):
+    """Blank lines before the first line are skipped (as pandas does), and the error names the
+    line the CR is on (it said "line 1"): an upload, and a file scored with Dask."""
+    from attentive.scale.reading import read_input
+
+    text = b"\n\na,b,label\r1,2,0\r3,4,1\r"
+    with pytest.raises(DataError, match=r"up\.csv, line 3: a carriage return \(CR\)"):
+        load_user_file(text, filename="up.csv")
+    X, y = make_classification(n_samples=40, n_features=2, n_informative=2, n_redundant=0)
+    clf = AttentiveClassifier(SVC(), boundary="constant").fit(X, y)
+    rows = tmp_path / "rows.csv"
+    rows.write_bytes(b"\n\n1,2\r3,4\r")
+    with pytest.raises(DataError, match=r"rows\.csv, line 3: a carriage return \(CR\)"):
+        read_input(rows, clf)
+
+
 def test_cells_read_exactly_and_other_columns_stay_as_read():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 2)) * 10.0 ** rng.integers(-300, 300, size=(50, 2))

@@ -386,13 +386,14 @@ _NUMBER = re.compile(
 )
 
 
-def split_csv_line(line: bytes, sep: str = ",", *, where: str) -> list[str]:
-    """The cells of one CSV line (quotes as the csv module and pandas read them), stripped."""
+def split_csv_line(line: bytes, sep: str = ",", *, where: str, number: int = 1) -> list[str]:
+    """The cells of one CSV line (quotes as the csv module and pandas read them), stripped;
+    ``number``: the file's line number of ``line``, for messages (after blank lines, not 1)."""
     try:
         text = line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: the first line is not UTF-8 text ({exc})") from None
-    return [cell.strip() for cell in csv_cells(text, sep, where=f"{where}, line 1")]
+    return [cell.strip() for cell in csv_cells(text, sep, where=f"{where}, line {number}")]
 
 
 def csv_cells(text: str, sep: str = ",", *, where: str) -> list[str]:

@@ -228,7 +228,7 @@ def _parse_csv(
     while not first.strip() and rest:  # blank lines before the header (pandas skips them too)
         first, _, rest = rest.partition(b"\n")
         header_line += 1
-    cells = split_csv_line(first, sep, where=name)
+    cells = split_csv_line(first, sep, where=name, number=header_line)
     if not any(cells):
         raise DataError(
             f"{name} has no header line; expected a header row and one example per line"

@@ -331,7 +331,7 @@ def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
         first_start = f.tell() - len(first)
     if not first:
         raise DataError(f"{where} is empty; expected one example per line")
-    cells = split_csv_line(first, sep, where=where)
+    cells = split_csv_line(first, sep, where=where, number=skipped + 1)
     columns = csv_header(cells, header=header, expected=expected, where=where)
     n = expected.n_features
     if columns is None and n is not None and len(cells) != n and expected.names is None:
