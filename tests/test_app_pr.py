@@ -52,3 +52,17 @@ def test_a_new_measurement_redraws_the_precision_recall_plot_in_place():
         recall, precision = shown[label]
         np.testing.assert_allclose(recall, rows["recall"], rtol=1e-6)
         np.testing.assert_allclose(precision, rows["precision"], rtol=1e-6)
+
+
+def test_the_current_rules_entry_names_how_its_scores_are_made():
+    """A stopped example scores c + τ under a boundary; the budget rule scores every example
+    c + (n/B)·S_B (attentive.outcome), and its entry said "stops score c + τ"."""
+    state = DashboardState(boundary="constant", side="both")
+    view = PrecisionRecallView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    assert any(k.startswith("current rule (stops score c + τ)") for k in drawn(doc))
+    state.set_controls(boundary="budget")
+    labels = list(drawn(doc))
+    assert any(k.startswith("current rule (budget B: score c + (n/B)·S_B)") for k in labels)
+    assert not any("c + τ" in k for k in labels)

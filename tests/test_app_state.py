@@ -169,6 +169,29 @@ def test_the_pickers_choose_only_rules_the_delta_slider_can_set():
     assert rules.lowest_within_time(two, 6.0)["z"] == 1.0
 
 
+def test_the_picker_field_just_set_decides_and_clears_the_other(state, monkeypatch):
+    """A time budget entered while a target is set picks by the time budget and clears the
+    target (it was ignored: the target always won, and the budget field emptied itself); the
+    target entered after it picks by the target again; Enter on a field re-applies that one."""
+    timed = state.tradeoff.table.assign(us_per_example=state.tradeoff.table["work_fraction"])
+    monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    state.target = 0.3
+    by_target = (state.boundary, state.z)
+    budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
+    state.time_budget = budget
+    assert state.n_errors == 0, state.last_error
+    assert state.target is None and state.time_budget == budget
+    row = rules.lowest_within_time(timed, budget)
+    assert (state.boundary, state.z) == (row["family"], float(row["z"])) != by_target
+    state.target = 0.3
+    assert state.time_budget is None and (state.boundary, state.z) == by_target
+    state.set_controls(delta=0.02)  # the rule moves away: the field clears
+    assert state.target is None
+    state.time_budget = budget
+    state.z = 2.0  # moved by hand
+    assert state.time_budget is None
+
+
 def test_the_calibrated_default_walks_the_reference_without_own_terms_and_the_snippet_agrees(
     state, tmp_path
 ):
@@ -247,6 +270,16 @@ def test_bridge_envelope_is_the_bridge_of_spec_2(state):
     upper = norm.ppf(1 - state.delta) * np.sqrt(clf.upper_variance_ * t * (n - t)) / n
     np.testing.assert_allclose(b["bridge_hi"] - b["bridge"], upper, rtol=1e-9)
     assert abs(clf.upper_variance_ / clf.variance_ - 1) > 0.01
+    # The calibrated rule: its band is drawn at the scale the rule runs at, the report's
+    # chosen z, not the slider's δ (1 % here: z = 2.33).
+    state.set_controls(boundary="calibrated", side="both", delta=0.01)
+    clf = rules.rule_classifier(state.walks, state.rule)
+    z = clf.calibration_.chosen_scale
+    assert not clf.calibration_.fallback and abs(z - norm.ppf(1 - 0.01)) > 0.5
+    b = state.walk_figure().boundary
+    t = b["t"].to_numpy()
+    half = z * np.sqrt(clf.variance_ * t * (n - t)) / n
+    np.testing.assert_allclose(b["bridge"] - b["bridge_lo"], half, rtol=1e-9)
 
 
 def test_sessions_share_read_only_caches_but_not_state():

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
@@ -191,6 +192,31 @@ def test_the_flag_shows_exactly_when_the_measured_error_exceeds_delta(
     assert f"data-key='{key}'>{values[key]}</div>" in page
 
 
+def test_a_calibrated_rule_above_delta_on_the_test_set_says_how_sure_the_test_set_is():
+    """MNIST 2 vs 5, upper side: the calibrated rule (1 of 473 calibration examples disagree)
+    disagrees on 16 of the 673 test examples, 2.4 % beside "Guarantee ... ≤ 0.01" (a review
+    read it as the page contradicting itself). The card says it is this test set's rate, and
+    its explanation gives the test set's interval (against scipy's exact binomial interval)
+    and what the guarantee is about."""
+    from scipy.stats import binomtest
+
+    state = DashboardState(side="upper")
+    m = state.numbers()
+    k, n = round(m["disagreement"] * m["n_test"]), m["n_test"]
+    assert m["disagreement"] > state.delta
+    exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    np.testing.assert_allclose(m["disagreement_interval"], (exact.low, exact.high), rtol=1e-9)
+    check = delta_check(state.rule, m)
+    assert check.words() == "⚠ above δ = 1% on this test set"
+    text = check.explanation()
+    assert f"{n:,} examples put the rate between {exact.low:.2%} and {exact.high:.2%}" in text
+    assert "fails for at most a share α of calibration draws" in text
+    assert ("whole interval lies above δ" in text) == (exact.low > state.delta)
+    # A family's check keeps its words (δ is the stop-error it is built for).
+    state.set_controls(boundary="curved", side="both", delta=0.05)
+    assert "test set" not in delta_check(state.rule, state.numbers()).words()
+
+
 def test_the_audit_case_is_flagged(synthetic):
     """Synthetic, curved, both sides, δ ≈ 5 %: a stop-error of 8.5 % on the test set."""
     synthetic.set_controls(boundary="curved", side="both", delta=0.05)
@@ -326,7 +352,7 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
 
     from attentive.app.rules import Measurement
 
-    def card(ratios) -> str:
+    def card(ratios, n_stopped=672) -> str:
         m = Measurement(
             seconds=0.01, full_seconds=0.008, agrees=True, mean_evaluated=10.0,
             pr=pd.DataFrame(), average_precision={}, ratios=tuple(ratios), n_examples=500,
@@ -336,7 +362,8 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
         metrics = {
             "accuracy_full": 1.0, "accuracy_attentive": 1.0, "stop_error": 0.0,
             "disagreement": 0.0, "mean_evaluated": 10.0, "n_terms": 20,
-            "mean_evaluated_fraction": 0.5, "speedup_terms": 2.0, "n_stopped": 672, "n_test": 673,
+            "mean_evaluated_fraction": 0.5, "speedup_terms": 2.0, "n_stopped": n_stopped,
+            "n_test": 673,
         }  # fmt: skip
         return view._html(metrics, m)
 
@@ -352,6 +379,24 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     assert "data-key='clock'>1.00× (0.99–1.01)</div>" in even
     assert "costs more" not in even and "µs per example" in even
     assert "costs more" in card([0.994, 0.99, 1.01])  # "0.99×"
+    # No example stops (digits 2 vs 5's calibrated rule falls back to full evaluation): the rule
+    # is full evaluation, a ratio below 1 its noise, not walking that costs more.
+    full = card([0.7, 0.8, 0.9], n_stopped=0)
+    assert "costs more" not in full and "no example stops: this is full evaluation" in full
+
+
+def test_a_share_never_rounds_to_0_or_100_percent_and_rounds_as_the_table_below_1_percent():
+    """2.4 of 633 terms is 0.379 %: the card said "0.3%" (rounded down) beside the table's
+    0.0038; it says 0.4 % now. Near the ends: never 0 % or 100 % unless exactly."""
+    from attentive.app.numbers import share
+
+    assert share(24, 6330) == "0.4%" and share(10, 6330) == "0.2%"  # 0.158 %
+    assert share(1, 10_000) == "<0.1%" and share(0, 5) == "0%"
+    assert share(672, 673) == "99.8%" and share(673, 673) == "100%"
+    assert share(9999, 10_000) == "99.9%" and share(1, 3) == "33%"
+    for k, n in ((1, 7), (3, 1000), (997, 1000), (50, 100)):  # against the plain rounding
+        if 0.01 <= k / n <= 0.99:
+            assert share(k, n) == f"{k / n:.0%}"
 
 
 def test_the_operating_point_table_ignores_its_old_data_sent_back_by_the_page(synthetic):

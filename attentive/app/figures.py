@@ -180,6 +180,18 @@ def tradeoff_error_span(tradeoff) -> float:
     return min(max(top, 0.02), 0.15)
 
 
+def _band_delta(rule: rules.Rule, clf) -> float:
+    """The δ' = Φ(−z) of the scale z the rule runs at, for the bridge band's ± z: a family's z
+    (a pick's exact one, not the slider's snapped δ), the calibrated rule's chosen scale (it
+    drew the slider's z: 2.33 at δ = 1 % beside a rule at z = 3.25), else the slider's δ."""
+    if rule.kind in rules.scaled_kinds():
+        return rules.nominal_delta(rule.scale)
+    report = getattr(clf, "calibration_", None)
+    if rule.kind == "calibrated" and report is not None and not report.fallback:
+        return rules.nominal_delta(report.chosen_scale)
+    return rule.delta
+
+
 def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigure:
     """The walks plot's data for ``rule``: a δ move reads one cached column and cuts the walks."""
     current = rules.outcome(walks, rule)
@@ -192,7 +204,7 @@ def walk_figure(walks: Walks, rule: rules.Rule, n_trajectories: int) -> WalkFigu
     return WalkFigure(
         trajectories=paths,
         stops=stops,
-        boundary=_boundary_frame(walks, clf, theta_s, rule.delta),
+        boundary=_boundary_frame(walks, clf, theta_s, _band_delta(rule, clf)),
         theta_s=theta_s,
         n_terms=walks.n_terms,
         budget=clf.boundary_.budget,

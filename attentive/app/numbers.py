@@ -37,6 +37,8 @@ __all__ = [
 # The wall-clock card's second line where the rule takes longer than full evaluation (the guided
 # tour's sketched step explains it in these words).
 SLOWER_WARNING = "walking costs more than full evaluation here"
+# Its second line where no example stops (the rule is full evaluation; the ratio is noise).
+EVERY_TERM = "no example stops: this is full evaluation"
 
 NUMBERS = (
     # key, label, explanation, format
@@ -86,6 +88,9 @@ class DeltaCheck:
     measured: float
     delta: float
     calibrated: bool
+    # Calibrated: the test set's 95 % Clopper–Pearson interval for the rate, and its size.
+    interval: tuple[float, float] | None = None
+    n_test: int | None = None
 
     @property
     def exceeded(self) -> bool:
@@ -94,6 +99,8 @@ class DeltaCheck:
 
     def words(self) -> str:
         d = _short_pct(self.delta)
+        if self.exceeded and self.calibrated:
+            return f"⚠ above δ = {d} on this test set"
         return f"⚠ above δ = {d}" if self.exceeded else f"✓ within δ = {d}"
 
     def explanation(self) -> str:
@@ -105,7 +112,21 @@ class DeltaCheck:
         )
         relation = "is above" if self.exceeded else "is within"
         name = "Disagreement" if self.key == "disagreement" else "Stop-error"
-        return f"{name} on the test set, {_pct(self.measured)}, {relation} δ = {_short_pct(self.delta)}: {what}."
+        text = f"{name} on the test set, {_pct(self.measured)}, {relation} δ = {_short_pct(self.delta)}: {what}."
+        if self.calibrated and self.interval is not None:
+            lo, hi = self.interval
+            text += (
+                f" The test set's {self.n_test:,} examples put the rate between {_pct(lo)} and "
+                f"{_pct(hi)} (95 % Clopper–Pearson). The guarantee is about the rate on future "
+                "examples and fails for at most a share α of calibration draws"
+            )
+            text += (
+                ": the whole interval lies above δ, so this draw is likely one of them (more "
+                "calibration examples, or another split, make it rarer)."
+                if lo > self.delta
+                else "."
+            )
+        return text
 
 
 def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
@@ -126,7 +147,10 @@ def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
     measured = metrics.get(key)
     if measured is None or not math.isfinite(measured):
         return None
-    return DeltaCheck(key, float(measured), float(delta), rule.kind == "calibrated")
+    if rule.kind != "calibrated":
+        return DeltaCheck(key, float(measured), float(delta), False)
+    interval = metrics.get("disagreement_interval")
+    return DeltaCheck(key, float(measured), float(delta), True, interval, metrics.get("n_test"))
 
 
 def share(k: int, n: int) -> str:
@@ -136,8 +160,10 @@ def share(k: int, n: int) -> str:
         return "—"
     frac = k / n
     text = f"{frac:.0%}"
-    if (text == "100%" and k < n) or (text == "0%" and k > 0):
-        text = f"{math.floor(frac * 1000) / 10:.1f}%" if k < n else f"{frac:.1%}"
+    if text == "100%" and k < n:  # one decimal, rounded down: never 100 %
+        text = f"{math.floor(frac * 1000) / 10:.1f}%"
+    elif text == "0%" and k > 0:  # one decimal, rounded as the table rounds: 0.38 % is 0.4 %
+        text = f"{frac:.1%}"
         if text == "0.0%":
             text = "<0.1%"
     return text
@@ -184,8 +210,10 @@ class HeadlineNumbers(pn.viewable.Viewer):
         values = self.values(metrics, measured)
         check = delta_check(self.state.rule, metrics)
         lines = self.sketch_lines(metrics)
+        # Nothing stops: the rule is full evaluation, and a ratio below 1 is the timing's noise.
+        every_term = metrics["n_stopped"] == 0 and not metrics.get("sketch_cost")
         cards = "".join(
-            self._card(key, label, doc, values[key], check, measured, lines.get(key))
+            self._card(key, label, doc, values[key], check, measured, lines.get(key), every_term)
             for key, label, doc in NUMBERS
         )
         note = (
@@ -196,7 +224,9 @@ class HeadlineNumbers(pn.viewable.Viewer):
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod
-    def _card(key, label, doc, value, check: DeltaCheck | None, measured, line=None) -> str:
+    def _card(
+        key, label, doc, value, check: DeltaCheck | None, measured, line=None, every_term=False
+    ) -> str:
         flag, miss = "", ""
         if line:
             flag = (
@@ -211,13 +241,14 @@ class HeadlineNumbers(pn.viewable.Viewer):
             )
         if key == "clock" and measured is not None:
             # As the card shows it (two decimals): "1.00×" never comes with the warning.
-            slower = round(measured.time_ratio, 2) < 1
+            slower = round(measured.time_ratio, 2) < 1 and not every_term
             flag = (
                 f"<div class='att-check att-{'miss' if slower else 'met'}' data-key='clock-check'>"
                 + (
                     f"⚠ {SLOWER_WARNING}"
                     if slower
                     else f"{measured.us_per_example:,.1f} µs per example"
+                    + (f"; {EVERY_TERM}" if every_term else "")
                 )
                 + "</div>"
             )
@@ -457,7 +488,7 @@ class OperatingPointTable(pn.viewable.Viewer):
                 checked_input(
                     self.state,
                     name,
-                    on_enter=self.state.pick,
+                    on_enter=lambda name=name: self.state.pick(name),
                     placeholder=hint,
                     css_classes=[css],
                     styles=flex,

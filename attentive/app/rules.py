@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 from scipy.special import ndtr, ndtri
+from scipy.stats import beta
 
 from attentive import (
     AttentiveSweep,
@@ -45,6 +46,7 @@ from attentive import (
 from attentive.app import sketches
 from attentive.app.cache import shared
 from attentive.app.models import WALKS_HASH, Walks
+from attentive.calibration import clopper_pearson_upper
 from attentive.families.sketched import base_family, is_sketched_name
 from attentive.operating_points import cheapest_row, outcome_points
 from attentive.rules import rule_names
@@ -691,6 +693,8 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
         "accuracy_attentive": float(np.mean(pos == y)),
         "stop_error": stop_error(pos, full, side),
         "disagreement": disagreement_rate(pos, full),
+        # The test set's own uncertainty about it: 95 % two-sided Clopper–Pearson.
+        "disagreement_interval": rate_interval(int(np.sum(pos != full)), int(pos.size)),
         "mean_evaluated": mean_eval,
         "mean_evaluated_fraction": mean_eval / n,
         "speedup_terms": n / mean_eval if mean_eval > 0 else float("nan"),
@@ -703,6 +707,16 @@ def metrics(walks: Walks, current: Outcome, side: str) -> dict:
         "n_test": int(pos.size),
         "n_terms": n,
     }
+
+
+def rate_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The two-sided Clopper–Pearson interval at ``level`` for a rate of ``k`` events in ``n``
+    trials (each side at (1 − level) / 2, the upper side as :func:`clopper_pearson_upper`)."""
+    if n < 1:
+        return (float("nan"), float("nan"))
+    tail = (1.0 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
+    return lo, float(clopper_pearson_upper(k, n, tail))
 
 
 def clear_caches() -> None:

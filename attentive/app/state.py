@@ -65,6 +65,7 @@ class DashboardState(Background):
         self.param.watch(self._model_inputs_changed, list(controls.MODEL_INPUTS))
         self.param.watch(self._rule_inputs_changed, list(controls.RULE_INPUTS))
         self.param.watch(self._forget_pick, ["boundary", "z", "side", "theta", "walks"])
+        self.param.watch(self._pick_entered, ["target", "time_budget"])
         self._build(self._inputs())
         if params:
             self.set_controls(**params)
@@ -299,21 +300,31 @@ class DashboardState(Background):
         return self.model_source == "upload" and self.model_file == key  # a failed build reverts
 
     # -- choosing an operating point -------------------------------------------------------------
-    @param.depends("target", "time_budget", watch=True)
-    def pick(self) -> None:
-        """Move to the rule the target (or the time budget) asks for, on the test set (when
-        either is set, and again on call: a field's Enter on an unchanged value)."""
-        if self.walks is None or (self.target is None and self.time_budget is None):
+    def _pick_entered(self, *events) -> None:
+        """A target or a time budget was set: the field just set decides (both at once, as an
+        address may give them: the target)."""
+        given = [e.name for e in events if e.new is not None]
+        if given:
+            self.pick("target" if "target" in given else given[0])
+
+    def pick(self, field: str | None = None) -> None:
+        """Move to the rule ``field`` ("target" or "time_budget") asks for, on the test set, and
+        clear the other field; None: the one that is set (the target if both). Called when
+        either is set, and again on a field's Enter on an unchanged value."""
+        if field is None or getattr(self, field, None) is None:
+            field = next(
+                (f for f in ("target", "time_budget") if getattr(self, f) is not None), None
+            )
+        if self.walks is None or field is None:
             return
+        other = "time_budget" if field == "target" else "target"
         try:
             key = (self.walks, self.side, self.theta, self.sketched)
-            if self.target is not None:
+            if field == "target":
                 row = rules.cheapest(*key, self.target)
-                other = "time_budget"
             else:
                 table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
                 row = rules.lowest_within_time(table, self.time_budget)
-                other = "target"
         except (AttentiveError, ValueError) as exc:
             self.report(exc)
             return self.param.update(target=None, time_budget=None)
@@ -337,16 +348,23 @@ class DashboardState(Background):
 
     def select_point(self, fraction: float, error: float) -> None:
         """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
-        disagreement): B for the budget rule, else the nearest point of any family's curve
-        that the δ slider can set (:func:`rules.on_slider`)."""
+        disagreement): B for the budget rule, else the family whose curve is nearest, at its
+        nearest point that the δ slider can set (:func:`rules.on_slider`; a curve is drawn
+        over every scale of the grid)."""
         if self.walks is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
             return self.set_controls(budget=min(1.0, max(1.0 / self.walks.n_terms, fraction)))
         if self.tradeoff is None:
             return  # the curves are not drawn yet
-        rows = rules.on_slider(self.tradeoff.families)  # a rule the δ slider can show
-        x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
         y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
-        row = rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
+
+        def nearest(rows):
+            x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
+            return rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
+
+        # The curve clicked (any point drawn), then its nearest point the δ slider can show.
+        family = nearest(self.tradeoff.families)["method"]
+        rows = self.tradeoff.families
+        row = nearest(rules.on_slider(rows[rows["method"] == family]))
         self.select_rule(str(row["method"]), float(row["z"]))

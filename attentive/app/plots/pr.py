@@ -21,6 +21,9 @@ __all__ = ["PrecisionRecallView"]
 # The current rule's scores as the paper's Algorithm 1 gives them (a stopped example scores the
 # crossed threshold, c + τ), whatever the rule: not the paper's constant rule itself.
 NAMES = {"attentive": "current rule (stops score c + τ)", "budgeted": "budgeted, same cost"}
+# The budget rule scores every example c + (n/B)·S_B (attentive.outcome), and is the budgeted
+# baseline itself.
+BUDGET_NAMES = {"attentive": "current rule (budget B: score c + (n/B)·S_B)"}
 
 
 class PrecisionRecallView(PlotView):
@@ -73,7 +76,8 @@ class PrecisionRecallView(PlotView):
         }
 
     def _labels(self, m):
-        return {k: f"{NAMES.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS}
+        names = {**NAMES, **(BUDGET_NAMES if self.state.boundary == "budget" else {})}
+        return {k: f"{names.get(k, k)}: AP {m.average_precision[k]:.3f}" for k in self.METHODS}
 
     def _ranges(self, m):
         return self.RANGES
