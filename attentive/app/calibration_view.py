@@ -145,16 +145,29 @@ class CalibrationView(pn.viewable.Viewer):
             self.caption,
             self.table,
             pn.pane.Markdown(TABLE_HELP, margin=(0, 10), styles={"opacity": "0.8"}),
-            header=pn.pane.Markdown(
-                "How the scale was chosen (click to open)",
-                margin=(0, 6),
-                styles={"font-size": "13px", "font-weight": "600"},
+            header=(
+                header := pn.pane.Markdown(
+                    "How the scale was chosen (click to open)",
+                    margin=(0, 6),
+                    styles={"font-size": "13px", "font-weight": "600"},
+                )
             ),
             collapsed=True,
             sizing_mode="stretch_width",
             styles={"flex": "1 1 200px"},
             css_classes=["att-calibration-details"],
         )
+
+        # Open, the details take a row of their own under the guarantee (beside it, their table
+        # ran down a third of the page's width and left the rest blank).
+        def toggled(event) -> None:
+            details.styles = {"flex": "1 1 200px" if event.new else "1 1 100%"}
+            header.object = (
+                f"How the scale was chosen (click to {'open' if event.new else 'close'})"
+            )
+
+        details.param.watch(toggled, "collapsed")
+        self.details = details
         words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "2 1 340px"})
         self._layout = pn.FlexBox(
             words,

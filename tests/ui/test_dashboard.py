@@ -216,6 +216,25 @@ def test_default_is_mnist_calibrated_and_matches_the_exported_classifier(page, s
     assert not page.locator(".att-table").first.is_visible()
     details.click()
     page.locator(".att-table").first.wait_for(state="visible")
+    # Open, the card takes a row of its own, as wide as the guarantee's row (beside it, it ran
+    # down a third of the width and left the rest blank).
+    page.wait_for_function(
+        """() => {
+            const find = (root, css) => {
+                const hit = root.querySelector(css);
+                if (hit) return hit;
+                for (const el of root.querySelectorAll('*')) {
+                    if (el.shadowRoot) { const h = find(el.shadowRoot, css); if (h) return h; }
+                }
+                return null;
+            };
+            const card = find(document, '.att-calibration-details');
+            const row = find(document, '.att-calibration');
+            if (!card || !row) return false;
+            return card.getBoundingClientRect().width >= 0.9 * row.getBoundingClientRect().width;
+        }""",
+        timeout=30_000,
+    )
     # The classifier the export button gives decides exactly what the page shows.
     with page.expect_download(timeout=120_000) as download:
         page.get_by_text("AttentiveClassifier (skops)").first.click()

@@ -67,6 +67,12 @@ CONTROL_BOXES = """() => {
 }"""
 
 
+# How far the main area (which scrolls, not the document) is wider than its window.
+MAIN_OVERFLOW = (
+    "() => { const m = document.getElementById('main'); return m.scrollWidth - m.clientWidth; }"
+)
+
+
 def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
     """A phone (device pixel ratio 3, touch, a 390 px screen) lays the page out at its own width:
     the sidebar starts closed and the plots take the screen's width (before, without a viewport
@@ -86,8 +92,16 @@ def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
         left, _, width, _ = page.evaluate(WALKS_BOX)
         assert width >= 340 and left >= 0
         assert page.evaluate(OVERFLOW) <= 0
+        assert page.evaluate(MAIN_OVERFLOW) <= 0
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / "phone.png"))
+        # The teaching tab's three sliders wrap (in a row they ran 27 px past the screen, and
+        # the main area scrolled sideways).
+        page.get_by_text("Brownian bridge", exact=True).first.click()
+        page.locator(".att-bridge-n").first.wait_for()
+        page.wait_for_timeout(500)
+        assert page.evaluate(MAIN_OVERFLOW) <= 0
+        page.get_by_text("Walks and rules", exact=True).first.click()
         page.locator("#sidebar-button").click()
         page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
         page.wait_for_timeout(400)

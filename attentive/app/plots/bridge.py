@@ -201,10 +201,14 @@ class BridgeTab(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        sliders = pn.Row(
-            pn.widgets.FloatSlider.from_param(self.param.drift, css_classes=["att-bridge-drift"]),
-            pn.widgets.IntSlider.from_param(self.param.n, css_classes=["att-bridge-n"]),
-            pn.widgets.FloatSlider.from_param(self.param.delta, format="0.000"),
+        # Three to a row where they fit, else wrapped (in a Row they ran 27 px past a phone).
+        each = {"sizing_mode": "stretch_width", "styles": {"flex": "1 1 200px", "min-width": "0"}}
+        sliders = pn.FlexBox(
+            pn.widgets.FloatSlider.from_param(
+                self.param.drift, css_classes=["att-bridge-drift"], **each
+            ),
+            pn.widgets.IntSlider.from_param(self.param.n, css_classes=["att-bridge-n"], **each),
+            pn.widgets.FloatSlider.from_param(self.param.delta, format="0.000", **each),
             sizing_mode="stretch_width",
         )
         plots = pn.FlexBox(
