@@ -331,7 +331,14 @@ TABLE_COLUMNS = {**MAIN_COLUMNS, **MORE_COLUMNS, "current": "current"}
 # Their types where not float: a row is "timed" and "current" or not, before the times too.
 TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
 TABLE_FORMATS = {
-    "terms": {"type": "progress", "max": 1, "legend": True, "color": "#CC79A766"},
+    # The number at the cell's right, clear of the bar (centred, the bar covered its first digit).
+    "terms": {
+        "type": "progress",
+        "max": 1,
+        "legend": True,
+        "legendAlign": "right",
+        "color": "#CC79A766",
+    },
 }
 # Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
 # only (Tabulator's default), a table drawn before its sketched rules arrived cut
@@ -340,10 +347,11 @@ TABLE_CONFIGURATION = {"layoutColumnsOnNewData": True}
 # With sketched rules, fixed widths for the names and scales (the rows of a page fit the columns:
 # "sketched-curved" then left "sketched-heteroscedastic", or a highlighted row's bold, cut).
 SKETCHED_WIDTHS = {"family": 180, "z": 64}
-# The highlighted row; a narrower gutter for the sort arrow than Tabulator's 25 px (the deciding
+# The highlighted row (not bold: the columns are fitted to the plain text, and a bold
+# "finite-population" was cut); a narrower gutter for the sort arrow than Tabulator's 25 px (the deciding
 # columns fit 1024 px with a sketch's work column too).
 TABLE_CSS = """
-.tabulator-row.tabulator-selected { background-color: #ffd70080 !important; font-weight: 600; }
+.tabulator-row.tabulator-selected { background-color: #ffd70080 !important; }
 .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title { padding-right: 16px !important; }
 """
 
