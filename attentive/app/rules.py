@@ -144,7 +144,7 @@ SLIDER_Z = (z_of(DELTA_RANGE[1]), z_of(DELTA_RANGE[0]))
 def on_slider(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of an operating-point table (a ``z`` column) whose scale the δ slider can set
     (:data:`SLIDER_Z`): the grid's other scales (δ' = Φ(−z) above 50 % or below 0.01 %) stay
-    on the plot and in the table, but no picker moves the rule there."""
+    on the tradeoff plot's curves and in the CSV, but no picker moves the rule there."""
     lo, hi = SLIDER_Z
     z = table["z"].to_numpy(dtype=np.float64)
     return table[(z >= lo - 1e-9) & (z <= hi + 1e-9)]
