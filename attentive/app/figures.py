@@ -140,10 +140,9 @@ def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataF
     lower = np.where(np.isfinite(b.lower[at]), b.lower[at], np.nan)
     upper = np.where(np.isfinite(b.upper[at]), b.upper[at], np.nan)
     # Each half with its side's V (SPEC §2): the lower with the positives', the upper with the
-    # negatives' (a classifier saved before it had one V for both).
+    # negatives' (a classifier saved before it had one V gets it as both: its __setstate__).
     mean, lo, _ = rules.bridge_envelope(n, clf.variance_, theta_s, delta, grid)
-    upper_v = getattr(clf, "upper_variance_", clf.variance_)
-    _, _, hi = rules.bridge_envelope(n, upper_v, theta_s, delta, grid)
+    _, _, hi = rules.bridge_envelope(n, clf.upper_variance_, theta_s, delta, grid)
     return pd.DataFrame(
         {
             "t": grid,
@@ -224,6 +223,6 @@ def numbers(walks: Walks, rule: rules.Rule) -> dict:
     params = dict(clf.boundary_.params or {})
     out.update({k: float(v) for k, v in params.items() if k.startswith("tau") and v is not None})
     out.update({"theta_s": float(clf.theta_s_), "offset": walks.offset, "variance": clf.variance_})
-    out["upper_variance"] = float(getattr(clf, "upper_variance_", clf.variance_))
+    out["upper_variance"] = float(clf.upper_variance_)
     out["budget"] = clf.boundary_.budget
     return out

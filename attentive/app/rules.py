@@ -425,11 +425,13 @@ def tradeoff_ready(walks: Walks, side: str, theta: float) -> Tradeoff | None:
 def cheapest(walks: Walks, side: str, theta: float, sketched: bool, target: float) -> pd.Series:
     """The cheapest rule (least work per example; ties: the more conservative scale, then the
     rule listed first) whose disagreement on the test set is at most ``target`` (``sketched``:
-    the sketched rules compete too), as :func:`attentive.cheapest_operating_point` chooses."""
-    table = on_slider(tradeoff(walks, side, theta, sketched).table)
-    row = cheapest_row(tradeoff(walks, side, theta, sketched).table, target, "the target")
-    ok = table[table["disagreement"] <= float(target)]
-    if ok.empty:  # only a rule beyond the slider (δ' below 0.01 %) reaches it
+    the sketched rules compete too), as :func:`attentive.cheapest_operating_point` chooses,
+    among the scales the δ slider can set (:func:`on_slider`)."""
+    whole = tradeoff(walks, side, theta, sketched).table
+    table = on_slider(whole)
+    if not (table["disagreement"] <= float(target)).any():
+        # Only a rule beyond the slider (δ' below 0.01 %) reaches it, or the target is refused.
+        row = cheapest_row(whole, target, "the target")
         raise InvalidParameterError(
             f"no rule at {slider_span()} reaches disagreement ≤ {float(target):g} on this test "
             f"set (the {row['family']} rule at z = {float(row['z']):.2f}, beyond the slider, "

@@ -364,7 +364,7 @@ class DashboardState(Background):
             return rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
 
         # The curve clicked (any point drawn), then its nearest point the δ slider can show.
-        family = nearest(self.tradeoff.families)["method"]
         rows = self.tradeoff.families
+        family = nearest(rows)["method"]
         row = nearest(rules.on_slider(rows[rows["method"] == family]))
         self.select_rule(str(row["method"]), float(row["z"]))
