@@ -22,6 +22,7 @@ from panel.util import parse_query
 
 from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
+from attentive.app.comm import KernelChangesStay
 from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
 from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
@@ -512,9 +513,10 @@ class Dashboard(pn.viewable.Viewer):
         return bundle
 
     def __panel__(self):
-        # In a notebook: the same content without the page template.
+        # In a notebook: the same content without the page template, and the page keeps the
+        # kernel's own changes to itself (attentive.app.comm).
         return pn.Row(
-            pn.Column(*self.sidebar(), width=330),
+            pn.Column(*self.sidebar(), KernelChangesStay(), width=330),
             pn.Column(*self.main(), sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
             min_height=1100,

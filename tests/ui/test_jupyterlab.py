@@ -11,6 +11,7 @@ JupyterLab does not save it (no autosave): the file stays as the project has it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from attentive.app.rules import kinds
 from attentive.serve import free_port
 from tests.ui.conftest import REPO, _require_browser
 
@@ -153,6 +155,17 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     context.route("**/*", offline)
     page = context.new_page()
     page.set_default_timeout(180_000)
+    # What the page sends the kernel (the notebook's messages, the dashboard's comm).
+    sent: list[str] = []
+
+    def record(ws) -> None:
+        def frame(payload) -> None:
+            text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+            sent.append(text)
+
+        ws.on("framesent", frame)
+
+    page.on("websocket", record)
     page.goto(f"{jupyterlab}/lab/tree/{NOTEBOOK}")
     page.locator(".jp-NotebookPanel").first.wait_for()
     accept = page.locator(".jp-Dialog .jp-mod-accept")  # JupyterLab may ask for the kernel
@@ -175,13 +188,14 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     while " of " not in evaluated.inner_text() and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     assert " of " in evaluated.inner_text()
-    # The notebook's last cell sets every rule in a row, and a stale echo of one of them can
-    # come back from the page (docs/app.md, "Known defects"): a CI run was left on the budget
+    # The notebook's last cell sets every rule in a row, and a stale echo of one of them came
+    # back from the page (docs/app.md, "In Jupyter, offline"): a CI run was left on the budget
     # rule, which δ does not move. The rule is chosen here as a user would, and the card left
     # to settle, before the slider moves.
     page.get_by_label("Rule", exact=True).first.select_option("calibrated")
     before = _settled_text(page, evaluated)
     assert " of " in before
+    echoed_before_any_move = list(sent)
     # (The visible one: a rule chosen in the page can leave the slider it replaced in the DOM,
     # hidden, before it.)
     handle = page.locator(".att-delta .noUi-handle").filter(visible=True).first
@@ -222,13 +236,22 @@ def _run_the_notebook(jupyterlab, browser) -> None:
         drift.press("ArrowRight" if i % 2 else "PageUp")
         page.wait_for_timeout(40)
     page.wait_for_timeout(5000)
-    # Panel's page sends every change back to the kernel (docs/app.md, "Known defects"); a
+    # Panel's page sent every change back to the kernel (docs/app.md, "In Jupyter, offline"); a
     # figure replaced in the meantime came back as models Bokeh refused ("failed to validate
     # Line.line_color … got Value('#8c8c8c')", a traceback in the cell's output), and the
     # operating-point table's old rows came back into Tabulator ("Must have equal len keys").
     # The plots are drawn in place and the read-only table takes nothing back now.
     outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
     context.close()
+    # The notebook's last cell sets every rule in a row. Panel's page used to send each of those
+    # changes back to the kernel, which replayed them after the cell, a recomputation per rule
+    # (a CI run's three slider moves waited 180 s behind them), and could end on a stale rule.
+    # Of the rules, the page may send only the one picked in it.
+    sent_values = set()
+    for text in echoed_before_any_move:
+        sent_values.update(re.findall(r'"attr":"value","new":"([^"]*)"', text))
+    echoed = sorted(sent_values & (set(kinds()) - {"calibrated"}))
+    assert not echoed, f"the page sent the kernel's own rule changes back to it: {echoed}"
     assert after != before, f"the slider did not move the numbers ({before})"
     assert bridge_after != bridge_before, f"the bridge tab did not move ({bridge_before})"
     refused_models = [t[-1500:] for t in outputs if "failed to validate" in t]

@@ -5,7 +5,7 @@ measurement gives them (:func:`attentive.app.rules.measure`).
 Drawn in place like the other plots (:class:`PlotView`: one figure, its sources re-assigned), when
 a measurement arrives, never on the move itself. It was the shared HoloViews element of the
 notebooks (:func:`attentive.plots.precision_recall_plot`), redrawn as a new figure on each
-measurement; in a notebook, Panel's page sends every change back to the kernel, and a figure that
+measurement; in a notebook, Panel's page sent every change back to the kernel, and a figure that
 had been replaced by then came back as new models that Bokeh refused ("failed to validate
 Line.line_color … got Value('#8c8c8c')": BokehJS writes a glyph's line colour as a value spec, the
 Python ``Line`` takes a plain colour), a traceback in the cell's output."""
