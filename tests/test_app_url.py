@@ -170,7 +170,8 @@ def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
         return (r["work_fraction"] - x0) ** 2 + ((r["disagreement"] - y0) / span) ** 2
 
     lo, hi = rules.DELTA_RANGE
-    reachable = fam[[lo <= rules.nominal_delta(z) <= hi for z in fam["z"]]]
+    # Φ(−z) at the slider's end, z = Φ⁻¹(1 − 10⁻⁴), is 10⁻⁴ less a rounding (9.99999999999887e-05).
+    reachable = fam[[lo * (1 - 1e-9) <= rules.nominal_delta(z) <= hi for z in fam["z"]]]
 
     def nearest(rows, r):
         return min((o for _, o in rows.iterrows()), key=lambda o: dist(o, *r))
