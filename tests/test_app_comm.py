@@ -10,7 +10,7 @@ from pathlib import Path
 
 import panel as pn
 
-from attentive.app.comm import COMM_MANAGER, KernelChangesStay
+from attentive.app.comm import COMM_MANAGER, KernelChangesStay, send_in_order
 from attentive.app.layout import Dashboard
 from attentive.app.state import DashboardState
 
@@ -53,3 +53,83 @@ def test_the_notebook_view_carries_the_guard_and_the_served_page_does_not():
     template = dash.template()
     served = [*template.main, *template.sidebar, *template.header, *template.modal]
     assert not pn.Column(*served).select(KernelChangesStay)
+
+
+class _Loop:
+    """Tornado's IOLoop.current() as the notebook's push uses it: timers kept, run by hand."""
+
+    def __init__(self):
+        self.timers = []
+
+    def call_later(self, delay, callback, *args):
+        self.timers.append((callback, args))
+
+    def run(self):
+        timers, self.timers = self.timers, []
+        for callback, args in timers:
+            callback(*args)
+
+
+class _Comm:
+    id = "comm"
+    _comm = None  # closed until the page asks for it
+
+
+def _shown_in_a_notebook(monkeypatch, widget):
+    """``widget`` rendered as a notebook renders it: through a comm, its document held with
+    the 'combine' policy, registered among Panel's views; returns (comm, loop, sent values)."""
+    import panel.io.notebook as notebook
+    from bokeh.document import Document
+    from tornado.ioloop import IOLoop
+
+    sent = []
+    monkeypatch.setattr(notebook, "diff", notebook.diff)  # put back after the test
+    monkeypatch.setattr(
+        notebook,
+        "send",
+        lambda comm, msg: sent.extend(
+            e["new"] for e in msg.content["events"] if e.get("attr") == "value"
+        ),
+    )
+    loop = _Loop()
+    monkeypatch.setattr(IOLoop, "current", staticmethod(lambda: loop))
+    comm, doc = _Comm(), Document()
+    root = widget.get_root(doc, comm)
+    doc.add_root(root)
+    doc.hold("combine")
+    monkeypatch.setitem(pn.state._views, root.ref["id"], (widget, root, doc, comm))
+    return comm, loop, sent
+
+
+def test_changes_made_while_the_comm_is_closed_reach_the_page_once_at_their_last_values(
+    monkeypatch,
+):
+    select = pn.widgets.Select(options=["a", "b", "c"], value="a")
+    comm, loop, sent = _shown_in_a_notebook(monkeypatch, select)
+    send_in_order()
+    for value in ("b", "c", "a", "b", "c"):
+        select.value = value
+    assert sent == []  # the comm is closed: nothing leaves
+    loop.run()
+    assert sent == []  # still closed: tried again later
+    comm._comm = object()  # the page asks for the comm
+    loop.run()
+    assert sent == ["c"]
+    select.value = "a"  # open: a change leaves at once
+    assert sent == ["c", "a"]
+    assert loop.timers == []
+
+
+def test_without_it_panel_sends_the_changes_made_while_closed_after_a_later_one(monkeypatch):
+    """What :func:`send_in_order` mends (when this fails, Panel keeps the order itself)."""
+    select = pn.widgets.Select(options=["a", "b", "c"], value="a")
+    comm, loop, sent = _shown_in_a_notebook(monkeypatch, select)
+    import panel.io.notebook as notebook
+
+    monkeypatch.setattr(notebook, "diff", getattr(notebook.diff, "__wrapped__", notebook.diff))
+    for value in ("b", "c"):
+        select.value = value
+    comm._comm = object()
+    select.value = "a"  # the last change, made once the comm is open
+    loop.run()  # then the retries of the earlier ones
+    assert sent[0] == "a" and sent[-1] == "c"

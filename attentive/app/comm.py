@@ -1,4 +1,5 @@
-"""In a notebook, the page keeps the kernel's own changes to itself.
+"""In a notebook: the page keeps the kernel's own changes to itself, and the kernel's changes
+reach the page in the order they were made.
 
 Panel's page in a notebook (``panel/models/comm_manager.ts``, 1.9) applies each patch the kernel
 sends and forwards every resulting change of the page's document back to the kernel, without
@@ -15,13 +16,25 @@ every comm manager of the page, drawn before or after) to forward only the chang
 made: what the user did, and what the page's views computed (``sync`` true), as Bokeh's client
 does. Served pages talk to Bokeh's client and have no comm manager; the component does nothing
 there.
+
+**In order.** Under *Run All*, the page asks for the dashboard's comm only once every cell has run
+(its request waits behind the cells), so every change a cell made found the comm closed. Panel's
+``push`` then kept each change's message and retried it 0.1 s later, each on its own timer, while
+a push made once the comm was open went out at once, before them: the page received the last
+rule first and the earlier ones after it, and its *Rule* field ended on "budget" while the
+kernel's was "calibrated". :func:`send_in_order` makes a push leave the changes in the document
+(Panel holds a notebook's document, combining changes of the same property) while the comm is
+closed, and retry once it can: the first message after the comm opens carries every change, each
+property at its last value.
 """
 
 from __future__ import annotations
 
+import weakref
+
 from panel.custom import JSComponent
 
-__all__ = ["KernelChangesStay"]
+__all__ = ["KernelChangesStay", "send_in_order"]
 
 # Bokeh's qualified name of Panel's comm manager model.
 COMM_MANAGER = "panel.models.comm_manager.CommManager"
@@ -55,3 +68,47 @@ class KernelChangesStay(JSComponent):
         params.setdefault("margin", 0)
         params.setdefault("sizing_mode", "fixed")
         super().__init__(**params)
+
+
+# Seconds between tries while a document's comm is closed (Panel's own retry delay).
+RETRY_S = 0.1
+
+
+def _comm_of(doc):
+    """The comm a notebook shows ``doc`` through (Panel's views), or None."""
+    from panel.io.state import state
+
+    for _viewable, _root, view_doc, comm in list(state._views.values()):
+        if view_doc is doc and comm is not None:
+            return comm
+    return None
+
+
+def send_in_order() -> None:
+    """Hold a notebook document's changes while its comm is closed (see module); idempotent."""
+    import panel.io.notebook as notebook
+
+    if getattr(notebook.diff, "_attentive_in_order", False):
+        return
+    diff = notebook.diff
+    waiting: weakref.WeakSet = weakref.WeakSet()  # documents with a retry scheduled
+
+    def retry(doc, comm) -> None:
+        waiting.discard(doc)
+        notebook.push(doc, comm)
+
+    def in_order(doc, binary=True, events=None):
+        comm = _comm_of(doc) if events is None else None
+        if comm is not None and not comm._comm and doc.callbacks.hold_value:
+            # Closed: the changes stay held (and combined) in the document for the next try.
+            if doc not in waiting:
+                from tornado.ioloop import IOLoop
+
+                waiting.add(doc)
+                IOLoop.current().call_later(RETRY_S, retry, doc, comm)
+            return None
+        return diff(doc, binary=binary, events=events)
+
+    in_order._attentive_in_order = True
+    in_order.__wrapped__ = diff
+    notebook.diff = in_order

@@ -22,7 +22,7 @@ from panel.util import parse_query
 
 from attentive.app import server_log
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
-from attentive.app.comm import KernelChangesStay
+from attentive.app.comm import KernelChangesStay, send_in_order
 from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
 from attentive.app.focus import FocusView
 from attentive.app.numbers import HeadlineNumbers, OperatingPointTable, SnippetView
@@ -504,7 +504,9 @@ class Dashboard(pn.viewable.Viewer):
         first stylesheets are inline (``build_dashboard(inline=True)``); a component drawn later
         (a plot redrawn, the tour's card) takes its stylesheets from the document's
         ``dist_url``, which would be Panel's CDN: the Jupyter server serves the same files
-        (Panel's server extension, ``/panel_dist/``)."""
+        (Panel's server extension, ``/panel_dist/``). The kernel's changes reach the page in the
+        order they were made (:func:`attentive.app.comm.send_in_order`)."""
+        send_in_order()
         bundle = super()._repr_mimebundle_(include, exclude)
         for view in self._plots:
             doc = getattr(getattr(view, "_fig", None), "document", None)

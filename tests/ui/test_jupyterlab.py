@@ -188,6 +188,16 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     while " of " not in evaluated.inner_text() and time.monotonic() < deadline:
         page.wait_for_timeout(250)
     assert " of " in evaluated.inner_text()
+    # The notebook's last cell sets every rule in a row, ending on the calibrated rule, and the
+    # page's Rule field shows it. Its changes were pushed while the comm was closed (the page asks
+    # for it only after the cells), and the retried ones arrived after the last: the field showed
+    # "budget" (docs/app.md, "In Jupyter, offline").
+    rule_field = page.get_by_label("Rule", exact=True).first
+    deadline = time.monotonic() + 60
+    while rule_field.input_value() != "calibrated" and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(3000)  # no earlier rule arrives after it
+    shown_rule = rule_field.input_value()
     # The notebook's last cell sets every rule in a row, and a stale echo of one of them came
     # back from the page (docs/app.md, "In Jupyter, offline"): a CI run was left on the budget
     # rule, which δ does not move. The rule is chosen here as a user would, and the card left
@@ -252,6 +262,7 @@ def _run_the_notebook(jupyterlab, browser) -> None:
         sent_values.update(re.findall(r'"attr":"value","new":"([^"]*)"', text))
     echoed = sorted(sent_values & (set(kinds()) - {"calibrated"}))
     assert not echoed, f"the page sent the kernel's own rule changes back to it: {echoed}"
+    assert shown_rule == "calibrated", f"the Rule field shows {shown_rule!r} after the last cell"
     assert after != before, f"the slider did not move the numbers ({before})"
     assert bridge_after != bridge_before, f"the bridge tab did not move ({bridge_before})"
     refused_models = [t[-1500:] for t in outputs if "failed to validate" in t]
