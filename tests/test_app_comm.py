@@ -64,6 +64,9 @@ class _Loop:
     def call_later(self, delay, callback, *args):
         self.timers.append((callback, args))
 
+    def add_callback(self, callback, *args):
+        callback(*args)
+
     def run(self):
         timers, self.timers = self.timers, []
         for callback, args in timers:
@@ -83,7 +86,8 @@ def _shown_in_a_notebook(monkeypatch, widget):
     from tornado.ioloop import IOLoop
 
     sent = []
-    monkeypatch.setattr(notebook, "diff", notebook.diff)  # put back after the test
+    # Panel's own diff for the test (put back after it), whatever an earlier test installed.
+    monkeypatch.setattr(notebook, "diff", getattr(notebook.diff, "__wrapped__", notebook.diff))
     monkeypatch.setattr(
         notebook,
         "send",
@@ -97,6 +101,8 @@ def _shown_in_a_notebook(monkeypatch, widget):
     root = widget.get_root(doc, comm)
     doc.add_root(root)
     doc.hold("combine")
+    # Registered as a notebook registers it (get_root already did; removed after the test).
+    pn.state._views.pop(root.ref["id"], None)
     monkeypatch.setitem(pn.state._views, root.ref["id"], (widget, root, doc, comm))
     return comm, loop, sent
 
@@ -124,9 +130,6 @@ def test_without_it_panel_sends_the_changes_made_while_closed_after_a_later_one(
     """What :func:`send_in_order` mends (when this fails, Panel keeps the order itself)."""
     select = pn.widgets.Select(options=["a", "b", "c"], value="a")
     comm, loop, sent = _shown_in_a_notebook(monkeypatch, select)
-    import panel.io.notebook as notebook
-
-    monkeypatch.setattr(notebook, "diff", getattr(notebook.diff, "__wrapped__", notebook.diff))
     for value in ("b", "c"):
         select.value = value
     comm._comm = object()

@@ -14,8 +14,8 @@ page's controls showed the last.
 the page renders it, it wraps the comm manager model's ``_document_changed`` (on its class, so
 every comm manager of the page, drawn before or after) to forward only the changes the page itself
 made: what the user did, and what the page's views computed (``sync`` true), as Bokeh's client
-does. Served pages talk to Bokeh's client and have no comm manager; the component does nothing
-there.
+does. It is shown only in a notebook: served pages talk to Bokeh's client, which drops those
+changes itself.
 
 **In order.** Under *Run All*, the page asks for the dashboard's comm only once every cell has run
 (its request waits behind the cells), so every change a cell made found the comm closed. Panel's
@@ -23,15 +23,18 @@ there.
 a push made once the comm was open went out at once, before them: the page received the last
 rule first and the earlier ones after it, and its *Rule* field ended on "budget" while the
 kernel's was "calibrated". :func:`send_in_order` makes a push leave the changes in the document
-(Panel holds a notebook's document, combining changes of the same property) while the comm is
-closed, and retry once it can: the first message after the comm opens carries every change, each
-property at its last value.
+while the comm is closed (Panel holds a notebook's document, merging changes of the same property)
+and try again every 0.1 s until it opens: the first message after that carries every change, a
+property at its last value, other events (a data source's contents streamed or patched) in the
+order they were made. It replaces ``panel.io.notebook.diff`` for the whole kernel, for good; for a
+document shown without a comm, or not held, it does what Panel does.
 """
 
 from __future__ import annotations
 
 import weakref
 
+from bokeh.document.events import DocumentPatchedEvent
 from panel.custom import JSComponent
 
 __all__ = ["KernelChangesStay", "send_in_order"]
@@ -85,12 +88,16 @@ def _comm_of(doc):
 
 
 def send_in_order() -> None:
-    """Hold a notebook document's changes while its comm is closed (see module); idempotent."""
+    """Hold a notebook document's changes while its comm is closed (see module); idempotent.
+    Called from a cell (the kernel's thread): retries go to that thread's loop, whichever thread
+    pushes."""
     import panel.io.notebook as notebook
+    from tornado.ioloop import IOLoop
 
     if getattr(notebook.diff, "_attentive_in_order", False):
         return
     diff = notebook.diff
+    loop = IOLoop.current()
     waiting: weakref.WeakSet = weakref.WeakSet()  # documents with a retry scheduled
 
     def retry(doc, comm) -> None:
@@ -99,13 +106,17 @@ def send_in_order() -> None:
 
     def in_order(doc, binary=True, events=None):
         comm = _comm_of(doc) if events is None else None
-        if comm is not None and not comm._comm and doc.callbacks.hold_value:
-            # Closed: the changes stay held (and combined) in the document for the next try.
+        held = doc.callbacks._held_events if comm is not None else ()
+        if (
+            comm is not None
+            and not comm._comm
+            and doc.callbacks.hold_value
+            and any(isinstance(event, DocumentPatchedEvent) for event in held)
+        ):
+            # Closed: the changes stay held (and merged) in the document for the next try.
             if doc not in waiting:
-                from tornado.ioloop import IOLoop
-
                 waiting.add(doc)
-                IOLoop.current().call_later(RETRY_S, retry, doc, comm)
+                loop.add_callback(loop.call_later, RETRY_S, retry, doc, comm)
             return None
         return diff(doc, binary=binary, events=events)
 

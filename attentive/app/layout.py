@@ -504,9 +504,7 @@ class Dashboard(pn.viewable.Viewer):
         first stylesheets are inline (``build_dashboard(inline=True)``); a component drawn later
         (a plot redrawn, the tour's card) takes its stylesheets from the document's
         ``dist_url``, which would be Panel's CDN: the Jupyter server serves the same files
-        (Panel's server extension, ``/panel_dist/``). The kernel's changes reach the page in the
-        order they were made (:func:`attentive.app.comm.send_in_order`)."""
-        send_in_order()
+        (Panel's server extension, ``/panel_dist/``)."""
         bundle = super()._repr_mimebundle_(include, exclude)
         for view in self._plots:
             doc = getattr(getattr(view, "_fig", None), "document", None)
@@ -515,8 +513,9 @@ class Dashboard(pn.viewable.Viewer):
         return bundle
 
     def __panel__(self):
-        # In a notebook: the same content without the page template, and the page keeps the
-        # kernel's own changes to itself (attentive.app.comm).
+        # In a notebook: the same content without the page template; the page keeps the kernel's
+        # own changes to itself, and they reach it in the order they were made (attentive.app.comm).
+        send_in_order()
         return pn.Row(
             pn.Column(*self.sidebar(), KernelChangesStay(), width=330),
             pn.Column(*self.main(), sizing_mode="stretch_width"),

@@ -384,10 +384,10 @@ def table_frame(rows: pd.DataFrame | None) -> pd.DataFrame:
 class ReadOnlyTable(pn.widgets.Tabulator):
     """A Tabulator whose cells the page cannot edit (``disabled``) and whose data it never
     changes: the data the page sends is ignored. In JupyterLab, Panel's page sent every change
-    made in the kernel back to it (now kept in the page, ``attentive.app.comm``); when the operating-point table's new value had fewer rows
-    than the old, the old data came back afterwards and Tabulator raised "Must have equal len
-    keys and value" into the cell's output (docs/app.md). A disabled table has nothing of the
-    user's to take."""
+    made in the kernel back to it (now kept in the page, ``attentive.app.comm``); when the
+    operating-point table's new value had fewer rows than the old, the old data came back
+    afterwards and Tabulator raised "Must have equal len keys and value" into the cell's output
+    (docs/app.md). A disabled table has nothing of the user's to take."""
 
     def _process_data(self, data) -> None:
         if self.disabled:

@@ -257,6 +257,8 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     # changes back to the kernel, which replayed them after the cell, a recomputation per rule
     # (a CI run's three slider moves waited 180 s behind them), and could end on a stale rule.
     # Of the rules, the page may send only the one picked in it.
+    # (The recording works: the slider's moves went out as Bokeh patches.)
+    assert any('"PATCH-DOC"' in text for text in sent[len(echoed_before_any_move) :])
     sent_values = set()
     for text in echoed_before_any_move:
         sent_values.update(re.findall(r'"attr":"value","new":"([^"]*)"', text))
