@@ -107,7 +107,7 @@ def _shown_in_a_notebook(monkeypatch, widget):
     return comm, loop, sent
 
 
-def test_changes_made_while_the_comm_is_closed_reach_the_page_once_at_their_last_values(
+def test_changes_made_while_the_comm_is_closed_reach_the_page_in_order_once_it_opens(
     monkeypatch,
 ):
     select = pn.widgets.Select(options=["a", "b", "c"], value="a")
@@ -119,11 +119,27 @@ def test_changes_made_while_the_comm_is_closed_reach_the_page_once_at_their_last
     loop.run()
     assert sent == []  # still closed: tried again later
     comm._comm = object()  # the page asks for the comm
+    select.value = "a"  # the first change after it opens goes out behind the waiting ones
+    assert sent == ["b", "c", "a", "b", "c", "a"]
+    loop.run()  # the retry finds nothing left
+    select.value = "b"  # nothing waiting: at once
+    assert sent == ["b", "c", "a", "b", "c", "a", "b"]
+    assert loop.timers == []
+
+
+def test_a_page_message_while_the_comm_was_closed_loses_no_change(monkeypatch):
+    """The page's first messages reach the kernel as the comm opens, and applying one unholds
+    the document (Panel's ``_on_msg``): changes left held in it were dropped."""
+    select = pn.widgets.Select(options=["a", "b", "c"], value="a")
+    comm, loop, sent = _shown_in_a_notebook(monkeypatch, select)
+    send_in_order()
+    select.value = "c"
+    doc = next(iter(select._models.values()))[0].document
+    doc.unhold()  # as Panel's _on_msg does around a page message
+    doc.hold("combine")
+    comm._comm = object()
     loop.run()
     assert sent == ["c"]
-    select.value = "a"  # open: a change leaves at once
-    assert sent == ["c", "a"]
-    assert loop.timers == []
 
 
 def test_without_it_panel_sends_the_changes_made_while_closed_after_a_later_one(monkeypatch):

@@ -22,19 +22,18 @@ changes itself.
 ``push`` then kept each change's message and retried it 0.1 s later, each on its own timer, while
 a push made once the comm was open went out at once, before them: the page received the last
 rule first and the earlier ones after it, and its *Rule* field ended on "budget" while the
-kernel's was "calibrated". :func:`send_in_order` makes a push leave the changes in the document
-while the comm is closed (Panel holds a notebook's document, merging changes of the same property)
-and try again every 0.1 s until it opens: the first message after that carries every change, a
-property at its last value, other events (a data source's contents streamed or patched) in the
-order they were made. It replaces ``panel.io.notebook.diff`` for the whole kernel, for good; for a
-document shown without a comm, or not held, it does what Panel does.
+kernel's was "calibrated". :func:`send_in_order` keeps one queue of messages per document: while
+the comm is closed, or messages are still waiting, a push adds its message to the queue (taking
+the document's changes at once, as Panel does: changes left held in the document would be lost
+when the page's first message unholds it), and the queue goes out in order as soon as the comm
+is open, tried again every 0.1 s until then. It replaces ``panel.io.notebook.diff`` for the whole
+kernel, for good; for a document shown without a comm it does what Panel does.
 """
 
 from __future__ import annotations
 
 import weakref
 
-from bokeh.document.events import DocumentPatchedEvent
 from panel.custom import JSComponent
 
 __all__ = ["KernelChangesStay", "send_in_order"]
@@ -88,7 +87,7 @@ def _comm_of(doc):
 
 
 def send_in_order() -> None:
-    """Hold a notebook document's changes while its comm is closed (see module); idempotent.
+    """Send a notebook document's changes in the order they were made (see module); idempotent.
     Called from a cell (the kernel's thread): retries go to that thread's loop, whichever thread
     pushes."""
     import panel.io.notebook as notebook
@@ -98,27 +97,33 @@ def send_in_order() -> None:
         return
     diff = notebook.diff
     loop = IOLoop.current()
+    queues: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # document → messages
     waiting: weakref.WeakSet = weakref.WeakSet()  # documents with a retry scheduled
+
+    def flush(doc, comm) -> None:
+        queue = queues.get(doc, [])
+        if comm._comm:
+            while queue:
+                notebook.send(comm, queue.pop(0))
+        elif queue and doc not in waiting:
+            waiting.add(doc)
+            loop.add_callback(loop.call_later, RETRY_S, retry, doc, comm)
 
     def retry(doc, comm) -> None:
         waiting.discard(doc)
-        notebook.push(doc, comm)
+        flush(doc, comm)
 
     def in_order(doc, binary=True, events=None):
         comm = _comm_of(doc) if events is None else None
-        held = doc.callbacks._held_events if comm is not None else ()
-        if (
-            comm is not None
-            and not comm._comm
-            and doc.callbacks.hold_value
-            and any(isinstance(event, DocumentPatchedEvent) for event in held)
-        ):
-            # Closed: the changes stay held (and merged) in the document for the next try.
-            if doc not in waiting:
-                waiting.add(doc)
-                loop.add_callback(loop.call_later, RETRY_S, retry, doc, comm)
-            return None
-        return diff(doc, binary=binary, events=events)
+        if comm is None or (comm._comm and not queues.get(doc)):
+            return diff(doc, binary=binary, events=events)  # Panel's way: sent at once
+        # Closed, or messages still waiting: this one joins the queue (the document's changes
+        # leave it now, as Panel's diff takes them), and the queue goes out in order.
+        msg = diff(doc, binary=binary)
+        if msg is not None:
+            queues.setdefault(doc, []).append(msg)
+        flush(doc, comm)
+        return None
 
     in_order._attentive_in_order = True
     in_order.__wrapped__ = diff

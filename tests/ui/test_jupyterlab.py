@@ -198,6 +198,9 @@ def _run_the_notebook(jupyterlab, browser) -> None:
         page.wait_for_timeout(250)
     page.wait_for_timeout(3000)  # no earlier rule arrives after it
     shown_rule = rule_field.input_value()
+    # The side the third cell set (no later cell sets it): a first fix of the order lost it.
+    side_button = page.locator(".bk-btn.bk-active", has_text=re.compile(r"^(lower|upper|both)$"))
+    shown_side = side_button.first.inner_text()
     # The notebook's last cell sets every rule in a row, and a stale echo of one of them came
     # back from the page (docs/app.md, "In Jupyter, offline"): a CI run was left on the budget
     # rule, which δ does not move. The rule is chosen here as a user would, and the card left
@@ -265,6 +268,7 @@ def _run_the_notebook(jupyterlab, browser) -> None:
     echoed = sorted(sent_values & (set(kinds()) - {"calibrated"}))
     assert not echoed, f"the page sent the kernel's own rule changes back to it: {echoed}"
     assert shown_rule == "calibrated", f"the Rule field shows {shown_rule!r} after the last cell"
+    assert shown_side == "lower", f"the side shows {shown_side!r}, the notebook set 'lower'"
     assert after != before, f"the slider did not move the numbers ({before})"
     assert bridge_after != bridge_before, f"the bridge tab did not move ({bridge_before})"
     refused_models = [t[-1500:] for t in outputs if "failed to validate" in t]
