@@ -428,6 +428,38 @@ def test_a_timing_taken_while_something_else_ran_is_taken_again_and_the_steadies
     assert t_rule == [2.0**-3, 2.0**-7, 2.0**-3, 2.0**-7, 2.0**-3]
 
 
+def test_an_unsteady_timing_gives_no_verdict_and_is_taken_again_on_the_next_visit(
+    state, monkeypatch
+):
+    """rules.measure keeps a steady timing for every later visit of the rule; one whose rounds
+    stayed more than STEADY_SPREAD apart over every attempt is returned (the card says the
+    machine was busy) but not kept, so the next visit times the rule again."""
+    from attentive.app import rules as app_rules
+
+    rounds: list[list[float]] = []  # the rule's durations per call; full evaluation takes 1
+
+    def fake_steady_times(fns, rounds_=None, attempts=None):
+        out = [fn() for fn in fns]
+        rule_times = rounds.pop(0)
+        return (rule_times, [1.0] * len(rule_times)), out
+
+    monkeypatch.setattr(app_rules, "steady_times", fake_steady_times)
+    app_rules.measure.clear()
+    try:
+        busy = [1.0, 0.1, 5.0, 1.2, 0.9]  # ratios 0.2 to 10: 50× apart
+        rounds.extend([busy, [0.5, 0.5, 0.6, 0.5, 0.5], [9.9] * 5])
+        first = app_rules.measure(state.walks, state.rule)
+        assert not first.steady and first.spread == pytest.approx(50.0)
+        again = app_rules.measure(state.walks, state.rule)  # not kept: timed again
+        assert again.steady and again.ratios == (2.0, 2.0, 1.0 / 0.6, 2.0, 2.0)
+        assert again.ratio_spread == (pytest.approx(1.0 / 0.6), 2.0)
+        kept = app_rules.measure(state.walks, state.rule)  # the steady one is kept
+        assert kept is again and rounds == [[9.9] * 5]
+        assert app_rules.STEADY_SPREAD < 50.0 and again.spread <= app_rules.STEADY_SPREAD
+    finally:
+        app_rules.measure.clear()
+
+
 def test_the_exported_point_names_the_positive_class(state):
     point = exports.operating_point(state)
     ds = load_dataset(state.dataset)

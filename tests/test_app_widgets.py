@@ -352,10 +352,11 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
 
     from attentive.app.rules import Measurement
 
-    def card(ratios, n_stopped=672) -> str:
+    def card(ratios, n_stopped=672, steady=True) -> str:
         m = Measurement(
             seconds=0.01, full_seconds=0.008, agrees=True, mean_evaluated=10.0,
             pr=pd.DataFrame(), average_precision={}, ratios=tuple(ratios), n_examples=500,
+            steady=steady,
         )  # fmt: skip
         synthetic.set_controls(boundary="budget")  # no δ check on the cards
         view = HeadlineNumbers(state=synthetic)
@@ -383,6 +384,13 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     # is full evaluation, a ratio below 1 its noise, not walking that costs more.
     full = card([0.7, 0.8, 0.9], n_stopped=0)
     assert "costs more" not in full and "no example stops: this is full evaluation" in full
+    # Rounds that stayed far apart over every attempt (a busy machine): the card shows the
+    # numbers, says why they carry no verdict, and explains on hover.
+    busy = card([0.07, 0.18, 0.2, 0.83, 0.1], steady=False)
+    assert "data-key='clock'>0.18× (0.07–0.83)</div>" in busy
+    assert "costs more" not in busy and "µs per example" not in busy
+    assert "machine busy, rounds 12× apart: timed again next visit" in busy
+    assert "att-miss' data-key='clock-check' title='Every attempt" in busy
 
 
 def test_a_share_never_rounds_to_0_or_100_percent_and_rounds_as_the_table_below_1_percent():

@@ -6,7 +6,8 @@ keeps ``pn.cache``'s role (a bounded least-recently-used store of values that ar
 modified) and adds two things the dashboard needs: callers asking for the same key while it is
 being computed wait for that computation instead of repeating it, and :meth:`Shared.peek` tells
 whether a value is ready without computing it (the state draws the numbers first and leaves the
-tradeoff to a background job when it is not).
+tradeoff to a background job when it is not). A value ``keep`` declines (a timing taken while
+the machine was busy) goes to its caller but is not stored: the next caller computes it again.
 """
 
 from __future__ import annotations
@@ -25,10 +26,17 @@ _MISSING = object()
 class Shared:
     """``fn`` with a bounded shared cache keyed by ``key(*args)``; see :func:`shared`."""
 
-    def __init__(self, fn: Callable, key: Callable[..., Hashable], max_items: int):
+    def __init__(
+        self,
+        fn: Callable,
+        key: Callable[..., Hashable],
+        max_items: int,
+        keep: Callable[[Any], bool] | None = None,
+    ):
         self.fn = fn
         self.key = key
         self.max_items = int(max_items)
+        self.keep = keep
         self._values: OrderedDict[Hashable, Any] = OrderedDict()
         self._running: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -69,10 +77,11 @@ class Shared:
             running.release()
             raise
         with self._guard:
-            self._values[k] = value
-            self._values.move_to_end(k)
-            while len(self._values) > self.max_items:
-                self._values.popitem(last=False)
+            if self.keep is None or self.keep(value):
+                self._values[k] = value
+                self._values.move_to_end(k)
+                while len(self._values) > self.max_items:
+                    self._values.popitem(last=False)
             del self._running[k]
         running.release()
         return value
@@ -82,11 +91,14 @@ class Shared:
             self._values.clear()
 
 
-def shared(key: Callable[..., Hashable], max_items: int) -> Callable[[Callable], Shared]:
+def shared(
+    key: Callable[..., Hashable], max_items: int, keep: Callable[[Any], bool] | None = None
+) -> Callable[[Callable], Shared]:
     """Decorator: cache ``fn``'s results by ``key(*args)`` (at most ``max_items``, least recently
-    used dropped first), computing each key once when several threads ask for it at once."""
+    used dropped first), computing each key once when several threads ask for it at once;
+    ``keep(value)`` false: that value is returned but not stored."""
 
     def wrap(fn: Callable) -> Shared:
-        return Shared(fn, key, max_items)
+        return Shared(fn, key, max_items, keep)
 
     return wrap

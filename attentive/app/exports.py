@@ -142,6 +142,8 @@ def operating_point(state) -> dict[str, Any]:
             "us_per_example": m.us_per_example,
             "wall_clock_speedup": m.time_ratio,
             "wall_clock_speedup_range": [lo, hi],
+            # False: the rounds stayed far apart (a busy machine); the ratio says little.
+            "wall_clock_steady": m.steady,
         }
     return _round(point)
 

@@ -25,6 +25,7 @@ from attentive.app.widgets import FileDownload, checked_input
 
 __all__ = [
     "SLOWER_WARNING",
+    "UNSTEADY",
     "DeltaCheck",
     "HeadlineNumbers",
     "OperatingPointTable",
@@ -39,6 +40,14 @@ __all__ = [
 SLOWER_WARNING = "walking costs more than full evaluation here"
 # Its second line where no example stops (the rule is full evaluation; the ratio is noise).
 EVERY_TERM = "no example stops: this is full evaluation"
+# Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
+# and the longer explanation on hover.
+UNSTEADY = "machine busy, rounds {spread:.2g}× apart: timed again next visit"
+UNSTEADY_TITLE = (
+    "Every attempt's rounds of the timing spread more than {limit:g}× (largest over smallest "
+    "ratio): something else was running. The median says little about this rule's speed, so it "
+    "gets no verdict and is not kept: the next visit of this rule times it again."
+)
 
 NUMBERS = (
     # key, label, explanation, format
@@ -242,15 +251,21 @@ class HeadlineNumbers(pn.viewable.Viewer):
         if key == "clock" and measured is not None:
             # As the card shows it (two decimals): "1.00×" never comes with the warning.
             slower = round(measured.time_ratio, 2) < 1 and not every_term
-            flag = (
-                f"<div class='att-check att-{'miss' if slower else 'met'}' data-key='clock-check'>"
-                + (
-                    f"⚠ {SLOWER_WARNING}"
-                    if slower
-                    else f"{measured.us_per_example:,.1f} µs per example"
-                    + (f"; {EVERY_TERM}" if every_term else "")
+            title = ""
+            if not measured.steady:
+                line = "⚠ " + UNSTEADY.format(spread=measured.spread)
+                title = UNSTEADY_TITLE.format(limit=rules.STEADY_SPREAD)
+            elif slower:
+                line = f"⚠ {SLOWER_WARNING}"
+            else:
+                line = f"{measured.us_per_example:,.1f} µs per example" + (
+                    f"; {EVERY_TERM}" if every_term else ""
                 )
-                + "</div>"
+            state = "met" if measured.steady and not slower else "miss"
+            flag = (
+                f"<div class='att-check att-{state}' data-key='clock-check'"
+                + (f" title='{html.escape(title, quote=True)}'" if title else "")
+                + f">{html.escape(line)}</div>"
             )
         return (
             f"<div class='att-card{miss}' title='{html.escape(doc, quote=True)}'>"

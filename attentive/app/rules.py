@@ -556,6 +556,10 @@ class Measurement:
     average_precision: dict
     ratios: tuple = ()
     n_examples: int = 1
+    #: Whether the kept rounds spread at most :data:`STEADY_SPREAD`. An unsteady timing (the
+    #: machine stayed busy over every attempt) gives no verdict and is taken again on the next
+    #: visit: :func:`measure` does not keep it.
+    steady: bool = True
 
     @property
     def time_ratio(self) -> float:
@@ -569,6 +573,12 @@ class Measurement:
         """The lowest and highest ratio over the rounds."""
         r = self.ratios or (self.time_ratio,)
         return float(min(r)), float(max(r))
+
+    @property
+    def spread(self) -> float:
+        """Highest over lowest ratio of the rounds (1 for a single round)."""
+        lo, hi = self.ratio_spread
+        return hi / lo if lo > 0 else float("inf")
 
     @property
     def us_per_example(self) -> float:
@@ -597,7 +607,9 @@ def interleaved_times(fns, rounds: int = TIMING_ROUNDS) -> tuple[list[list[float
 #: while something else ran (another session's tables, a page being drawn, another program):
 #: it is taken again, up to :data:`TIMING_ATTEMPTS` times, and the steadiest kept. Quiet, the
 #: default rule's seven ratios spread 1.02–1.78 (1.7×); taken on a machine busy with other
-#: work, 0.10–0.54 (5.4×), a median of 0.13× kept for every later visit.
+#: work, 0.10–0.54 (5.4×), a median of 0.13× kept for every later visit. A timing still that
+#: wide after every attempt (a server sampled by a profiler: 0.07–0.83, 12×, three times) is
+#: shown as unsteady, without a verdict, and not kept (:attr:`Measurement.steady`).
 STEADY_SPREAD = 3.0
 TIMING_ATTEMPTS = 3
 
@@ -618,14 +630,14 @@ def steady_times(fns, rounds: int = TIMING_ROUNDS, attempts: int = TIMING_ATTEMP
     return best
 
 
-@shared(key=lambda walks, rule: (walks.key, rule), max_items=64)
+@shared(key=lambda walks, rule: (walks.key, rule), max_items=64, keep=lambda m: m.steady)
 def measure(walks: Walks, rule: Rule) -> Measurement:
     """Run the evaluator at ``rule`` on the test set: wall-clock time against full evaluation
     (:data:`TIMING_ROUNDS` rounds, taken again if they spread wide: :func:`steady_times`),
     whether its decisions are the dashboard's, and the
     precision–recall of the paper's Algorithm-1 scores (``stopped_score="boundary"``) beside the
     full score and a budget of the same mean cost. Once per (walk, rule): a rule visited again
-    shows the timing it had."""
+    shows the timing it had, unless that timing was unsteady (it is taken again then)."""
     current = outcome(walks, rule)
     clf = copy.copy(rule_classifier(walks, rule)).set_params(stopped_score="boundary")
     X = walks.X_test
@@ -665,6 +677,7 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
         average_precision={k: float(c.average_precision) for k, c in curves.items()},
         ratios=ratios,
         n_examples=int(walks.y_test.size),
+        steady=bool(ratios) and 0 < min(ratios) and max(ratios) <= STEADY_SPREAD * min(ratios),
     )
 
 

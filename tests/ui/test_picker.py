@@ -202,8 +202,12 @@ def test_the_wall_clock_is_a_median_with_its_spread_and_the_json_names_the_posit
     median, lo, hi = (float(v) for v in re.findall(r"\d+\.\d\d", text))
     assert lo <= median <= hi
     check = page.locator(".att-check[data-key='clock-check']").first.inner_text()
-    assert ("µs per example" in check) != ("costs more than full evaluation" in check)
-    assert ("costs more" in check) == (median < 1)
+    # One of three lines: the time per example, the warning, or (a machine too busy to time
+    # steadily, as CI's can be) no verdict.
+    lines = ("µs per example", "costs more than full evaluation", "machine busy")
+    assert sum(line in check for line in lines) == 1, check
+    steady = "machine busy" not in check
+    assert ("costs more" in check) == (median < 1 and steady)
     with page.expect_download(timeout=120_000) as download:
         page.get_by_text("Operating point (JSON)").first.click()
     point = json.loads(Path(download.value.path()).read_text())
@@ -212,3 +216,4 @@ def test_the_wall_clock_is_a_median_with_its_spread_and_the_json_names_the_posit
     assert (
         point["measured"]["wall_clock_speedup_range"][0] <= point["measured"]["wall_clock_speedup"]
     )
+    assert point["measured"]["wall_clock_steady"] is steady
