@@ -460,6 +460,37 @@ def test_an_unsteady_timing_gives_no_verdict_and_is_taken_again_on_the_next_visi
         app_rules.measure.clear()
 
 
+def test_an_unsteady_timing_is_taken_again_before_the_card_shows_it(state, monkeypatch):
+    """The first timing of a page is often taken while the server draws it: an unsteady one is
+    taken again (MEASURE_RETRIES times) before the card shows anything but "timing…"; a steady
+    one ends the retries, and after the last retry the card shows what it has."""
+    import dataclasses
+
+    from attentive.app import background
+    from attentive.app import rules as app_rules
+
+    real = app_rules.measure(state.walks, state.rule)
+    monkeypatch.setattr(background, "MEASURE_RETRY_PAUSE", 0.0)
+    for steadiness, expected_calls in (
+        ([False, False, True], 3),
+        ([False, True, False], 2),
+        ([True], 1),
+        ([False] * 5, 1 + background.MEASURE_RETRIES),
+    ):
+        given = [dataclasses.replace(real, steady=steady, n_examples=i + 1) for i, steady in
+                 enumerate(steadiness)]  # fmt: skip
+        calls = []
+
+        def fake(walks, rule, given=given, calls=calls):
+            calls.append(rule)
+            return given[len(calls) - 1]
+
+        monkeypatch.setattr(app_rules, "measure", fake)
+        state._measure()  # inline: the retries run at once
+        assert len(calls) == expected_calls and set(calls) == {state.rule}
+        assert state.measured is given[expected_calls - 1]
+
+
 def test_the_exported_point_names_the_positive_class(state):
     point = exports.operating_point(state)
     ds = load_dataset(state.dataset)

@@ -11,6 +11,7 @@ and ``building``. A result is applied only if the controls still ask for it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import param
@@ -18,7 +19,11 @@ import param
 from attentive.app import controls, rules, sketches
 from attentive.app.controls import Controls
 
-__all__ = ["Background"]
+__all__ = ["MEASURE_RETRIES", "MEASURE_RETRY_PAUSE", "Background"]
+
+#: An unsteady timing is taken again this many times, each after this many seconds.
+MEASURE_RETRIES = 2
+MEASURE_RETRY_PAUSE = 1.0
 
 
 class Background(Controls):
@@ -122,7 +127,11 @@ class Background(Controls):
     @param.depends("walks", "rule", watch=True)
     def _measure(self) -> None:
         """Time the evaluator at the current rule once every rule's times are in (a timing taken
-        while another thread times every rule measures the contention)."""
+        while another thread times every rule measures the contention). A timing that came out
+        unsteady (:attr:`rules.Measurement.steady`: the first one of a page is often taken
+        while the server draws it) is taken again, up to :data:`MEASURE_RETRIES` times after
+        :data:`MEASURE_RETRY_PAUSE` seconds each, the card saying "timing…" meanwhile; the last
+        is shown whatever it is."""
         self.measured = None
         w, rule = self.walks, self.rule
         if w is None or self.background is None:
@@ -130,16 +139,25 @@ class Background(Controls):
         if rules.rule_times.peek(w, rule.side, rule.theta, self.sketched) is None:
             return  # started again when the tables arrive
 
-        def job():
-            if (self.walks, self.rule) != (w, rule):
+        def current() -> bool:
+            return (self.walks, self.rule) == (w, rule)
+
+        def job(retry: int):
+            if retry and current():
+                time.sleep(MEASURE_RETRY_PAUSE)
+            if not current():
                 return None  # a newer move came first: nobody will see this timing
             return rules.measure(w, rule)
 
-        def done(result) -> None:
-            if result is not None and (self.walks, self.rule) == (w, rule):
-                self.measured = result
+        def done(result, retry: int = 0) -> None:
+            if result is None or not current():
+                return
+            if not result.steady and retry < MEASURE_RETRIES:
+                self.background(lambda: job(retry + 1), lambda r: done(r, retry + 1), self.report)
+                return
+            self.measured = result
 
-        self.background(job, done, self.report)
+        self.background(lambda: job(0), done, self.report)
 
     def start_background(self, executor: Callable) -> None:
         """Start the tables and the timing with ``executor`` (served: once the page has loaded)."""
