@@ -339,6 +339,41 @@ class Boundary:
             )
         return S + self.mass[: S.shape[-1]] * A
 
+    def running_estimate(self, S, A=None) -> np.ndarray:
+        """The rule's own estimate of ``S_n`` at every position: ``estimate_slope · statistic +
+        estimate_intercept`` (:meth:`statistic` of ``S`` and ``A``, the columns positions
+        ``t − 1``), NaN where the slope is not positive (the rule cannot stop there). For rules
+        whose two sides share the intercept (``upper_estimate_intercept`` None). A
+        mass-regression rule's is ``a_t + b_t S_t + c_t A_t``, compared with ``θ_S ∓ z σ_t``
+        (:meth:`estimate_thresholds`): the same crossings as ``V_t`` with ``lower`` and
+        ``upper``, on the scale of ``S_n`` even where ``b_t`` is small (``V_t`` and its
+        thresholds grow like ``1 / b_t``)."""
+        if self.estimate_slope is None or self.upper_estimate_intercept is not None:
+            raise InvalidParameterError(
+                "this boundary has no single estimate of S_n (estimate_slope, one intercept)."
+            )
+        V = self.statistic(S, A)
+        k = V.shape[-1]
+        slope = self.estimate_slope[:k]
+        with np.errstate(invalid="ignore"):
+            return np.where(slope > 0, slope * V + self.estimate_intercept[:k], np.nan)
+
+    def estimate_thresholds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``lower`` and ``upper`` moved to the scale of :meth:`running_estimate`: what each
+        side's estimate is compared with (NaN where that side cannot stop)."""
+        if self.estimate_slope is None:
+            raise InvalidParameterError("this boundary has no estimate of S_n (estimate_slope).")
+        slope = self.estimate_slope
+        up = self.upper_estimate_intercept
+        up = self.estimate_intercept if up is None else up
+        ok = slope > 0
+        with np.errstate(invalid="ignore"):
+            lower = np.where(
+                ok & np.isfinite(self.lower), slope * self.lower + self.estimate_intercept, np.nan
+            )
+            upper = np.where(ok & np.isfinite(self.upper), slope * self.upper + up, np.nan)
+        return lower, upper
+
     def stop_estimate(self, at, side, S_at, stopped_score: str = "estimate") -> np.ndarray:
         """Estimates of ``S_n`` for stopped walks (SPEC §2), before moving them to their side.
 

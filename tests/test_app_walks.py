@@ -1,9 +1,12 @@
 """The walks plot draws the statistic the rule's boundary applies to: ``S_t`` for every rule but a
-mass-regression one, whose thresholds apply to ``V_t = S_t + κ_t·A_t`` (``A_t`` the running mass),
-so that each stop sits beyond the boundary drawn at its position, whatever the family.
+mass-regression one, which stops where its estimate of ``S_n``, ``a_t + b_t S_t + c_t A_t``
+(``A_t`` the running mass), is ``z σ_t`` past ``θ_S``: its walks are those of the estimate,
+against ``θ_S ± z σ_t``, so that each stop sits beyond the boundary drawn at its position,
+whatever the family.
 
 The statistic is recomputed here from the classifier's public ``partial_scores`` and
-``partial_masses`` and the boundary's ``mass``, not taken from the dashboard's arrays."""
+``partial_masses`` and the boundary's ``mass``, ``estimate_slope`` and ``estimate_intercept``, not
+taken from the dashboard's arrays."""
 
 from __future__ import annotations
 
@@ -14,7 +17,14 @@ from bokeh.document import Document
 
 from attentive.app import rules
 from attentive.app.plots import TrajectoryView
-from attentive.app.plots.walks import BRIDGE, MASS_TITLE, MASS_YLABEL
+from attentive.app.plots.walks import (
+    BRIDGE,
+    MASS_BOUNDARY,
+    MASS_GAPS,
+    MASS_TITLE,
+    MASS_YLABEL,
+    caption,
+)
 from attentive.app.state import DashboardState
 from attentive.evaluation import first_crossing
 
@@ -40,20 +50,28 @@ def segments(x: np.ndarray, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]
     return out
 
 
-def independent_statistic(state) -> tuple[np.ndarray, object]:
-    """The rule's statistic on the test set, from the public API: ``S``, or ``S + κ·A``."""
+def independent_statistic(state) -> tuple[np.ndarray, np.ndarray, np.ndarray, object]:
+    """The statistic drawn on the test set, from the public API, with the thresholds it is
+    compared with: ``S`` against ``lower`` / ``upper``; for a mass rule its estimate of ``S_n``,
+    ``b_t (S + κ·A) + a_t``, against ``b_t τ_t + a_t`` (NaN where ``b_t ≤ 0``)."""
     clf = rules.rule_classifier(state.walks, state.rule)
     X = state.walks.X_test
     S = clf.partial_scores(X)
     b = clf.boundary_
     if b.mass is None:
-        return S, b
-    return S + b.mass * clf.partial_masses(X), b
+        return S, b.lower, b.upper, b
+    slope, intercept = b.estimate_slope, b.estimate_intercept
+    V = S + b.mass * clf.partial_masses(X)
+    with np.errstate(invalid="ignore"):
+        estimate = np.where(slope > 0, slope * V + intercept, np.nan)
+        lower = np.where(slope > 0, slope * b.lower + intercept, np.nan)
+        upper = np.where(slope > 0, slope * b.upper + intercept, np.nan)
+    return estimate, lower, upper, b
 
 
 def check_stops_on_the_statistic(state) -> None:
     f = state.walk_figure()
-    V, b = independent_statistic(state)
+    V, lower, upper, b = independent_statistic(state)
     n = f.n_terms
     stops = f.stops
     assert len(stops) > 0
@@ -61,19 +79,22 @@ def check_stops_on_the_statistic(state) -> None:
     ex = stops["example"].to_numpy()
     # Each drawn stop is the statistic at the stop, beyond the drawn boundary there.
     np.testing.assert_allclose(stops["s"].to_numpy(), V[ex, t - 1], rtol=1e-9, atol=1e-9)
-    beyond = (stops["s"].to_numpy() < b.lower[t - 1]) | (stops["s"].to_numpy() > b.upper[t - 1])
+    s_stop = stops["s"].to_numpy()
+    tol = 1e-9 * (1.0 + np.abs(s_stop))  # b_t τ_t + a_t against the estimate: rounding
+    beyond = (s_stop < lower[t - 1] + tol) | (s_stop > upper[t - 1] - tol)
     assert beyond.all()
     drawn = f.boundary.set_index("t")
     at = np.isin(t, drawn.index)
     lo = drawn.loc[t[at], "lower"].fillna(-np.inf).to_numpy()
     up = drawn.loc[t[at], "upper"].fillna(np.inf).to_numpy()
-    s_at = stops["s"].to_numpy()[at]
-    assert ((s_at < lo) | (s_at > up)).all()
+    s_at, tol_at = stops["s"].to_numpy()[at], tol[at]
+    assert ((s_at < lo + tol_at) | (s_at > up - tol_at)).all()
     # The paths end at their stops (last point of each path: (t, statistic at t)), in float32.
     ends = {}
     for name in ("negative", "positive"):
         for x, y in segments(*f.trajectories[name]):
-            assert x[0] == 0 and y[0] == 0  # every walk starts at 0
+            # Every walk starts at 0 (a mass rule's estimate at t = 1: no estimate before).
+            assert x[0] == 0 and (np.isnan(y[0]) if b.uses_mass else y[0] == 0)
             ends.setdefault((name, int(x[-1])), []).append(float(y[-1]))
     for ti, si, cls in zip(t, stops["s"], stops["full_class"], strict=True):
         assert ti < n
@@ -99,9 +120,40 @@ def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(st
     assert state.n_errors == 0, state.last_error
     f = state.walk_figure()
     assert f.uses_mass
-    V, _ = independent_statistic(state)
-    assert not np.allclose(V, state.walks.S)  # a different quantity from S_t
+    V, *_ = independent_statistic(state)
+    finite = np.isfinite(V)
+    assert finite.mean() > 0.9  # NaN only where the rule cannot stop
+    assert not np.allclose(V[finite], state.walks.S[finite])  # a different quantity from S_t
     check_stops_on_the_statistic(state)
+
+
+def test_a_mass_rules_walks_stay_on_the_scale_of_the_score_where_its_v_t_runs_off():
+    """On ``synthetic`` the regression's b_t nears 0 around t = 75–110, and the statistic the
+    evaluator runs, V_t = S_t + κ_t·A_t with κ_t = c_t / b_t, reached −275 (its threshold
+    −1,742) beside scores within [−3.4, 1.2]: drawn, the walks lay flat on 0. The estimate of
+    S_n drawn instead, and its boundary θ_S ± z·σ_t, stay on the scores' scale."""
+    state = DashboardState(dataset="synthetic", boundary="mass-regression", side="both")
+    f = state.walk_figure()
+    assert f.uses_mass
+    S_n = state.walks.S[:, -1]
+    lo, hi = S_n.min(), S_n.max()
+    span = hi - lo
+    drawn = np.concatenate([f.trajectories[k][1] for k in ("negative", "positive")])
+    drawn = np.concatenate([drawn, f.boundary["lower"], f.boundary["upper"]])
+    drawn = drawn[np.isfinite(drawn)]
+    assert drawn.size and lo - span <= drawn.min() and drawn.max() <= hi + span
+    # What was drawn before: V_t, far off that scale here (the test's premise).
+    b = rules.rule_classifier(state.walks, state.rule).boundary_
+    V = b.statistic(state.walks.S, state.walks.A)
+    assert V.min() < lo - 10 * span
+    check_stops_on_the_statistic(state)
+    # Positions where b_t ≤ 0 have no estimate (gaps): the caption says why, here only.
+    assert np.isnan(f.boundary["lower"]).any()
+    assert MASS_GAPS in " ".join(caption(f).split())
+    state.set_controls(dataset="mnist-t10k-2v5")
+    f = state.walk_figure()
+    assert f.uses_mass and not np.isnan(f.boundary["lower"]).any()
+    assert "Gaps" not in caption(f) and "estimates S_n" in " ".join(caption(f).split())
 
 
 def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state):
@@ -147,7 +199,7 @@ def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
     assert fig.title.text == MASS_TITLE
     assert fig.yaxis[0].axis_label == MASS_YLABEL
     shown = legend()
-    assert not shown[BRIDGE] and shown["boundary τ on S_t + κ_t·A_t"]
+    assert not shown[BRIDGE] and shown[MASS_BOUNDARY]
     # Another quantity: the axes are refit to it, the zoom on S_t is not kept.
     assert (fig.y_range.start, fig.y_range.end) != (-0.5, 0.1)
     state.set_controls(boundary="constant")

@@ -156,6 +156,32 @@ def test_the_rule_stops_on_the_estimate_with_the_mass(rbf_problem):
     np.testing.assert_allclose(ev.decision[rows], score, rtol=1e-9, atol=1e-9)
 
 
+def test_the_running_estimate_and_its_thresholds_are_the_tables(rbf_problem):
+    """Boundary.running_estimate is a_t + b_t S_t + c_t A_t (NaN where b_t ≤ 0) and
+    estimate_thresholds θ_S ∓ z σ_t: what the walks plot draws for a mass rule, on the scale of
+    S_n where V_t's grow like 1 / b_t."""
+    clf, X = rbf_problem
+    table, b = clf.walk_statistics_.mass, clf.boundary_
+    z = b.params["z"]
+    S, A = clf.partial_scores(X), clf.partial_masses(X)
+    a, bs, c, sd = (
+        np.asarray(v) for v in (table.intercept, table.slope, table.mass_slope, table.residual_std)
+    )
+    ok = bs > 0
+    assert ok.mean() > 0.5 and not ok.all()  # both kinds of position
+    est = b.running_estimate(S, A)
+    np.testing.assert_allclose(est[:, ok], (a + bs * S + c * A)[:, ok], rtol=1e-9, atol=1e-9)
+    assert np.isnan(est[:, ~ok]).all()
+    lower, upper = b.estimate_thresholds()
+    theta = clf.theta_s_
+    np.testing.assert_allclose(lower[ok], theta - z * sd[ok], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(upper[ok], theta + z * sd[ok], rtol=1e-9, atol=1e-9)
+    assert np.isnan(lower[~ok]).all() and np.isnan(upper[~ok]).all()
+    # A rule without an estimate, or with one intercept a side, has no single running estimate.
+    with pytest.raises(InvalidParameterError, match="no single estimate"):
+        clf.with_rule("constant").boundary_.running_estimate(S)
+
+
 def test_without_a_table_the_family_is_the_regression(rbf_problem):
     clf, _ = rbf_problem
     s = clf.walk_statistics_

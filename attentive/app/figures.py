@@ -4,11 +4,14 @@ The numbers come from :mod:`attentive.app.rules` (the classifier's public API); 
 selects, cuts and labels them — walks as NaN-separated paths ending at their stops, the boundary
 the rule uses (``boundary_`` of the exported classifier), the tradeoff curves, the theory check.
 
-The walks drawn are those of the statistic the rule's boundary applies to
-(``Boundary.statistic``): the partial score ``S_t`` for every rule but one of the mass-regression
-family, whose thresholds apply to ``V_t = S_t + κ_t·A_t`` (``A_t`` the running mass); then the
-walks of ``V_t`` are drawn, so that each stop sits on its boundary as it does for the others. A
-sketched rule walks after the walk's sketch (SPEC §3b): its walks are the residual walks
+The walks drawn are those of the statistic the rule's boundary applies to: the partial score
+``S_t`` for every rule but one of the mass-regression family, which stops where its estimate of
+``S_n``, ``a_t + b_t S_t + c_t A_t`` (``A_t`` the running mass), is ``z σ_t`` past ``θ_S``
+(``Boundary.running_estimate``); then the walks of that estimate are drawn, against ``θ_S ± z
+σ_t``, so that each stop sits on its boundary as it does for the others. (The evaluator runs the
+same rule as thresholds on ``V_t = S_t + κ_t·A_t``, ``κ_t = c_t / b_t``, which grow like ``1 /
+b_t``: drawn, they ran to ±1,500 where ``b_t`` nears 0 on ``synthetic``, the walks flat beside
+them.) A sketched rule walks after the walk's sketch (SPEC §3b): its walks are the residual walks
 ``S^ρ_t``, which start at the sketch's score ``F̃(x)`` at t = 0 and end where ``S_t`` ends.
 """
 
@@ -45,8 +48,9 @@ class WalkFigure:
     one float32 path with NaN gaps (the statistic at t = 0 first, the stop last); ``stops`` the
     drawn walks that stopped (``s``: the statistic at the stop); ``boundary`` the rule's lower and
     upper boundary, θ_S and the Brownian-bridge band in S space; ``uses_mass`` whether the
-    statistic drawn is the rule's ``V_t = S_t + κ_t·A_t`` rather than ``S_t`` (a mass-regression
-    rule, whose boundary applies to ``V_t``; the bridge band, in S space, does not apply to it);
+    statistic drawn is the rule's estimate of ``S_n`` from ``S_t`` and ``A_t`` rather than
+    ``S_t`` (a mass-regression rule, whose boundary is then ``θ_S ± z σ_t``; the bridge band,
+    in S space, does not apply to it);
     ``budget`` the budget rule's B (None for the others) and ``budget_line`` its vertical line;
     ``sketch`` the walk's sketch for a sketched rule, whose residual walks ``S^ρ_t`` are drawn
     from the sketch's score ``F̃(x)`` at t = 0 (None for the others)."""
@@ -71,14 +75,20 @@ def _drawn_positions(n: int) -> np.ndarray:
 def walk_statistic(walks: Walks, idx, boundary=None, sketch=None) -> np.ndarray:
     """The statistic ``boundary`` applies to along the walks of test examples ``idx``, column
     ``t`` at position t (column 0: t = 0, where it is 0): ``S_t``, or for a boundary that uses
-    the running mass ``V_t = S_t + κ_t·A_t`` (``Boundary.statistic``). With a ``sketch`` (a
-    sketched rule's), the residual walks ``S^ρ_t`` instead, column 0 the sketch's score
-    ``F̃(x)``, with the running masses of the sketched walk's own order."""
+    the running mass its estimate of ``S_n`` (``Boundary.running_estimate``: NaN where it
+    cannot stop, and at t = 0 without a sketch). With a ``sketch`` (a sketched rule's), the
+    residual walks ``S^ρ_t`` (or their estimate) instead, column 0 the sketch's score ``F̃(x)``,
+    with the running masses of the sketched walk's own order."""
     S, A = walks.S[idx], walks.A[idx]
     start = np.zeros(S.shape[0])
     if sketch is not None:
         S, A, start = sketch.S[idx], sketch.A[idx], sketch.start[idx]
-    stat = S if boundary is None or not boundary.uses_mass else boundary.statistic(S, A)
+    if boundary is not None and boundary.uses_mass:
+        stat = boundary.running_estimate(S, A)
+        if sketch is None:  # no estimate before the first term (after a sketch: its score)
+            start = np.full(S.shape[0], np.nan)
+    else:
+        stat = S
     return np.concatenate([start[:, None], stat], axis=1)
 
 
@@ -137,8 +147,10 @@ def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataF
     grid = _drawn_positions(n)[1:]
     b = clf.boundary_
     at = grid - 1
-    lower = np.where(np.isfinite(b.lower[at]), b.lower[at], np.nan)
-    upper = np.where(np.isfinite(b.upper[at]), b.upper[at], np.nan)
+    # A mass rule's thresholds on its estimate of S_n (θ_S ∓ z σ_t), where its walks are drawn.
+    lower, upper = b.estimate_thresholds() if b.uses_mass else (b.lower, b.upper)
+    lower = np.where(np.isfinite(lower[at]), lower[at], np.nan)
+    upper = np.where(np.isfinite(upper[at]), upper[at], np.nan)
     # Each half with its side's V (SPEC §2): the lower with the positives', the upper with the
     # negatives' (a classifier saved before it had one V gets it as both: its __setstate__).
     mean, lo, _ = rules.bridge_envelope(n, clf.variance_, theta_s, delta, grid)

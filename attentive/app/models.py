@@ -251,7 +251,7 @@ class Walks:
     A : ndarray (n_test, n_terms), read-only
         The running masses ``A_t = Σ_{k≤t} |w_{π(k)}| h_{π(k)}(x)`` of the same walks
         (``classifier.partial_masses(X_test)``): with ``S``, the
-        statistic ``S_t + κ_t·A_t`` a mass-regression rule stops on (``Boundary.statistic``).
+        estimate of ``S_n`` a mass-regression rule stops on (``Boundary.running_estimate``).
     full_score : ndarray
         ``f(x) = c + S_n(x)`` on the test set.
     y_test : ndarray of bool

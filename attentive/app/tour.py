@@ -91,8 +91,8 @@ STEPS = (
         "On real data (MNIST 2 vs 5) the calibrated rule picks the cheapest boundary family and "
         "its scale on examples held out from training, so that the disagreement with the full "
         "model is at most δ with probability at least 1 − α: the green box states the "
-        "guarantee. A mass-regression rule stops on S_t + κ_t·A_t, and the walks plot then "
-        "draws that statistic.",
+        "guarantee. A mass-regression rule stops on its estimate of S_n from S_t and the "
+        "running mass A_t, and the walks plot then draws that estimate.",
         {"dataset": "mnist-t10k-2v5", "boundary": "calibrated", "side": "both", "delta": 0.01},
     ),
     Step(

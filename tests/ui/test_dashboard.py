@@ -46,7 +46,7 @@ def wait_for_change(page, key: str, before: str, timeout: float = 90_000) -> str
 
 
 # Plots by title, or by figure name where the title follows the rule: the walks plot's names the
-# statistic drawn (S_t, or S_t + κ_t·A_t for a mass-regression rule such as the default's).
+# statistic drawn (S_t, or the estimate of S_n for a mass-regression rule).
 MAIN_PLOTS = (
     "TrajectoryView",
     "Tradeoff of every rule",

@@ -2,9 +2,10 @@
 rule's boundary, θ_S, the budget B and the Brownian bridge the constant boundary assumes.
 A click on a stop shows that example (:mod:`attentive.app.focus`).
 
-A mass-regression rule's boundary applies to ``V_t = S_t + κ_t·A_t``, not to ``S_t``: for it the
-walks drawn are those of ``V_t`` (:attr:`WalkFigure.uses_mass`; computed in
-:mod:`attentive.app.figures`), labelled so, and the bridge band (in S space) is hidden. A sketched
+A mass-regression rule stops on its estimate of ``S_n`` from ``S_t`` and the running mass
+``A_t``, not on ``S_t``: for it the walks drawn are those of that estimate, against ``θ_S ± z
+σ_t`` (:attr:`WalkFigure.uses_mass`; computed in :mod:`attentive.app.figures`), labelled so, and
+the bridge band (in S space) is hidden. A sketched
 rule walks after the sketch: the walks drawn are the residual walks ``S^ρ_t``, which start at
 the sketch's score ``F̃(x)`` (:attr:`WalkFigure.sketch`), said so in the title, axis and a
 caption; the bridge band, of walks that start at 0, is hidden too."""
@@ -31,14 +32,17 @@ __all__ = ["TrajectoryView"]
 # ± z·√(V t (n − t)) / n.
 BRIDGE = "Brownian bridge ± z·sd"
 STOPS = "stopped (click one)"
-# A mass-regression rule: its boundary applies to V_t = S_t + κ_t·A_t, whose walks are drawn.
-MASS_TITLE = "Walks of the statistic S_t + κ_t·A_t"
-MASS_YLABEL = "S_t + κ_t·A_t, the rule's statistic"
+# A mass-regression rule: it stops on its estimate of S_n from S_t and A_t, whose walks are drawn.
+MASS_TITLE = "Walks of the estimate of S_n"
+MASS_YLABEL = "a_t + b_t·S_t + c_t·A_t"
+MASS_BOUNDARY = "boundary θ_S ± z·σ_t"
 MASS_CAPTION = (
     "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass.\n"
-    "κ_t: its weight, fitted on reference walks. The boundary applies to\n"
-    "S_t + κ_t·A_t (which is S_n at t = n), not to S_t."
+    "The rule estimates S_n from S_t and A_t (least squares on reference\n"
+    "walks) and stops where the estimate is z·σ_t past θ_S; at t = n it is S_n."
 )
+# Added where some positions have no estimate (b_t ≤ 0: synthetic's t = 54–77).
+MASS_GAPS = "Gaps: where b_t ≤ 0 (S_t adds nothing), the rule cannot stop."
 
 
 # A sketched rule: the residual walks S^ρ_t, from the sketch's score F̃(x) (SPEC §3b). Titles
@@ -46,8 +50,8 @@ MASS_CAPTION = (
 # say where the walks start.
 SKETCH_TITLE = "Walks after the sketch: S^ρ_t"
 SKETCH_YLABEL = "S^ρ_t, started at F̃(x)"
-SKETCH_MASS_TITLE = "After the sketch: S^ρ_t + κ_t·A_t"
-SKETCH_MASS_YLABEL = "S^ρ_t + κ_t·A_t, started at F̃(x)"
+SKETCH_MASS_TITLE = "After the sketch: estimate of S_n"
+SKETCH_MASS_YLABEL = "a_t + b_t·S^ρ_t + c_t·A_t"
 SKETCH_CAPTION = (
     "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
     "a full evaluation). Each step adds one term's residual w_i (h_i − h̃_i), what the sketch got\n"
@@ -59,13 +63,22 @@ SKETCH_CAPTION = (
 def caption(f) -> str:
     """What the walks plot says under its axis for figure data ``f`` ("" for the plain walks)."""
     if f.sketch is not None:
-        statistic = "S^ρ_t + κ_t·A_t (A_t: the running mass)" if f.uses_mass else "S^ρ_t"
+        statistic = (
+            "the estimate of S_n from S^ρ_t and the running mass A_t, a_t + b_t·S^ρ_t + c_t·A_t\n"
+            "(least squares on reference walks; it stops z·σ_t past θ_S)"
+            if f.uses_mass
+            else "S^ρ_t"
+        )
         return wrap_caption(
             SKETCH_CAPTION.format(
                 label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
             )
         )
-    return wrap_caption(MASS_CAPTION) if f.uses_mass else ""
+    if not f.uses_mass:
+        return ""
+    side = "upper" if f.rule.side == "upper" else "lower"
+    gaps = bool(f.boundary[side].isna().any())
+    return wrap_caption(MASS_CAPTION + (" " + MASS_GAPS if gaps else ""))
 
 
 class TrajectoryView(PlotView):
@@ -191,13 +204,14 @@ class TrajectoryView(PlotView):
 
     def _labels(self, f):
         s = self.state
-        statistic = "S_t + κ_t·A_t" if f.uses_mass else "S_t"
-        if f.sketch is not None:
-            statistic = statistic.replace("S_t", "S^ρ_t")
+        if f.uses_mass:
+            boundary = MASS_BOUNDARY
+        else:
+            boundary = "boundary τ on S^ρ_t" if f.sketch is not None else "boundary τ"
         return {
             "negative": class_label(s, False),
             "positive": class_label(s, True),
-            "boundary τ": "boundary τ" if statistic == "S_t" else f"boundary τ on {statistic}",
+            "boundary τ": boundary,
         }
 
     def _hidden(self, f):
