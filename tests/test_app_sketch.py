@@ -340,6 +340,8 @@ def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank
     assert legend_spot(np.r_[left, right], np.r_[high, high], 0.15) == "top_center"
     assert legend_spot(right, high, 0.15) == "top_left"
     assert legend_spot(right, high / 10, 0.15) == "top_right"  # low points: no cover needed
+    # Points above the axis are not drawn: a steep climb at the left covers nothing there.
+    assert legend_spot(np.r_[left, right], np.r_[high * 10, high], 0.15) == "top_left"
     lowrank.set_controls(boundary="sketched-curved", side="both", delta=0.01)
     view = TradeoffView(state=lowrank)
     view.__panel__()

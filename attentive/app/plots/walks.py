@@ -34,11 +34,11 @@ BRIDGE = "Brownian bridge ± z·sd"
 STOPS = "stopped (click one)"
 # A mass-regression rule: it stops on its estimate of S_n from S_t and A_t, whose walks are drawn.
 MASS_TITLE = "Walks of the estimate of S_n"
-MASS_YLABEL = "a_t + b_t·S_t + c_t·A_t"
+MASS_YLABEL = "estimate of S_n"  # the caption gives it: a_t + b_t·S_t + c_t·A_t
 MASS_BOUNDARY = "boundary θ_S ± z·σ_t"
 MASS_CAPTION = (
     "A_t = Σ |w|·h over the terms evaluated so far: the walk's running mass.\n"
-    "The rule estimates S_n from S_t and A_t (least squares on reference\n"
+    "The rule estimates S_n by a_t + b_t·S_t + c_t·A_t (least squares on reference\n"
     "walks) and stops where the estimate is z·σ_t past θ_S; at t = n it is S_n."
 )
 # Added where some positions have no estimate (b_t ≤ 0: synthetic's t = 54–77).
@@ -51,7 +51,7 @@ MASS_GAPS = "Gaps: where b_t ≤ 0 (S_t adds nothing), the rule cannot stop."
 SKETCH_TITLE = "Walks after the sketch: S^ρ_t"
 SKETCH_YLABEL = "S^ρ_t, started at F̃(x)"
 SKETCH_MASS_TITLE = "After the sketch: estimate of S_n"
-SKETCH_MASS_YLABEL = "a_t + b_t·S^ρ_t + c_t·A_t"
+SKETCH_MASS_YLABEL = "estimate of S_n, from F̃(x)"
 SKETCH_CAPTION = (
     "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
     "a full evaluation). Each step adds one term's residual w_i (h_i − h̃_i), what the sketch got\n"
@@ -64,8 +64,7 @@ def caption(f) -> str:
     """What the walks plot says under its axis for figure data ``f`` ("" for the plain walks)."""
     if f.sketch is not None:
         statistic = (
-            "the estimate of S_n from S^ρ_t and the running mass A_t, a_t + b_t·S^ρ_t + c_t·A_t\n"
-            "(least squares on reference walks; it stops z·σ_t past θ_S)"
+            "the estimate a_t + b_t·S^ρ_t + c_t·A_t of S_n (A_t: the running mass)"
             if f.uses_mass
             else "S^ρ_t"
         )
