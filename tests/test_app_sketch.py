@@ -182,10 +182,7 @@ def test_the_walks_of_a_sketched_rule_start_at_the_sketchs_score_and_stop_on_its
         np.testing.assert_allclose(ends, s.walks.S[walked, -1], atol=1e-9)
         b = rules.rule_classifier(s.walks, s.rule).boundary_
         # A mass rule's walks are its estimate of S_n, against b_t τ_t + a_t (θ_S ∓ z σ_t).
-        lower, upper = (b.lower, b.upper)
-        if b.uses_mass:
-            slope, intercept = b.estimate_slope, b.estimate_intercept
-            lower, upper = slope * b.lower + intercept, slope * b.upper + intercept
+        lower, upper = b.estimate_thresholds() if b.uses_mass else (b.lower, b.upper)
         t = f.stops["t"].to_numpy()
         beyond = (f.stops["s"].to_numpy() <= lower[t - 1] + 1e-9) | (
             f.stops["s"].to_numpy() >= upper[t - 1] - 1e-9

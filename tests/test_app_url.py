@@ -234,6 +234,13 @@ def test_a_timing_made_stale_by_a_newer_move_is_not_run(monkeypatch):
     assert state.measured is not None and state.measured.mean_evaluated == pytest.approx(
         float(state.outcome().n_evaluated.mean())
     )
+    # A move away and back: the first visit's timing is stale too, though its rule is current.
+    jobs.clear()
+    state.set_controls(delta=0.02)
+    state.set_controls(delta=0.05)
+    state.set_controls(delta=0.02)
+    assert len(jobs) == 3 and jobs[0][0]() is None and jobs[1][0]() is None
+    assert jobs[2][0]() is not None
 
 
 def test_the_url_carries_the_exact_rule_a_target_picked():

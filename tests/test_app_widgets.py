@@ -390,6 +390,7 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     assert "data-key='clock'>0.18× (0.07–0.83)</div>" in busy
     assert "costs more" not in busy and "µs per example" not in busy
     assert "machine busy, rounds 12× apart: timed again next visit" in busy
+    assert "rounds 3.4× apart" in card([0.72, 1.14, 2.46], steady=False)  # not "3×" (> 3)
     assert "att-miss' data-key='clock-check' title='Every attempt" in busy
 
 

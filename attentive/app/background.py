@@ -30,6 +30,7 @@ class Background(Controls):
     """The tables, the timing and the sketch of the state's walk (see the module's docstring)."""
 
     background: Callable | None = None
+    _measure_token: object = None  # the latest _measure call's (its timings apply, not older)
 
     # -- the rule, with or without the walk's sketch ------------------------------------------------
     def _rule_of(self, sketch, **values) -> rules.Rule:
@@ -133,6 +134,9 @@ class Background(Controls):
         :data:`MEASURE_RETRY_PAUSE` seconds each, the card saying "timing…" meanwhile; the last
         is shown whatever it is."""
         self.measured = None
+        # Each call starts its own chain of timings; an older one (a move away and back, or the
+        # call the tables' arrival makes) stops at its next step.
+        token = self._measure_token = object()
         w, rule = self.walks, self.rule
         if w is None or self.background is None:
             return
@@ -140,7 +144,7 @@ class Background(Controls):
             return  # started again when the tables arrive
 
         def current() -> bool:
-            return (self.walks, self.rule) == (w, rule)
+            return self._measure_token is token and (self.walks, self.rule) == (w, rule)
 
         def job(retry: int):
             if retry and current():

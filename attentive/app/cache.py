@@ -7,7 +7,8 @@ modified) and adds two things the dashboard needs: callers asking for the same k
 being computed wait for that computation instead of repeating it, and :meth:`Shared.peek` tells
 whether a value is ready without computing it (the state draws the numbers first and leaves the
 tradeoff to a background job when it is not). A value ``keep`` declines (a timing taken while
-the machine was busy) goes to its caller but is not stored: the next caller computes it again.
+the machine was busy) goes to its caller and to those waiting for it, but is not stored: a later
+caller computes it again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from typing import Any
 __all__ = ["Shared", "shared"]
 
 _MISSING = object()
+
+
+class _Run:
+    """One computation of a key: its callers wait on ``lock``; ``value`` once it succeeded."""
+
+    __slots__ = ("lock", "value")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.value = _MISSING
 
 
 class Shared:
@@ -38,7 +49,7 @@ class Shared:
         self.max_items = int(max_items)
         self.keep = keep
         self._values: OrderedDict[Hashable, Any] = OrderedDict()
-        self._running: dict[Hashable, threading.Lock] = {}
+        self._running: dict[Hashable, _Run] = {}
         self._guard = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -60,30 +71,35 @@ class Shared:
                 if value is not _MISSING:
                     self._values.move_to_end(k)
                     return value
-                running = self._running.get(k)
-                if running is None:
-                    running = self._running[k] = threading.Lock()
-                    running.acquire()
+                run = self._running.get(k)
+                if run is None:
+                    run = self._running[k] = _Run()
+                    run.lock.acquire()
                     break
-            # Another caller is computing this key: wait for it, then read its value (or, if it
-            # failed, compute it here).
-            with running:
+            # Another caller is computing this key: wait for it and take its value, stored or
+            # not (a value ``keep`` declines goes to the callers that waited for it; later ones
+            # compute it again). If it failed, compute it here.
+            with run.lock:
                 pass
+            if run.value is not _MISSING:
+                return run.value
         try:
             value = self.fn(*args)
+            kept = self.keep is None or bool(self.keep(value))
         except BaseException:
             with self._guard:
                 del self._running[k]
-            running.release()
+            run.lock.release()
             raise
         with self._guard:
-            if self.keep is None or self.keep(value):
+            if kept:
                 self._values[k] = value
                 self._values.move_to_end(k)
                 while len(self._values) > self.max_items:
                     self._values.popitem(last=False)
             del self._running[k]
-        running.release()
+        run.value = value
+        run.lock.release()
         return value
 
     def clear(self) -> None:

@@ -42,7 +42,7 @@ SLOWER_WARNING = "walking costs more than full evaluation here"
 EVERY_TERM = "no example stops: this is full evaluation"
 # Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
 # and the longer explanation on hover.
-UNSTEADY = "machine busy, rounds {spread:.2g}× apart: timed again next visit"
+UNSTEADY = "machine busy, rounds {spread} apart: timed again next visit"
 UNSTEADY_TITLE = (
     "Every attempt's rounds of the timing spread more than {limit:g}× (largest over smallest "
     "ratio): something else was running. The median says little about this rule's speed, so it "
@@ -253,7 +253,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
             slower = round(measured.time_ratio, 2) < 1 and not every_term
             title = ""
             if not measured.steady:
-                line = "⚠ " + UNSTEADY.format(spread=measured.spread)
+                line = "⚠ " + UNSTEADY.format(spread=_times(measured.spread))
                 title = UNSTEADY_TITLE.format(limit=rules.STEADY_SPREAD)
             elif slower:
                 line = f"⚠ {SLOWER_WARNING}"
@@ -287,6 +287,13 @@ def _clock(measured) -> str:
     lo, hi = measured.ratio_spread
     text = f"{measured.time_ratio:.2f}× ({lo:.2f}–{hi:.2f})"
     return text + ("" if measured.agrees else " (⚠ decisions differ)")
+
+
+def _times(v: float) -> str:
+    """A spread as the busy line gives it: 3.4×, 12×, 150×; ∞ where a round took no time."""
+    if not math.isfinite(v):
+        return "∞×"
+    return f"{v:.1f}×" if v < 10 else f"{v:.0f}×"
 
 
 def _pct(v: float) -> str:
@@ -362,8 +369,8 @@ TABLE_TOOLTIPS = {
         f"gives the median of {rules.TIMING_ROUNDS} rounds, so it reads higher."
     ),
     "δ' = Φ(−z)": "The nominal error of the scale z: the δ slider's value at this row.",
-    "stop-error": "Of the examples full evaluation calls positive (lower side), the fraction "
-    "stopped and called negative.",
+    "stop-error": "The side's stop-error: lower, of the examples full evaluation calls positive "
+    "the fraction stopped and called negative; upper, the reverse; both sides, the disagreement.",
     "precision": "Of the test examples the rule calls positive, the fraction that are.",
     "recall": "Of the positive test examples, the fraction the rule calls positive.",
     "speed-up (terms)": "n / mean terms computed per example.",

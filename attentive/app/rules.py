@@ -645,7 +645,7 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
     (rule_runs, full_runs), (ev, _) = steady_times(
         [lambda: clf.evaluate(X), lambda: full.evaluate(X)]
     )
-    ratios = tuple(f / r for f, r in zip(full_runs, rule_runs, strict=True) if r > 0)
+    ratios = tuple(f / r for f, r in zip(full_runs, rule_runs, strict=True) if r > 0 and f > 0)
     agrees = bool(
         np.array_equal(ev.positive, current.positive)
         and np.array_equal(ev.n_evaluated, current.n_evaluated)

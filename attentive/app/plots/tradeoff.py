@@ -183,7 +183,7 @@ class TradeoffView(PlotView):
             spot = legend_spot(
                 np.concatenate([d["x"] for d in drawn]),
                 np.concatenate([d["y"] for d in drawn]),
-                tradeoff_error_span(t),
+                self._error_top(f),  # the axis as drawn
             )
             if self._legend_model.location != spot:
                 self._legend_model.location = spot
@@ -214,14 +214,17 @@ class TradeoffView(PlotView):
             hidden.add("paper's τ sweep: stop-error")
         return hidden
 
-    def _ranges(self, f):
-        # The curves' span, and always the star.
+    @staticmethod
+    def _error_top(f) -> float:
+        """Where the error axis ends: the curves' span, and always the star."""
         star = float(f.operating_point["disagreement"])
-        hi = max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0)
+        return max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0) * 1.05
+
+    def _ranges(self, f):
         # A sketched rule that walks most terms costs more than a full evaluation (each walked
         # term also takes its sketch value): the axis stops at one, unless the star is beyond.
         x = float(f.operating_point["work_fraction"])
-        return (0.0, max(1.0, x if np.isfinite(x) else 1.0) * 1.02), (-0.005, hi * 1.05)
+        return (0.0, max(1.0, x if np.isfinite(x) else 1.0) * 1.02), (-0.005, self._error_top(f))
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:

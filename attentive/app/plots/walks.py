@@ -41,8 +41,8 @@ MASS_CAPTION = (
     "The rule estimates S_n by a_t + b_t·S_t + c_t·A_t (least squares on reference\n"
     "walks) and stops where the estimate is z·σ_t past θ_S; at t = n it is S_n."
 )
-# Added where some positions have no estimate (b_t ≤ 0: synthetic's t = 54–77).
-MASS_GAPS = "Gaps: where b_t ≤ 0 (S_t adds nothing), the rule cannot stop."
+# Added where some positions have no estimate (b_t ≤ 0: synthetic's t = 4–5, 54–74 and 78–80).
+MASS_GAPS = "Gaps: where b_t ≤ 0, the rule cannot stop."
 
 
 # A sketched rule: the residual walks S^ρ_t, from the sketch's score F̃(x) (SPEC §3b). Titles
@@ -68,20 +68,25 @@ def caption(f) -> str:
             if f.uses_mass
             else "S^ρ_t"
         )
-        return wrap_caption(
-            SKETCH_CAPTION.format(
-                label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
-            )
+        text = SKETCH_CAPTION.format(
+            label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
         )
+        return wrap_caption(text + (" " + MASS_GAPS if _mass_gaps(f) else ""))
     if not f.uses_mass:
         return ""
+    return wrap_caption(MASS_CAPTION + (" " + MASS_GAPS if _mass_gaps(f) else ""))
+
+
+def _mass_gaps(f) -> bool:
+    """Whether a mass rule's drawn boundary has positions without an estimate (b_t ≤ 0)."""
+    if not f.uses_mass:
+        return False
     side = "upper" if f.rule.side == "upper" else "lower"
-    gaps = bool(f.boundary[side].isna().any())
-    return wrap_caption(MASS_CAPTION + (" " + MASS_GAPS if gaps else ""))
+    return bool(f.boundary[side].isna().any())
 
 
 class TrajectoryView(PlotView):
-    """Partial scores ``S_t`` (a mass rule: its statistic ``V_t``) against t, stopped walks ending
+    """Partial scores ``S_t`` (a mass rule: its estimate of ``S_n``) against t, stopped walks ending
     at their stop, with τ and θ_S."""
 
     output = "walk_figure"
@@ -198,7 +203,8 @@ class TrajectoryView(PlotView):
         return self.xlabel, MASS_YLABEL if f.uses_mass else self.ylabel
 
     def _fit_key(self, f):
-        # S_t, V_t and the walks after a sketch are different scales: a change refits the axes.
+        # S_t, a mass rule's estimate of S_n and the walks after a sketch are different scales: a
+        # change refits the axes.
         return f.uses_mass, f.sketch is not None
 
     def _labels(self, f):
