@@ -576,9 +576,8 @@ class Measurement:
 
     @property
     def spread(self) -> float:
-        """Highest over lowest ratio of the rounds (1 for a single round)."""
-        lo, hi = self.ratio_spread
-        return hi / lo if lo > 0 else float("inf")
+        """Highest over lowest ratio of the rounds (:func:`ratios_spread`; 1 for one round)."""
+        return ratios_spread(self.ratios or (self.time_ratio,))
 
     @property
     def us_per_example(self) -> float:
@@ -614,6 +613,11 @@ STEADY_SPREAD = 3.0
 TIMING_ATTEMPTS = 3
 
 
+def ratios_spread(ratios) -> float:
+    """Highest over lowest of the rounds' ratios; infinite without rounds or with a zero one."""
+    return max(ratios) / min(ratios) if ratios and min(ratios) > 0 else float("inf")
+
+
 def steady_times(fns, rounds: int = TIMING_ROUNDS, attempts: int = TIMING_ATTEMPTS):
     """:func:`interleaved_times` of ``fns`` (the first timed against the second), taken again
     while the per-round ratios spread more than :data:`STEADY_SPREAD`; the attempt with the
@@ -622,7 +626,7 @@ def steady_times(fns, rounds: int = TIMING_ROUNDS, attempts: int = TIMING_ATTEMP
     for _ in range(max(1, attempts)):
         times, out = interleaved_times(fns, rounds)
         ratios = [f / r for f, r in zip(times[1], times[0], strict=True) if r > 0 and f > 0]
-        spread = max(ratios) / min(ratios) if ratios else np.inf
+        spread = ratios_spread(ratios)
         if best is None or spread < best_spread:
             best, best_spread = (times, out), spread
         if spread <= STEADY_SPREAD:
@@ -677,7 +681,7 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
         average_precision={k: float(c.average_precision) for k, c in curves.items()},
         ratios=ratios,
         n_examples=int(walks.y_test.size),
-        steady=bool(ratios) and 0 < min(ratios) and max(ratios) <= STEADY_SPREAD * min(ratios),
+        steady=ratios_spread(ratios) <= STEADY_SPREAD,
     )
 
 
