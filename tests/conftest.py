@@ -61,3 +61,11 @@ def curved_boundary_for_test(lower, upper, side, rng):
         estimate_slope=np.ones(n),
         estimate_intercept=rng.normal(size=n),
     )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a test marked ``slow`` run first, each module's tests kept together and in
+    order. Two workers (``make test``) share the tests out in this order; a long test left to the
+    end runs alone while the other worker has nothing left."""
+    slow_modules = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module not in slow_modules)

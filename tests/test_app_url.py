@@ -96,6 +96,7 @@ def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again_once(dash):
     assert s.n_errors == 1
 
 
+@pytest.mark.slow
 def test_model_inputs_from_the_url_build_once_and_the_rule_waits_for_the_new_model():
     """Served, a build runs in the background: several model inputs in the URL make one build
     (the URL's C wins over the dataset's preset), and θ is checked against the new model's

@@ -127,6 +127,7 @@ def test_a_mass_regression_rule_draws_its_statistic_and_stops_on_its_boundary(st
     check_stops_on_the_statistic(state)
 
 
+@pytest.mark.slow
 def test_a_mass_rules_walks_stay_on_the_scale_of_the_score_where_its_v_t_runs_off():
     """On ``synthetic`` the regression's b_t nears 0 around t = 75–110, and the statistic the
     evaluator runs, V_t = S_t + κ_t·A_t with κ_t = c_t / b_t, reached −275 (its threshold
