@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 5006
 PYTEST_ARGS ?=
 
-.PHONY: app lab scale test lint format bench reproduce clean
+.PHONY: app lab scale test lint format bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
