@@ -546,3 +546,23 @@ def test_a_rule_time_in_the_table_is_its_fastest_run(monkeypatch):
     us = rules._fastest_us(Clf(), np.zeros((4, 2)))
     assert len(calls) == rules.TIMED_RUNS + 1 == 4  # a warm-up, then the timed runs
     assert us == pytest.approx(1e6 * 1.0 / 4)
+
+
+def test_an_uploaded_table_is_trained_with_the_generic_preset_not_the_previous_datasets():
+    """The default dataset's preset is γ = 0.05 (pixels in [0, 1]). An uploaded table of another
+    scale (breast cancer's raw features, up to thousands) kept it: every training row became a
+    support vector and the model called every example the majority class. An upload now gets
+    the generic preset, as scikit-learn's SVC would fit it."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    names = np.array(["malignant", "benign"])
+    table = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(label=names[y])
+    state = DashboardState()
+    assert state.gamma == "0.05"
+    assert state.upload_dataset(table.to_csv(index=False).encode(), "cancer.csv"), state.last_error
+    assert (state.kernel, state.C, state.gamma) == ("rbf", 1.0, "scale")
+    w = state.walks
+    majority = max(np.mean(w.y_test), 1 - np.mean(w.y_test))
+    accuracy = state.numbers()["accuracy_full"]
+    assert accuracy > majority + 0.2, (accuracy, majority)

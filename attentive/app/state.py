@@ -200,9 +200,10 @@ class DashboardState(Background):
         self._build(self._inputs())
 
     def _preset(self, changed) -> dict:
-        """A registry dataset's training preset (kernel, C, gamma) for what was not given too."""
-        if self.dataset not in controls.registry_names():
-            return {}
+        """The new dataset's training preset (kernel, C, gamma) for what was not given too: a
+        registry dataset's own, an uploaded file the generic one (an RBF SVM, C = 1,
+        ``gamma="scale"``), not the previous dataset's (MNIST's γ = 0.05 on an uploaded table of
+        another scale made every training row a support vector)."""
         from attentive.models import default_model_params
 
         p = default_model_params(self.dataset)
