@@ -115,3 +115,37 @@ def test_the_tab_redraws_its_figures_in_place():
     slope = f.stopping_fits()["mean"][2]
     assert f"fit: slope {slope:.2f}" in [i.label.value for i in tab._times.select_one(Legend).items]
     assert tab._times.title.text.endswith("(δ = 0.1)")
+
+
+@pytest.mark.parametrize("theme", ["default", "dark"])
+def test_no_mark_is_black_on_the_dark_theme(theme):
+    """The oracle floor, the bridge's stops, its actual = required line and its error bars' caps
+    were drawn black: unseen on the dark theme's background. Every line and marker colour of the
+    tab's and the tradeoff's figures, the caps included, is read back."""
+    import panel as pn
+    from bokeh.models import GlyphRenderer, Span, Whisker
+
+    from attentive.app.plots.bridge import BridgeTab
+    from attentive.app.plots.tradeoff import TradeoffView
+    from attentive.app.state import DashboardState
+
+    with pn.config.set(theme=theme):
+        tab = BridgeTab()
+        view = TradeoffView(state=DashboardState())
+        view.__panel__()
+    figures = (tab._walks_fig, tab._errors, tab._times, view._fig)
+    colours = []
+    for fig in figures:
+        for r in fig.select(type=GlyphRenderer):
+            for name in ("line_color", "fill_color"):
+                value = getattr(r.glyph, name, None)
+                colours.append(value.value if hasattr(value, "value") else value)
+        colours += [s.line_color for s in fig.select(type=Span)]
+        for w in fig.select(type=Whisker):
+            colours += [w.line_color, w.upper_head.line_color, w.lower_head.line_color]
+    colours = [c for c in colours if isinstance(c, str)]
+    assert len(colours) > 10
+    if theme == "dark":
+        assert "black" not in colours and "#000000" not in colours, colours
+    else:
+        assert "black" in colours  # the light page keeps its black marks (the test sees them)

@@ -385,6 +385,7 @@ TABLE_FORMATS = {
         "max": 1,
         "legend": True,
         "legendAlign": "right",
+        "legendColor": "inherit",  # the table's text colour (black by default: dark theme)
         "color": "#CC79A766",
     },
 }

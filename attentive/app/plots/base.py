@@ -24,7 +24,7 @@ from bokeh.plotting import figure
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
-__all__ = ["COLORS", "PlotView", "col", "extent", "legend_outside", "thin"]
+__all__ = ["COLORS", "PlotView", "col", "extent", "ink", "legend_outside", "thin"]
 
 # Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
 COLORS = {
@@ -36,6 +36,13 @@ COLORS = {
     "simulation": "#E69F00",
     "theta": "#8c8c8c",
 }
+
+
+def ink() -> str:
+    """The colour of the marks drawn in black on the light page (the oracle floor, the bridge's
+    reference line and stops): light grey on the dark theme, where black did not show. Read
+    when a view is built; a change of theme reloads the page."""
+    return "#d9d9d9" if pn.config.theme == "dark" else "black"
 
 
 # ----------------------------------------------------------------------------- plots

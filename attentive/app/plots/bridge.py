@@ -13,11 +13,11 @@ from __future__ import annotations
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, LegendItem, Span, Whisker
+from bokeh.models import ColumnDataSource, LegendItem, Span, TeeHead, Whisker
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
-from attentive.app.plots.base import COLORS, legend_outside
+from attentive.app.plots.base import COLORS, ink, legend_outside
 
 __all__ = ["BridgeTab"]
 
@@ -82,7 +82,7 @@ class BridgeTab(pn.viewable.Viewer):
     def _build(self):
         walks = _figure("Simulated walks and the threshold τ(δ)", "t — terms", "S_t")
         walks.line("x", "y", source=self._walks, color=COLORS["positive"], line_alpha=0.5)
-        walks.scatter("t", "s", source=self._stops, marker="x", size=9, color="black")
+        walks.scatter("t", "s", source=self._stops, marker="x", size=9, color=ink())
         self._tau = Span(
             location=0, dimension="width", line_color=COLORS["attentive"], line_width=3
         )
@@ -110,6 +110,9 @@ class BridgeTab(pn.viewable.Viewer):
                 lower="lower",
                 upper="upper",
                 line_color=SERIES,
+                # The caps in the bars' colour (black by default: unseen on the dark theme).
+                upper_head=TeeHead(line_color=SERIES, size=10),
+                lower_head=TeeHead(line_color=SERIES, size=10),
             )
         )
         line = fig.line("required", "actual", source=self._points, color=SERIES, line_width=2)
@@ -123,7 +126,7 @@ class BridgeTab(pn.viewable.Viewer):
             line_color=SERIES,
             fill_color=None,
         )
-        ref = fig.line("x", "y", source=self._reference, color="black", line_dash="dashed")
+        ref = fig.line("x", "y", source=self._reference, color=ink(), line_dash="dashed")
         self._delta_mark = Span(
             location=self.delta, dimension="height", line_color=MARK, line_width=2
         )

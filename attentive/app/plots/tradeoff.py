@@ -14,7 +14,7 @@ from bokeh.events import Tap
 from bokeh.models import HoverTool, Span, Title
 
 from attentive.app.figures import tradeoff_error_span
-from attentive.app.plots.base import COLORS, PlotView, col, wrap_caption
+from attentive.app.plots.base import COLORS, PlotView, col, ink, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
 
@@ -101,12 +101,12 @@ class TradeoffView(PlotView):
         )
         items["paper's τ sweep: stop-error"] = [r_se]
         self._oracle = Span(
-            location=0, dimension="height", line_color="black", line_dash="dotted", line_width=2
+            location=0, dimension="height", line_color=ink(), line_dash="dotted", line_width=2
         )
         fig.add_layout(self._oracle)
         oracle = self._source("oracle", "x", "y")
         items["oracle floor"] = [
-            fig.scatter("x", "y", source=oracle, marker="triangle", size=10, color="black")
+            fig.scatter("x", "y", source=oracle, marker="triangle", size=10, color=ink())
         ]
         point = self._source("point", "x", "y")
         items["current rule"] = [
@@ -117,7 +117,7 @@ class TradeoffView(PlotView):
                 marker="star",
                 size=22,
                 fill_color="#ffd700",
-                line_color="black",
+                line_color=ink(),
                 line_width=1.5,
             )
         ]
