@@ -566,3 +566,53 @@ def test_an_uploaded_table_is_trained_with_the_generic_preset_not_the_previous_d
     majority = max(np.mean(w.y_test), 1 - np.mean(w.y_test))
     accuracy = state.numbers()["accuracy_full"]
     assert accuracy > majority + 0.2, (accuracy, majority)
+
+
+def test_rule_times_run_in_passes_and_a_time_slowed_through_every_run_is_taken_again(
+    monkeypatch,
+):
+    """Served, a burst of work on the server's main thread slowed every run of a rule: the
+    table showed 297 µs per example beside neighbours at 5, and the time-budget picker chose by
+    it. The runs now go over the rules in passes, and a rule timed at more than IMPLAUSIBLE
+    times full evaluation, or than a rule of its family that walks more, is timed again."""
+    # Passes over the rules (a fake clock: each evaluation advances it by its rule's duration).
+    now = [0.0]
+    monkeypatch.setattr(rules.time, "perf_counter", lambda: now[0])
+    calls = []
+
+    class Clf:
+        def __init__(self, name, seconds):
+            self.name, self.seconds = name, seconds
+
+        def evaluate(self, X):
+            calls.append(self.name)
+            now[0] += self.seconds.pop(0) if self.seconds else 2.0**-8
+
+    a, b = Clf("a", [0, 2.0**-4, 2.0**-6, 2.0**-5]), Clf("b", [0, 2.0**-7, 2.0**-7, 2.0**-7])
+    us = rules._fastest_each([a, b], np.zeros((4, 2)))
+    assert calls == ["a", "b"] + ["a", "b"] * rules.TIMED_RUNS  # warm-ups, then passes
+    assert us == [1e6 * 2.0**-6 / 4, 1e6 * 2.0**-7 / 4]
+    # Which times are implausible.
+    fam = ["x", "x", "x", "y"]
+    assert rules._implausible([5, 6, 7, 8], [0.1, 0.2, 0.3, 0.1], fam, full_us=10) == []
+    assert rules._implausible([5, 297, 7, 8], [0.1, 0.2, 0.3, 0.1], fam, full_us=10) == [1]
+    assert rules._implausible([40, 6, 7, 31], [0.1, 0.2, 0.3, 0.1], fam, full_us=10) == [0, 3]
+    # In rule_times' table: the rule slowed through its first runs is timed again.
+    monkeypatch.undo()
+    state = DashboardState()
+    trade = rules.tradeoff(state.walks, state.side, state.theta).table
+    timed = []
+
+    def fake_each(clfs, X):
+        timed.append(len(clfs))
+        if len(timed) == 1:  # the first pass: the second rule slowed throughout
+            return [300.0 if i == 1 else 5.0 + i for i in range(len(clfs))]
+        return [6.0] * len(clfs)
+
+    monkeypatch.setattr(rules, "_fastest_each", fake_each)
+    monkeypatch.setattr(rules.time, "sleep", lambda s: None)
+    times = rules._timed(state.walks, state.side, state.theta, trade, full_us=10.0)
+    assert timed[1:] == [1]  # that rule alone, once: plausible then
+    assert times["us_per_example"].max() < 3 * 10.0
+    anchors = times[times["measured"]]
+    assert len(anchors) == timed[0] and 6.0 in set(anchors["us_per_example"])
