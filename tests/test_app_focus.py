@@ -75,3 +75,13 @@ def test_focus_shows_the_current_rules_numbers_for_the_clicked_example():
     # A new walk (here: another seed) forgets the focus.
     state.set_controls(seed=5)
     assert state.focus == -1
+
+
+@pytest.mark.parametrize("dataset", ["mnist-t10k-2v5", "synthetic"])
+def test_the_hint_offers_thumbnails_only_where_there_are_some(dataset):
+    """Rows that are not images get no strips of thumbnails; the hint said to click one."""
+    state = DashboardState(dataset=dataset)
+    text = FocusView(state=state)._html(state.outcome(), -1, state.walks)
+    images = "<img" in text
+    assert images == (dataset != "synthetic")
+    assert "Click a stop" in text and ("thumbnail" in text) == images

@@ -154,9 +154,10 @@ class FocusView(pn.viewable.Viewer):
                 f"<table>{table}</table></div></div>"
             )
         else:
+            thumbnails = ", or a thumbnail below," if images else ""
             parts.append(
-                "<div class='att-hint'>Click a stop (×) on the walks plot, or a thumbnail "
-                "below, to see that example here.</div>"
+                f"<div class='att-hint'>Click a stop (×) on the walks plot{thumbnails} to see "
+                "that example here.</div>"
             )
         if images:
             quick, slow = extremes(outcome.n_evaluated)
