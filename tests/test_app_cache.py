@@ -101,3 +101,33 @@ def test_a_failure_or_a_failing_keep_leaves_no_caller_blocked():
 
     _at_once(again, n=2)  # fails if a caller stays blocked on the failed computation
     assert len(errors) == 2
+
+
+def test_a_value_older_than_max_age_is_computed_again(monkeypatch):
+    """A timing shown to every later session (the wall-clock card) is taken again once it is
+    older than max_age (rules.measure: rules.MEASURE_MAX_AGE); younger, it is the stored one."""
+    from attentive.app import cache, rules
+
+    now = [1000.0]
+    monkeypatch.setattr(cache.time, "monotonic", lambda: now[0])
+    calls = []
+
+    @shared(key=lambda x: x, max_items=4, max_age=60.0)
+    def timed(x):
+        calls.append(x)
+        return object()
+
+    first = timed(1)
+    now[0] += 59.0
+    assert timed(1) is first and timed.peek(1) is first and calls == [1]
+    now[0] += 2.0
+    assert timed.peek(1) is None  # too old: not offered
+    second = timed(1)
+    assert second is not first and calls == [1, 1]
+    now[0] += 30.0
+    assert timed(1) is second  # its own age counts from when it was stored
+    # Evicted by size: its age goes with it.
+    for x in (2, 3, 4, 5):
+        timed(x)
+    assert timed.peek(1) is None and set(timed._stored) == {2, 3, 4, 5}
+    assert rules.measure.max_age == rules.MEASURE_MAX_AGE
