@@ -378,6 +378,13 @@ TABLE_TOOLTIPS = {
 }
 # Their types where not float: a row is "timed" and "current" or not, before the times too.
 TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
+# On a phone the table's first columns fill the screen: disagreement, accuracy and µs are off to
+# the right, and nothing said so (a user's trial). The hint shows on narrow screens only.
+NARROW_HINT = "Swipe the table sideways for its other columns (accuracy, µs per example)."
+NARROW_CSS = (
+    ".att-narrow-only { display: none; } "
+    "@media (max-width: 700px) { .att-narrow-only { display: inline; font-weight: 600; } }"
+)
 TABLE_FORMATS = {
     # The number at the cell's right, clear of the bar (centred, the bar covered its first digit).
     "terms": {
@@ -562,8 +569,10 @@ class OperatingPointTable(pn.viewable.Viewer):
             pn.pane.Markdown(
                 "**Pick a rule** (every family and scale on the test set — a choice, not a "
                 "guarantee; the calibrated rule gives one). Type a value and press Enter; a click "
-                "on a row picks it too. The highlighted row is the current rule.",
+                "on a row picks it too. The highlighted row is the current rule."
+                f"<span class='att-narrow-only'> {NARROW_HINT}</span>",
                 margin=(0, 10),
+                stylesheets=[NARROW_CSS],
             ),
             pickers,
             self.pending,

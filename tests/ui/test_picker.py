@@ -175,6 +175,9 @@ def test_the_deciding_columns_are_in_view_at_1024(browser, server_url, sketched)
         for title in on_demand:
             col = page.locator(f".att-op-table .tabulator-col[tabulator-field='{title}']")
             assert col.count() == 0 or not col.first.is_visible(), title
+        # Every deciding column in view: no hint to swipe sideways (a phone's, test_layout).
+        assert page.locator(".att-narrow-only").count() == 1
+        assert not page.locator(".att-narrow-only").first.is_visible()
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"pick-1024x768{'-sketched' if sketched else ''}.png"))
         page.locator(".att-more input").first.check()
