@@ -115,6 +115,10 @@ def test_the_tab_redraws_its_figures_in_place():
     slope = f.stopping_fits()["mean"][2]
     assert f"fit: slope {slope:.2f}" in [i.label.value for i in tab._times.select_one(Legend).items]
     assert tab._times.title.text.endswith("(δ = 0.1)")
+    # Every simulated n is a labelled tick (Bokeh's log ticks labelled 200–1,000 only), and the
+    # times' axis has 1, 2 and 5 of each decade.
+    assert tab._times.xaxis[0].ticker.ticks == [int(n) for n in f.ns]
+    assert {50, 100, 200, 500, 1000} <= set(tab._times.yaxis[0].ticker.ticks)
 
 
 @pytest.mark.parametrize("theme", ["default", "dark"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, LegendItem, Span, TeeHead, Whisker
+from bokeh.models import ColumnDataSource, FixedTicker, LegendItem, Span, TeeHead, Whisker
 from bokeh.plotting import figure
 
 from attentive.app.bridge import N_WALKS, bridge_figures
@@ -27,6 +27,9 @@ LEGEND_PLOT_HEIGHT = 400
 FLEX = {"flex": "1 1 420px"}
 # Figure 3's colours (attentive.plots.paper): the series, its fit, the references.
 SERIES, SECOND, GREY, MARK = "#1f77b4", "#ff7f0e", "#7f7f7f", "#CC79A7"
+
+
+ONE_TWO_FIVE = [m * 10**k for k in range(7) for m in (1, 2, 5)]
 
 
 def _figure(title: str, xlabel: str, ylabel: str, log: bool = False):
@@ -167,6 +170,10 @@ class BridgeTab(pn.viewable.Viewer):
         full = fig.line("n", "n", source=self._fits, color=GREY, line_dash="dotted")
         items.append(LegendItem(label="n (full evaluation)", renderers=[full]))
         legend_outside(fig, items, "above", 2)
+        # Bokeh's log ticks labelled this plot at 200–1,000 only (a user's trial: the first points
+        # could not be read off): n at each simulated n, times at 1, 2 and 5 of every decade.
+        fig.xaxis.ticker = FixedTicker(ticks=[])
+        fig.yaxis.ticker = FixedTicker(ticks=ONE_TWO_FIVE)
         return fig
 
     @param.depends("drift", "n", "delta", watch=True)
@@ -195,6 +202,7 @@ class BridgeTab(pn.viewable.Viewer):
         }
         for key, item in self._fit_items.items():
             item.label = value(f"fit: slope {fits[key][2]:.2f}")
+        self._times.xaxis.ticker.ticks = [int(n) for n in f.ns]
         self._times.title.text = f"(b) stopping time grows like √n (δ = {f.delta:g})"
         stopped = f.stop_t.size
         self.summary.object = (
