@@ -57,6 +57,10 @@ TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fi
 # button, so the main area keeps the whole width. The template's button toggles the class
 # "hidden" on #sidebar; below 700 px its meaning is inverted (closed unless "hidden" is set).
 RESPONSIVE_CSS = """
+/* Panel's Fast sidebar is 100vh - 76 px tall plus 20 px of padding: 8 px past the content area
+   below the 64 px header, so the whole page scrolled by 8 px (a click on a thumbnail, which
+   scrolls the focus view into sight, pushed the header's title up). */
+#sidebar { box-sizing: border-box; height: calc(100vh - 64px); }
 @media (max-width: 700px) {
   #sidebar:not(.hidden) { min-width: 0 !important; max-width: 0 !important; padding: 0 !important;
                           border: 0 !important; overflow: hidden !important; }
