@@ -66,6 +66,12 @@ def curved_boundary_for_test(lower, upper, side, rng):
 def pytest_collection_modifyitems(config, items):
     """Modules holding a test marked ``slow`` run first, each module's tests kept together and in
     order. Two workers (``make test``) share the tests out in this order; a long test left to the
-    end runs alone while the other worker has nothing left."""
-    slow_modules = {item.module for item in items if item.get_closest_marker("slow")}
+    end runs alone while the other worker has nothing left. The browser tests (one at a time)
+    keep their order: ``test_bad_inputs`` starts a Playwright of its own, which fails while the
+    session's is running (a second sync Playwright in one thread)."""
+    slow_modules = {
+        item.module
+        for item in items
+        if item.get_closest_marker("slow") and not item.get_closest_marker("browser")
+    }
     items.sort(key=lambda item: item.module not in slow_modules)
