@@ -551,14 +551,8 @@ def _fastest_us(clf, X) -> float:
     one untimed run (a new classifier's first evaluation prepares its evaluator). The fastest,
     as ``timeit`` advises: another program or session can only slow a run down (the median of
     three, taken on a busy machine, once put a rule at 27 % of the terms at 517 µs beside one
-    at 50 % at 142 µs)."""
-    clf.evaluate(X)
-    runs = []
-    for _ in range(TIMED_RUNS):
-        t = time.perf_counter()
-        clf.evaluate(X)
-        runs.append(time.perf_counter() - t)
-    return float(np.min(runs)) * 1e6 / max(X.shape[0], 1)
+    at 50 % at 142 µs). :func:`_fastest_each` of one classifier."""
+    return _fastest_each([clf], X)[0]
 
 
 def timed_table(trade: Tradeoff, times: pd.DataFrame | None) -> pd.DataFrame:
