@@ -217,6 +217,34 @@ def test_a_calibrated_rule_above_delta_on_the_test_set_says_how_sure_the_test_se
     assert "test set" not in delta_check(state.rule, state.numbers()).words()
 
 
+def test_the_guarantee_box_reconciles_a_test_set_above_delta():
+    """The same case on the page: the green guarantee ("≤ 0.01") stood beside "⚠ above δ = 1%
+    on this test set", reconciled only in the card's hover text (a user's trial). Under the
+    guarantee a line now gives the test set's rate and interval (scipy's exact binomial
+    interval) and what the guarantee is about; on the lower side, within δ, it is hidden."""
+    from scipy.stats import binomtest
+
+    from attentive.app.calibration_view import CalibrationView
+
+    state = DashboardState(side="upper")
+    view = CalibrationView(state=state)
+    m = state.numbers()
+    k, n = round(m["disagreement"] * m["n_test"]), m["n_test"]
+    exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert view.alert.alert_type == "success" and "Guarantee" in view.alert.object
+    assert view.caveat.visible
+    text = view.caveat.object
+    assert text.startswith(f"On this test set the disagreement is {k / n:.2%}, above δ = 1%")
+    assert f"between {exact.low:.2%} and {exact.high:.2%}" in text
+    assert "fails for at most a share α of calibration draws" in text
+    assert ("wholly above δ" in text) == (exact.low > state.delta)
+    assert ("test set's own chance" in text) == (exact.low <= state.delta)
+    state.set_controls(side="lower")
+    m = state.numbers()
+    assert m["disagreement"] <= state.delta  # (the case this view hides itself in)
+    assert not view.caveat.visible and view.caveat.object == ""
+
+
 def test_the_audit_case_is_flagged(synthetic):
     """Synthetic, curved, both sides, δ ≈ 5 %: a stop-error of 8.5 % on the test set."""
     synthetic.set_controls(boundary="curved", side="both", delta=0.05)

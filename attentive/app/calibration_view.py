@@ -14,6 +14,7 @@ import numpy as np
 import panel as pn
 import param
 
+from attentive.app.numbers import delta_check
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 from attentive.app.widgets import help_icon
@@ -168,7 +169,18 @@ class CalibrationView(pn.viewable.Viewer):
 
         details.param.watch(toggled, "collapsed")
         self.details = details
-        words = pn.Column(self.alert, sizing_mode="stretch_width", styles={"flex": "2 1 340px"})
+        # Under the guarantee, when the test set's disagreement is above δ: why the two agree.
+        self.caveat = pn.pane.Markdown(
+            "",
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+            visible=False,
+            css_classes=["att-guarantee-caveat"],
+            styles={"font-size": "13px"},
+        )
+        words = pn.Column(
+            self.alert, self.caveat, sizing_mode="stretch_width", styles={"flex": "2 1 340px"}
+        )
         self._layout = pn.FlexBox(
             words,
             details,
@@ -178,6 +190,8 @@ class CalibrationView(pn.viewable.Viewer):
         )
         bind(self._draw, self.state, "calibration", "busy", "walks", watch=True)
         self._draw(self.state.calibration(), self.state.busy, self.state.walks)
+        bind(self._draw_caveat, self.state, "numbers", "busy", "walks", watch=True)
+        self._draw_caveat(self.state.numbers(), self.state.busy, self.state.walks)
 
     @staticmethod
     def _row_style(row):
@@ -220,6 +234,15 @@ class CalibrationView(pn.viewable.Viewer):
         )
         n_fit = len(walks.problem.y_fit) if walks is not None else 0
         self.note.object = calibration_note(report, n_fit, uploaded) if walks else ""
+
+    def _draw_caveat(self, metrics, busy: bool, walks) -> None:
+        """Under a guarantee, the test set's disagreement above δ reconciled with it (a model
+        fitted here only: an uploaded one has no guarantee to reconcile)."""
+        uploaded = walks is not None and walks.problem.model_source.uploaded
+        check = None if busy or uploaded else delta_check(self.state.rule, metrics)
+        text = "" if check is None else check.guarantee_caveat()
+        self.caveat.object = text
+        self.caveat.visible = bool(text)
 
     def __panel__(self):
         return self._layout

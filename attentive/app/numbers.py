@@ -137,6 +137,34 @@ class DeltaCheck:
             )
         return text
 
+    def guarantee_caveat(self) -> str:
+        """Beside a calibrated rule's guarantee, when the test set's disagreement is above δ:
+        the two numbers reconciled in words (the card's warning alone reads as a broken
+        guarantee). Empty otherwise."""
+        if not (self.calibrated and self.exceeded):
+            return ""
+        text = (
+            f"On this test set the disagreement is {_pct(self.measured)}, above δ = "
+            f"{_short_pct(self.delta)}"
+        )
+        if self.interval is None:
+            return text + (
+                ". The guarantee is about the rate on future examples, and fails for at most a "
+                "share α of calibration draws."
+            )
+        lo, hi = self.interval
+        text += (
+            f" (its {self.n_test:,} examples put the rate between {_pct(lo)} and {_pct(hi)}, "
+            "95 % Clopper–Pearson). The guarantee is about the rate on future examples, and "
+            "fails for at most a share α of calibration draws: "
+        )
+        return text + (
+            "this interval lies wholly above δ, so this draw is likely one of them (more "
+            "calibration examples, or another split, make that rarer)."
+            if lo > self.delta
+            else "this interval reaches below δ, so the test set's own chance can explain it."
+        )
+
 
 def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
     """The error δ bounds for ``rule``, measured on the test set (``metrics``), against δ.
