@@ -234,19 +234,29 @@ def _term_ns(d: int) -> float:
     return 1.5 + 0.0085 * d
 
 
+#: What a row's features cost whatever their size, ns: the correction ``r(x)``, the clip, the
+#: features' transposed copy and the start ``a(x) · β``, and each tile's calls shared by its
+#: rows. Without it, features of rows behind a PCA of 30–50 components (k = 4–8, m = 16,
+#: coordinates) measured 95–103 ns a row against 46–59 priced, and of MNIST pixels 586–603
+#: against 509 (one thread, medians of 15, 2026-11-30): a pipeline's small model (135 terms
+#: over 30 columns) walked at 1.1–1.4 times its full evaluation.
+FEATURE_ROW_NS = 45.0
+
+
 def _features_ns(sketch, single: bool = False) -> float:
     """A row's sketch features, ns: its conversion to float64 and the projection over d columns
     (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
-    in k dimensions and m exponentials. ``single``: the projection in float32 by chunks
-    (:func:`single_features`), its bound a few operations a row. Where ``P``'s rows are
-    coordinates the product is ``x · x̄`` alone, and the k values are copied (~1 ns each)."""
+    in k dimensions and m exponentials, and :data:`FEATURE_ROW_NS`. ``single``: the projection
+    in float32 by chunks (:func:`single_features`), its bound a few operations a row. Where
+    ``P``'s rows are coordinates the product is ``x · x̄`` alone, and the k values are copied
+    (~1 ns each)."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
     madd = SINGLE_MADD_NS if single else 0.12
     if sketch.on_coordinates:
         projection = madd * d + 1.0 * k  # x · x̄, and k values copied
     else:
         projection = madd * (k + 1) * d
-    return projection + 0.1 * m * k + 2.0 * m
+    return projection + 0.1 * m * k + 2.0 * m + FEATURE_ROW_NS
 
 
 def _walked_ns(sketch) -> float:
