@@ -147,6 +147,7 @@ class PlotView(pn.viewable.Viewer):
     legend_place: str | None = None  # "above" / "below" the data area, or None: inside
     legend_location = "top_left"
     legend_cols = 1
+    min_height = 300  # px, the legend above the data area included
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -170,7 +171,7 @@ class PlotView(pn.viewable.Viewer):
             active_scroll=None,  # the wheel scrolls the page; the zoom tool is one click away
             toolbar_location="above",
             sizing_mode="stretch_both",
-            min_height=300,
+            min_height=self.min_height,
             # A handle that stays when the title follows the data (the browser tests use it).
             name=type(self).__name__,
         )
@@ -184,7 +185,7 @@ class PlotView(pn.viewable.Viewer):
         src = self._sources[name] = ColumnDataSource(data)
         return src
 
-    def _legend(self, fig, items: dict[str, list]) -> None:
+    def _legend(self, fig, items: dict[str, list]) -> Legend:
         self._items = {
             key: LegendItem(label=value(key), renderers=renderers)
             for key, renderers in items.items()
@@ -194,8 +195,8 @@ class PlotView(pn.viewable.Viewer):
             legend = Legend(items=items, **LEGEND_STYLE)
             legend.location = self.legend_location
             fig.add_layout(legend)
-        else:
-            legend_outside(fig, items, self.legend_place, self.legend_cols)
+            return legend
+        return legend_outside(fig, items, self.legend_place, self.legend_cols)
 
     def _build(self, fig) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
