@@ -53,6 +53,12 @@ TERMS = {"kernel": "support vectors", "linear": "features", "boosting": "weak le
 TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fit below them
 
 
+# Bokeh stacks a Tabs' children in one grid cell and hides the inactive ones with ``visibility:
+# hidden``, so the tabs took the height of the tallest: on a phone the Brownian-bridge tab ended
+# in ~650 px of blank scroll (the walks tab's height). Inactive tabs take no room instead.
+TABS_CSS = """
+:host > .bk-panel-models-layout-Column[style*="visibility: hidden"] { display: none !important; }
+"""
 # Narrow screens (phones): the sidebar starts closed and opens over the main area from the header
 # button, so the main area keeps the whole width. The template's button toggles the class
 # "hidden" on #sidebar; below 700 px its meaning is inverted (closed unless "hidden" is set).
@@ -454,6 +460,7 @@ class Dashboard(pn.viewable.Viewer):
             (TABS[2], self._bridge_tab()),
             sizing_mode="stretch_width",
             dynamic=False,
+            stylesheets=[TABS_CSS],
         )
         tour = Tour(state=s, tabs=tabs)
         info.styles = {**info.styles, "flex": "1 1 280px", "width": "auto", "min-width": "0"}

@@ -36,6 +36,25 @@ TRADEOFF_LEGEND = """() => {
     return legend && fig.inner_width > 0 ? [legend.ncols, fig.inner_width, fig.center.filter(
         (m) => m.items !== undefined).length] : null;
 }"""
+# The main area's tabs: their height, and the visible tab's with the header's.
+TABS_HEIGHTS = """() => {
+    let tabs = null;
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('*')) {
+            if ((el.className || '').toString().includes('bk-panel-models-tabs-Tabs')) tabs = el;
+            if (el.shadowRoot) walk(el.shadowRoot);
+        }
+    };
+    walk(document);
+    if (!tabs) return null;
+    const kids = [...tabs.shadowRoot.children];
+    const shown = kids.filter((c) => c.className.toString().includes('layout-Column')
+        && getComputedStyle(c).visibility === 'visible');
+    const header = kids.find((c) => c.className.toString().includes('bk-header'));
+    if (shown.length !== 1 || !header) return null;
+    const h = (el) => el.getBoundingClientRect().height;
+    return [h(tabs), h(shown[0]) + h(header)];
+}"""
 TOOLTIP_BOXES = """() => {
     const boxes = [];
     const walk = (root) => {
@@ -114,6 +133,10 @@ def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
         page.locator(".att-bridge-n").first.wait_for()
         page.wait_for_timeout(500)
         assert page.evaluate(MAIN_OVERFLOW) <= 0
+        # The tabs take the shown tab's height, not the tallest's (the walks tab's: the bridge
+        # tab ended in ~650 px of blank scroll).
+        tabs, shown = page.evaluate(TABS_HEIGHTS)
+        assert tabs <= shown + 2, (tabs, shown)
         # The table's last columns are off to the right on a phone: a hint says to swipe.
         page.get_by_text("Pick a threshold", exact=True).first.click()
         page.locator(".att-narrow-only").first.wait_for(state="visible")

@@ -147,7 +147,6 @@ class PlotView(pn.viewable.Viewer):
     legend_place: str | None = None  # "above" / "below" the data area, or None: inside
     legend_location = "top_left"
     legend_cols = 1
-    min_height = 300  # px, the legend above the data area included
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -171,7 +170,7 @@ class PlotView(pn.viewable.Viewer):
             active_scroll=None,  # the wheel scrolls the page; the zoom tool is one click away
             toolbar_location="above",
             sizing_mode="stretch_both",
-            min_height=self.min_height,
+            min_height=300,
             # A handle that stays when the title follows the data (the browser tests use it).
             name=type(self).__name__,
         )

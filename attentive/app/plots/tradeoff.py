@@ -59,7 +59,6 @@ class TradeoffView(PlotView):
     ylabel = "disagreement with the full model"
     legend_place = "above"
     legend_cols = 3
-    min_height = 400  # its legend takes four or five rows of it
 
     def _build(self, fig) -> None:
         items, sketched_lines = {}, []
