@@ -157,6 +157,34 @@ def test_a_mass_rules_walks_stay_on_the_scale_of_the_score_where_its_v_t_runs_of
     assert "Gaps" not in caption(f) and "estimates S_n" in " ".join(caption(f).split())
 
 
+@pytest.mark.parametrize(
+    ("dataset", "boundary"),
+    [("mnist-t10k-4v9", "calibrated"), ("synthetic", "regression")],
+)
+def test_the_walks_axis_is_fitted_to_the_walks_where_the_boundary_runs_off(dataset, boundary):
+    """Where a regression rule's slope b_t nears 0 its threshold on S_t runs off to ±hundreds
+    (MNIST 4 vs 9's default rule, heteroscedastic: −329 and +274 at t = 19, beside walks
+    within ±2; a user's trial): fitted to it, the axis drew every walk flat at 0. The axis now
+    holds the walks and θ_S, and the boundary only where it comes within half their span."""
+    state = DashboardState(dataset=dataset, boundary=boundary, side="both")
+    assert state.n_errors == 0, state.last_error
+    f = state.walk_figure()
+    drawn = np.concatenate([f.trajectories[k][1] for k in ("negative", "positive")])
+    drawn = np.append(drawn[np.isfinite(drawn)], f.boundary["theta_s"].to_numpy())
+    lo, hi = drawn.min(), drawn.max()
+    span = hi - lo
+    tau = np.concatenate([f.boundary["lower"], f.boundary["upper"]])
+    tau = tau[np.isfinite(tau)]
+    assert np.abs(tau).max() > 20 * max(abs(lo), abs(hi))  # (the case: it runs off)
+    view = TrajectoryView(state=state)
+    _, (y0, y1) = view._ranges(f)
+    assert y0 <= lo and hi <= y1  # every walk and θ_S in view
+    assert lo - span <= y0 and y1 <= hi + span  # at their scale
+    # The boundary near the walks stays in view.
+    near = tau[(tau >= lo - span / 2) & (tau <= hi + span / 2)]
+    assert near.size and y0 <= near.min() and near.max() <= y1
+
+
 def test_a_calibrated_rule_that_chose_mass_regression_draws_its_statistic(state):
     state.set_controls(dataset="mnist-t10k-7v9", boundary="calibrated")
     assert state.n_errors == 0, state.last_error

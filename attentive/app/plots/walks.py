@@ -229,7 +229,15 @@ class TrajectoryView(PlotView):
         return hidden
 
     def _ranges(self, f):
+        """The walks and θ_S, and the boundary where it comes within half their span of them: a
+        regression rule's threshold on S_t is ``(θ ∓ z σ_t − a_t) / b_t``, and where its slope
+        ``b_t`` nears 0 it leaves for ±hundreds (MNIST 4 vs 9's default heteroscedastic rule:
+        −329 and +274 at t = 19 against walks within ±2), so that, fitted to it, the axis drew
+        every walk as a flat line at 0. There the boundary leaves the plot."""
         yn, yp = f.trajectories["negative"][1], f.trajectories["positive"][1]
         b = f.boundary
-        ys = [yn, yp, b["lower"].to_numpy(), b["upper"].to_numpy(), b["theta_s"].to_numpy()]
-        return (0.0, float(f.n_terms)), extent(ys)
+        lo, hi = extent([yn, yp, b["theta_s"].to_numpy()], pad=0.0)
+        reach = 0.5 * max(hi - lo, 1e-12)
+        tau = np.concatenate([b["lower"].to_numpy(), b["upper"].to_numpy()]).astype(np.float64)
+        near = tau[np.isfinite(tau) & (tau >= lo - reach) & (tau <= hi + reach)]
+        return (0.0, float(f.n_terms)), extent([yn, yp, b["theta_s"].to_numpy(), near])
