@@ -7,6 +7,7 @@ docs/robustness.md names these tests in its bad-input table.
 from __future__ import annotations
 
 import pickle
+import re
 
 import numpy as np
 import pandas as pd
@@ -156,6 +157,22 @@ def test_an_uploaded_model_is_described_truthfully_and_dropped_on_a_dataset_swit
     view = CalibrationView(state=state)
     assert "No guarantee for an uploaded model" in view.alert.object
     assert view.alert.alert_type == "warning"
+    # Nor do the disagreement card's hover text and the exported operating point claim one
+    # (both did: "... that the calibrated rule guarantees", the scan's guarantee sentence).
+    import json
+
+    from attentive.app import exports
+    from attentive.app.numbers import HeadlineNumbers
+
+    state.set_controls(boundary="calibrated")
+    page = HeadlineNumbers(state=state)._html(state.numbers())
+    hit = re.search(r"data-key='disagreement-check' title='([^']*)'", page)
+    assert hit is not None, page
+    assert "guarantees" not in hit.group(1) and "no guarantee" in hit.group(1)
+    calibration = json.loads(exports.operating_point_json(state))["calibration"]
+    assert calibration["guaranteed"] is False
+    assert calibration["guarantee"] == exports.UPLOADED_NO_GUARANTEE
+    assert not view.caveat.visible
     errors = state.n_errors
     state.dataset = "mnist-t10k-3v8"  # what the dataset selector does
     assert state.n_errors == errors + 1 and state.error_level == "warning"

@@ -27,6 +27,14 @@ from attentive.app.models import (
 
 __all__ = ["classifier", "classifier_bytes", "operating_point", "operating_point_json", "snippet"]
 
+# An uploaded model's calibration, in the exported operating point: the scan's sentence states a
+# guarantee, which a model fitted elsewhere (perhaps on the examples held out here) does not have.
+UPLOADED_NO_GUARANTEE = (
+    "None: the model was uploaded, fitted elsewhere, perhaps on the very examples held out here "
+    "to calibrate. The scale is what the scan chose on them; its disagreement is a measurement, "
+    "not a bound."
+)
+
 
 def _round(v, digits: int = 6):
     if isinstance(v, dict):
@@ -126,7 +134,7 @@ def operating_point(state) -> dict[str, Any]:
             "family": r.family,
             "z": r.chosen_scale,
             "fallback": r.fallback,
-            "guarantee": r.guarantee,
+            "guarantee": UPLOADED_NO_GUARANTEE if source.uploaded else r.guarantee,
             "n_calibration": r.m,
             "n_fit": len(p.y_fit),
             "minimum_size": r.minimum_size,

@@ -100,6 +100,9 @@ class DeltaCheck:
     # Calibrated: the test set's 95 % Clopper–Pearson interval for the rate, and its size.
     interval: tuple[float, float] | None = None
     n_test: int | None = None
+    # False for a calibrated scale of an uploaded model: fitted elsewhere, perhaps on the very
+    # examples held out to calibrate, it has no guarantee (calibration_view.NO_GUARANTEE).
+    guaranteed: bool = True
 
     @property
     def exceeded(self) -> bool:
@@ -113,12 +116,19 @@ class DeltaCheck:
         return f"⚠ above δ = {d}" if self.exceeded else f"✓ within δ = {d}"
 
     def explanation(self) -> str:
-        what = (
-            "the disagreement with the full evaluation that the calibrated rule guarantees "
-            "(with probability ≥ 1 − α over the calibration draw)"
-            if self.calibrated
-            else "the stop-error this rule's boundary is built for (z = Φ⁻¹(1 − δ))"
-        )
+        if not self.calibrated:
+            what = "the stop-error this rule's boundary is built for (z = Φ⁻¹(1 − δ))"
+        elif self.guaranteed:
+            what = (
+                "the disagreement with the full evaluation that the calibrated rule guarantees "
+                "(with probability ≥ 1 − α over the calibration draw)"
+            )
+        else:
+            what = (
+                "the disagreement with the full evaluation the scale was calibrated for. An "
+                "uploaded model has no guarantee: it was fitted elsewhere, perhaps on the very "
+                "examples held out here to calibrate"
+            )
         relation = "is above" if self.exceeded else "is within"
         name = "Disagreement" if self.key == "disagreement" else "Stop-error"
         text = f"{name} on the test set, {_pct(self.measured)}, {relation} δ = {_short_pct(self.delta)}: {what}."
@@ -126,8 +136,13 @@ class DeltaCheck:
             lo, hi = self.interval
             text += (
                 f" The test set's {self.n_test:,} examples put the rate between {_pct(lo)} and "
-                f"{_pct(hi)} (95 % Clopper–Pearson). The guarantee is about the rate on future "
-                "examples and fails for at most a share α of calibration draws"
+                f"{_pct(hi)} (95 % Clopper–Pearson)."
+            )
+            if not self.guaranteed:
+                return text
+            text = text[:-1] + (
+                ". The guarantee is about the rate on future examples and fails for at most a "
+                "share α of calibration draws"
             )
             text += (
                 ": the whole interval lies above δ, so this draw is likely one of them (more "
@@ -141,7 +156,7 @@ class DeltaCheck:
         """Beside a calibrated rule's guarantee, when the test set's disagreement is above δ:
         the two numbers reconciled in words (the card's warning alone reads as a broken
         guarantee). Empty otherwise."""
-        if not (self.calibrated and self.exceeded):
+        if not (self.calibrated and self.exceeded and self.guaranteed):
             return ""
         text = (
             f"On this test set the disagreement is {_pct(self.measured)}, above δ = "
@@ -166,12 +181,15 @@ class DeltaCheck:
         )
 
 
-def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
+def delta_check(
+    rule: rules.Rule, metrics: dict | None, uploaded: bool = False
+) -> DeltaCheck | None:
     """The error δ bounds for ``rule``, measured on the test set (``metrics``), against δ.
 
     Calibrated: δ bounds the disagreement with the full evaluation. A family (constant, curved,
     …): δ = Φ(−z) is the paper's stop-error requirement. Budget: None (δ plays no part), as when
-    the error is undefined (NaN).
+    the error is undefined (NaN). ``uploaded``: the model was fitted elsewhere, so a calibrated
+    scale carries no guarantee (the check still compares with δ; its explanation says so).
     """
     if metrics is None:
         return None
@@ -187,7 +205,9 @@ def delta_check(rule: rules.Rule, metrics: dict | None) -> DeltaCheck | None:
     if rule.kind != "calibrated":
         return DeltaCheck(key, float(measured), float(delta), False)
     interval = metrics.get("disagreement_interval")
-    return DeltaCheck(key, float(measured), float(delta), True, interval, metrics.get("n_test"))
+    return DeltaCheck(
+        key, float(measured), float(delta), True, interval, metrics.get("n_test"), not uploaded
+    )
 
 
 def share(k: int, n: int) -> str:
@@ -245,7 +265,9 @@ class HeadlineNumbers(pn.viewable.Viewer):
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
         values = self.values(metrics, measured)
-        check = delta_check(self.state.rule, metrics)
+        walks = self.state.walks
+        uploaded = walks is not None and walks.problem.model_source.uploaded
+        check = delta_check(self.state.rule, metrics, uploaded)
         lines = self.sketch_lines(metrics)
         # Nothing stops: the rule is full evaluation, and a ratio below 1 is the timing's noise.
         every_term = metrics["n_stopped"] == 0 and not metrics.get("sketch_cost")
