@@ -8,6 +8,7 @@ download buttons reach the browser as primary buttons.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import replace
 from types import SimpleNamespace
@@ -243,6 +244,30 @@ def test_the_guarantee_box_reconciles_a_test_set_above_delta():
     m = state.numbers()
     assert m["disagreement"] <= state.delta  # (the case this view hides itself in)
     assert not view.caveat.visible and view.caveat.object == ""
+
+
+@pytest.mark.parametrize("side", ["lower", "upper", "both"])
+def test_the_stop_error_card_says_what_it_measures_on_each_side(synthetic, side):
+    """The card's explanation was the lower side's whatever the side (a user's trial: 0.55 % on
+    the upper side read as "of the examples called positive, the fraction called negative").
+    Checked against the rate its words describe, computed here from the walks' decisions."""
+    from attentive.app.numbers import STOP_ERROR_DOCS
+
+    synthetic.set_controls(boundary="constant", side=side, delta=0.05)
+    page = HeadlineNumbers(state=synthetic)._html(synthetic.numbers())
+    hit = re.search(
+        r"<div class='att-card[^']*' title='([^']*)'><div class='att-label'>Stop-error", page
+    )
+    assert hit is not None, page
+    assert hit.group(1) == html.escape(STOP_ERROR_DOCS[side], quote=True)
+    current = synthetic.outcome()
+    early, full = current.positive, current.full_positive
+    words = {
+        "lower": np.sum(~early & full) / np.sum(full),  # "of ... positive, ... called negative"
+        "upper": np.sum(early & ~full) / np.sum(~full),  # "of ... negative, ... called positive"
+        "both": np.mean(early != full),  # "of all test examples ... differs"
+    }[side]
+    assert synthetic.numbers()["stop_error"] == pytest.approx(words)
 
 
 def test_the_audit_case_is_flagged(synthetic):

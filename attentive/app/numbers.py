@@ -89,6 +89,16 @@ NUMBERS = (
 )
 
 
+# The stop-error card's explanation, by the rule's side (SPEC §4; metrics.stop_error): the
+# lower side's alone read as what every side measures, beside a different number (a user's
+# trial: 0.55 % on the upper side, with a disagreement of 0.30 %).
+STOP_ERROR_DOCS = {
+    "lower": NUMBERS[1][2],
+    "upper": "Of the examples the full evaluation calls negative (upper side), the fraction stopped and called positive.",
+    "both": "With both sides: the fraction of all test examples whose early decision differs from the full evaluation's (the disagreement).",
+}
+
+
 @dataclass(frozen=True)
 class DeltaCheck:
     """The measured error that δ bounds for the current rule, against δ."""
@@ -271,8 +281,18 @@ class HeadlineNumbers(pn.viewable.Viewer):
         lines = self.sketch_lines(metrics)
         # Nothing stops: the rule is full evaluation, and a ratio below 1 is the timing's noise.
         every_term = metrics["n_stopped"] == 0 and not metrics.get("sketch_cost")
+        docs = {"stop_error": STOP_ERROR_DOCS.get(self.state.side, NUMBERS[1][2])}
         cards = "".join(
-            self._card(key, label, doc, values[key], check, measured, lines.get(key), every_term)
+            self._card(
+                key,
+                label,
+                docs.get(key, doc),
+                values[key],
+                check,
+                measured,
+                lines.get(key),
+                every_term,
+            )
             for key, label, doc in NUMBERS
         )
         note = (
