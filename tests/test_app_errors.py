@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import panel as pn
 import pytest
 import skops.io as sio
 
@@ -180,6 +181,29 @@ def test_an_uploaded_model_is_described_truthfully_and_dropped_on_a_dataset_swit
     assert state.model_source == "train" and state.dataset == "mnist-t10k-3v8"
     assert not state.walks.problem.model_source.uploaded
     assert "Guarantee" in view.alert.object
+
+
+def test_upload_picked_before_a_model_file_is_a_hint_not_an_error(state):
+    """Picking "upload" under Model before choosing a file showed a red error (a user's trial:
+    an ordinary exploratory click). It is a hint now, naming where the file goes; the toggle
+    returns to "train" and the trained model stays."""
+    from attentive.app.controls import MODEL_UPLOAD_LABEL
+    from attentive.app.state import NO_MODEL_FILE_YET
+    from attentive.app.widgets import Controls
+
+    walks, errors = state.walks, state.n_errors
+    state.model_source = "upload"  # what the toggle does
+    assert state.n_errors == errors + 1 and state.error_level == "info"
+    assert state.last_error == NO_MODEL_FILE_YET
+    assert state.model_source == "train" and state.walks is walks
+    # The hint names the sidebar's own words over the file input.
+    assert f'"{MODEL_UPLOAD_LABEL}"' in NO_MODEL_FILE_YET
+    texts = [
+        pane.object
+        for pane in Controls(state=state).__panel__().select(pn.pane.Markdown)
+        if isinstance(pane.object, str)
+    ]
+    assert f"{MODEL_UPLOAD_LABEL}:" in texts
 
 
 def test_an_exported_classifier_can_be_uploaded_back(state):

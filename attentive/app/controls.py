@@ -28,6 +28,8 @@ __all__ = [
 DEFAULT_DATASET = "mnist-t10k-2v5"
 UPLOAD_PREFIX = "file: "  # an uploaded file's name among the datasets
 # The controls that make a new walk (a model build), those of the rule, and those in the URL.
+# The sidebar's words over the model file input (the hint for "upload" without a file names it).
+MODEL_UPLOAD_LABEL = "Or upload a skops model file"
 MODEL_INPUTS = ("dataset", "positive_class", "model_source", "kernel", "C", "gamma")
 MODEL_INPUTS += ("model_file", "centering", "seed")
 TRAINING = ("kernel", "C", "gamma")  # what an uploaded model ignores
@@ -99,7 +101,9 @@ class Controls(param.Parameterized):
     busy = param.Boolean(default=False, precedence=-1)
     elapsed = param.Number(default=0.0, precedence=-1)
     last_error = param.String(default="", precedence=-1)
-    error_level = param.Selector(default="error", objects=["error", "warning"], precedence=-1)
+    error_level = param.Selector(
+        default="error", objects=["error", "warning", "info"], precedence=-1
+    )
     n_errors = param.Integer(default=0, precedence=-1)
     focus = param.Integer(default=-1, precedence=-1, doc="The test example shown in focus.")
 

@@ -37,6 +37,12 @@ __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
 log = logging.getLogger(__name__)
 
+# "upload" picked under Model before any model file: said as a hint (it was an error, in red).
+NO_MODEL_FILE_YET = (
+    f'To use a model of your own, choose a skops file under "{controls.MODEL_UPLOAD_LABEL}": '
+    "it is used as soon as it loads. Until then the page keeps its trained model."
+)
+
 
 def run_inline(job: Callable[[], Any], done: Callable[[Any], None], fail: Callable) -> None:
     """The default executor: run ``job`` now and hand its result (or exception) on."""
@@ -184,7 +190,8 @@ class DashboardState(Background):
     def _model_inputs_changed(self, *events) -> None:
         changed = {e.name for e in events}
         if self.model_source == "upload" and self.model_file not in self._models:
-            self.report("No model file uploaded yet: upload a skops file first.")
+            # An exploratory click, not a mistake: a hint, and the trained model stays.
+            self.report(NO_MODEL_FILE_YET, "info")
             return self.param.update(model_source="train", model_file="")
         new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
         if new_dataset and self.model_source == "upload" and self._applied:

@@ -21,7 +21,7 @@ import panel as pn
 import param
 from bokeh.models import Tooltip as BkTooltip
 
-from attentive.app import exports, rules, sketches
+from attentive.app import controls, exports, rules, sketches
 from attentive.app.state import DashboardState
 
 __all__ = [
@@ -343,7 +343,7 @@ class Controls(pn.viewable.Viewer):
             w(RadioButtonGroup, "model_source", **radio),
             training,
             uploaded,
-            pn.pane.Markdown("Or upload a skops model file:", margin=(0, 10)),
+            pn.pane.Markdown(f"{controls.MODEL_UPLOAD_LABEL}:", margin=(0, 10)),
             with_tooltip(self.model_upload, MODEL_UPLOAD_HELP),
             pn.pane.Markdown("### Walk", margin=(0, 10)),
             w(Select, "centering"),
