@@ -186,8 +186,12 @@ def test_non_finite_features(bad):
 def test_single_class_and_too_few_examples():
     with pytest.raises(DataError, match="every example has the label 1"):
         load_user_file(b"1 1:1\n1 1:2\n1 2:3\n", filename="t.libsvm")
-    with pytest.raises(DataError, match="too few examples to split"):
+    with pytest.raises(DataError, match="too few examples to split") as info:
         load_user_file(b"1 1:1\n-1 1:2\n1 2:3\n", filename="t.libsvm")
+    # Which part is short, in numbers (2 of each class alone read as enough: a user's trial).
+    with pytest.raises(DataError, match=r"2 positive, 2 negative, which would leave 1 for "):
+        load_user_file(b"1 1:1\n-1 1:2\n1 2:3\n-1 2:1\n", filename="t.libsvm", test_size=0.75)
+    assert "1 negative" in str(info.value)
 
 
 def test_upload_limit(tmp_path, monkeypatch, problem):

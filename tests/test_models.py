@@ -249,6 +249,11 @@ def test_not_a_model_file(tmp_path):
         archive.writestr("readme.txt", "just a zip")
     with pytest.raises(UnsupportedModelError, match="zip archive but not a valid skops"):
         load_model(buffer.getvalue())
+    # A zip's first bytes only (a truncated download): not "a zip archive" and "not a zip file"
+    # in one sentence, as before (a user's trial).
+    with pytest.raises(UnsupportedModelError, match="starts like a zip archive") as info:
+        load_model(buffer.getvalue()[:40])
+    assert "truncated or damaged" in str(info.value)
 
 
 def test_presets_and_defaults():

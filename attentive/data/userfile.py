@@ -150,8 +150,9 @@ def load_user_file(
     n_test = int(np.ceil(test_size * y.size))
     if counts.min() < 2 or n_test < 2 or y.size - n_test < 2:
         raise DataError(
-            f"{name}: too few examples to split ({counts[1]} positive, {counts[0]} negative); "
-            "need at least 2 of each class and 2 examples in each part"
+            f"{name}: too few examples to split ({counts[1]} positive, {counts[0]} negative, "
+            f"which would leave {y.size - n_test} for training and {n_test} for testing); need "
+            "at least 2 of each class and 2 examples in each part"
         )
     rows = np.arange(y.size)
     train, test = train_test_split(rows, test_size=test_size, random_state=random_state, stratify=y)

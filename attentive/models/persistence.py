@@ -134,7 +134,13 @@ def load_model(
         )
     try:
         untrusted = _skops_io().get_untrusted_types(data=data)
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UnsupportedModelError(
+            f"{name} starts like a zip archive (as skops model files do) but cannot be read as "
+            f"one ({exc}): it may be truncated or damaged; save the model again with "
+            "skops.io.dump(model, 'model.skops')"
+        ) from None
+    except (KeyError, ValueError) as exc:
         raise UnsupportedModelError(
             f"{name} is a zip archive but not a valid skops model file ({exc})"
         ) from None
