@@ -56,7 +56,7 @@ class TradeoffView(PlotView):
     extra = ("tradeoff", "sketch", "sketching")  # every rule's curves; where the sketch is
     title = "Tradeoff of every rule"  # short: the axes say what is plotted
     xlabel = "work per example (in full evaluations)"
-    ylabel = "disagreement with the full model"
+    ylabel = "disagreement (vs. full)"  # fits a phone's short plot; the x axis says "full"
     legend_place = "above"
     legend_cols = 3
 
