@@ -616,3 +616,21 @@ def test_rule_times_run_in_passes_and_a_time_slowed_through_every_run_is_taken_a
     assert times["us_per_example"].max() < 3 * 10.0
     anchors = times[times["measured"]]
     assert len(anchors) == timed[0] and 6.0 in set(anchors["us_per_example"])
+
+
+@pytest.mark.parametrize("gamma", ["scale", "auto", "0.02"])
+def test_the_model_line_gives_gamma(gamma):
+    """The dataset line named the kernel and C only (a user's trial: gamma="auto" on MNIST gives
+    267 support vectors, and nothing on the page said which γ ran). It gives γ as the fitted
+    model holds it; a linear model has none."""
+    from attentive.app.layout import model_words
+    from attentive.models import final_estimator
+
+    state = DashboardState(gamma=gamma)
+    assert state.n_errors == 0, state.last_error
+    held = final_estimator(state.walks.problem.model).gamma
+    shown = f"gamma={held!r}" if isinstance(held, str) else f"gamma={held:g}"
+    assert shown in model_words(state.walks, state.dataset)
+    assert str(held) == gamma if isinstance(held, str) else held == float(gamma)
+    linear = DashboardState(dataset="breast-cancer", kernel="linear-svc")
+    assert "gamma" not in model_words(linear.walks, linear.dataset)
