@@ -223,13 +223,11 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     # γ as the model holds it ("scale", "auto" or a number) for the kernels that have one: it
     # changes the model as much as C does (gamma="auto" on MNIST: 267 support vectors).
     gamma = getattr(last, "gamma", None) if kernel in ("rbf", "poly", "sigmoid") else None
-    shown = (
-        ""
-        if gamma is None
-        else f", gamma={gamma!r}"
-        if isinstance(gamma, str)
-        else f", gamma={gamma:g}"
-    )
+    shown = ""
+    if isinstance(gamma, str):
+        shown = f", gamma={gamma!r}"
+    elif gamma is not None:
+        shown = f", gamma={gamma:g}"
     description = name + (f"(kernel={kernel!r}, C={c:g}{shown})" if kernel is not None else "")
     return Problem(
         key=(data.key, model.key),

@@ -34,15 +34,14 @@ PAPER_VIEW = {
     "delta": 0.2,
 }
 # Where a sketch of the score pays, quickly (its 100 features lie near a 3-dimensional subspace;
-# there it pays most): a sketched rule at δ = 1 % works 0.12 of a full evaluation at 1.25 %
-# disagreement, the plain curved rule 0.86 at 3.75 % (served, 2026-11-29; docs/app.md).
+# there it pays most): a sketched rule at δ = 2 % works 0.11 of a full evaluation at 1.75 %
+# stop-error, the plain curved rule at δ = 1 % 0.86 at 3.75 % (docs/app.md). At δ = 1 % the
+# sketched rule's 1.25 % came with "⚠ above δ" in the step that shows it off.
 SKETCHED_VIEW = {
     "seed": TOUR_SEED,
     "dataset": "synthetic-lowrank",
     "boundary": "sketched-curved",
     "side": "both",
-    # At δ = 1 % its stop-error, 1.25 %, came with "⚠ above δ" in the step that shows it off;
-    # at 2 %: 1.75 %, for 0.11 of a full evaluation (0.12 at 1 %).
     "delta": 0.02,
 }
 # Tabs of the main area, by position, and their titles.
