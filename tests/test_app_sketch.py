@@ -23,9 +23,8 @@ from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
 from attentive.app.layout import Dashboard
 from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
-from attentive.app.plots import tradeoff
 from attentive.app.plots.base import CAPTION_CHARS
-from attentive.app.plots.tradeoff import TradeoffView
+from attentive.app.plots.tradeoff import TradeoffView, legend_spot
 from attentive.app.plots.walks import caption
 from attentive.app.state import DashboardState, run_inline
 from attentive.app.tour import SKETCHED_VIEW, STEPS
@@ -348,27 +347,20 @@ def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
     assert state.sketching is None and not rules.is_sketched(state.rule.kind)
 
 
-def test_the_tradeoff_legend_sits_above_the_data_area(lowrank):
-    """Inside the plot its ten entries covered curves wherever they went (the constant and
-    budgeted curves on a phone and on breast cancer, the oracle line on the low-rank problem's
-    sketched rules): the legend sits above the data area, one entry a family, in three columns
-    and two on a narrow plot (a callback on the plot's inner width; the browser tests check
-    it at a phone's width and at 1024 px)."""
-    from bokeh.models import Legend
-
-    import attentive
-
+def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank):
+    """The legend sits at the top, where the curves' upper half has the fewest points: on the
+    right by default, in the centre when the plain curves climb on the right and the sketched
+    ones on the left (the low-rank problem's plot)."""
+    right = np.linspace(0.6, 1.0, 20)
+    left = np.linspace(0.02, 0.1, 20)
+    high = np.full(20, 0.1)
+    assert legend_spot(np.r_[left, right], np.r_[high, high], 0.15) == "top_center"
+    assert legend_spot(right, high, 0.15) == "top_left"
+    assert legend_spot(right, high / 10, 0.15) == "top_right"  # low points: no cover needed
+    # Points above the axis are not drawn: a steep climb at the left covers nothing there.
+    assert legend_spot(np.r_[left, right], np.r_[high * 10, high], 0.15) == "top_left"
     lowrank.set_controls(boundary="sketched-curved", side="both", delta=0.01)
     view = TradeoffView(state=lowrank)
     view.__panel__()
     assert set(SKETCHED) <= set(lowrank.tradeoff.families["method"])
-    fig, legend = view._fig, view._legend_model
-    assert isinstance(legend, Legend) and legend in fig.above
-    assert not [m for m in fig.center if isinstance(m, Legend)]
-    assert legend.ncols == 3 and legend.orientation == "horizontal"
-    labels = [item.label.value for item in legend.items if item.visible]
-    assert set(attentive.family_names()) <= set(labels)
-    assert tradeoff.SKETCHED in labels  # the sketched rules are drawn here
-    (callback,) = fig.js_property_callbacks["change:inner_width"]
-    assert callback.args == {"legend": legend, "narrow": tradeoff.NARROW_LEGEND_PX}
-    assert "legend.ncols = cols" in callback.code
+    assert view._legend_model.location == "top_center"

@@ -184,7 +184,7 @@ class PlotView(pn.viewable.Viewer):
         src = self._sources[name] = ColumnDataSource(data)
         return src
 
-    def _legend(self, fig, items: dict[str, list]) -> Legend:
+    def _legend(self, fig, items: dict[str, list]) -> None:
         self._items = {
             key: LegendItem(label=value(key), renderers=renderers)
             for key, renderers in items.items()
@@ -194,8 +194,8 @@ class PlotView(pn.viewable.Viewer):
             legend = Legend(items=items, **LEGEND_STYLE)
             legend.location = self.legend_location
             fig.add_layout(legend)
-            return legend
-        return legend_outside(fig, items, self.legend_place, self.legend_cols)
+        else:
+            legend_outside(fig, items, self.legend_place, self.legend_cols)
 
     def _build(self, fig) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
