@@ -14,6 +14,7 @@ import numpy as np
 import panel as pn
 import param
 
+from attentive.app.models import from_upload
 from attentive.app.numbers import delta_check
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
@@ -208,7 +209,7 @@ class CalibrationView(pn.viewable.Viewer):
         if report is None:
             return
         stale = " *(previous model's: a new model is training)*" if busy else ""
-        uploaded = walks is not None and walks.problem.model_source.uploaded
+        uploaded = from_upload(walks)
         self.sentence.object = report.guarantee
         if uploaded:
             self.alert.alert_type = "warning"
@@ -238,8 +239,7 @@ class CalibrationView(pn.viewable.Viewer):
     def _draw_caveat(self, metrics, busy: bool, walks) -> None:
         """Under a guarantee, the test set's disagreement above δ reconciled with it (a model
         fitted here only: an uploaded one has no guarantee to reconcile)."""
-        uploaded = walks is not None and walks.problem.model_source.uploaded
-        check = None if busy or uploaded else delta_check(self.state.rule, metrics)
+        check = None if busy else delta_check(self.state.rule, metrics, from_upload(walks))
         text = "" if check is None else check.guarantee_caveat()
         self.caveat.object = text
         self.caveat.visible = bool(text)

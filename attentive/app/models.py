@@ -42,6 +42,7 @@ __all__ = [
     "Walks",
     "clear_caches",
     "content_hash",
+    "from_upload",
     "frozen",
     "problem",
     "walks",
@@ -299,6 +300,12 @@ class Walks:
     def class_names(self) -> tuple[str, str]:
         """The negative and the positive class in the dataset's words."""
         return tuple(map(str, self.problem.dataset.class_names))
+
+
+def from_upload(walks: Walks | None) -> bool:
+    """Whether ``walks`` come from an uploaded model (fitted elsewhere, perhaps on the examples
+    held out here: no guarantee)."""
+    return walks is not None and walks.problem.model_source.uploaded
 
 
 def _walks_hash(obj) -> bytes:

@@ -19,6 +19,7 @@ import panel as pn
 import param
 
 from attentive.app import exports, rules
+from attentive.app.models import from_upload
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 from attentive.app.widgets import FileDownload, checked_input
@@ -275,13 +276,11 @@ class HeadlineNumbers(pn.viewable.Viewer):
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
         values = self.values(metrics, measured)
-        walks = self.state.walks
-        uploaded = walks is not None and walks.problem.model_source.uploaded
-        check = delta_check(self.state.rule, metrics, uploaded)
+        check = delta_check(self.state.rule, metrics, from_upload(self.state.walks))
         lines = self.sketch_lines(metrics)
         # Nothing stops: the rule is full evaluation, and a ratio below 1 is the timing's noise.
         every_term = metrics["n_stopped"] == 0 and not metrics.get("sketch_cost")
-        docs = {"stop_error": STOP_ERROR_DOCS.get(self.state.side, NUMBERS[1][2])}
+        docs = {"stop_error": STOP_ERROR_DOCS[self.state.side]}
         cards = "".join(
             self._card(
                 key,

@@ -22,6 +22,7 @@ import param
 from bokeh.models import Tooltip as BkTooltip
 
 from attentive.app import controls, exports, rules, sketches
+from attentive.app.models import from_upload
 from attentive.app.state import DashboardState
 
 __all__ = [
@@ -280,7 +281,7 @@ class Controls(pn.viewable.Viewer):
             self.state.upload_model(*taken)
 
     def _model_params(self, walks, source) -> str:
-        if walks is None or not walks.problem.model_source.uploaded or source != "upload":
+        if not from_upload(walks) or source != "upload":
             return ""
         params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items())  # fmt: skip
         return f"**Uploaded model**: {walks.problem.description}" + (
