@@ -88,8 +88,22 @@ def _eager(clf):
     return clf.with_rule("constant", side="lower", tau=clf.theta_s_ + 1e6)
 
 
-def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear):
-    clf, Xte = sparse_linear
+@pytest.fixture(scope="module")
+def wide_sparse_linear():
+    """A linear model over 3,000 sparse features: on dense rows a walk that stops early reads a
+    few columns of each, where a full evaluation reads them all (with 60, one product with the
+    weights costs less than a walk's fixed part per row, and "auto" evaluates in full)."""
+    rng = np.random.default_rng(3)
+    X = sp.random(400, 3000, density=0.05, format="csr", random_state=rng)
+    y = (X @ rng.normal(size=3000) > 0).astype(int)
+    clf = AttentiveClassifier(
+        LinearSVC(random_state=0), boundary="constant", side="both", delta=0.1, random_state=0
+    ).fit(X[:250], y[:250])
+    return clf, X[250:]
+
+
+def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(wide_sparse_linear):
+    clf, Xte = wide_sparse_linear
     eager = _eager(clf)
     dense = Xte.toarray()
     auto, walking = eager.evaluate(dense), _with(eager, early_stopping=True).evaluate(dense)
@@ -106,8 +120,8 @@ def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(sparse_linear
     # What the walk sees decides, not what the caller passed: a head that makes sparse rows
     # dense walks them, a head that makes dense rows sparse is evaluated in full.
     rng = np.random.default_rng(5)
-    X = sp.random(400, 50, density=0.2, format="csr", random_state=rng) * 7.0
-    y = (X @ rng.normal(size=50) > 0).astype(int)
+    X = sp.random(400, 3000, density=0.05, format="csr", random_state=rng) * 7.0
+    y = (X @ rng.normal(size=3000) > 0).astype(int)
     heads = {
         "densify": (FunctionTransformer(lambda Z: Z.toarray(), accept_sparse=True), X),
         "sparsify": (FunctionTransformer(sp.csr_matrix), X.toarray()),
