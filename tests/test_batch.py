@@ -4,6 +4,7 @@ Comparisons of stops with the reference walk the rule (``path="walk"``): with th
 ``"auto"`` the evaluator may evaluate every term instead, where its pilot predicts walking would
 cost more (tests/test_evaluation_paths.py)."""
 
+import contextlib
 import os
 
 import numpy as np
@@ -477,11 +478,14 @@ def test_sparse_kernel_models_walk_their_own_blocks(sparse_problem, model, monke
     # without scikit-learn's product, still takes two, and gives the same answers.
     jobs = []
     monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(blocked_module, "THREADED_WALK_NS", 0.0)
     for module in (blocked_module, totals_module):
         monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
         run = module.run_tasks
         monkeypatch.setattr(
-            module, "run_tasks", lambda tasks, n, run=run: (jobs.append(n), run(tasks, n))[1]
+            module,
+            "run_tasks",
+            lambda tasks, n, run=run, **kw: (jobs.append(n), run(tasks, n, **kw))[1],
         )
     ref = apply_boundary(S, boundaries["curved-both"], theta_s, walk.offset, walk.terms.classes)
     for generic in (False, True):
@@ -528,6 +532,7 @@ def test_threads_give_identical_results(problem, n_jobs, monkeypatch):
 
     # Threads for these few rows (the defaults keep a call this small on one thread).
     monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(blocked_module, "THREADED_WALK_NS", 0.0)
     for module in (blocked_module, totals_module):
         monkeypatch.setattr(module, "PARALLEL_MIN_ELEMENTS", 0)
     X, y, Xt = problem
@@ -553,8 +558,11 @@ def test_threads_give_identical_results(problem, n_jobs, monkeypatch):
 def test_a_walk_takes_a_thread_per_walk_rows_per_thread(problem, monkeypatch):
     """A walk takes no more threads than it has WALK_ROWS_PER_THREAD rows for (its chunks' small
     operations hold the interpreter lock: two threads walking a few thousand rows wait on each
-    other), and the stops are the same however many it takes."""
+    other), one where the pilot prices its rows as cheap, and the stops are the same however
+    many it takes."""
     from attentive.evaluator import blocked as blocked_module
+    from attentive.evaluator import threads as threads_module
+    from attentive.evaluator.plan import walk_plan
 
     X, y, Xt = problem  # 300 rows
     walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
@@ -567,9 +575,10 @@ def test_a_walk_takes_a_thread_per_walk_rows_per_thread(problem, monkeypatch):
     monkeypatch.setattr(
         blocked_module,
         "run_tasks",
-        lambda tasks, n: (jobs.append((len(tasks), n)), run(tasks, n))[1],
+        lambda tasks, n, **kw: (jobs.append((len(tasks), n)), run(tasks, n, **kw))[1],
     )
     monkeypatch.setattr(blocked_module, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(blocked_module, "THREADED_WALK_NS", 0.0)  # (cheap walks: below)
     for per_thread, expected in ((400, 1), (150, 2), (100, 3), (1, 3)):
         monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", per_thread)
         del jobs[:]
@@ -578,6 +587,21 @@ def test_a_walk_takes_a_thread_per_walk_rows_per_thread(problem, monkeypatch):
         assert [n for _, n in jobs] == [expected], per_thread
         # the rows are cut into a multiple of the threads taken (split_rows)
         assert jobs[0][0] % expected == 0
+    # Rows the pilot prices below THREADED_WALK_NS a walk are walked on one thread, with BLAS
+    # held to one thread there too; at the price, on their threads. The same stops either way.
+    (pilot,) = walk_plan(walk).pilots(boundary).by_kind.values()
+    assert pilot.walk_ns == pytest.approx(pilot.walk_cost * pilot.term_ns) and pilot.walk_ns > 0
+    blas = []
+    monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(
+        threads_module, "_one_blas_thread", lambda: blas.append(1) or contextlib.nullcontext()
+    )
+    for threshold, expected in ((np.nextafter(pilot.walk_ns, np.inf), 1), (pilot.walk_ns, 3)):
+        monkeypatch.setattr(blocked_module, "THREADED_WALK_NS", threshold)
+        del jobs[:], blas[:]
+        ev = evaluate_blocked(walk, Xt, boundary, theta_s, chunk_size=41, n_jobs=3, path="walk")
+        _assert_same(ev, ref)
+        assert [n for _, n in jobs] == [expected] and blas == [1], threshold
 
 
 def test_tiny_problem_path_matches_reference(problem):

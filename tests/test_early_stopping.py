@@ -102,12 +102,17 @@ def wide_sparse_linear():
     return clf, X[250:]
 
 
-def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(wide_sparse_linear):
+def test_auto_walks_dense_input_and_a_sparse_pipeline_head_decides(
+    wide_sparse_linear, sparse_linear
+):
     clf, Xte = wide_sparse_linear
     eager = _eager(clf)
     dense = Xte.toarray()
     auto, walking = eager.evaluate(dense), _with(eager, early_stopping=True).evaluate(dense)
     assert auto.path == walking.path == "walk" and auto.stopped.any()
+    # Narrow rows: the same eager rule is evaluated in full, its walk priced above it.
+    narrow, narrow_rows = sparse_linear
+    assert _eager(narrow).evaluate(narrow_rows.toarray()).path == "full"
     np.testing.assert_array_equal(auto.n_evaluated, walking.n_evaluated)
     np.testing.assert_array_equal(auto.positive, walking.positive)
     assert eager.evaluate(Xte).path == "full"  # the same rows, sparse

@@ -14,7 +14,12 @@ import attentive.evaluator.blocked as blocked
 from attentive.boundaries import Boundary, curved_boundary, full_boundary, reference_statistics
 from attentive.errors import InvalidParameterError
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
-from attentive.evaluator.pilot import NOMINAL_CHUNK_ROWS, POSITION_NS, POSITION_THREADS
+from attentive.evaluator.pilot import (
+    NOMINAL_CHUNK_ROWS,
+    POSITION_NS,
+    POSITION_THREADS,
+    WALK_ROW_NS,
+)
 from attentive.evaluator.plan import Thresholds, survival_schedule, walk_plan
 from attentive.evaluator.precision import (
     MAX_RELATIVE_TERM_ERROR,
@@ -356,13 +361,13 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
     def priced(source, pilot):
         """The walk per row in ``source``'s terms, in ns: its blocks, and each position up to
         the longest walk at a fixed cost per chunk of rows (one running sum, two with a band),
-        paid as POSITION_THREADS threads pay it, one after the other."""
+        paid as POSITION_THREADS threads pay it, one after the other, and a row's own cost."""
         _, cost = survival_schedule(
             pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
         )
         sums = 2 if source.certified else 1
         per_chunk = POSITION_THREADS * POSITION_NS * sums * pilot.stops.max()
-        return cost * source.term_ns + per_chunk / NOMINAL_CHUNK_ROWS
+        return cost * source.term_ns + per_chunk / NOMINAL_CHUNK_ROWS + WALK_ROW_NS
 
     final = float(theta_s + plan.centring_sums[-1])
     shares = []

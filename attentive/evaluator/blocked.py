@@ -59,6 +59,14 @@ _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers ev
 # still take two threads that cost them up to 17 %. (The pilot prices a chunk's fixed costs over
 # as many rows, pilot.NOMINAL_CHUNK_ROWS.) Which rows stop where does not depend on it.
 WALK_ROWS_PER_THREAD = 2048
+# A walk takes a second thread only where the pilot prices a row's walk at this or more (one
+# thread, pilot.Pilot.walk_ns): below it a chunk's time is mostly small operations under the
+# interpreter lock, and two threads take longer than one. Walks of MNIST behind a PCA(50)
+# (7,000 rows of 50 columns given transformed, priced at 0.6-1.0 µs a row) took 1.15-1.2 times
+# as long with two threads as with one (5 and 8 against the rest, 2026-11-30), where full
+# evaluation ran 1.5-1.8 times faster; MNIST 8 against the rest on its pixels (~2.9 µs a row)
+# took 0.8 of one thread's time with two.
+THREADED_WALK_NS = 2000.0
 
 
 def _read_ahead(schedule) -> int:
@@ -152,8 +160,9 @@ def evaluate_blocked(
         (:mod:`attentive.evaluator.pilot`; 16, doubling up to 64, without one).
     n_jobs : int, optional
         Threads; default :func:`default_n_jobs` (small problems always use one, a walk one per
-        :data:`WALK_ROWS_PER_THREAD` rows at most, and kernel models with sparse support vectors
-        on sparse rows one, whose product holds the GIL).
+        :data:`WALK_ROWS_PER_THREAD` rows at most and one where its rows are cheap
+        (:data:`THREADED_WALK_NS`), and kernel models with sparse support vectors on sparse rows
+        one, whose product holds the GIL).
     precision : {"auto", "single", "double"}, optional
         ``"auto"`` (default) and ``"single"``: RBF models over more than 64 dense features compute
         their products in float32 with a certified bound on every term's error; a walk stops
@@ -310,7 +319,8 @@ def evaluate_blocked(
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
         one_thread = getattr(source_cls, "single_thread", False)
-        few = one_thread or m * n < PARALLEL_MIN_ELEMENTS
+        cheap = pilot is not None and pilot.walk_ns < THREADED_WALK_NS
+        few = one_thread or cheap or m * n < PARALLEL_MIN_ELEMENTS
         jobs = 1 if few else max(1, min(n_jobs, m // WALK_ROWS_PER_THREAD))
         step = chunk_size or max(
             MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // int(schedule.sizes.max()))
@@ -335,7 +345,7 @@ def evaluate_blocked(
 
         ranges = split_rows(m, step, jobs)
         for (lo, _hi), res in zip(
-            ranges, run_tasks([task(lo, hi) for lo, hi in ranges], jobs), strict=True
+            ranges, run_tasks([task(lo, hi) for lo, hi in ranges], jobs, one_blas=True), strict=True
         ):
             record(lo, res)
 

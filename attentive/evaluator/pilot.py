@@ -51,8 +51,17 @@ PILOT_ROWS = 128
 # Walk only where the pilot predicts clearly less than a full evaluation. The cost model's
 # predictions have run 1.3-1.9 times short of measured walks (docs/speed.md, "The cost model"):
 # a walk predicted at 0.85-0.92 of a full evaluation measured 1.17, one predicted at 0.62
-# measured 0.79. At 0.7 the first go to full evaluation and the second still walks.
-WALK_MARGIN = 0.7
+# measured 0.79. At 0.7 the first went to full evaluation and the second still walked; with a
+# walk's rows priced (WALK_ROW_NS) the prediction runs less short, and the margin is 0.75.
+WALK_MARGIN = 0.75
+# What a walk spends per row beyond its blocks, its start and its positions: the rows' outcome
+# (stop, side, statistic), the survivors' bookkeeping from block to block, the call's arrays
+# per row. Fitted to walks of narrow rows, where it weighs most (MNIST behind a PCA(50), rows
+# given transformed, one thread, 2026-11-30): priced at 0.61, 0.46 and 0.32 of a full
+# evaluation without it, 1 vs 7, 2 vs 5 and 5 vs the rest measured 0.94-0.98, 0.69 and
+# 0.46-0.50 — 100-170 ns a row short. On MNIST's pixels a row's full evaluation is ~4 µs, and
+# this adds ~0.04 of it.
+WALK_ROW_NS = 150.0
 # A walk's position costs a fixed time per chunk of rows, however few of its rows still walk:
 # its running sums are one vector operation a position (two with the running mass or a band),
 # and each block's product, exponentials and comparisons a few more — ~1 µs a position and
@@ -95,18 +104,26 @@ class Pilot:
     walk_cost, full_cost : float
         Predicted cost per row of walking with ``schedule`` and of evaluating every term, in
         units of one term of a full evaluation.
+    term_ns : float
+        That unit in ns (one term of a full evaluation on one thread, this machine's model).
     """
 
     stops: np.ndarray
     schedule: BlockSchedule
     walk_cost: float
     full_cost: float
+    term_ns: float = 0.0
+
+    @property
+    def walk_ns(self) -> float:
+        """Predicted time of a row's walk, ns (one thread)."""
+        return self.walk_cost * self.term_ns
 
     @property
     def walk_pays(self) -> bool:
         """Whether walking is predicted to cost clearly less than evaluating every term: at
-        most :data:`WALK_MARGIN` of a full evaluation (the prediction has run 1.3-1.9 times
-        short of measured walks, docs/speed.md)."""
+        most :data:`WALK_MARGIN` of a full evaluation (the prediction has run short of
+        measured walks, docs/speed.md)."""
         return self.walk_cost <= WALK_MARGIN * self.full_cost
 
     @property
@@ -207,6 +224,7 @@ def pilot_for(
     sums = 2 if (thr.mass is not None or source.certified) else 1
     reached = int(stops.max(initial=0))
     extra += POSITION_THREADS * POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
+    extra += WALK_ROW_NS / full_ns
     if alike and source.certified:
         # What a certified walk leaves to double precision is walked again there (settle):
         # the sample's rows whose band would leave them unsure, and those it holds without one.
@@ -242,6 +260,7 @@ def pilot_for(
         schedule=schedule,
         walk_cost=(cost + source.start_cost) * source.term_ns / full_ns + extra,
         full_cost=float(n),
+        term_ns=float(full_ns),
     )
     kept.by_kind[kind] = pilot
     return pilot

@@ -116,8 +116,11 @@ def _one_blas_thread():
         return nullcontext()
 
 
-def run_tasks(tasks: list, n_jobs: int) -> list:
-    """Call every task (a no-argument function) and return the results in order.
+def run_tasks(tasks: list, n_jobs: int, *, one_blas: bool = False) -> list:
+    """Call every task (a no-argument function) and return the results in order; with
+    ``one_blas``, BLAS held to one thread also where the tasks run on the calling thread (a
+    walk's small products: BLAS's own threads gain nothing on them and, spinning after them,
+    take the cores from the evaluator's threads' next call).
 
     Each thread is handed one share of the tasks at once — every ``k``-th task for ``k``
     threads, so that rows sorted by difficulty (long walks together) still spread over the
@@ -128,7 +131,8 @@ def run_tasks(tasks: list, n_jobs: int) -> list:
     if n_jobs <= 1 or len(tasks) <= 1 or getattr(_IN_WORKER, "active", False):
         # One thread, or a task of the evaluator's threads evaluating in its turn (its shares
         # would queue behind the task that waits for them).
-        return [task() for task in tasks]
+        with _one_blas_thread() if one_blas else nullcontext():
+            return [task() for task in tasks]
     shares = min(n_jobs, len(tasks))
     with _one_blas_thread():
         futures = _submit(lambda j: [task() for task in tasks[j::shares]], shares)
