@@ -39,6 +39,7 @@ from sklearn.metrics.pairwise import (
 )
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
+from sklearn.tree import DecisionTreeClassifier
 
 from attentive.boundaries import Boundary
 from attentive.data import load_dataset
@@ -157,10 +158,19 @@ CASES = {
         "linearsvc": lambda: _problem(LinearSVC(C=0.5), _sparse()),
         "logistic": lambda: _problem(LogisticRegression(C=2.0), _sparse(120)),
     },
-    "term-values": {
+    "weak-learners": {
         "adaboost": lambda: _problem(
             AdaBoostClassifier(n_estimators=40, random_state=0), _standardised(8)
         ),
+        "adaboost, trees on sparse rows": lambda: _problem(
+            AdaBoostClassifier(
+                DecisionTreeClassifier(max_depth=3), n_estimators=30, random_state=0
+            ),
+            _standardised(8),
+            rows=_to_sparse,
+        ),
+    },
+    "term-values": {
         "dense support vectors, sparse rows": lambda: _problem(
             SVC(gamma=0.3), _standardised(8), rows=_to_sparse
         ),

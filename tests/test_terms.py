@@ -89,6 +89,37 @@ def test_adaboost_samme_terms_are_weak_learners(binary_problem):
     assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
 
 
+def test_weak_learners_see_the_rows_their_own_predict_would(binary_problem):
+    """Trees get the rows converted once a block and no checks (their predict would convert
+    them to float32 on every call); the terms are each learner's own ``predict`` on the rows as
+    given (float64, float32, Fortran order, sparse), and a learner that is no tree gets the
+    rows as they are."""
+    import scipy.sparse as sp
+
+    Xtr, ytr, Xte, _ = binary_problem
+    Xte = Xte * 1.000001 + 1e-7  # values between float32 neighbours: the conversion matters
+    trees = AdaBoostClassifier(
+        DecisionTreeClassifier(max_depth=3), n_estimators=20, random_state=0
+    ).fit(Xtr, ytr)
+    logistic = AdaBoostClassifier(LogisticRegression(), n_estimators=5, random_state=0).fit(
+        Xtr, ytr
+    )
+    sparse = sp.csr_matrix(np.where(np.abs(Xte) > 0.5, Xte, 0.0))
+    for model in (trees, logistic):
+        terms = decompose(model)
+        for rows in (Xte, Xte.astype(np.float32), np.asfortranarray(Xte), sparse):
+            expected = np.column_stack(
+                [
+                    np.where(t.predict(rows) == model.classes_[1], 1.0, -1.0)
+                    for t in model.estimators_
+                ]
+            )
+            idx = np.arange(3, len(model.estimators_), 2)
+            np.testing.assert_array_equal(terms.term_values(rows), expected)
+            np.testing.assert_array_equal(terms.term_values(rows, idx), expected[:, idx])
+        assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+
+
 def _libsvm_powi(base: float, times: int) -> float:
     """libsvm's ``powi`` (svm.cpp), one value at a time."""
     tmp, ret, t = base, 1.0, times

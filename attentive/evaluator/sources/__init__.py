@@ -19,7 +19,7 @@ __all__ = [
 _SOURCES: list[type[TermSource]] = []
 
 # Routing order, lowest first: specialised sources before the general ones they refine.
-SPARSE, GRID, SINGLE, DOUBLE, GENERIC = 10, 20, 30, 40, 90
+SPARSE, GRID, SINGLE, DOUBLE, WEAK, GENERIC = 10, 20, 30, 40, 80, 90
 
 
 def register_source(cls: type[TermSource] | None = None, *, priority: int = DOUBLE):
