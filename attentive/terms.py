@@ -435,6 +435,8 @@ def _tree_rows(X, learners) -> tuple:
         return X, {}
     if sp.issparse(X):
         rows = sp.csr_matrix(X, dtype=np.float32)
+        if rows.indices.dtype != np.intc or rows.indptr.dtype != np.intc:
+            return X, {}  # (64-bit indices: their predict checks and converts them)
         rows.sort_indices()
     else:
         rows = np.ascontiguousarray(X, dtype=np.float32)

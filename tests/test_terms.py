@@ -118,6 +118,13 @@ def test_weak_learners_see_the_rows_their_own_predict_would(binary_problem):
             np.testing.assert_array_equal(terms.term_values(rows), expected)
             np.testing.assert_array_equal(terms.term_values(rows, idx), expected[:, idx])
         assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+    # Sparse rows with 64-bit indices, which the trees' unchecked predict cannot read: checked.
+    wide = sparse.copy()
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    expected = np.column_stack(
+        [np.where(t.predict(sparse) == trees.classes_[1], 1.0, -1.0) for t in trees.estimators_]
+    )
+    np.testing.assert_array_equal(decompose(trees).term_values(wide), expected)
 
 
 def _libsvm_powi(base: float, times: int) -> float:

@@ -65,7 +65,7 @@ WALK_ROWS_PER_THREAD = 2048
 # (7,000 rows of 50 columns given transformed, priced at 0.6-1.0 µs a row) took 1.15-1.2 times
 # as long with two threads as with one (5 and 8 against the rest, 2026-11-30), where full
 # evaluation ran 1.5-1.8 times faster; MNIST 8 against the rest on its pixels (~2.9 µs a row)
-# took 0.8 of one thread's time with two.
+# took 0.8-1.16 of one thread's time with two over five runs of one session (a noisy machine).
 THREADED_WALK_NS = 2000.0
 
 
