@@ -38,6 +38,19 @@ DOT_KERNELS = ("linear", "poly", "sigmoid")  # kernels that are a function of x 
 
 
 @dataclass(frozen=True)
+class LearnerRows:
+    """Rows as a boosted model's weak learners take them (:meth:`TermDecomposition.
+    learner_rows`): ``checked`` where each learner's ``predict`` checks them itself."""
+
+    rows: object
+    checked: bool
+
+    def keep(self, idx) -> LearnerRows:
+        """The same for rows ``idx`` only."""
+        return LearnerRows(self.rows[idx], self.checked)
+
+
+@dataclass(frozen=True)
 class TermDecomposition:
     """A fitted binary linear predictor written as ``f(x) = intercept + Σ_i weights[i] h_i(x)``.
 
@@ -107,13 +120,44 @@ class TermDecomposition:
         elif self.kind == "linear":
             out = X[:, idx]
         else:
-            out = np.empty((X.shape[0], idx.size), dtype=np.float64)
-            learners = [self.learners[i] for i in idx]
-            checked, kw = _tree_rows(X, learners)
-            for j, learner in enumerate(learners):
-                out[:, j] = np.where(learner.predict(checked, **kw) == self.classes[1], 1.0, -1.0)
+            out = self.learner_values(self.learner_rows(X), idx)
         out = out.toarray() if sp.issparse(out) else out
         return np.asarray(out, dtype=np.float64)
+
+    def learner_rows(self, X) -> LearnerRows:
+        """Prepared rows ``X`` as a boosted model's weak learners take them
+        (:meth:`learner_values`). Decision trees check and convert their input on every call (a
+        float32 copy of every row: most of a stump's time on MNIST's 784 columns); where every
+        learner is one, the rows are converted once, as each tree would convert them (float32 in
+        C order, or CSR with 32-bit indices, always a copy), and each tree's ``predict`` is
+        called with ``check_input=False``. Rows that are not finite there (NaN, ±inf, values
+        beyond float32), sparse rows whose indices need 64 bits, and learners that are not trees
+        take ``predict`` as it is, with its own checks and messages."""
+        from sklearn.tree import DecisionTreeClassifier
+
+        if not all(isinstance(t, DecisionTreeClassifier) for t in self.learners or ()):
+            return LearnerRows(X, checked=True)
+        with np.errstate(over="ignore", invalid="ignore"):  # (found below, by the sum)
+            if sp.issparse(X):
+                rows = sp.csr_matrix(X).astype(np.float32)
+                values = rows.data
+                if rows.indices.dtype != np.intc or rows.indptr.dtype != np.intc:
+                    return LearnerRows(X, checked=True)
+            else:
+                rows = np.ascontiguousarray(X, dtype=np.float32)
+                values = rows
+            if not np.isfinite(values.sum()):  # (a large finite sum too: then checked, slower)
+                return LearnerRows(X, checked=True)
+        return LearnerRows(rows, checked=False)
+
+    def learner_values(self, rows: LearnerRows, idx) -> np.ndarray:
+        """``h_i(x)`` (±1) of the weak learners ``idx`` on rows from :meth:`learner_rows`."""
+        out = np.empty((rows.rows.shape[0], len(idx)), dtype=np.float64)
+        kw = {} if rows.checked else {"check_input": False}
+        for j, i in enumerate(idx):
+            predicted = self.learners[i].predict(rows.rows, **kw)
+            out[:, j] = np.where(predicted == self.classes[1], 1.0, -1.0)
+        return out
 
     def own_terms(self, X) -> np.ndarray:
         """For each (prepared) example, the index of the term that *is* that example — a support
@@ -421,23 +465,3 @@ def decompose(estimator) -> TermDecomposition:
     if head is not None:
         terms = dataclasses.replace(terms, head=head)
     return terms
-
-
-def _tree_rows(X, learners) -> tuple:
-    """Rows for the weak learners' ``predict`` and its keyword arguments. Decision trees check
-    and convert their input on every call (a float32 copy of every row: most of a stump's time on
-    MNIST's 784 columns); where every learner is one, the rows are converted once, as each would
-    convert them (float32, C order, or sorted CSR), and given with ``check_input=False``. Any
-    other learner gets the rows as they are."""
-    from sklearn.tree import DecisionTreeClassifier
-
-    if not learners or not all(isinstance(t, DecisionTreeClassifier) for t in learners):
-        return X, {}
-    if sp.issparse(X):
-        rows = sp.csr_matrix(X, dtype=np.float32)
-        if rows.indices.dtype != np.intc or rows.indptr.dtype != np.intc:
-            return X, {}  # (64-bit indices: their predict checks and converts them)
-        rows.sort_indices()
-    else:
-        rows = np.ascontiguousarray(X, dtype=np.float32)
-    return rows, {"check_input": False}

@@ -627,6 +627,62 @@ def test_tiny_problem_path_matches_reference(problem):
     assert lengths[0] > SMALL_PREFIX_PRODUCT >= max(lengths[1:])
 
 
+def test_blas_held_from_two_threads_at_once_is_given_back_once_both_leave(monkeypatch):
+    """The BLAS limit is the process's: callers on two threads share one hold, and BLAS gets its
+    threads back when the last leaves, not when the first does (nor stays on one for good).
+    (A controller standing in for threadpoolctl's: OpenBLAS itself may ignore a limit set from
+    a thread other than the main one, depending on what the process did before.)"""
+    import threading
+
+    from attentive.evaluator import threads as threads_module
+
+    class Controller:
+        threads = 2
+
+        def limit(self, limits, user_api):
+            controller, original = self, self.threads
+            controller.threads = limits
+
+            class Limiter:
+                def restore_original_limits(self):
+                    controller.threads = original
+
+            return Limiter()
+
+    blas = Controller()
+    monkeypatch.setattr(threads_module, "thread_pools", lambda: blas)
+    entered, leave_a, left_a, leave_b = (threading.Event() for _ in range(4))
+    seen = {}
+
+    def a():
+        with threads_module._one_blas_thread():
+            entered.set()
+            leave_a.wait(10)
+        left_a.set()
+
+    def b():
+        entered.wait(10)
+        with threads_module._one_blas_thread():
+            seen["inside"] = blas.threads
+            leave_a.set()
+            left_a.wait(10)
+            seen["after a left"] = blas.threads
+            leave_b.wait(10)
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    left_a.wait(10)
+    leave_b.set()
+    for t in threads:
+        t.join(10)
+    assert seen == {"inside": 1, "after a left": 1}
+    assert blas.threads == 2
+    with threads_module._one_blas_thread():  # and again, from scratch
+        assert blas.threads == 1
+    assert blas.threads == 2
+
+
 @pytest.mark.parametrize("n_tasks", [1, 2, 7, 164])
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
 def test_run_tasks_calls_each_task_once_and_keeps_the_order(n_tasks, n_jobs):

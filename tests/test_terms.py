@@ -118,6 +118,45 @@ def test_weak_learners_see_the_rows_their_own_predict_would(binary_problem):
             np.testing.assert_array_equal(terms.term_values(rows), expected)
             np.testing.assert_array_equal(terms.term_values(rows, idx), expected[:, idx])
         assert relative_error(_full_score(terms, Xte), model.decision_function(Xte)) < 1e-9
+    # Float32 CSR rows with unsorted indices: the same, and the caller's matrix left as it was.
+    shuffled = sparse.astype(np.float32)
+    for r in range(shuffled.shape[0]):
+        lo, hi = shuffled.indptr[r], shuffled.indptr[r + 1]
+        shuffled.indices[lo:hi] = shuffled.indices[lo:hi][::-1].copy()
+        shuffled.data[lo:hi] = shuffled.data[lo:hi][::-1].copy()
+    shuffled.has_sorted_indices = False
+    kept = (shuffled.indices.copy(), shuffled.data.copy())
+    expected = np.column_stack(
+        [np.where(t.predict(shuffled) == trees.classes_[1], 1.0, -1.0) for t in trees.estimators_]
+    )
+    np.testing.assert_array_equal(decompose(trees).term_values(shuffled), expected)
+    np.testing.assert_array_equal(shuffled.indices, kept[0])
+    np.testing.assert_array_equal(shuffled.data, kept[1])
+
+    # Rows off float32's finite values (NaN, ±inf, beyond its range): what each tree's own
+    # checked predict does with them (a refusal and its message, or its values for NaN).
+    def outcome(call):
+        try:
+            return call()
+        except ValueError as error:
+            return str(error)
+
+    for bad in (np.nan, np.inf, -1e39):
+        rows = Xte.copy()
+        rows[3, 1] = bad
+        own = outcome(
+            lambda rows=rows: np.column_stack(
+                [
+                    np.where(t.predict(rows) == trees.classes_[1], 1.0, -1.0)
+                    for t in trees.estimators_
+                ]
+            )
+        )
+        ours = outcome(lambda rows=rows: decompose(trees).term_values(rows))
+        if isinstance(own, str):
+            assert ours == own, bad
+        else:
+            np.testing.assert_array_equal(ours, own)
     # Sparse rows with 64-bit indices, which the trees' unchecked predict cannot read: checked.
     wide = sparse.copy()
     wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)

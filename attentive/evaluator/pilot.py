@@ -112,7 +112,7 @@ class Pilot:
     schedule: BlockSchedule
     walk_cost: float
     full_cost: float
-    term_ns: float = 0.0
+    term_ns: float
 
     @property
     def walk_ns(self) -> float:

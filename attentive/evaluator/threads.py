@@ -12,7 +12,7 @@ import os
 import queue
 import threading
 from concurrent.futures import Future
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -88,9 +88,11 @@ def _submit(work, shares: int) -> list:
 
 
 def _after_fork() -> None:
-    global _WORKERS_LOCK
+    global _WORKERS_LOCK, _HOLD_LOCK
     _WORKERS.clear()  # a child process has none of its parent's threads
     _WORKERS_LOCK = threading.Lock()
+    _HOLD_LOCK = threading.Lock()
+    _HOLD[:] = [0, None]  # (the parent's holders are not in the child)
 
 
 if hasattr(os, "register_at_fork"):
@@ -108,12 +110,32 @@ def thread_pools():
     return _BLAS[0]
 
 
+_HOLD_LOCK = threading.Lock()
+_HOLD: list = [0, None]  # [callers holding BLAS to one thread, the limiter the first one took]
+
+
+@contextmanager
 def _one_blas_thread():
-    """A context that holds BLAS to one thread (our threads are the parallelism)."""
+    """A context that holds BLAS to one thread (our threads are the parallelism). The limit is
+    the process's, so calls from several threads at once share one hold: the first to enter
+    takes it and the last to leave restores what the first found (each taking and restoring
+    its own, a caller leaving first restored BLAS's threads under the others, and the last to
+    leave then left BLAS on one thread for good)."""
+    with _HOLD_LOCK:
+        if _HOLD[0] == 0:
+            try:
+                _HOLD[1] = thread_pools().limit(limits=1, user_api="blas")
+            except Exception:  # pragma: no cover - threadpoolctl unable to inspect BLAS
+                _HOLD[1] = None
+        _HOLD[0] += 1
     try:
-        return thread_pools().limit(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl missing or unable to inspect BLAS
-        return nullcontext()
+        yield
+    finally:
+        with _HOLD_LOCK:
+            _HOLD[0] -= 1
+            if _HOLD[0] == 0 and _HOLD[1] is not None:
+                _HOLD[1].restore_original_limits()
+                _HOLD[1] = None
 
 
 def run_tasks(tasks: list, n_jobs: int, *, one_blas: bool = False) -> list:

@@ -12,19 +12,22 @@ from attentive.evaluator.sources.base import TermSource
 __all__ = ["TermValuesSource", "WeakLearnerSource", "weak_learner_costs"]
 
 # A weak learner's term is its ``predict`` on the rows held: ~20 ns a row and term for
-# scikit-learn's trees, which take the rows converted once a block (attentive.terms: 17-22 ns
-# at 10-784 columns, AdaBoost of 200 stumps, 8,000 rows, one thread, 2026-11-30; 31 for trees
-# of depth 3). The conversion is a row's cost per block, ~0.3 ns a value it holds.
+# scikit-learn's trees given the rows converted (attentive.terms: 17-22 ns at 10-784 columns,
+# AdaBoost of 200 stumps, 8,000 rows, one thread, 2026-11-30; 31 for trees of depth 3). The
+# rows are converted once, where the source takes them (a row's preparation, ~0.3 ns a value),
+# and a compaction copies the rows still walking (~0.15 ns a value).
 WEAK_LEARNER_NS = 20.0
 CONVERSION_VALUE_NS = 0.3
+COPY_VALUE_NS = 0.15
 
 
-def weak_learner_costs(X) -> tuple[float, float]:
-    """A weak learner's term of one row of ``X`` and a row's conversion in a block, ns (the
-    values a row holds: its columns, or its stored values where it is sparse)."""
+def weak_learner_costs(X) -> tuple[float, float, float]:
+    """A weak learner's term of one row of ``X``, a row carried through one more block, and a
+    row's conversion, ns (by the values a row holds: its columns, or its stored values where
+    it is sparse)."""
     rows, columns = X.shape
     values = X.nnz / max(rows, 1) if sp.issparse(X) else columns
-    return WEAK_LEARNER_NS, WEAK_LEARNER_NS + CONVERSION_VALUE_NS * values
+    return WEAK_LEARNER_NS, WEAK_LEARNER_NS + COPY_VALUE_NS * values, CONVERSION_VALUE_NS * values
 
 
 @register_source(priority=GENERIC)
@@ -60,5 +63,17 @@ class WeakLearnerSource(TermValuesSource):
 
     def __init__(self, walk, plan, X):
         super().__init__(walk, plan, X)
-        self.term_ns, row_ns = weak_learner_costs(X)
+        self.rows = walk.terms.learner_rows(X)  # converted once (trees), kept as rows drop
+        self.term_ns, row_ns, self.prep_ns = weak_learner_costs(X)
         self.row_cost = row_ns / self.term_ns
+
+    @property
+    def n_rows(self) -> int:
+        return self.rows.rows.shape[0]
+
+    def keep(self, idx):
+        self.rows = self.rows.keep(idx)
+
+    def block(self, start, stop, out):
+        out[:] = self.walk.terms.learner_values(self.rows, self.plan.order[start:stop]).T
+        out *= self.plan.ordered_weights[start:stop, None]
