@@ -48,7 +48,7 @@ class TermValuesSource(TermSource):
 
 
 @register_source(priority=WEAK)
-class WeakLearnerSource(TermValuesSource):
+class WeakLearnerSource(TermSource):
     """A boosted model's weak learners, by the decomposition, priced as they cost: ~20 ns a term
     (:func:`weak_learner_costs`), where the default prices a term at 2 ns. Against that, a
     walk's fixed costs per position and row (:mod:`attentive.evaluator.pilot`) priced boosted
@@ -64,7 +64,7 @@ class WeakLearnerSource(TermValuesSource):
         return walk.terms.kind == "boosting"
 
     def __init__(self, walk, plan, X):
-        super().__init__(walk, plan, X)
+        super().__init__(walk, plan, None)  # (the rows are held converted, below)
         self.rows = walk.terms.learner_rows(X)  # converted once (trees), kept as rows drop
         self.term_ns, row_ns, self.prep_ns = weak_learner_costs(X)
         self.row_cost = row_ns / self.term_ns
