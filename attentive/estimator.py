@@ -367,8 +367,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         RBF models on dense rows). ``"auto"``: where a rule can use one — ``boundary=
         "calibrated"`` with ``family="auto"``, or a ``sketched-<family>`` rule — :meth:`fit`
         fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
-        :data:`attentive.sketch.DEFAULT_SIZES`, and :data:`attentive.sketch.AXIS_SIZES` where
-        the directions are coordinates) on the reference data and keeps the one whose
+        :data:`attentive.sketch.DEFAULT_SIZES`, :data:`attentive.sketch.AXIS_SIZES` where
+        the directions are coordinates, and the smaller :data:`attentive.sketch.COUNT_SIZES`,
+        weighed by the count only) on the reference data and keeps the one whose
         total cost (the sketch, plus the terms walked on the reference profile where the scan
         of the held-out part would stop, or at disagreement ≤ ``delta`` without one, at the
         evaluator's measured costs — or, where the evaluator would

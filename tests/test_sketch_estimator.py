@@ -689,12 +689,14 @@ def _correlated_rows():
 
 @pytest.mark.parametrize("head", ["PCA", "StandardScaler"])
 def test_auto_tries_more_directions_per_landmark_only_where_they_are_coordinates(head):
-    """``sketch="auto"`` weighs DEFAULT_SIZES, and AXIS_SIZES too where the directions are
-    coordinates (behind a PCA: a row's projection costs nothing, its landmarks most); behind a
-    StandardScaler the same rows are correlated and only DEFAULT_SIZES are tried."""
+    """``sketch="auto"`` weighs DEFAULT_SIZES and the smaller COUNT_SIZES, and AXIS_SIZES too
+    where the directions are coordinates (behind a PCA: a row's projection costs nothing, its
+    landmarks most); behind a StandardScaler the same rows are correlated and AXIS_SIZES are not
+    tried. COUNT_SIZES are ranked by the count only: the fastest by the measured costs is never
+    one of them."""
     from sklearn.decomposition import PCA
 
-    from attentive.sketch import AXIS_SIZES, DEFAULT_SIZES
+    from attentive.sketch import AXIS_SIZES, COUNT_SIZES, DEFAULT_SIZES
 
     Z, y = _correlated_rows()
     first = PCA(20, random_state=0) if head == "PCA" else StandardScaler()
@@ -711,8 +713,10 @@ def test_auto_tries_more_directions_per_landmark_only_where_they_are_coordinates
     assert none.k is None
     tried = [(o.k, o.m) for o in options]
     axes = head == "PCA"
-    assert tried == sorted({*DEFAULT_SIZES, *(AXIS_SIZES if axes else ())})
+    assert tried == sorted({*DEFAULT_SIZES, *COUNT_SIZES, *(AXIS_SIZES if axes else ())})
     assert all(o.walk.sketch.on_coordinates is axes for o in options)
+    assert [(o.k, o.m) for o in options if o.count_only] == sorted(COUNT_SIZES)
+    assert not clf.sketch_choice_.best.count_only
     _agree(clf, Z[700:])
 
 

@@ -329,3 +329,47 @@ def test_the_sizes_share_one_decomposition_and_a_given_profile_is_the_plain_walk
             b.scale,
         )
     assert given.best.label == choice.best.label
+
+
+def test_the_smaller_sizes_are_ranked_by_the_count_only(problem):
+    """The default sizes include COUNT_SIZES. Without a cost model every option is priced by
+    the count and ranked; with one, the smaller sizes are priced by it too but left out of
+    ``best`` (the measured price of a walked term is below a walk's), while their count stays
+    what SPEC §3b's count gives for their size."""
+    from attentive.sketch import COUNT_SIZES, DEFAULT_SIZES
+    from attentive.sketch.nystrom import sketch_cost, walked_term_cost
+
+    walk, _, stats, _, Xtr, ytr, _, mask, own = problem
+    common = dict(
+        delta=0.05,
+        ref_mask=mask,
+        theta_s=walk.theta_s(0.0),
+        leave_own_out=True,
+        own=own,
+        statistics=stats,
+    )
+    counted = choose_sketch(walk, Xtr, ytr, **common)
+    d, n = Xtr.shape[1], walk.n_terms
+    fits = {(k, m) for k, m in (*DEFAULT_SIZES, *COUNT_SIZES) if k < d}  # 8 features here
+    assert set(COUNT_SIZES) < fits
+    assert [(o.k, o.m) for o in counted.options[1:]] == sorted(fits)
+    assert not any(o.count_only for o in counted.options)
+    assert counted.best is min(counted.options, key=lambda o: o.total)
+    for o in counted.options[1:]:
+        assert o.sketch_cost == pytest.approx(sketch_cost(n, d, o.k, o.m))
+        assert o.term_cost == pytest.approx(walked_term_cost(d, o.m))
+
+    # A cost model that makes the smaller sketches look free: best still never takes them.
+    def priced(sketch):
+        small = (sketch.k, sketch.m) in COUNT_SIZES
+        return (0.0, 0.0) if small else (sketch.cost, sketch.walked_term_cost)
+
+    measured = choose_sketch(walk, Xtr, ytr, cost_model=priced, **common)
+    assert [(o.k, o.m) for o in measured.options if o.count_only] == sorted(COUNT_SIZES)
+    assert not measured.best.count_only
+    assert measured.best is min(
+        (o for o in measured.options if (o.k, o.m) not in COUNT_SIZES), key=lambda o: o.total
+    )
+    # Their count is what the estimator's count regime compares (SketchOption.counted_total).
+    for a, b in zip(counted.options, measured.options, strict=True):
+        assert a.counted_total == pytest.approx(b.counted_total)

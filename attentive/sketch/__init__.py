@@ -4,6 +4,7 @@ a walk over the residual terms. :mod:`attentive.sketch.nystrom` fits the sketch 
 
 from attentive.sketch.choice import (
     AXIS_SIZES,
+    COUNT_SIZES,
     DEFAULT_SIZES,
     SketchChoice,
     SketchOption,
@@ -30,6 +31,7 @@ from attentive.sketch.walk import (
 
 __all__ = [
     "AXIS_SIZES",
+    "COUNT_SIZES",
     "DEFAULT_SIZES",
     "LANDMARKS",
     "SKETCH_ORDERS",

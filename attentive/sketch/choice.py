@@ -37,6 +37,7 @@ from attentive.validation import check_delta
 
 __all__ = [
     "AXIS_SIZES",
+    "COUNT_SIZES",
     "DEFAULT_SIZES",
     "SketchChoice",
     "SketchOption",
@@ -58,6 +59,17 @@ DEFAULT_SIZES = ((4, 16), (8, 32), (16, 64))
 #: (8, 16) (0.104, against 0.129 for the best of DEFAULT_SIZES), 4 vs 9 at (16, 16) (0.277
 #: against 0.283), 2 vs 5 at (4, 16), one of DEFAULT_SIZES.
 AXIS_SIZES = ((8, 16), (16, 16))
+#: Tried besides those, and ranked only by the count of multiply-adds (where no cost model prices
+#: the options, or where the evaluator evaluates every term anyway: the estimator's
+#: ``_cheapest_sketch``): smaller sketches. On models of 100–350 support vectors a row's
+#: projection is most of the count, and on the reference profile (benchmarks/
+#: bench_sketch_sizes.py, 2026-11-30) (1, 4) or (2, 8) was the least work on MNIST 1 vs 7, 6
+#: vs 8, 2 vs 5 and 1 against the rest, 0.58–0.81 of the best of DEFAULT_SIZES. Not ranked by
+#: the evaluator's measured costs: its price of a walked term (a full evaluation's term and the
+#: m-dot product) is below what a walk's terms cost (their blocks' rows, sums and crossings),
+#: and a smaller sketch walks more of them — on MNIST 9 against the rest (1, 4) and (2, 8)
+#: walked at 0.55 and 0.50 of a full evaluation against 0.46 at (4, 16), one thread.
+COUNT_SIZES = ((1, 4), (2, 8))
 _PROFILE_ROWS = 2000  # as the estimator's family ranking
 
 
@@ -85,6 +97,9 @@ class SketchOption:
     profile : dict
         Each family's tradeoff on the reference profile, ``{name: (disagreement, evaluated
         fraction)}`` per scale of the default grid (:func:`attentive.grid.reference_profile`).
+    count_only : bool
+        One of :data:`COUNT_SIZES` priced by a cost model: :attr:`SketchChoice.best` leaves it
+        out (it is ranked by the count of multiply-adds only, :attr:`counted_total`).
     """
 
     k: int | None
@@ -97,6 +112,7 @@ class SketchOption:
     walk: object
     statistics: WalkStatistics
     profile: dict
+    count_only: bool = False
 
     @property
     def total(self) -> float:
@@ -142,8 +158,9 @@ class SketchChoice:
 
     @property
     def best(self) -> SketchOption:
-        """The cheapest total; the earliest (so no sketch) among equals."""
-        return min(self.options, key=lambda o: o.total)
+        """The cheapest total; the earliest (so no sketch) among equals. Options ranked by the
+        count only (``count_only``) are left out."""
+        return min((o for o in self.options if not o.count_only), key=lambda o: o.total)
 
     def __repr__(self) -> str:
         options = "".join(f"\n    {o!r}," for o in self.options)
@@ -220,8 +237,10 @@ def choose_sketch(
         Family names (default: every registered one); a sketched walk takes those that carry
         over (:func:`attentive.families.applicable_families`).
     sizes : sequence of (k, m), optional
-        The sketches tried besides no sketch. Default: :data:`DEFAULT_SIZES`, and
-        :data:`AXIS_SIZES` too where the reference rows' principal directions are coordinates.
+        The sketches tried besides no sketch. Default: :data:`DEFAULT_SIZES`,
+        :data:`AXIS_SIZES` too where the reference rows' principal directions are coordinates,
+        and :data:`COUNT_SIZES` (with a ``cost_model``, ranked by the count only:
+        ``SketchOption.count_only``).
     variance, leave_own_out, own :
         As for the walk's statistics (:func:`attentive.families.walk_statistics`).
     statistics, profile : optional
@@ -261,6 +280,11 @@ def choose_sketch(
     directions = principal_directions(Xp, most, random_state=random_state) if sizes else None
     if more and directions is not None and unit_coordinates(directions) is not None:
         sizes = sorted(set(sizes) | set(more))
+    # The smaller sizes ranked by the count only, where a cost model prices the others.
+    small = [(k, m) for k, m in COUNT_SIZES if k < d and m <= rows] if default and sizes else []
+    count_only = set(small) - set(sizes) if cost_model is not None else set()
+    if small:
+        sizes = sorted(set(sizes) | set(small))
     for size in (None, *sizes):
         if size is None:
             candidate, k, m, cost, term_cost = walk, None, None, 0.0, 1.0
@@ -307,6 +331,18 @@ def choose_sketch(
             tradeoffs = reference_profile(candidate, X_ref, fams, max_rows=max_rows, **common)
         fraction, family, z = cheapest_at(tradeoffs, delta, calibration)
         options.append(
-            SketchOption(k, m, cost, term_cost, fraction, family, z, candidate, stats, tradeoffs)
+            SketchOption(
+                k,
+                m,
+                cost,
+                term_cost,
+                fraction,
+                family,
+                z,
+                candidate,
+                stats,
+                tradeoffs,
+                count_only=size in count_only,
+            )
         )
     return SketchChoice(tuple(options), delta, calibration)

@@ -115,10 +115,26 @@ SINGLE_CHUNK = 16
 #: Rows whose float32 features may be off by more than this (a feature is at most 1) get them in
 #: double precision: their band would leave their crossings unsure.
 MAX_FEATURE_ERROR = 1e-4
-#: A multiply-add of :func:`single_features`' projection, ns (against 0.12 for the features in
-#: double precision, their conversion included): float32 features of 6,730 MNIST rows (k = 4,
-#: m = 16, the rows' norms shared with the float32 source) took ~0.75 of the double ones' time.
-SINGLE_MADD_NS = 0.09
+#: A multiply-add of a dense projection (``P x`` over the row's d columns, and ``x · x̄``), ns:
+#: :func:`single_features`' float32 products by chunks, and the double-precision features
+#: (:func:`sketch_features`). Fitted, with :data:`SINGLE_FEATURE_READ_NS` and
+#: :data:`FEATURE_READ_NS`, to features of 7,000 MNIST rows (784 float32 columns, MNIST 8
+#: against the rest) at k = 1, 2, 4, 8 and 16 (m = 4–64), one thread, medians of 21
+#: (2026-11-30): float32 296–304, 335–384, 384–446, 493–572 and 798–935 ns a row, double
+#: precision 417–421, 465–508, 522–558, 615–640 and 965–1,069. The price had been 0.09 and
+#: 0.12 ns a multiply-add with nothing per column, which fitted k = 4 (436 and 554 ns) but put
+#: k = 16 at 1,475 and 1,875: larger sketches looked 1.6–1.8 times dearer than they are.
+SINGLE_MADD_NS = 0.036
+DOUBLE_MADD_NS = 0.04
+#: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion,
+#: its chunks' small products' calls, the rows' norms (computed by the double-precision
+#: features, shared with the float32 source by the float32 ones).
+SINGLE_FEATURE_READ_NS = 0.25
+FEATURE_READ_NS = 0.39
+#: Where ``P``'s rows are coordinates (rows behind a PCA: narrow), a column of the row: its
+#: product with ``x̄`` and its read (fitted to rows of 30–50 columns, as ``FEATURE_ROW_NS``).
+SINGLE_COORDINATE_NS = 0.09
+COORDINATE_NS = 0.12
 
 
 def single_features(
@@ -244,18 +260,21 @@ FEATURE_ROW_NS = 45.0
 
 
 def _features_ns(sketch, single: bool = False) -> float:
-    """A row's sketch features, ns: its conversion to float64 and the projection over d columns
-    (a narrow product: ~0.12 ns a multiply-add, measured on MNIST with k = 8), the m distances
-    in k dimensions and m exponentials, and :data:`FEATURE_ROW_NS`. ``single``: the projection
-    in float32 by chunks (:func:`single_features`), its bound a few operations a row. Where
-    ``P``'s rows are coordinates the product is ``x · x̄`` alone, and the k values are copied
-    (~1 ns each)."""
+    """A row's sketch features, ns: reading its d columns and the projection over them (k + 1
+    products of d multiply-adds: ``P x`` and ``x · x̄``), the m distances in k dimensions and m
+    exponentials, and :data:`FEATURE_ROW_NS`. ``single``: the projection in float32 by chunks
+    (:func:`single_features`), its bound a few operations a row. Where ``P``'s rows are
+    coordinates the product is ``x · x̄`` alone, and the k values are copied (~1 ns each)."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
-    madd = SINGLE_MADD_NS if single else 0.12
     if sketch.on_coordinates:
-        projection = madd * d + 1.0 * k  # x · x̄, and k values copied
+        projection = (SINGLE_COORDINATE_NS if single else COORDINATE_NS) * d + 1.0 * k
     else:
-        projection = madd * (k + 1) * d
+        read, madd = (
+            (SINGLE_FEATURE_READ_NS, SINGLE_MADD_NS)
+            if single
+            else (FEATURE_READ_NS, DOUBLE_MADD_NS)
+        )
+        projection = read * d + madd * (k + 1) * d
     return projection + 0.1 * m * k + 2.0 * m + FEATURE_ROW_NS
 
 
