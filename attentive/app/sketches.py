@@ -56,8 +56,8 @@ class Sketch:
         there is one).
     options : DataFrame or None
         The candidates the choice weighed (``sketch``, ``sketch_cost``, ``term_cost``,
-        ``walked_fraction``, ``total``; the evaluator's measured costs), None when none could
-        be fitted.
+        ``walked_fraction``, ``total``; the evaluator's measured costs; ``count_only``: weighed
+        by the count only), None when none could be fitted.
     start, S, A : ndarray or None, read-only
         On the test set: the sketch's score ``F̃(x)``, the residual walks ``S^ρ_t(x)`` (column
         ``t − 1``), what the walks plot draws for a sketched rule, and their running masses
@@ -136,6 +136,8 @@ def _options(choice) -> pd.DataFrame:
             "term_cost": [o.term_cost for o in choice.options],
             "walked_fraction": [o.walked_fraction for o in choice.options],
             "total": [o.total for o in choice.options],
+            # The smaller sizes weighed by the count only (attentive.sketch.COUNT_SIZES).
+            "count_only": [o.count_only for o in choice.options],
         }
     )
 
@@ -150,7 +152,10 @@ def _none(options: pd.DataFrame, n_features: int) -> Sketch:
             "needs fewer principal directions than features, and landmarks among the rows).",
             options=options,
         )
-    best = sketched.loc[sketched["total"].idxmin()]
+    # The best the measured costs rank (not the sizes weighed by the count only).
+    ranked = sketched[~sketched["count_only"]]
+    ranked = sketched if ranked.empty else ranked
+    best = ranked.loc[ranked["total"].idxmin()]
     return Sketch(
         reason="no sketch pays for this model",
         detail="on the reference examples, the cheapest rule at disagreement ≤ "
