@@ -113,7 +113,13 @@ def measure_split(problem, seed: int, *, counted: bool = False, families: bool =
         "options": []
         if choice is None
         else [
-            {"sketch": o.label, "total": o.total, "walked": o.walked_fraction, "family": o.family}
+            {
+                "sketch": o.label,
+                "total": o.total,
+                "walked": o.walked_fraction,
+                "family": o.family,
+                "count_only": o.count_only,
+            }
             for o in choice.options
         ],
         "family": report.family,
@@ -191,7 +197,10 @@ def measure_few_features(name: str, seeds=SEEDS, *, quick: bool = False) -> dict
 
 
 def _print_split(s: dict, label: str) -> None:
-    options = ", ".join(f"{o['sketch']} {o['total']:.3f}" for o in s["options"])
+    options = ", ".join(
+        f"{o['sketch']} {o['total']:.3f}" + (" (by the count only)" if o.get("count_only") else "")
+        for o in s["options"]
+    )
     scale = " (fallback)" if s["fallback"] else f" z={s['z']:g}"
     print(
         f"    {label} split {s['seed']}: {s['n_terms']} SVs, floor {s['oracle']:.3f}; "

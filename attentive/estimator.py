@@ -433,8 +433,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         stop, the same for every call (:mod:`attentive.evaluator.pilot`).
     sketch_choice_ : SketchChoice or None
         Where a sketch was considered (the ``sketch`` parameter): the cost of no sketch and of
-        each size on the reference profile (:func:`attentive.sketch.choose_sketch`); None
-        otherwise.
+        each size on the reference profile (:func:`attentive.sketch.choose_sketch`; its
+        ``best`` leaves out the smaller sizes weighed by the count only); None otherwise.
     sketch_costs_ : {"measured", "count"} or None
         What the kept sketch (and the sketched rules in ``family="auto"``'s ranking) was priced
         at: the evaluator's measured costs, where the fastest option's rule would be walked;
@@ -961,11 +961,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _cheapest_sketch(self, choice, X):
         """The option to keep and what it was priced at: the fastest by the measured costs
-        (``choice.best``) where the evaluator would walk its rule; where it would evaluate every
-        term anyway (its pilot on the reference rows says the walk does not pay), every option
-        costs a full evaluation's time, and the least work by SPEC §3b's count wins (no sketch
-        among equals) — also where the fastest is no sketch, whose plain rule would be evaluated
-        in full too."""
+        (``choice.best``, which leaves out :data:`attentive.sketch.COUNT_SIZES`) where the
+        evaluator would walk its rule; where it would evaluate that rule's every term anyway (its
+        pilot on the reference rows says the walk does not pay), the options are taken to cost a
+        full evaluation's time alike, and the least work by SPEC §3b's count wins, the smaller
+        sizes among them (no sketch among equals) — also where the fastest is no sketch, whose
+        plain rule would be evaluated in full too. The rule kept is then priced by the pilot on
+        the rows it is asked to evaluate, like any other: it may walk there."""
         fastest = choice.best
         least = min(choice.options, key=lambda o: o.counted_total)  # the earliest among equals
         measured = self._sketch_cost_model() is not None

@@ -302,6 +302,28 @@ def test_where_no_sketch_pays_the_sketched_rules_are_absent_and_the_reason_is_a_
     assert state.n_errors == n + 1 and state.boundary == "regression"
 
 
+def test_where_no_sketch_pays_the_best_sketch_quoted_is_one_the_measured_costs_rank():
+    """The "no sketch pays" sentence quotes the best option the measured costs rank: a smaller
+    size weighed by the count only is left out even where its measured total is the lowest
+    (options made by hand, the numbers read back from the sentence)."""
+    import pandas as pd
+
+    options = pd.DataFrame(
+        {
+            "sketch": ["no sketch", "k=1, m=4", "k=4, m=16", "k=8, m=32"],
+            "sketch_cost": [0.0, 0.05, 0.30, 0.45],
+            "term_cost": [1.0, 1.01, 1.02, 1.04],
+            "walked_fraction": [0.40, 0.20, 0.25, 0.12],
+            "total": [0.40, 0.25, 0.56, 0.57],
+            "count_only": [False, True, False, False],
+        }
+    )
+    detail = sketches._none(options, n_features=784).detail
+    assert "0.40 of a full evaluation without a sketch" in detail
+    assert "0.56 with the best one (k=4, m=16: 0.30 for the sketch" in detail
+    assert "k=1, m=4" not in detail
+
+
 def test_a_model_without_a_sketch_says_so_at_once():
     """A linear model: no sketch can be fitted, and that is known without fitting one."""
     state = DashboardState(dataset="breast-cancer", kernel="linear-svc")

@@ -716,7 +716,6 @@ def test_auto_tries_more_directions_per_landmark_only_where_they_are_coordinates
     assert tried == sorted({*DEFAULT_SIZES, *COUNT_SIZES, *(AXIS_SIZES if axes else ())})
     assert all(o.walk.sketch.on_coordinates is axes for o in options)
     assert [(o.k, o.m) for o in options if o.count_only] == sorted(COUNT_SIZES)
-    assert not clf.sketch_choice_.best.count_only
     _agree(clf, Z[700:])
 
 
@@ -795,8 +794,8 @@ class _FastestAlways(AttentiveClassifier):
 
 @pytest.mark.slow
 def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
-    """MNIST 4 vs 9 (float32 pixels / 255): by the measured costs the smallest sketch is the
-    fastest, but its rule would be evaluated in full anyway (the evaluator's pilot), so every
+    """MNIST 4 vs 9 (float32 pixels / 255): by the measured costs the smallest sketch they rank
+    is the fastest, but its rule would be evaluated in full anyway (the evaluator's pilot), so every
     option takes a full evaluation's time and the one with the least work by the count is kept
     and ranked at the count; its calibrated rule then does less work on the test rows, with
     the same path."""
@@ -826,9 +825,59 @@ def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
     assert walked[0].work_fraction < walked[1].work_fraction
 
 
+def test_a_smaller_size_is_kept_where_the_count_decides_and_never_where_the_measured_costs_do(
+    monkeypatch,
+):
+    """MNIST 1 vs 7 (float32 pixels / 255): the smaller COUNT_SIZES are fitted
+    too. Where the fastest option's rule would be evaluated in full (the pilot forced to say
+    so), the least work by the count is kept — here a smaller size — and the rules are ranked
+    at the count; where it would be walked, the fastest by the measured costs, which never
+    ranks the smaller sizes (kept out even where a cost model prices them at nothing)."""
+    from attentive.bench_corpus import load_problem
+    from attentive.sketch import COUNT_SIZES
+
+    problem = load_problem("mnist-1v7")
+    monkeypatch.setattr(AttentiveClassifier, "_walk_pays", lambda self, option, X: False)
+    clf = _calibrated(problem)
+    choice = clf.sketch_choice_
+    least = min(choice.options, key=_counted_total)
+    assert (least.k, least.m) in COUNT_SIZES and least.count_only
+    assert clf.sketch_costs_ == "count"
+    assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (least.k, least.m)
+    costs = clf._profile_costs()
+    name = next(n for n in costs if n.startswith("sketched-"))
+    _, fractions = clf.reference_profile_[name]
+    np.testing.assert_allclose(
+        costs[name][1],
+        clf.sketched_walk_.cost + fractions * clf.sketched_walk_.walked_term_cost,
+        rtol=1e-12,
+    )
+    _agree(clf, problem.X_test[:200])
+
+    # Where the walk pays: the measured costs decide, and even priced at nothing the smaller
+    # sizes are not kept.
+    measured = AttentiveClassifier._sketch_cost_model
+
+    def free_small(self):
+        model = measured(self)
+        return lambda sk: (0.0, 0.0) if (sk.k, sk.m) in COUNT_SIZES else model(sk)
+
+    monkeypatch.setattr(AttentiveClassifier, "_walk_pays", lambda self, option, X: True)
+    monkeypatch.setattr(AttentiveClassifier, "_sketch_cost_model", free_small)
+    walked = _calibrated(problem)
+    assert walked.sketch_costs_ == "measured"
+    options = walked.sketch_choice_.options
+    assert all(o.total == 0.0 for o in options if o.count_only)
+    fastest = min((o for o in options if not o.count_only), key=lambda o: o.total)
+    assert fastest.total > 0.0
+    kept = walked._kept_sketch()
+    kept_size = (None, None) if kept is None else (kept.k, kept.m)
+    assert kept_size == (fastest.k, fastest.m)
+
+
 @pytest.mark.slow
 def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
-    """MNIST 8 against the rest: the smallest sketch's rule is walked (the pilot says it pays),
+    """MNIST 8 against the rest: the smallest ranked sketch's rule is walked (the pilot says it pays),
     so the fastest option by the measured costs is kept, as before."""
     from attentive.bench_corpus import load_problem
 

@@ -224,7 +224,8 @@ def test_a_cost_model_replaces_the_multiply_add_count(problem):
 def test_with_forty_features_no_sketch_pays_in_the_plain_walks_order():
     """40 features and 3,000 support vectors, the residual terms in the plain walk's (random)
     order: the sketch lowers the walked fraction, but every walked term's m-dot product costs
-    m/d = 0.8 to 3.2 more exact terms, and no size pays. (In the residual order the walks are
+    m/d = 0.1 to 3.2 more exact terms (the smaller COUNT_SIZES among the sizes), and no size
+    pays. (In the residual order the walks are
     short enough that one does, by the count: tests below and docs/results.md.)"""
     from attentive.data import load_dataset
 

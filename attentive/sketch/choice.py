@@ -12,7 +12,10 @@ full-evaluation units is
 
     total = sketch cost + walked fraction × (1 + m/d)        (no sketch: the walked fraction),
 
-and the cheapest candidate wins; no sketch wins ties.
+and the cheapest candidate wins; no sketch wins ties. Where a cost model prices the options, the
+smaller :data:`COUNT_SIZES` are fitted and priced too but not ranked (``count_only``): they are
+weighed by the count alone, by the estimator, where every option would cost a full evaluation's
+time anyway.
 """
 
 from __future__ import annotations
@@ -140,9 +143,10 @@ class SketchOption:
     def __repr__(self) -> str:
         # The walk, statistics and profile are arrays of the model's size: named, not printed.
         rule = "none reaches δ" if self.family is None else f"{self.family} z={self.scale:g}"
+        ranked = "; weighed by the count only" if self.count_only else ""
         return (
             f"SketchOption({self.label}: total {self.total:.4g} = sketch {self.sketch_cost:.4g}"
-            f" + walked {self.walked_fraction:.4g} × {self.term_cost:.4g}; {rule})"
+            f" + walked {self.walked_fraction:.4g} × {self.term_cost:.4g}; {rule}{ranked})"
         )
 
 
@@ -240,7 +244,8 @@ def choose_sketch(
         The sketches tried besides no sketch. Default: :data:`DEFAULT_SIZES`,
         :data:`AXIS_SIZES` too where the reference rows' principal directions are coordinates,
         and :data:`COUNT_SIZES` (with a ``cost_model``, ranked by the count only:
-        ``SketchOption.count_only``).
+        ``SketchOption.count_only``) where a default size fits (so not on rows of 4 features or
+        fewer, nor with fewer than 16 reference rows).
     variance, leave_own_out, own :
         As for the walk's statistics (:func:`attentive.families.walk_statistics`).
     statistics, profile : optional

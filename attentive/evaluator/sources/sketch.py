@@ -118,17 +118,19 @@ MAX_FEATURE_ERROR = 1e-4
 #: A multiply-add of a dense projection (``P x`` over the row's d columns, and ``x · x̄``), ns:
 #: :func:`single_features`' float32 products by chunks, and the double-precision features
 #: (:func:`sketch_features`). Fitted, with :data:`SINGLE_FEATURE_READ_NS` and
-#: :data:`FEATURE_READ_NS`, to features of 7,000 MNIST rows (784 float32 columns, MNIST 8
-#: against the rest) at k = 1, 2, 4, 8 and 16 (m = 4–64), one thread, medians of 21
-#: (2026-11-30): float32 296–304, 335–384, 384–446, 493–572 and 798–935 ns a row, double
-#: precision 417–421, 465–508, 522–558, 615–640 and 965–1,069. The price had been 0.09 and
-#: 0.12 ns a multiply-add with nothing per column, which fitted k = 4 (436 and 554 ns) but put
-#: k = 16 at 1,475 and 1,875: larger sketches looked 1.6–1.8 times dearer than they are.
+#: :data:`FEATURE_READ_NS`, to features of ~7,000 MNIST rows (784 float32 columns: 8 against
+#: the rest, pixels and 2 vs 5 standardised) at (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and
+#: (16, 64), one thread, medians of 15–21, four runs (2026-11-30): float32 296–348, 335–399,
+#: 384–467, 493–572 and 881–998 ns a row, double precision 414–429, 465–508, 522–558, 615–644
+#: and 1,019–1,069; priced now at 306, 343, 421, 585 and 951 (float32), 422, 462, 546, 723 and
+#: 1,114 (−12 % to +19 % of them). The price had been 0.09 and 0.12 ns a multiply-add with
+#: nothing per column, which fitted k = 4 (436 and 554 ns) but put k = 16 at 1,475 and 1,875:
+#: larger sketches looked 1.5–1.8 times dearer than they are.
 SINGLE_MADD_NS = 0.036
 DOUBLE_MADD_NS = 0.04
-#: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion,
-#: its chunks' small products' calls, the rows' norms (computed by the double-precision
-#: features, shared with the float32 source by the float32 ones).
+#: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion
+#: and its chunks' small products' calls; in double precision the rows' norms too (the float32
+#: features take the norms the float32 source has summed).
 SINGLE_FEATURE_READ_NS = 0.25
 FEATURE_READ_NS = 0.39
 #: Where ``P``'s rows are coordinates (rows behind a PCA: narrow), a column of the row: its
