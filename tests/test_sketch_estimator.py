@@ -785,6 +785,19 @@ def _counted_total(option) -> float:
     )
 
 
+def _assert_ranked_at_the_count(clf):
+    """A sketched rule's cost in ``family="auto"``'s ranking is its sketch plus its walked
+    terms', by SPEC §3b's count."""
+    costs = clf._profile_costs()
+    name = next(n for n in costs if n.startswith("sketched-"))
+    _, fractions = clf.reference_profile_[name]
+    np.testing.assert_allclose(
+        costs[name][1],
+        clf.sketched_walk_.cost + fractions * clf.sketched_walk_.walked_term_cost,
+        rtol=1e-12,
+    )
+
+
 class _FastestAlways(AttentiveClassifier):
     """Keeps the fastest option by the measured costs, walked or not (the choice before)."""
 
@@ -810,14 +823,7 @@ def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
     assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (least.k, least.m)
     assert before.sketched_walk_.sketch.k == choice.best.k
     # Ranked at the count: a sketched rule's cost is its sketch plus its walked terms'.
-    costs = clf._profile_costs()
-    name = next(n for n in costs if n.startswith("sketched-"))
-    _, fractions = clf.reference_profile_[name]
-    np.testing.assert_allclose(
-        costs[name][1],
-        clf.sketched_walk_.cost + fractions * clf.sketched_walk_.walked_term_cost,
-        rtol=1e-12,
-    )
+    _assert_ranked_at_the_count(clf)
     X = problem.X_test[:3000]
     ev, ev_before = clf.evaluate(X), before.evaluate(X)
     assert ev.path == ev_before.path == "full"
@@ -844,14 +850,7 @@ def test_a_smaller_size_is_kept_where_the_count_decides_and_never_where_the_meas
     assert (least.k, least.m) in COUNT_SIZES and least.count_only
     assert clf.sketch_costs_ == "count"
     assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (least.k, least.m)
-    costs = clf._profile_costs()
-    name = next(n for n in costs if n.startswith("sketched-"))
-    _, fractions = clf.reference_profile_[name]
-    np.testing.assert_allclose(
-        costs[name][1],
-        clf.sketched_walk_.cost + fractions * clf.sketched_walk_.walked_term_cost,
-        rtol=1e-12,
-    )
+    _assert_ranked_at_the_count(clf)
     _agree(clf, problem.X_test[:200])
 
     # Where the walk pays: the measured costs decide, and even priced at nothing the smaller
