@@ -119,9 +119,10 @@ def test_changes_made_while_the_comm_is_closed_reach_the_page_in_order_once_it_o
     loop.run()
     assert sent == []  # still closed: tried again later
     comm._comm = object()  # the page asks for the comm
-    select.value = "a"  # the first change after it opens goes out behind the waiting ones
+    select.value = "a"  # the first change after it opens waits behind the waiting ones
+    assert sent == []
+    loop.run()  # the retry due sends them, in order
     assert sent == ["b", "c", "a", "b", "c", "a"]
-    loop.run()  # the retry finds nothing left
     select.value = "b"  # nothing waiting: at once
     assert sent == ["b", "c", "a", "b", "c", "a", "b"]
     assert loop.timers == []
@@ -152,3 +153,32 @@ def test_without_it_panel_sends_the_changes_made_while_closed_after_a_later_one(
     select.value = "a"  # the last change, made once the comm is open
     loop.run()  # then the retries of the earlier ones
     assert sent[0] == "a" and sent[-1] == "c"
+
+
+def test_a_long_queue_goes_out_in_batches_in_order(monkeypatch):
+    """The queue goes out a batch of comm messages at a time (the kernel's IOPub socket drops
+    what is beyond its high-water mark in a burst: the notebook's last cell queued ~800, and
+    the last rules never reached the page), each batch after a pause, in order; a change made
+    meanwhile joins the queue behind them."""
+    import attentive.app.comm as comm_module
+
+    monkeypatch.setattr(comm_module, "SEND_BATCH", 6)  # two patches: three comm messages each
+    select = pn.widgets.Select(options=["a", "b", "c"], value="a")
+    comm, loop, sent = _shown_in_a_notebook(monkeypatch, select)
+    send_in_order()
+    for value in ("b", "c", "a", "b", "c"):
+        select.value = value
+    comm._comm = object()
+    loop.run()  # the retry finds the comm open: a first batch
+    assert sent == ["b", "c"]
+    assert len(loop.timers) == 1  # the next batch, after a pause
+    select.value = "a"  # meanwhile: behind the waiting ones
+    assert sent == ["b", "c"]
+    loop.run()
+    assert sent == ["b", "c", "a", "b"]
+    loop.run()
+    assert sent == ["b", "c", "a", "b", "c", "a"]
+    loop.run()
+    assert loop.timers == []
+    select.value = "b"  # nothing waiting: at once
+    assert sent[-1] == "b" and len(sent) == 7
