@@ -31,12 +31,12 @@ kernel, for good; for a document shown without a comm it does what Panel does.
 
 **In batches.** That queue held ~256 messages after the notebook's last cell (every rule in a
 row), ~800 comm messages (a patch is three, and two more a buffer). Sent in one burst, its last
-ones never reached the page: the kernel's IOPub socket (ZeroMQ PUB) drops what is beyond its
-high-water mark of 1,000 messages while the Jupyter server drains it, and the *Rule* field ended
-on "budget" or a sketched rule, not "calibrated" (5 of 12 runs of the JupyterLab test on one
-machine, the kernel's log showing "calibrated" queued and sent). The queue now goes out
-:data:`SEND_BATCH` comm messages at a time, :data:`BATCH_PAUSE_S` apart (~600 a second), in order;
-a push meanwhile joins the queue.
+ones never reached the page (the likeliest cause: the kernel's IOPub socket, ZeroMQ PUB, drops
+what is beyond its high-water mark of 1,000 messages when its reader falls behind), and the
+*Rule* field ended on "budget" or a sketched rule, not "calibrated" (5 of 12 runs of the
+JupyterLab test on one machine, the kernel's log showing "calibrated" queued and sent). The queue
+now goes out :data:`SEND_BATCH` comm messages at a time, :data:`BATCH_PAUSE_S` apart (~600 a
+second), in order; a push meanwhile joins the queue.
 """
 
 from __future__ import annotations
