@@ -30,13 +30,13 @@ is open, tried again every 0.1 s until then. It replaces ``panel.io.notebook.dif
 kernel, for good; for a document shown without a comm it does what Panel does.
 
 **In batches.** That queue held ~256 messages after the notebook's last cell (every rule in a
-row), ~800 comm messages (a patch is three, and two more a buffer). Sent in one burst, its last
-ones never reached the page (the likeliest cause: the kernel's IOPub socket, ZeroMQ PUB, drops
-what is beyond its high-water mark of 1,000 messages when its reader falls behind), and the
-*Rule* field ended on "budget" or a sketched rule, not "calibrated" (5 of 12 runs of the
-JupyterLab test on one machine, the kernel's log showing "calibrated" queued and sent). The queue
-now goes out :data:`SEND_BATCH` comm messages at a time, :data:`BATCH_PAUSE_S` apart (~600 a
-second), in order; a push meanwhile joins the queue.
+row), ~800 comm messages (a patch is three, and two more a buffer), sent in one burst. The
+kernel's IOPub socket is a ZeroMQ PUB socket, which drops what is beyond its high-water mark
+(1,000 messages) when its reader falls behind. The queue now goes out :data:`SEND_BATCH` comm
+messages at a time, :data:`BATCH_PAUSE_S` apart (~600 a second), in order; a push meanwhile joins
+the queue. (The JupyterLab test had found the page's *Rule* field on "budget" or a sketched rule
+after the burst; its wait was later found to pass on the field's first value, so whether those
+runs lost the last patches or read the field before they arrived is not known: docs/app.md.)
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class KernelChangesStay(JSComponent):
 # Seconds between tries while a document's comm is closed (Panel's own retry delay).
 RETRY_S = 0.1
 #: Comm messages sent at once from the queue, and the pause before the next batch: well below the
-#: IOPub socket's high-water mark (1,000 messages), which drops the excess of a burst.
+#: IOPub socket's high-water mark (1,000 messages), beyond which a burst's excess is dropped.
 SEND_BATCH = 60
 BATCH_PAUSE_S = 0.1
 
