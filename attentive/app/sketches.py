@@ -153,9 +153,9 @@ def _none(options: pd.DataFrame, n_features: int) -> Sketch:
             "needs fewer principal directions than features, and landmarks among the rows).",
             options=options,
         )
-    # The best the measured costs rank (not the sizes weighed by the count only).
+    # The best the measured costs rank (not the sizes weighed by the count only, which
+    # choose_sketch tries only beside a default size).
     ranked = sketched[~sketched["count_only"]]
-    ranked = sketched if ranked.empty else ranked
     best = ranked.loc[ranked["total"].idxmin()]
     return Sketch(
         reason="no sketch pays for this model",
