@@ -18,12 +18,14 @@ from attentive.app.plots.base import COLORS, PlotView, col, ink, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
 
-__all__ = ["FAMILY_COLORS", "LEGEND_SPOTS", "SKETCHED", "TradeoffView", "legend_spot"]
+__all__ = ["FAMILY_COLORS", "LEGEND_SPOTS", "SKETCHED", "SWEEP", "TradeoffView", "legend_spot"]
 
 FAMILY_COLORS = ["#CC79A7", "#56B4E9", "#E69F00", "#0072B2", "#882255", "#999933"]
 # One legend entry for the sketched rules: dashed, each in its family's colour; their work (the
-# x axis) includes the sketch.
-SKETCHED = "sketched rules (dashed): sketch + walk"
+# x axis) includes the sketch (the caption below the plot says so). The labels are short: the
+# legend sits inside the data area, and on a phone each character is width taken from the curves.
+SKETCHED = "sketched (dashed)"
+SWEEP = "paper's τ: stop-error"
 
 
 def family_color(name: str) -> str:
@@ -85,7 +87,7 @@ class TradeoffView(PlotView):
             if sketched:
                 sketched_lines.append(r)
             else:
-                items[f"{name} family"] = [r]
+                items[name] = [r]  # the family's name, as the Rule menu gives it
             hover.append(r)
         items[SKETCHED] = sketched_lines
         bud = self._source("budgeted", "x", "y", "err", "z")
@@ -93,13 +95,13 @@ class TradeoffView(PlotView):
         r_be = fig.line(
             "x", "err", source=bud, color=COLORS["budgeted"], line_width=1.2, line_dash="dashed"
         )
-        items["budgeted (B = 1..n)"] = [r_b]
+        items["budgeted"] = [r_b]
         items["budgeted: stop-error"] = [r_be]
         sweep = self._source("sweep", "x", "y", "err", "z")
         r_se = fig.line(
             "x", "err", source=sweep, color=COLORS["attentive"], line_width=1.2, line_dash="dashed"
         )
-        items["paper's τ sweep: stop-error"] = [r_se]
+        items[SWEEP] = [r_se]
         self._oracle = Span(
             location=0, dimension="height", line_color=ink(), line_dash="dotted", line_width=2
         )
@@ -200,7 +202,7 @@ class TradeoffView(PlotView):
     def _labels(self, f):
         if f.tradeoff is None:
             return {"oracle floor": "oracle floor"}
-        return {"oracle floor": f"oracle floor ({f.tradeoff.oracle_fraction:.0%} of terms)"}
+        return {"oracle floor": f"oracle floor ({f.tradeoff.oracle_fraction:.0%})"}
 
     def _refresh(self, f) -> None:
         super()._refresh(f)
@@ -211,7 +213,7 @@ class TradeoffView(PlotView):
         drawn = set() if f.tradeoff is None else set(f.tradeoff.families["method"])
         hidden = set() if drawn & set(rule_names("sketched")) else {SKETCHED}
         if f.tradeoff is not None and not len(f.tradeoff.sweep):
-            hidden.add("paper's τ sweep: stop-error")
+            hidden.add(SWEEP)
         return hidden
 
     @staticmethod
