@@ -18,6 +18,7 @@ import errno
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -116,6 +117,74 @@ def test_an_output_on_a_read_only_file_system_is_refused(exported, mount_tmpfs, 
     assert code == 1
     assert "cannot write" in err and "the file system is read-only" in err, err
     assert list(folder.iterdir()) == []
+
+
+# -- --overwrite replaces only an earlier run's output ---------------------------------------------
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_overwrite_never_removes_the_input_or_a_directory_no_run_wrote(
+    exported, tmp_path, monkeypatch, capsys
+):
+    """--overwrite named the input file, a project folder and the working directory: each is
+    refused before any work, naming why, and every file stays as it was."""
+    _, model, rows = exported
+    victim = tmp_path / "victim.csv"
+    victim.write_bytes(rows.read_bytes())
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "code.py").write_text("x = 1\n")
+    # A folder that looks like a run's output but holds something else besides.
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "_summary.json").write_text("{}")
+    (mixed / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    before = _tree(tmp_path)
+    for output, what in ((victim, "a file"), (project, "a directory"), (mixed, "a directory")):
+        code, err = _score(model, victim, output, capsys, "--overwrite")
+        assert code == 1 and f"{output} exists and is {what} that no earlier run wrote" in err, err
+    code, err = _score(model, victim, Path("."), capsys, "--overwrite")
+    assert code == 1 and f"{tmp_path.resolve()} exists and is a directory" in err, err
+    assert _tree(tmp_path) == before
+
+
+def test_overwrite_replaces_an_earlier_runs_output(exported, tmp_path, scheduler, capsys):
+    _, model, rows = exported
+    out = tmp_path / "scores.parquet"
+    extra = ("--chunk-rows", "3000", "--scheduler", scheduler)
+    assert _score(model, rows, out, capsys, *extra)[0] == 0
+    first, scores = _tree(out), pd.read_parquet(out)
+    code, err = _score(model, rows, out, capsys, *extra)
+    assert code == 1 and "exists; pass overwrite=True (--overwrite)" in err, err
+    code, err = _score(
+        model, rows, out, capsys, "--chunk-rows", "2000", "--scheduler", scheduler, "--overwrite"
+    )
+    assert code == 0, err
+    second = _tree(out)
+    assert "_summary.json" in second and set(second) != set(first)  # (more parts: smaller chunks)
+    pd.testing.assert_frame_equal(pd.read_parquet(out), scores)
+
+
+def test_a_scheduler_that_cannot_be_reached_is_refused_by_name(exported, tmp_path, capsys):
+    import dask
+
+    _, model, rows = exported
+    code, err = _score(model, rows, tmp_path / "a", capsys, "--scheduler", "notaurl")
+    assert code == 1 and err.startswith("error: cannot connect to the Dask scheduler 'notaurl'")
+    assert "tcp://127.0.0.1:8786" in err and "Traceback" not in err, err
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code, err = _score(
+            model, rows, tmp_path / "b", capsys, "--scheduler", f"tcp://127.0.0.1:{port}"
+        )
+    assert code == 1 and "cannot connect to the Dask scheduler" in err and "Traceback" not in err, (
+        err
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_an_output_in_a_directory_the_user_may_not_write_is_refused(exported, tmp_path, capsys):

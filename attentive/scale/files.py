@@ -41,9 +41,11 @@ def load_classifier(path: str | os.PathLike) -> AttentiveClassifier:
     model = load_model(path)
     if not isinstance(model, AttentiveClassifier):
         raise InvalidParameterError(
-            f"{Path(path).name} holds a {type(model).__name__}, not an AttentiveClassifier; export "
-            "one from the dashboard, or fit AttentiveClassifier(model).fit(X_ref, y_ref) and save "
-            "it with skops."
+            f"{Path(path).name} holds a model of type {type(model).__name__}, not an "
+            "AttentiveClassifier; export one from the "
+            "dashboard, or wrap the fitted model so that fit does not train it again — "
+            "AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref), FrozenEstimator from "
+            "sklearn.frozen — and save that with attentive.models.save_model (skops)."
         )
     return model
 
@@ -122,6 +124,22 @@ def _read_piece(source, name: str) -> bytes:
         raise DataError(f"{name}: compressed file is truncated or corrupt ({exc})") from None
 
 
+def _client(scheduler: str | None, cluster):
+    """A client of the run's local ``cluster``, or of the running ``scheduler`` the user named
+    (an address it cannot reach is refused by name, not raised as a connection error)."""
+    from distributed import Client
+
+    if not scheduler:
+        return Client(cluster)
+    try:
+        return Client(scheduler)
+    except (OSError, ValueError, TypeError) as exc:  # (TimeoutError is an OSError)
+        raise InvalidParameterError(
+            f"cannot connect to the Dask scheduler {scheduler!r} ({exc}); expected the address "
+            "of a running scheduler, such as tcp://127.0.0.1:8786"
+        ) from None
+
+
 def score_file(
     model: str | os.PathLike | AttentiveClassifier,
     input: str | os.PathLike,
@@ -146,8 +164,6 @@ def score_file(
     removed at the end. See :func:`~attentive.scale.reading.read_input` and
     :func:`~attentive.scale.writing.write_scores` for the other parameters.
     """
-    from distributed import Client
-
     from attentive.scale.quiet import QuietDataErrors
 
     started = time.perf_counter()
@@ -163,13 +179,13 @@ def score_file(
     check_options(
         input, format=format, zero_based=zero_based, header=header, exclude=exclude, name=input.name
     )
-    check_output(output, overwrite)
+    output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     copy = cluster = None
     try:
         copy = _decompressed_copy(input, output)
         cluster = None if scheduler else local_cluster(n_workers)
-        with Client(scheduler or cluster) as client:
+        with _client(scheduler, cluster) as client:
             if cluster is not None:
                 # The run's own workers: a bad row is told once, by the error the run raises.
                 client.register_plugin(QuietDataErrors())

@@ -32,6 +32,7 @@ __all__ = [
     "SUMMARY_NAME",
     "ScoreSummary",
     "check_output",
+    "is_scores_directory",
     "output_error",
     "sigint_ignored",
     "write_scores",
@@ -83,7 +84,7 @@ class ScoreSummary:
     def text(self) -> str:
         rate = self.rows / self.seconds if self.seconds > 0 else float("nan")
         return (
-            f"{self.rows:,} rows in {self.chunks} chunks, {self.seconds:.1f} s ({rate:,.0f} rows/s)\n"
+            f"{self.rows:,} rows in {self.chunks} chunk{'' if self.chunks == 1 else 's'}, {self.seconds:.1f} s ({rate:,.0f} rows/s)\n"
             f"mean evaluated fraction {self.mean_evaluated_fraction:.4f} of {self.n_terms} terms\n"
             f"stopped: {self.stopped_lower:,} lower, {self.stopped_upper:,} upper; "
             f"{self.not_stopped:,} evaluated to the end; {self.positive:,} positive\n"
@@ -102,16 +103,28 @@ def output_error(exc: OSError, what: str | os.PathLike) -> OutputError:
 
 def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     """Check, before any work, that ``output`` can be created: its directory exists or can be
-    made and takes a new entry, and ``output`` does not exist unless ``overwrite``.
+    made and takes a new entry, and ``output`` does not exist unless ``overwrite`` — and then
+    only as an earlier run's output (:func:`is_scores_directory`): ``overwrite`` never removes
+    a file or a directory of anything else.
 
     Raises
     ------
     InvalidParameterError
-        ``output`` exists and ``overwrite`` is False.
+        ``output`` exists and ``overwrite`` is False, or it exists and is not an earlier
+        run's output.
     OutputError
         The directory cannot be created or written to.
     """
     output = Path(output)
+    if not output.name:  # "." or "/": the directory itself, by its name
+        output = output.resolve()
+    if output.exists() and not is_scores_directory(output):
+        what = "a directory" if output.is_dir() else "a file"
+        raise InvalidParameterError(
+            f"{output} exists and is {what} that no earlier run wrote; overwrite=True "
+            f"(--overwrite) replaces only a run's output (a directory of part-*.parquet files "
+            f"and {SUMMARY_NAME}). Name a new output, or remove {output} yourself."
+        )
     if output.exists() and not overwrite:
         raise InvalidParameterError(f"{output} exists; pass overwrite=True (--overwrite).")
     try:
@@ -124,6 +137,20 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     except OSError as exc:
         raise output_error(exc, output) from None
     return output
+
+
+def is_scores_directory(path: Path) -> bool:
+    """Whether ``path`` is what :func:`write_scores` writes: a directory holding its
+    ``_summary.json`` and, besides, only ``part-*.parquet`` files (and the hidden files a run
+    leaves while it writes)."""
+    if not path.is_dir() or path.is_symlink() or not (path / SUMMARY_NAME).is_file():
+        return False
+    return all(
+        entry.name == SUMMARY_NAME
+        or entry.name.startswith(".")
+        or (entry.is_file() and entry.name.startswith("part-") and entry.suffix == ".parquet")
+        for entry in path.iterdir()
+    )
 
 
 def _write_part(frame: pd.DataFrame, path: str) -> dict[str, int]:
