@@ -198,6 +198,11 @@ def test_columns_are_counted_for_a_model_without_names():
     ]
     with pytest.raises(DataError, match=r"has 5 feature columns, but the model expects 4; name"):
         feature_columns(["y", "p", "q", "r", "s"], 5, FOUR, where="f")
+    # Lines read as one column (another separator, or a LIBSVM file read as CSV): said so.
+    with pytest.raises(DataError, match=r"has 1 feature column, but .* expects 4; its lines were"):
+        feature_columns(None, 1, FOUR, where="f")
+    with pytest.raises(DataError, match=r"has 3 feature columns, but the model expects 4$"):
+        feature_columns(None, 3, FOUR, where="f")
     with pytest.raises(DataError, match=r"\['z'\] to exclude are not among its columns"):
         feature_columns(["p", "q", "r", "s"], 4, FOUR, ("z",), where="f")
     with pytest.raises(DataError, match="no header line, so no column can be excluded"):

@@ -428,3 +428,21 @@ def test_a_part_interrupted_mid_write_is_invisible_to_parquet_readers(tmp_path, 
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert leftovers and all(name.startswith(".") for name in leftovers)
     assert len(pd.read_parquet(tmp_path)) == 2  # the finished part only
+
+
+def test_the_run_s_own_workers_keep_a_data_error_and_a_closing_heartbeat_out_of_their_log():
+    """The filter the run's own workers take (:class:`attentive.scale.quiet.QuietDataErrors`):
+    a chunk's DataError (the run tells it once) and a heartbeat that finds the scheduler gone
+    (the cluster closing) are dropped; any other report is kept."""
+    import logging
+
+    from attentive.scale.quiet import _not_a_data_error
+
+    def record(msg, *args):
+        return logging.LogRecord("distributed.worker", logging.ERROR, "w.py", 1, msg, args, None)
+
+    bad_row = "DataError('rows.csv, line 3: not a number')"
+    assert not _not_a_data_error(record("Compute Failed\nKey: %s\nException: %s", "k", bad_row))
+    assert not _not_a_data_error(record("Failed to communicate with scheduler during heartbeat."))
+    assert _not_a_data_error(record("Compute Failed\nKey: %s\nException: %s", "k", "ValueError()"))
+    assert _not_a_data_error(record("Worker %s restarted", "tcp://127.0.0.1:1"))

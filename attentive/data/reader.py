@@ -547,13 +547,19 @@ def feature_columns(
             raise DataError(f"{where} " + "; it ".join(problems))
     elif expected.n_features is not None and len(features) != expected.n_features:
         less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
-        hint = (
-            f"; name the other columns with {EXCLUDE}"
-            if len(features) > expected.n_features
-            else ""
-        )
+        if len(features) > expected.n_features:
+            hint = f"; name the other columns with {EXCLUDE}"
+        elif len(columns) == 1:
+            hint = (
+                "; its lines were read as one column: a CSV file's values are separated by "
+                "commas (a LIBSVM file is read as LIBSVM with --format libsvm, format='libsvm' "
+                "from Python)"
+            )
+        else:
+            hint = ""
+        plural = "column" if len(features) == 1 else "columns"
         raise DataError(
-            f"{where} has {len(features)} feature columns{less}, but the model expects "
+            f"{where} has {len(features)} feature {plural}{less}, but the model expects "
             f"{expected.n_features}{hint}"
         )
     return features
