@@ -525,9 +525,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"reference_walks must be one of {REFERENCE_WALKS}, got {self.reference_walks!r}."
             )
         check_delta(self.delta)
+        check_alpha(self.alpha)  # (checked whatever the rule, as scikit-learn checks parameters)
         check_threshold(self.threshold)
         if self.boundary == "calibrated":
-            check_alpha(self.alpha)
             check_calibration_size(self.calibration_size)
 
     def __setstate__(self, state):

@@ -43,26 +43,25 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
+def _probability(name: str, value) -> float:
+    """``value`` as a float strictly between 0 and 1: a real number (not a string, whose
+    number would be read in one place and compared as text in another, nor a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(f"{name} must be a number in (0, 1), got {value!r}.")
+    v = float(value)
+    if not (0.0 < v < 1.0):  # also rejects NaN
+        raise InvalidParameterError(f"{name} must be strictly between 0 and 1, got {value!r}.")
+    return v
+
+
 def check_delta(delta) -> float:
     """δ must be a finite number strictly between 0 and 1."""
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"delta must be a number in (0, 1), got {delta!r}.") from None
-    if not (0.0 < d < 1.0):  # also rejects NaN
-        raise InvalidParameterError(f"delta must be strictly between 0 and 1, got {delta!r}.")
-    return d
+    return _probability("delta", delta)
 
 
 def check_alpha(alpha) -> float:
     """α (the calibration's allowed failure probability) must lie strictly between 0 and 1."""
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"alpha must be a number in (0, 1), got {alpha!r}.") from None
-    if not (0.0 < a < 1.0):
-        raise InvalidParameterError(f"alpha must be strictly between 0 and 1, got {alpha!r}.")
-    return a
+    return _probability("alpha", alpha)
 
 
 def check_side(side) -> str:

@@ -77,7 +77,9 @@ def test_constant_threshold_reduces_to_paper_formula_at_theta_zero():
     assert constant_threshold(d, V, 0.0, "lower") == pytest.approx(-paper)
 
 
-@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf"), "x", None])
+@pytest.mark.parametrize(
+    "bad", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf"), "x", "0.1", True, None]
+)
 def test_bad_delta_is_refused(bad):
     with pytest.raises(InvalidParameterError, match="delta"):
         constant_threshold(bad, 1.0)

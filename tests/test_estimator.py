@@ -156,6 +156,13 @@ def test_seed_changes_order_but_not_full_scores(binary_problem):
     [
         ("delta", 0.0, "delta"),
         ("delta", float("nan"), "delta"),
+        # A number given as text is refused, not read as a number in one place and compared
+        # as text in another; a bool is not a probability.
+        ("delta", "0.1", "delta must be a number"),
+        ("delta", True, "delta must be a number"),
+        ("alpha", "0.05", "alpha must be a number"),
+        # alpha is checked whatever the rule (the constant rule does not use it).
+        ("alpha", -1, "alpha must be strictly between"),
         ("boundary", "wiggly", "boundary"),
         ("side", "middle", "side"),
         ("centering", "median", "centering"),
