@@ -434,7 +434,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     sketch_choice_ : SketchChoice or None
         Where a sketch was considered (the ``sketch`` parameter): the cost of no sketch and of
         each size on the reference profile (:func:`attentive.sketch.choose_sketch`; its
-        ``best`` leaves out the smaller sizes weighed by the count only); None otherwise.
+        ``best`` leaves out the smaller sizes weighed by the count only), and its ``kept``
+        option (the one ``sketched_walk_`` walks, or no sketch); None otherwise.
     sketch_costs_ : {"measured", "count"} or None
         What the kept sketch (and the sketched rules in ``family="auto"``'s ranking) was priced
         at: the evaluator's measured costs, where the fastest option's rule would be walked;
@@ -946,6 +947,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         kept = choice.options[-1]
         if size is None:
             kept, self.sketch_costs_ = self._cheapest_sketch(choice, X)
+        # (Its repr names the option kept beside its own best, which may differ.)
+        self.sketch_choice_ = dataclasses.replace(choice, kept=kept)
         if kept.k is None:
             if size is not None:  # choose_sketch leaves out sizes the rows do not allow
                 d = self.walk_.prepare(_safe_indexing(X, [0])).shape[1]

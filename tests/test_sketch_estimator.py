@@ -850,6 +850,9 @@ def test_a_smaller_size_is_kept_where_the_count_decides_and_never_where_the_meas
     assert (least.k, least.m) in COUNT_SIZES and least.count_only
     assert clf.sketch_costs_ == "count"
     assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (least.k, least.m)
+    # The choice names the option kept beside its own best (which leaves the smaller sizes out).
+    assert choice.kept is least and choice.best is not least
+    assert f"best {choice.best.label!r}, kept {least.label!r}" in repr(choice)
     _assert_ranked_at_the_count(clf)
     _agree(clf, problem.X_test[:200])
 

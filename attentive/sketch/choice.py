@@ -154,11 +154,15 @@ class SketchOption:
 class SketchChoice:
     """Every candidate of :func:`choose_sketch` (no sketch first) and the cheapest.
     ``calibration``: the ``(m, α)`` each was judged at (where a scan of m calibration examples
-    would stop, :func:`attentive.grid.profile_point`), or None (at disagreement ≤ δ)."""
+    would stop, :func:`attentive.grid.profile_point`), or None (at disagreement ≤ δ).
+    ``kept``: the option a classifier kept (``AttentiveClassifier.sketch_choice_``; it may
+    differ from :attr:`best`, see ``sketch_costs_``), or None where the choice was not made
+    for one."""
 
     options: tuple[SketchOption, ...]
     delta: float
     calibration: tuple | None = None
+    kept: SketchOption | None = None
 
     @property
     def best(self) -> SketchOption:
@@ -169,8 +173,9 @@ class SketchChoice:
     def __repr__(self) -> str:
         options = "".join(f"\n    {o!r}," for o in self.options)
         at = "" if self.calibration is None else f", calibration={self.calibration!r}"
+        kept = "" if self.kept is None else f", kept {self.kept.label!r}"
         return (
-            f"SketchChoice(delta={self.delta:g}{at}, best {self.best.label!r}, "
+            f"SketchChoice(delta={self.delta:g}{at}, best {self.best.label!r}{kept}, "
             f"options=({options}\n))"
         )
 
