@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from attentive.cli import main
@@ -56,6 +57,36 @@ def test_train_then_load_from_cache(tmp_path, capsys):
     second = capsys.readouterr()
     assert "loading kind=rbf" in second.err
     assert f"fingerprint {fingerprint}" in second.out
+    # The saved file holds the bare model; the hint printed makes a classifier score takes.
+    assert "wrap it first: AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref)" in (
+        second.out
+    )
+    from sklearn.frozen import FrozenEstimator
+
+    from attentive import AttentiveClassifier
+    from attentive.data import load_dataset
+    from attentive.models import load_model, save_model
+    from attentive.scale import load_classifier
+
+    model = load_model(tmp_path / "m.skops")
+    data = load_dataset("digits-2v5", data_home=tmp_path)
+    clf = AttentiveClassifier(FrozenEstimator(model)).fit(data.X_train, data.y_train)
+    save_model(clf, tmp_path / "clf.skops")
+    loaded = load_classifier(tmp_path / "clf.skops")
+    assert loaded.n_terms_ == len(model.support_)
+    np.testing.assert_allclose(
+        loaded.with_rule("full").decision_function(data.X_test),
+        model.decision_function(data.X_test),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+
+
+def test_train_refuses_gamma_for_a_model_without_one(tmp_path, capsys):
+    args = ["train", "breast-cancer", "--kind", "linear-svc", "--gamma", "0.1", "--no-cache"]
+    assert main([*args, "--data-home", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "--gamma applies to the rbf, poly, sigmoid kernels, not to --kind linear-svc" in err
 
 
 def test_train_overrides(tmp_path, capsys):

@@ -14,10 +14,13 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from attentive.data.registry import REGISTRY, load_dataset
+from attentive.errors import InvalidParameterError
 from attentive.models.persistence import model_fingerprint, save_model
 from attentive.models.training import KINDS, default_model_params, model_cache_path, train_model
 
 __all__ = ["configure_parser", "elapsed_line", "run"]
+
+_GAMMA_KINDS = ("rbf", "poly", "sigmoid")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if args.C is not None:
         params["C"] = args.C
     if args.gamma is not None:
+        if params["kind"] not in _GAMMA_KINDS:
+            raise InvalidParameterError(
+                f"--gamma applies to the {', '.join(_GAMMA_KINDS)} kernels, not to "
+                f"--kind {params['kind']} (leave it out)"
+            )
         params["gamma"] = _number_or_text(args.gamma)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
     path = model_cache_path(dataset, **params, cache_dir=cache_dir)
@@ -70,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"cached at {path}")
     if args.out:
         print(f"saved to {save_model(model, args.out)}")
+        # (score takes a classifier with its rule: this file holds the bare model.)
+        print(
+            "to score files with it (python -m attentive score), wrap it first: "
+            "AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref), saved with "
+            "attentive.models.save_model (docs/scale.md), or export one from the dashboard"
+        )
     return 0
 
 
