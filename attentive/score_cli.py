@@ -88,7 +88,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         metavar="COLUMNS",
         help="comma-separated CSV/Parquet columns that are not features (e.g. a label)",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run's output (only that, or an empty directory)",
+    )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (shown on a terminal)"
     )

@@ -46,6 +46,8 @@ def check_choice(name: str, value, choices) -> str:
 def _probability(name: str, value) -> float:
     """``value`` as a float strictly between 0 and 1: a real number (not a string, whose
     number would be read in one place and compared as text in another, nor a bool)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()  # a 0-d array of a number, as numpy reductions give
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"{name} must be a number in (0, 1), got {value!r}.")
     v = float(value)

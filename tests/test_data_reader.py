@@ -199,7 +199,12 @@ def test_columns_are_counted_for_a_model_without_names():
     with pytest.raises(DataError, match=r"has 5 feature columns, but the model expects 4; name"):
         feature_columns(["y", "p", "q", "r", "s"], 5, FOUR, where="f")
     # Lines read as one column (another separator, or a LIBSVM file read as CSV): said so.
-    with pytest.raises(DataError, match=r"has 1 feature column, but .* expects 4; its lines were"):
+    with pytest.raises(DataError, match=r"has 1 feature column, but .* 4; .* split at commas: is"):
+        feature_columns(None, 1, FOUR, where="f", sep=",")
+    with pytest.raises(DataError, match=r"one column, split at tabs: is that the file's separator"):
+        feature_columns(None, 1, FOUR, where="f", sep="\t")
+    # (A table read without a separator, Parquet, has its own columns: no such hint.)
+    with pytest.raises(DataError, match=r"has 1 feature column, but the model expects 4$"):
         feature_columns(None, 1, FOUR, where="f")
     with pytest.raises(DataError, match=r"has 3 feature columns, but the model expects 4$"):
         feature_columns(None, 3, FOUR, where="f")

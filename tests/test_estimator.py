@@ -178,6 +178,16 @@ def test_bad_parameters_raise_clear_errors(binary_problem, param, value, match):
         clf.fit(Xtr, ytr)
 
 
+def test_delta_and_alpha_take_any_real_number_numpy_gives(binary_problem):
+    """numpy scalars and 0-d arrays of a number are numbers too (a string or a bool is not:
+    test_bad_parameters_raise_clear_errors)."""
+    Xtr, ytr, Xte, _ = binary_problem
+    plain = AttentiveClassifier(SVC(), delta=0.1, alpha=0.05).fit(Xtr, ytr)
+    for delta, alpha in ((np.float32(0.1), np.float64(0.05)), (np.array(0.1), np.array(0.05))):
+        clf = AttentiveClassifier(SVC(), delta=delta, alpha=alpha).fit(Xtr, ytr)
+        np.testing.assert_array_equal(clf.predict(Xte), plain.predict(Xte))
+
+
 def test_budget_parameter(binary_problem):
     Xtr, ytr, Xte, _ = binary_problem
     clf = AttentiveClassifier(SVC(), boundary="budget", budget=0.25).fit(Xtr, ytr)

@@ -436,13 +436,13 @@ def test_the_run_s_own_workers_keep_a_data_error_and_a_closing_heartbeat_out_of_
     (the cluster closing) are dropped; any other report is kept."""
     import logging
 
-    from attentive.scale.quiet import _not_a_data_error
+    from attentive.scale.quiet import _worth_logging
 
     def record(msg, *args):
         return logging.LogRecord("distributed.worker", logging.ERROR, "w.py", 1, msg, args, None)
 
     bad_row = "DataError('rows.csv, line 3: not a number')"
-    assert not _not_a_data_error(record("Compute Failed\nKey: %s\nException: %s", "k", bad_row))
-    assert not _not_a_data_error(record("Failed to communicate with scheduler during heartbeat."))
-    assert _not_a_data_error(record("Compute Failed\nKey: %s\nException: %s", "k", "ValueError()"))
-    assert _not_a_data_error(record("Worker %s restarted", "tcp://127.0.0.1:1"))
+    assert not _worth_logging(record("Compute Failed\nKey: %s\nException: %s", "k", bad_row))
+    assert not _worth_logging(record("Failed to communicate with scheduler during heartbeat."))
+    assert _worth_logging(record("Compute Failed\nKey: %s\nException: %s", "k", "ValueError()"))
+    assert _worth_logging(record("Worker %s restarted", "tcp://127.0.0.1:1"))

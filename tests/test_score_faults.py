@@ -142,12 +142,89 @@ def test_overwrite_never_removes_the_input_or_a_directory_no_run_wrote(
     (mixed / "notes.txt").write_text("mine")
     monkeypatch.chdir(tmp_path)
     before = _tree(tmp_path)
-    for output, what in ((victim, "a file"), (project, "a directory"), (mixed, "a directory")):
+    code, err = _score(model, victim, victim, capsys, "--overwrite")
+    assert code == 1 and f"the output {victim} is the input {victim}" in err, err
+    other = tmp_path / "other.csv"
+    other.write_text("mine\n")
+    before = _tree(tmp_path)
+    for output, what in (
+        (other, "a file"),
+        (project, "a directory that no earlier run wrote"),
+        (mixed, "a directory that no earlier run wrote"),
+    ):
         code, err = _score(model, victim, output, capsys, "--overwrite")
-        assert code == 1 and f"{output} exists and is {what} that no earlier run wrote" in err, err
+        assert code == 1 and f"{output} exists and is {what}; overwrite=True" in err, err
     code, err = _score(model, victim, Path("."), capsys, "--overwrite")
-    assert code == 1 and f"{tmp_path.resolve()} exists and is a directory" in err, err
+    assert code == 1 and "the output . is the input" in err and "holds it" in err, err
+    code, err = _score(model, rows, Path("."), capsys, "--overwrite")  # (the input elsewhere)
+    assert code == 1 and f"{tmp_path.resolve()} exists and is a directory that" in err, err
     assert _tree(tmp_path) == before
+
+
+def test_overwrite_never_removes_what_an_earlier_output_came_to_hold_or_a_link_or_the_input(
+    exported, tmp_path, scheduler, capsys
+):
+    """An earlier run's output that came to hold a hidden folder, a link to an earlier output,
+    and an earlier output given as the input: each is refused and stays; an empty directory
+    is replaced (nothing is lost)."""
+    _, model, rows = exported
+    extra = ("--chunk-rows", "3000", "--scheduler", scheduler)
+    out = tmp_path / "scores.parquet"
+    assert _score(model, rows, out, capsys, *extra)[0] == 0
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    before = _tree(tmp_path)
+    code, err = _score(model, rows, out, capsys, *extra, "--overwrite")
+    assert code == 1 and "is a directory that no earlier run wrote" in err, err
+    code, err = _score(model, rows, link, capsys, *extra, "--overwrite")
+    assert code == 1 and f"{link} exists and is a symbolic link" in err, err
+    (out / ".git" / "HEAD").unlink()
+    (out / ".git").rmdir()
+    code, err = _score(model, out, out, capsys, *extra, "--overwrite")
+    assert code == 1 and "is the input" in err, err
+    assert _tree(tmp_path) == {
+        k: v for k, v in before.items() if not k.startswith("scores.parquet/.git")
+    }
+    # The working directory, an earlier output itself, is not replaced under the user's shell.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(out)
+        code, err = _score(model, rows, Path("."), capsys, *extra, "--overwrite")
+    assert code == 1 and "is the working directory" in err, err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _score(model, rows, empty, capsys, *extra, "--overwrite")[0] == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(empty), pd.read_parquet(out))
+
+
+def test_an_output_that_appears_during_the_run_is_left_as_it_is(tmp_path):
+    """What exists at the output when the scores are put in place is checked again: without
+    overwrite, or if it is not an earlier run's output, it stays and the run is refused."""
+    from attentive.errors import InvalidParameterError
+    from attentive.scale.writing import _put_in_place
+
+    def run_dir(name):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "part-000000.parquet").write_bytes(b"new")
+        (folder / "_summary.json").write_text("{}")
+        return folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    for overwrite in (False, True):
+        tmp = run_dir(f"tmp{overwrite}")
+        with pytest.raises(InvalidParameterError, match="appeared while the scores were computed"):
+            _put_in_place(tmp, out, overwrite)
+        assert _tree(out) == {"mine.txt": b"keep me"}
+    earlier = run_dir("earlier")
+    with pytest.raises(InvalidParameterError, match="appeared while"):
+        _put_in_place(run_dir("tmp2"), earlier, False)
+    _put_in_place(run_dir("tmp3"), earlier, True)
+    assert sorted(_tree(earlier)) == ["_summary.json", "part-000000.parquet"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left aside
 
 
 def test_overwrite_replaces_an_earlier_runs_output(exported, tmp_path, scheduler, capsys):

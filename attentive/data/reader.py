@@ -203,6 +203,9 @@ def guess_format(
     return guessed
 
 
+_SEPARATOR_NAMES = {",": "commas", "\t": "tabs"}
+
+
 def csv_separator(name: str) -> str:
     """A tab for ``.tsv`` files, else a comma."""
     return "\t" if _suffix(name) == ".tsv" else ","
@@ -478,8 +481,10 @@ def feature_columns(
     exclude: tuple[str, ...] = (),
     *,
     where: str,
+    sep: str | None = None,
 ) -> list[str]:
-    """The feature columns of a table, in order, checked against the model.
+    """The feature columns of a table, in order, checked against the model (``sep``: a text
+    table's separator, named where its lines came out as one column).
 
     Parameters
     ----------
@@ -549,11 +554,11 @@ def feature_columns(
         less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
         if len(features) > expected.n_features:
             hint = f"; name the other columns with {EXCLUDE}"
-        elif len(columns) == 1:
+        elif len(columns) == 1 and sep is not None:
             hint = (
-                "; its lines were read as one column: a CSV file's values are separated by "
-                "commas (a LIBSVM file is read as LIBSVM with --format libsvm, format='libsvm' "
-                "from Python)"
+                f"; its lines were read as one column, split at {_SEPARATOR_NAMES[sep]}: is "
+                "that the file's separator? (a LIBSVM file is read as LIBSVM with --format "
+                "libsvm, format='libsvm' from Python)"
             )
         else:
             hint = ""

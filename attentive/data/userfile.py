@@ -240,7 +240,7 @@ def _parse_csv(
     label = _label_column(columns, name, label_column)
     if len(columns) < 2:
         raise DataError(f"{name}: only the label column {label!r}; expected feature columns too")
-    features = feature_columns(columns, len(columns), expected, (label,), where=name)
+    features = feature_columns(columns, len(columns), expected, (label,), where=name, sep=sep)
     frame = parse_csv_rows(
         rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
     )

@@ -16,11 +16,15 @@ from typing import TextIO
 from attentive.data.registry import REGISTRY, load_dataset
 from attentive.errors import InvalidParameterError
 from attentive.models.persistence import model_fingerprint, save_model
-from attentive.models.training import KINDS, default_model_params, model_cache_path, train_model
+from attentive.models.training import (
+    GAMMA_KINDS,
+    KINDS,
+    default_model_params,
+    model_cache_path,
+    train_model,
+)
 
 __all__ = ["configure_parser", "elapsed_line", "run"]
-
-_GAMMA_KINDS = ("rbf", "poly", "sigmoid")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -44,19 +48,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train (or load from the cache) the model and report it; returns the exit status."""
-    dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
-    params = default_model_params(dataset.name)
+    params = default_model_params(args.dataset)  # (the name decides: checked before loading)
     if args.kind is not None and args.kind != params["kind"]:
         params = {"kind": args.kind, "C": params["C"]}
     if args.C is not None:
         params["C"] = args.C
     if args.gamma is not None:
-        if params["kind"] not in _GAMMA_KINDS:
+        if params["kind"] not in GAMMA_KINDS:
             raise InvalidParameterError(
-                f"--gamma applies to the {', '.join(_GAMMA_KINDS)} kernels, not to "
+                f"--gamma applies to the {', '.join(GAMMA_KINDS)} kernels, not to "
                 f"--kind {params['kind']} (leave it out)"
             )
         params["gamma"] = _number_or_text(args.gamma)
+    dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
     path = model_cache_path(dataset, **params, cache_dir=cache_dir)
     cached = path.is_file() and not args.no_cache

@@ -28,6 +28,7 @@ from attentive.errors import AttentiveError, InvalidParameterError
 from attentive.models.persistence import load_model, save_model
 
 __all__ = [
+    "GAMMA_KINDS",
     "KINDS",
     "PAPER_PRESETS",
     "default_model_params",
@@ -39,6 +40,7 @@ __all__ = [
 
 KINDS = ("rbf", "linear", "poly", "sigmoid", "linear-svc", "logistic")
 _SVC_KINDS = ("rbf", "linear", "poly", "sigmoid")
+GAMMA_KINDS = ("rbf", "poly", "sigmoid")  # the kernels with a gamma
 
 # gamma for MNIST 2 vs 5 on pixels in [0, 1]: 0.0125 ≈ 1 / (784 · pixel variance), i.e. sklearn's
 # "scale" fixed as a number. Extrapolating from the t10k digits it keeps ≈ 700-750 support vectors on
@@ -109,7 +111,7 @@ def _resolve(kind: str, C: float, gamma: str | float, degree: int, coef0: float)
     if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
         raise InvalidParameterError(f"C must be a positive number, got {C!r}")
     params: dict[str, Any] = {"kind": kind, "C": float(C)}
-    if kind in ("rbf", "poly", "sigmoid"):
+    if kind in GAMMA_KINDS:
         if isinstance(gamma, str):
             if gamma not in ("scale", "auto"):
                 raise InvalidParameterError(

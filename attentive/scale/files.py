@@ -179,16 +179,22 @@ def score_file(
     check_options(
         input, format=format, zero_based=zero_based, header=header, exclude=exclude, name=input.name
     )
+    src, dst = input.resolve(), output.resolve()
+    if src == dst or dst in src.parents or src in dst.parents:
+        raise InvalidParameterError(
+            f"the output {output} is the input {input}, holds it or lies in it: name a new output"
+        )
     output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     copy = cluster = None
     try:
-        copy = _decompressed_copy(input, output)
         cluster = None if scheduler else local_cluster(n_workers)
         with _client(scheduler, cluster) as client:
             if cluster is not None:
                 # The run's own workers: a bad row is told once, by the error the run raises.
                 client.register_plugin(QuietDataErrors())
+            # (After the scheduler answered: a bad address is refused before this work.)
+            copy = _decompressed_copy(input, output)
             X = read_input(
                 copy or input,
                 clf,

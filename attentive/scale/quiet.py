@@ -21,7 +21,7 @@ __all__ = ["QuietDataErrors"]
 CLOSING_HEARTBEAT = "Failed to communicate with scheduler during heartbeat"
 
 
-def _not_a_data_error(record: logging.LogRecord) -> bool:
+def _worth_logging(record: logging.LogRecord) -> bool:
     """False for a worker's "Compute Failed" report of a DataError, or for its report that a
     heartbeat found the scheduler gone (the run's own cluster closing, after the run told its
     outcome: a refusal that comes as the cluster starts could be followed by a traceback of
@@ -35,16 +35,16 @@ def _not_a_data_error(record: logging.LogRecord) -> bool:
 
 
 class QuietDataErrors(WorkerPlugin):
-    """Filters the workers' reports of a chunk's DataError out of their log (other failures
-    are still logged)."""
+    """Filters the workers' reports of a chunk's DataError, and of a heartbeat that finds the
+    scheduler gone, out of their log (other failures are still logged)."""
 
     name = "attentive-quiet-data-errors"
     idempotent = True
 
     def setup(self, worker) -> None:
         logger = logging.getLogger("distributed.worker")
-        if _not_a_data_error not in logger.filters:
-            logger.addFilter(_not_a_data_error)
+        if _worth_logging not in logger.filters:
+            logger.addFilter(_worth_logging)
 
     def teardown(self, worker) -> None:
-        logging.getLogger("distributed.worker").removeFilter(_not_a_data_error)
+        logging.getLogger("distributed.worker").removeFilter(_worth_logging)

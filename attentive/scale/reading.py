@@ -339,7 +339,7 @@ def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
             f"{where}, line {skipped + 1}: {len(cells)} fields, but the model expects {n} "
             "features (the file has no header line)"
         )
-    features = feature_columns(columns, len(cells), expected, exclude, where=where)
+    features = feature_columns(columns, len(cells), expected, exclude, where=where, sep=sep)
     names = columns or features
     if columns is None:  # the first line is a row
         data_start, first_line = first_start, skipped + 1

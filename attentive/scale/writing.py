@@ -14,6 +14,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import threading
@@ -34,11 +35,13 @@ __all__ = [
     "check_output",
     "is_scores_directory",
     "output_error",
+    "replaceable",
     "sigint_ignored",
     "write_scores",
 ]
 
 SUMMARY_NAME = "_summary.json"  # Parquet readers skip names starting with "_"
+_PART = re.compile(r"part-\d{6,}\.parquet")  # write_scores' parts
 _REASONS = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is exceeded",
@@ -84,7 +87,8 @@ class ScoreSummary:
     def text(self) -> str:
         rate = self.rows / self.seconds if self.seconds > 0 else float("nan")
         return (
-            f"{self.rows:,} rows in {self.chunks} chunk{'' if self.chunks == 1 else 's'}, {self.seconds:.1f} s ({rate:,.0f} rows/s)\n"
+            f"{self.rows:,} row{'' if self.rows == 1 else 's'} in {self.chunks} "
+            f"chunk{'' if self.chunks == 1 else 's'}, {self.seconds:.1f} s ({rate:,.0f} rows/s)\n"
             f"mean evaluated fraction {self.mean_evaluated_fraction:.4f} of {self.n_terms} terms\n"
             f"stopped: {self.stopped_lower:,} lower, {self.stopped_upper:,} upper; "
             f"{self.not_stopped:,} evaluated to the end; {self.positive:,} positive\n"
@@ -104,29 +108,35 @@ def output_error(exc: OSError, what: str | os.PathLike) -> OutputError:
 def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     """Check, before any work, that ``output`` can be created: its directory exists or can be
     made and takes a new entry, and ``output`` does not exist unless ``overwrite`` — and then
-    only as an earlier run's output (:func:`is_scores_directory`): ``overwrite`` never removes
-    a file or a directory of anything else.
+    only as an earlier run's output or an empty directory (:func:`replaceable`): ``overwrite``
+    never removes a file, a link or a directory of anything else, nor the working directory.
 
     Raises
     ------
     InvalidParameterError
-        ``output`` exists and ``overwrite`` is False, or it exists and is not an earlier
-        run's output.
+        ``output`` exists and ``overwrite`` is False, or it exists and is not replaceable.
     OutputError
         The directory cannot be created or written to.
     """
     output = Path(output)
     if not output.name:  # "." or "/": the directory itself, by its name
         output = output.resolve()
-    if output.exists() and not is_scores_directory(output):
-        what = "a directory" if output.is_dir() else "a file"
-        raise InvalidParameterError(
-            f"{output} exists and is {what} that no earlier run wrote; overwrite=True "
-            f"(--overwrite) replaces only a run's output (a directory of part-*.parquet files "
-            f"and {SUMMARY_NAME}). Name a new output, or remove {output} yourself."
-        )
-    if output.exists() and not overwrite:
-        raise InvalidParameterError(f"{output} exists; pass overwrite=True (--overwrite).")
+    if os.path.lexists(output):
+        refused = replaceable(output)
+        if refused is not None:
+            raise InvalidParameterError(
+                f"{output} exists and is {refused}; overwrite=True (--overwrite) replaces only "
+                f"an earlier run's output (a directory of part-*.parquet files and "
+                f"{SUMMARY_NAME}) or an empty directory. Name a new output, or remove "
+                f"{output} yourself."
+            )
+        here = Path.cwd().resolve()
+        if output.resolve() == here or output.resolve() in here.parents:
+            raise InvalidParameterError(
+                f"{output} is the working directory (or holds it): name a new output"
+            )
+        if not overwrite:
+            raise InvalidParameterError(f"{output} exists; pass overwrite=True (--overwrite).")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         probe = output.with_name(f".{output.name}.{uuid.uuid4().hex}.probe")
@@ -140,17 +150,27 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
 
 
 def is_scores_directory(path: Path) -> bool:
-    """Whether ``path`` is what :func:`write_scores` writes: a directory holding its
-    ``_summary.json`` and, besides, only ``part-*.parquet`` files (and the hidden files a run
-    leaves while it writes)."""
+    """Whether ``path`` is what :func:`write_scores` writes: a directory (not a link) holding
+    its ``_summary.json`` and, besides, only ``part-*.parquet`` files (regular files)."""
     if not path.is_dir() or path.is_symlink() or not (path / SUMMARY_NAME).is_file():
         return False
     return all(
-        entry.name == SUMMARY_NAME
-        or entry.name.startswith(".")
-        or (entry.is_file() and entry.name.startswith("part-") and entry.suffix == ".parquet")
+        not entry.is_symlink()
+        and entry.is_file()
+        and (entry.name == SUMMARY_NAME or _PART.fullmatch(entry.name) is not None)
         for entry in path.iterdir()
     )
+
+
+def replaceable(path: Path) -> str | None:
+    """None where ``overwrite`` may replace the existing ``path`` — an earlier run's output
+    (:func:`is_scores_directory`) or an empty directory, whose loss loses nothing — else what
+    it is instead, for the refusal."""
+    if path.is_symlink():
+        return "a symbolic link"
+    if path.is_dir() and (is_scores_directory(path) or not any(path.iterdir())):
+        return None
+    return "a directory that no earlier run wrote" if path.is_dir() else "a file"
 
 
 def _write_part(frame: pd.DataFrame, path: str) -> dict[str, int]:
@@ -239,7 +259,8 @@ def write_scores(
     progress : bool, optional
         Show a progress bar of chunks written; default: when stderr is a terminal.
     overwrite : bool
-        Replace an existing ``output``; otherwise an existing one is an error.
+        Replace an existing ``output`` that an earlier run wrote (or an empty directory:
+        :func:`check_output`); otherwise an existing one is an error.
     started : float, optional
         ``time.perf_counter()`` when the run began (the summary's wall-clock); default: now.
 
@@ -288,7 +309,7 @@ def write_scores(
             for leftover in tmp.glob(".*.tmp"):  # parts a killed worker was writing (then redone)
                 leftover.unlink(missing_ok=True)
             (tmp / SUMMARY_NAME).write_text(json.dumps(asdict(summary), indent=2) + "\n")
-            _put_in_place(tmp, output)
+            _put_in_place(tmp, output, overwrite)
         except OSError as exc:
             _remove(tmp)
             raise output_error(exc, output) from None
@@ -317,14 +338,24 @@ def _summary(counts: list[dict[str, int]], n_terms: int, started: float, output)
     )
 
 
-def _put_in_place(tmp: Path, output: Path) -> None:
+def _put_in_place(tmp: Path, output: Path, overwrite: bool) -> None:
     """Rename ``tmp`` to ``output``; an existing ``output`` is moved aside first and removed
-    after, or put back if the rename fails."""
-    if not output.exists():
-        os.replace(tmp, output)
+    after, or put back if the rename fails. What exists there now is checked again (it may
+    have come during the run): unless ``overwrite`` allows it and it is :func:`replaceable`, it
+    is put back and the run refused."""
+    if not os.path.lexists(output):
+        os.replace(tmp, output)  # (a directory that came meanwhile is replaced only if empty)
         return
     old = output.with_name(f".{output.name}.{uuid.uuid4().hex}.old")
     os.replace(output, old)
+    refused = replaceable(old)
+    if refused is not None or not overwrite:
+        os.replace(old, output)
+        what = "" if refused is None else f" and is {refused}"
+        raise InvalidParameterError(
+            f"{output} appeared while the scores were computed{what}; it was left as it is "
+            "and nothing was written. Name a new output."
+        )
     try:
         os.replace(tmp, output)
     except BaseException:

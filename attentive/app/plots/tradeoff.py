@@ -202,7 +202,7 @@ class TradeoffView(PlotView):
     def _labels(self, f):
         if f.tradeoff is None:
             return {"oracle floor": "oracle floor"}
-        return {"oracle floor": f"oracle floor ({f.tradeoff.oracle_fraction:.0%})"}
+        return {"oracle floor": f"oracle floor at {f.tradeoff.oracle_fraction:.2f}"}
 
     def _refresh(self, f) -> None:
         super()._refresh(f)
