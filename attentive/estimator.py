@@ -372,7 +372,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         weighed by the count only) on the reference data and keeps the one whose
         total cost (the sketch, plus the terms walked on the reference profile where the scan
         of the held-out part would stop, or at disagreement ≤ ``delta`` without one, at the
-        evaluator's measured costs — or, where the evaluator would
+        evaluator's measured costs, the least work by the count kept instead where the
+        evaluator's pilot predicts its walk no slower — or, where the evaluator would
         evaluate every term anyway, at the count of multiply-adds: ``sketch_costs_``) is lowest,
         or none where no sketch pays (``sketch_choice_``); ``family="auto"`` then chooses among
         the plain and the sketched families on the reference set, the calibration set taking no
@@ -438,7 +439,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         option (the one ``sketched_walk_`` walks, or no sketch); None otherwise.
     sketch_costs_ : {"measured", "count"} or None
         What the kept sketch (and the sketched rules in ``family="auto"``'s ranking) was priced
-        at: the evaluator's measured costs, where the fastest option's rule would be walked;
+        at: the evaluator's measured costs, where the fastest option's rule would be walked
+        (the option kept is that one, or the least work by the count where the evaluator's
+        pilot predicts its walk no slower);
         SPEC §3b's count of multiply-adds, where the evaluator would evaluate that rule in full
         anyway (its pilot on the reference rows), so that every option takes a full
         evaluation's time and the least work wins. None without a sketch choice.
@@ -963,32 +966,47 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             self.reference_profile_[SKETCHED_PREFIX + name] = tradeoff
 
     def _cheapest_sketch(self, choice, X):
-        """The option to keep and what it was priced at: the fastest by the measured costs
-        (``choice.best``, which leaves out :data:`attentive.sketch.COUNT_SIZES`) where the
-        evaluator would walk its rule; where it would evaluate that rule's every term anyway (its
-        pilot on the reference rows says the walk does not pay), the options are taken to cost a
-        full evaluation's time alike, and the least work by SPEC §3b's count wins, the smaller
-        sizes among them (no sketch among equals) — also where the fastest is no sketch, whose
-        plain rule would be evaluated in full too. The rule kept is then priced by the pilot on
-        the rows it is asked to evaluate, like any other: it may walk there."""
+        """The option to keep and what it was priced at.
+
+        - Where the evaluator would walk the rule of the fastest option by the measured costs
+          (``choice.best``, which leaves out :data:`attentive.sketch.COUNT_SIZES`; its pilot on
+          the reference rows says the walk pays: :meth:`_walk_price`), that option — unless the
+          least work by SPEC §3b's count is another option whose walk the same pilot predicts
+          no slower: then that one ("measured" both ways). The pilot prices what the choice's
+          measured costs leave out (a walk's blocks, rows and positions), so it can tell where
+          a size with less work costs no time.
+        - Where it would evaluate that rule's every term anyway, the options are taken to cost
+          a full evaluation's time alike, and the least work by the count wins (``"count"``),
+          the smaller sizes among them (no sketch among equals) — also where the fastest is no
+          sketch, whose plain rule would be evaluated in full too.
+
+        The rule kept is then priced by the pilot on the rows it is asked to evaluate, like any
+        other: it may walk there."""
         fastest = choice.best
         least = min(choice.options, key=lambda o: o.counted_total)  # the earliest among equals
         measured = self._sketch_cost_model() is not None
-        if not measured or least is fastest or self._walk_pays(fastest, X):
+        if not measured or least is fastest:
             return fastest, "measured" if measured else "count"
-        return least, "count"
+        price = self._walk_price(fastest, X)
+        if price is None:
+            return least, "count"
+        other = self._walk_price(least, X)
+        if other is not None and other <= price:
+            return least, "measured"
+        return fastest, "measured"
 
-    def _walk_pays(self, option, X) -> bool:
-        """Whether the evaluator would walk ``option``'s cheapest rule on the reference profile
-        rather than evaluate every term, by its pilot on the rows of the reference set ``X``
-        that :meth:`_pilot_rows` spreads over (never the calibration rows: the choice of rules
-        takes no part of them). The rule is its family at the scale calibration would choose on
-        the held-out part's size at the profile's rates (:func:`attentive.grid.profile_point`;
-        without a held-out part, on the profile's own rows): the profile's own cheapest scale at
-        disagreement ≤ δ stops sooner than any calibrated one. Rows of float32 values are
-        priced as float32."""
+    def _walk_price(self, option, X) -> float | None:
+        """The evaluator's predicted time of a row's walk of ``option``'s cheapest rule, as a
+        fraction of a full evaluation's (:attr:`attentive.Evaluation.predicted_cost`), by its
+        pilot on the rows of the reference set ``X`` that :meth:`_pilot_rows` spreads over
+        (never the calibration rows: the choice of rules takes no part of them); None where the
+        pilot says the walk does not pay (every term would be evaluated). The rule is its
+        family at the scale calibration would choose on the held-out part's size at the
+        profile's rates (:func:`attentive.grid.profile_point`; without a held-out part, on the
+        profile's own rows): the profile's own cheapest scale at disagreement ≤ δ stops sooner
+        than any calibrated one. Rows of float32 values are priced as float32."""
         if option.family is None:
-            return False
+            return None
         rates, fractions = option.profile[option.family]
         point = self._calibration_point(self.alpha) or (
             min(_PROFILE_ROWS, _num_samples(X)),
@@ -1015,7 +1033,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             threshold=self.threshold,
             reference=option.walk.prepare(rows),
         )
-        return ev.path == "walk"
+        return ev.predicted_cost if ev.path == "walk" else None
 
     def _sketch_cost_model(self):
         """What a sketch costs, for :func:`attentive.sketch.choose_sketch` and the ranking of

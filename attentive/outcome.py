@@ -57,6 +57,10 @@ class Evaluation:
         decisions, where the evaluator found walking would cost more, or was asked to);
         Algorithm 2's first ``B`` terms; or the reference on given partial scores
         (:func:`attentive.evaluation.apply_boundary`).
+    predicted_cost : float or None
+        Where the evaluator's pilot priced the walk (:mod:`attentive.evaluator.pilot`): its
+        predicted time of a row's walk as a fraction of a full evaluation's (one thread; the
+        path is "full" where it is above ``WALK_MARGIN``); None where no pilot priced it.
     """
 
     decision: np.ndarray
@@ -69,6 +73,7 @@ class Evaluation:
     path: str = "walk"
     sketch_cost: float = 0.0
     walked_term_cost: float = 1.0
+    predicted_cost: float | None = None
 
     @property
     def mean_evaluated_fraction(self) -> float:

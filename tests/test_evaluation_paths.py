@@ -25,7 +25,7 @@ from attentive.boundaries import Boundary, budget_boundary, full_boundary
 from attentive.data import load_dataset
 from attentive.evaluation import apply_boundary, evaluate, evaluation_options
 from attentive.evaluator import evaluate_blocked
-from attentive.evaluator.pilot import PILOT_MIN, pilot_rows
+from attentive.evaluator.pilot import PILOT_MIN, WALK_MARGIN, pilot_rows
 from attentive.evaluator.plan import walk_plan
 from attentive.models import load_model, save_model
 from attentive.terms import decompose
@@ -116,6 +116,10 @@ def test_auto_evaluates_in_full_where_the_pilot_predicts_walking_costs_more(rbf)
 
     (pilot,) = walk_plan(walk).pilots(boundary).by_kind.values()
     assert not pilot.walk_pays and pilot.walk_cost > pilot.full_cost
+    # The evaluation carries the pilot's price of the walk it declined.
+    assert ev.predicted_cost == pytest.approx(pilot.walk_cost / pilot.full_cost) and (
+        ev.predicted_cost > 1
+    )
     np.testing.assert_array_equal(pilot.stops, ref.n_evaluated[pilot_rows(X.shape[0])])
     # The pilot is kept: a later call too small for a pilot of its own, even a single row,
     # evaluates in full too; asked to walk, it walks as the reference does.
@@ -138,6 +142,11 @@ def test_auto_walks_where_the_pilot_predicts_walking_pays(rbf):
     _same_as(ev, ref)
     (pilot,) = walk_plan(walk).pilots(boundary).by_kind.values()
     assert pilot.walk_pays
+    assert ev.predicted_cost == pytest.approx(pilot.walk_cost / pilot.full_cost) and (
+        ev.predicted_cost <= WALK_MARGIN
+    )
+    # Asked for one path, no pilot prices it.
+    assert evaluate_blocked(walk, X, boundary, theta_s, path="full").predicted_cost is None
     np.testing.assert_array_equal(pilot.stops, ref.n_evaluated[pilot_rows(X.shape[0])])
     # Calls too small for a pilot, without one kept, walk.
     fresh = _quantiles(S, 0.0005, 0.9995)

@@ -801,8 +801,8 @@ def _assert_ranked_at_the_count(clf):
 class _FastestAlways(AttentiveClassifier):
     """Keeps the fastest option by the measured costs, walked or not (the choice before)."""
 
-    def _walk_pays(self, option, X) -> bool:
-        return True
+    def _cheapest_sketch(self, choice, X):
+        return choice.best, "measured"
 
 
 @pytest.mark.slow
@@ -831,19 +831,20 @@ def test_where_no_walk_pays_the_least_work_by_the_count_is_kept():
     assert walked[0].work_fraction < walked[1].work_fraction
 
 
-def test_a_smaller_size_is_kept_where_the_count_decides_and_never_where_the_measured_costs_do(
+def test_a_smaller_size_is_kept_where_the_count_decides_or_the_pilot_prices_it_no_slower(
     monkeypatch,
 ):
-    """MNIST 1 vs 7 (float32 pixels / 255): the smaller COUNT_SIZES are fitted
-    too. Where the fastest option's rule would be evaluated in full (the pilot forced to say
-    so), the least work by the count is kept — here a smaller size — and the rules are ranked
-    at the count; where it would be walked, the fastest by the measured costs, which never
-    ranks the smaller sizes (kept out even where a cost model prices them at nothing)."""
+    """MNIST 1 vs 7 (float32 pixels / 255): the smaller COUNT_SIZES are fitted too, the
+    evaluator's pilot forced to each answer. Where the fastest option's rule would be evaluated
+    in full, the least work by the count is kept — here a smaller size — and the rules are
+    ranked at the count. Where it would be walked, the fastest by the measured costs (which
+    never rank the smaller sizes, even priced at nothing) is kept, unless the pilot prices the
+    least work's walk no slower."""
     from attentive.bench_corpus import load_problem
     from attentive.sketch import COUNT_SIZES
 
     problem = load_problem("mnist-1v7")
-    monkeypatch.setattr(AttentiveClassifier, "_walk_pays", lambda self, option, X: False)
+    monkeypatch.setattr(AttentiveClassifier, "_walk_price", lambda self, option, X: None)
     clf = _calibrated(problem)
     choice = clf.sketch_choice_
     least = min(choice.options, key=_counted_total)
@@ -856,38 +857,77 @@ def test_a_smaller_size_is_kept_where_the_count_decides_and_never_where_the_meas
     _assert_ranked_at_the_count(clf)
     _agree(clf, problem.X_test[:200])
 
-    # Where the walk pays: the measured costs decide, and even priced at nothing the smaller
-    # sizes are not kept.
+    # Where the walk pays: the measured costs decide, the smaller sizes priced at nothing are
+    # not ranked, and the pilot prices the least work's walk slower than the fastest's.
     measured = AttentiveClassifier._sketch_cost_model
 
     def free_small(self):
         model = measured(self)
         return lambda sk: (0.0, 0.0) if (sk.k, sk.m) in COUNT_SIZES else model(sk)
 
-    monkeypatch.setattr(AttentiveClassifier, "_walk_pays", lambda self, option, X: True)
+    def pilot(fastest_price, other_price):
+        def price(self, option, X):
+            return fastest_price if option is self.sketch_choice_.best else other_price
+
+        return price
+
+    monkeypatch.setattr(AttentiveClassifier, "_walk_price", pilot(0.5, 0.6))
     monkeypatch.setattr(AttentiveClassifier, "_sketch_cost_model", free_small)
     walked = _calibrated(problem)
     assert walked.sketch_costs_ == "measured"
     options = walked.sketch_choice_.options
     assert all(o.total == 0.0 for o in options if o.count_only)
     fastest = min((o for o in options if not o.count_only), key=lambda o: o.total)
-    assert fastest.total > 0.0
+    assert fastest.total > 0.0 and walked.sketch_choice_.kept is fastest
     kept = walked._kept_sketch()
     kept_size = (None, None) if kept is None else (kept.k, kept.m)
     assert kept_size == (fastest.k, fastest.m)
 
+    # The pilot prices the least work's walk as fast as the fastest's: the least work is kept.
+    monkeypatch.setattr(AttentiveClassifier, "_sketch_cost_model", measured)
+    monkeypatch.setattr(AttentiveClassifier, "_walk_price", pilot(0.5, 0.5))
+    tied = _calibrated(problem)
+    least = min(tied.sketch_choice_.options, key=_counted_total)
+    assert least is not tied.sketch_choice_.best
+    assert tied.sketch_choice_.kept is least and tied.sketch_costs_ == "measured"
+    assert (tied.sketched_walk_.sketch.k, tied.sketched_walk_.sketch.m) == (least.k, least.m)
+    _agree(tied, problem.X_test[:200])
+
 
 @pytest.mark.slow
-def test_where_the_walk_pays_the_fastest_by_the_measured_costs_is_kept():
-    """MNIST 8 against the rest: the smallest ranked sketch's rule is walked (the pilot says it pays),
-    so the fastest option by the measured costs is kept, as before."""
+def test_where_the_walk_pays_the_fastest_is_kept_unless_the_pilot_prices_less_work_as_fast(
+    monkeypatch,
+):
+    """MNIST 8 against the rest: the fastest option's rule is walked (the pilot says it pays),
+    so the fastest by the measured costs is kept, or the least work by the count where the
+    pilot's own prices (recorded as fit asks for them) put its walk no slower; the kept rule
+    walks the test rows."""
     from attentive.bench_corpus import load_problem
 
     problem = load_problem("mnist-8vrest")
+    prices = {}
+    real = AttentiveClassifier._walk_price
+
+    def recorded(self, option, X):
+        prices[option.label] = real(self, option, X)
+        return prices[option.label]
+
+    monkeypatch.setattr(AttentiveClassifier, "_walk_price", recorded)
     clf = _calibrated(problem)
-    best = clf.sketch_choice_.best
-    assert clf.sketch_costs_ == "measured"
-    assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (best.k, best.m)
+    choice = clf.sketch_choice_
+    best, least = choice.best, min(choice.options, key=_counted_total)
+    assert clf.sketch_costs_ == "measured" and prices[best.label] is not None
+    if least is not best and choice.kept is least:
+        assert prices[least.label] is not None and prices[least.label] <= prices[best.label]
+    else:
+        assert choice.kept is best
+        assert (
+            least is best or prices[least.label] is None or prices[least.label] > prices[best.label]
+        )
+    assert (clf.sketched_walk_.sketch.k, clf.sketched_walk_.sketch.m) == (
+        choice.kept.k,
+        choice.kept.m,
+    )
     assert clf.evaluate(problem.X_test[:3000]).path == "walk"
 
 

@@ -32,7 +32,12 @@ from attentive.evaluator.threads import (
 from attentive.evaluator.totals import MIN_CHUNK, totals
 from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole
 from attentive.heads import TiledRows
-from attentive.outcome import budget_evaluation, check_boundary_length, finish_evaluation
+from attentive.outcome import (
+    Evaluation,
+    budget_evaluation,
+    check_boundary_length,
+    finish_evaluation,
+)
 from attentive.validation import check_path, check_precision, check_size
 from attentive.walk import Walk
 
@@ -286,7 +291,7 @@ def evaluate_blocked(
             full_final = float(theta_s + base_C[n - 1])
             U = totals(base, base_plan, Xp, n, precision, full_final, chunk_size, n_jobs)
             s_n = U - base_C[n - 1]
-        return finish_evaluation(
+        ev = finish_evaluation(
             boundary,
             s_n=s_n,
             n_evaluated=np.full(m, n, dtype=np.int64),
@@ -299,6 +304,7 @@ def evaluate_blocked(
             stopped_score=stopped_score,
             path="full",
         )
+        return _priced(ev, pilot)
 
     n_evaluated = np.full(m, n, dtype=np.int64)
     stop_side = np.zeros(m, dtype=np.int8)
@@ -368,4 +374,12 @@ def evaluate_blocked(
         ev = dataclasses.replace(
             ev, sketch_cost=walk.sketch.cost, walked_term_cost=walk.sketch.walked_term_cost
         )
-    return ev
+    return _priced(ev, pilot)
+
+
+def _priced(ev: Evaluation, pilot) -> Evaluation:
+    """``ev`` with the pilot's predicted time of a row's walk as a fraction of a full
+    evaluation's (``Evaluation.predicted_cost``), where a pilot priced it."""
+    if pilot is None or not pilot.full_cost:
+        return ev
+    return dataclasses.replace(ev, predicted_cost=float(pilot.walk_cost / pilot.full_cost))
