@@ -369,7 +369,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         fits a Nyström sketch of a few sizes (k principal directions, m landmarks:
         :data:`attentive.sketch.DEFAULT_SIZES`, :data:`attentive.sketch.AXIS_SIZES` where
         the directions are coordinates, and the smaller :data:`attentive.sketch.COUNT_SIZES`,
-        weighed by the count only) on the reference data and keeps the one whose
+        weighed by the count, not the measured costs) on the reference data and keeps the one whose
         total cost (the sketch, plus the terms walked on the reference profile where the scan
         of the held-out part would stop, or at disagreement ≤ ``delta`` without one, at the
         evaluator's measured costs, the least work by the count kept instead where the

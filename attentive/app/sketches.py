@@ -13,7 +13,8 @@ says none pays, :attr:`Sketch.reason` says why in plain words and the sketched r
 Costs are in units of a full evaluation, as the evaluator reports them
 (:attr:`attentive.Evaluation.work_fraction`): a row's sketch, plus each exact term walked at
 ``1 + m/d`` plain terms. The choice itself weighs the candidates with the evaluator's measured
-costs where the rule would be walked, and by the count where it would not (``sketch_choice_``,
+costs where the rule would be walked (the least work by the count where the evaluator's pilot
+predicts its walk no slower), and by the count where it would not (``sketch_choice_``,
 ``sketch_costs_``); :attr:`Sketch.options` lists them at the first.
 """
 

@@ -13,9 +13,10 @@ full-evaluation units is
     total = sketch cost + walked fraction × (1 + m/d)        (no sketch: the walked fraction),
 
 and the cheapest candidate wins; no sketch wins ties. Where a cost model prices the options, the
-smaller :data:`COUNT_SIZES` are fitted and priced too but not ranked (``count_only``): they are
-weighed by the count alone, by the estimator, where every option would cost a full evaluation's
-time anyway.
+smaller :data:`COUNT_SIZES` are fitted and priced too but not ranked (``count_only``): the
+estimator keeps one where the count decides — where every option would cost a full evaluation's
+time anyway, or as the least work where the evaluator's pilot predicts its walk no slower than
+the fastest's.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ DEFAULT_SIZES = ((4, 16), (8, 32), (16, 64))
 #: (8, 16) (0.104, against 0.129 for the best of DEFAULT_SIZES), 4 vs 9 at (16, 16) (0.277
 #: against 0.283), 2 vs 5 at (4, 16), one of DEFAULT_SIZES.
 AXIS_SIZES = ((8, 16), (16, 16))
-#: Tried besides those, and ranked only by the count of multiply-adds (where no cost model prices
-#: the options, or where the evaluator evaluates every term anyway: the estimator's
+#: Tried besides those, and not ranked by a cost model: kept by the count of multiply-adds (where
+#: no cost model prices the options, where the evaluator evaluates every term anyway, or as the
+#: least work where its pilot predicts the walk no slower than the fastest's: the estimator's
 #: ``_cheapest_sketch``): smaller sketches. On models of 100–350 support vectors a row's
 #: projection is most of the count, and on the reference profile (benchmarks/
 #: bench_sketch_sizes.py, 2026-11-30) (1, 4) or (2, 8) was the least work on MNIST 1 vs 7, 6
@@ -102,7 +104,8 @@ class SketchOption:
         fraction)}`` per scale of the default grid (:func:`attentive.grid.reference_profile`).
     count_only : bool
         One of :data:`COUNT_SIZES` priced by a cost model: :attr:`SketchChoice.best` leaves it
-        out (it is ranked by the count of multiply-adds only, :attr:`counted_total`).
+        out (it is weighed by the count of multiply-adds, :attr:`counted_total`, where the
+        estimator's ``_cheapest_sketch`` says the count decides).
     """
 
     k: int | None
