@@ -56,8 +56,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=True,
         default=None,
-        help="LIBSVM feature indices start at 0 (default: detected; a file that reads either "
-        "way is refused until you say which)",
+        help="LIBSVM feature indices start at 0 (default: as the file's '# Column indices are "
+        "...' header line says, else detected; a file that reads either way is refused until "
+        "you say which)",
     )
     base.add_argument(
         "--one-based",

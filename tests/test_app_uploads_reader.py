@@ -68,3 +68,18 @@ def test_a_zero_based_upload_that_reads_either_way_is_refused_for_the_model():
     # worded for the dashboard, which has no such option: what to do here instead
     assert message.endswith(UPLOAD_BASE_HINT) and "zero_based=" not in message
     assert state.model_source == "train" and state.walks is walks  # nothing the user had lost
+
+
+def test_an_upload_whose_header_states_its_base_is_read_as_it_says():
+    """dump_svmlight_file(..., comment=...) states the base in a header line: the same rows as
+    above, refused without it, are read as written, on their own and for the model."""
+    X, y, model = _problem(zero_column=0)
+    buffer = io.BytesIO()
+    dump_svmlight_file(X, y, buffer, zero_based=True, comment="uploaded rows")
+    state = DashboardState()
+    assert state.upload_dataset(buffer.getvalue(), "rows.libsvm"), state.last_error
+    assert state.walks.problem.dataset.n_features == 4  # the first column kept, all zero
+    assert state.upload_model(sio.dumps(model), "svc.skops"), state.last_error
+    ds = state.walks.problem.dataset
+    assert ds.n_features == 4 and ds.params["zero_based"] is True
+    np.testing.assert_allclose(_sorted(np.vstack([ds.X_train, ds.X_test])), _sorted(X), rtol=1e-15)

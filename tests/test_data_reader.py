@@ -26,6 +26,7 @@ from attentive.data.reader import (
     feature_columns,
     guess_format,
     libsvm_index_range,
+    libsvm_stated_base,
     libsvm_zero_based,
     parse_csv_rows,
     split_csv_line,
@@ -125,6 +126,37 @@ def test_files_that_contradict_the_model_or_the_base_asked_for_are_refused():
     with pytest.raises(DataError, match="negative"):
         libsvm_zero_based((-1, 2), 4, None, where="f")
     assert libsvm_zero_based(None, 4, None, where="f") is False  # no features: base irrelevant
+
+
+def test_the_base_a_header_states_is_read_from_the_opening_comments_only():
+    X = np.array([[0.0, 1.5, 0.0], [0.0, 0.0, 2.0]])
+    for zero_based in (True, False):
+        out = io.BytesIO()
+        dump_svmlight_file(X, [0, 1], out, zero_based=zero_based, comment="two\nlines")
+        assert libsvm_stated_base(out.getvalue()) is zero_based
+        out = io.BytesIO()
+        dump_svmlight_file(X, [0, 1], out, zero_based=zero_based)  # no comment: no header
+        assert libsvm_stated_base(out.getvalue()) is None
+    assert libsvm_stated_base(b"\n  #  COLUMN INDICES ARE ONE-BASED  \r\n1 1:2\n") is False
+    # after a row, or inside a longer comment, it is not the file's statement
+    assert libsvm_stated_base(b"1 1:2\n# Column indices are zero-based\n") is None
+    assert libsvm_stated_base(b"# Column indices are zero-based, not here\n1 1:2\n") is None
+
+
+def test_a_stated_base_decides_and_contradictions_are_refused():
+    # (1, 3) against 4 features reads either way; the statement decides
+    assert libsvm_zero_based((1, 3), 4, None, where="f", stated=True) is True
+    assert libsvm_zero_based((1, 3), 4, None, where="f", stated=False) is False
+    assert libsvm_zero_based(None, 4, None, where="f", stated=True) is True
+    assert libsvm_zero_based((1, 3), 4, True, where="f", stated=True) is True
+    with pytest.raises(DataError, match=r"header says .*zero-based', but one-based was asked"):
+        libsvm_zero_based((1, 3), 4, False, where="f", stated=True)
+    with pytest.raises(DataError, match="--zero-based"):
+        libsvm_zero_based(None, 4, True, where="f", stated=False)
+    with pytest.raises(DataError, match=r"header says .*one-based', but feature index 0 appears"):
+        libsvm_zero_based((0, 3), 4, None, where="f", stated=False)
+    with pytest.raises(DataError, match="at least 5 features, but the model has 4"):
+        libsvm_zero_based((1, 4), 4, None, where="f", stated=True)
 
 
 # -- the CSV header -------------------------------------------------------------------------------

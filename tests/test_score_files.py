@@ -144,6 +144,26 @@ def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(
     assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_file_whose_header_states_its_base_is_read_as_it_says(client, models, tmp_path):
+    """dump_svmlight_file(..., comment=...) writes '# Column indices are zero-based' (or
+    one-based) above the rows. A zero-based file whose first feature is always zero reads either
+    way by its indices; its header says which, and a flag that contradicts it is refused."""
+    clf, path = models[False]
+    X, y = make_classification(400, N_FEATURES, n_informative=3, n_redundant=0, random_state=8)
+    X[:, 0] = 0.0
+    X[:, -1] = 0.0  # neither index 0 nor the model's width appears: the indices cannot tell
+    for zero_based, flag, other in ((True, "zero", "--one-based"), (False, "one", "--zero-based")):
+        (tmp_path / flag).mkdir()
+        data = tmp_path / flag / "rows.libsvm"
+        dump_svmlight_file(X, y, str(data), zero_based=zero_based, comment="rows to score")
+        assert f"# Column indices are {flag}-based".encode() in data.read_bytes()
+        code, err, out = score(client, path, data, other)
+        assert_refused(code, err, out, "rows.libsvm", f"Column indices are {flag}-based", other)
+        code, err, out = score(client, path, data, "--chunk-rows", "70")
+        assert code == 0, err
+        assert_scores_equal_in_memory(out, clf, X)
+
+
 def test_a_libsvm_file_scores_a_sketched_rule_as_in_memory(client, tmp_path):
     """A LIBSVM file is read as sparse rows; a model fitted on dense rows with a sketched rule
     takes their features from their non-zeros (it used to fail on every chunk)."""

@@ -10,7 +10,9 @@ Dask) make every decision about a file here, so a file means the same rows where
   first bytes, never from the name.
 - **Text**: a UTF-8 byte-order mark at the start is skipped, CRLF line ends are read as LF, blank
   lines hold no row.
-- **LIBSVM index base** (:func:`libsvm_zero_based`): a file whose indices include 0 is zero-based;
+- **LIBSVM index base** (:func:`libsvm_zero_based`): a file whose header states its base
+  (``# Column indices are zero-based``, as ``dump_svmlight_file(..., comment=...)`` writes it,
+  :func:`libsvm_stated_base`) is read as it says; else a file whose indices include 0 is zero-based;
   else, for a model, one whose largest index is the model's number of features is one-based; any
   other file fits both readings and is refused until the caller says which. scikit-learn's
   ``dump_svmlight_file`` writes zero-based indices by default, LIBSVM's convention is one-based,
@@ -61,6 +63,7 @@ __all__ = [
     "feature_columns",
     "guess_format",
     "libsvm_index_range",
+    "libsvm_stated_base",
     "libsvm_zero_based",
     "merge_index_ranges",
     "open_binary",
@@ -87,6 +90,8 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 _OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 BOM = b"\xef\xbb\xbf"
 _PAIR_TOKEN = re.compile(rb"\s\d+:\S")
+# The line scikit-learn's dump_svmlight_file(..., comment=...) writes in its header.
+_STATED_BASE = re.compile(rb"#\s*column\s+indices\s+are\s+(zero|one)-based\s*", re.IGNORECASE)
 
 # How to choose, named in every refusal (the command line's flags and the library's parameters).
 CHOOSE_BASE = (
@@ -312,12 +317,33 @@ def merge_index_ranges(ranges) -> tuple[int, int] | None:
     return min(r[0] for r in found), max(r[1] for r in found)
 
 
+def libsvm_stated_base(head: bytes) -> bool | None:
+    """The index base a LIBSVM file states in the comment lines before its first row, or ``None``.
+
+    scikit-learn's ``dump_svmlight_file(..., comment=...)`` starts the file with comment lines, one
+    of them ``# Column indices are zero-based`` (or ``one-based``). Only that opening block of
+    ``#`` lines (and blank lines) is read: a comment after a row is about the row. ``head`` is the
+    file's first bytes, decompressed.
+    """
+    for line in head.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith(b"#"):
+            return None
+        stated = _STATED_BASE.fullmatch(line)
+        if stated:
+            return stated.group(1).lower() == b"zero"
+    return None
+
+
 def libsvm_zero_based(
     index_range: tuple[int, int] | None,
     n_features: int | None,
     zero_based: bool | None,
     *,
     where: str,
+    stated: bool | None = None,
 ) -> bool:
     """Whether a LIBSVM file's indices start at 0, from its smallest and largest index.
 
@@ -328,11 +354,15 @@ def libsvm_zero_based(
     n_features : int or None
         The model's number of features; ``None`` for training data (the file decides).
     zero_based : bool or None
-        The caller's answer; ``None`` decides: index 0 present → zero-based; else largest index
-        equal to ``n_features`` → one-based; else, for a model, refused (without a model:
-        one-based, LIBSVM's convention).
+        The caller's answer; ``None`` decides: the base the file states (``stated``); else index
+        0 present → zero-based; else largest index equal to ``n_features`` → one-based; else, for
+        a model, refused (without a model: one-based, LIBSVM's convention).
     where : str
         The file's name, for messages.
+    stated : bool or None
+        :func:`libsvm_stated_base` of the file: whether its header says its indices are
+        zero-based (``None``: it says nothing). A caller's answer that contradicts it is refused,
+        as is a file whose indices contradict it.
 
     Raises
     ------
@@ -342,6 +372,24 @@ def libsvm_zero_based(
     """
     if zero_based is not None and not isinstance(zero_based, bool | np.bool_):
         raise InvalidParameterError(f"zero_based must be True, False or None, got {zero_based!r}")
+    if stated is not None:
+        said = "zero-based" if stated else "one-based"
+        if zero_based is not None and bool(zero_based) != stated:
+            asked, flag = (
+                ("zero-based", "--zero-based") if zero_based else ("one-based", "--one-based")
+            )
+            raise DataError(
+                f"{where}: its header says '# Column indices are {said}', but {asked} was asked "
+                f"for ({flag}, zero_based={bool(zero_based)}); drop the option to read the file "
+                "as it says, or correct the header line if it is wrong"
+            )
+        zero_based = stated
+        if index_range is not None and not stated and index_range[0] == 0:
+            raise DataError(
+                f"{where}: its header says '# Column indices are one-based', but feature index 0 "
+                "appears; correct the header line, or remove it and pass --zero-based "
+                "(zero_based=True)"
+            )
     if index_range is None:
         return bool(zero_based)  # no feature anywhere: every row is zero in either base
     lo, hi = index_range

@@ -29,6 +29,7 @@ from attentive.data.reader import (
     feature_columns,
     guess_format,
     libsvm_index_range,
+    libsvm_stated_base,
     libsvm_zero_based,
     parse_csv_rows,
     split_csv_line,
@@ -104,9 +105,11 @@ def load_user_file(
         file's index base and width, and its ``feature_names_in_`` (or count) is checked against
         a CSV file's feature columns (:mod:`attentive.data.reader`). Without one, the file decides.
     zero_based : bool, optional
-        LIBSVM only: whether feature indices start at 0. ``None`` detects it: index 0 present →
+        LIBSVM only: whether feature indices start at 0. ``None`` detects it: the base the
+        file's header states (``# Column indices are zero-based``); else index 0 present →
         zero-based; else the model's width reached → one-based; else, with a model, refused;
-        without one, one-based (LIBSVM's convention).
+        without one, one-based (LIBSVM's convention). A header stating the other base is
+        refused.
 
     Returns
     -------
@@ -136,7 +139,11 @@ def load_user_file(
         X, labels, label_name, columns = _parse_csv(data, name, label_column, expected)
     else:
         base = libsvm_zero_based(
-            libsvm_index_range(data), expected.n_features, zero_based, where=name
+            libsvm_index_range(data),
+            expected.n_features,
+            zero_based,
+            where=name,
+            stated=libsvm_stated_base(data[:65536]),
         )
         X, labels = parse_libsvm(data, where=name, n_features=expected.n_features, zero_based=base)
         label_name, columns = "label", None

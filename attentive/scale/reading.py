@@ -34,6 +34,7 @@ from attentive.data.reader import (
     feature_columns,
     guess_format,
     libsvm_index_range,
+    libsvm_stated_base,
     libsvm_zero_based,
     merge_index_ranges,
     open_binary,
@@ -78,10 +79,12 @@ def read_input(
     format : {"libsvm", "csv", "parquet"}, optional
         Guessed from the name (then the content) when None.
     zero_based : bool, optional
-        LIBSVM: whether feature indices start at 0. None detects it from a first pass over the
-        whole file, computed here on Dask's current scheduler: index 0 present → zero-based;
-        largest index equal to the model's number of features → one-based; otherwise refused
-        (say which). Given, the first pass is skipped.
+        LIBSVM: whether feature indices start at 0. None reads the base the file's header
+        states (``# Column indices are zero-based``), and checks it, or detects it, from a first
+        pass over the whole file, computed here on Dask's current scheduler: index 0 present →
+        zero-based; largest index equal to the model's number of features → one-based;
+        otherwise refused (say which). Given, the first pass is skipped; a header stating the
+        other base is refused.
     header : bool, optional
         CSV: whether the first line names the columns. None decides from the line
         (:func:`attentive.data.reader.csv_header`).
@@ -294,7 +297,9 @@ def _read_libsvm(text: _Text, start, expected: ExpectedFeatures, chunk_rows, zer
             *[dask.delayed(_libsvm_range, pure=True)(text, a, b) for a, b, _ in chunks]
         )
         index_range = merge_index_ranges(ranges)
-    zero_based = libsvm_zero_based(index_range, n, zero_based, where=text.where)
+    zero_based = libsvm_zero_based(
+        index_range, n, zero_based, where=text.where, stated=libsvm_stated_base(text.head())
+    )
     blocks = [
         da.from_delayed(
             dask.delayed(_libsvm_chunk, pure=True)(text, a, b, line, n, zero_based),
