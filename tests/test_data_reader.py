@@ -21,6 +21,7 @@ from sklearn.svm import SVC
 from attentive import AttentiveClassifier
 from attentive.data import load_user_file
 from attentive.data.reader import (
+    BOM,
     ExpectedFeatures,
     csv_header,
     feature_columns,
@@ -138,6 +139,7 @@ def test_the_base_a_header_states_is_read_from_the_opening_comments_only():
         dump_svmlight_file(X, [0, 1], out, zero_based=zero_based)  # no comment: no header
         assert libsvm_stated_base(out.getvalue()) is None
     assert libsvm_stated_base(b"\n  #  COLUMN INDICES ARE ONE-BASED  \r\n1 1:2\n") is False
+    assert libsvm_stated_base(BOM + b"# Column indices are zero-based\r\n1 1:2\n") is True
     # after a row, or inside a longer comment, it is not the file's statement
     assert libsvm_stated_base(b"1 1:2\n# Column indices are zero-based\n") is None
     assert libsvm_stated_base(b"# Column indices are zero-based, not here\n1 1:2\n") is None

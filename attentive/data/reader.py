@@ -325,7 +325,7 @@ def libsvm_stated_base(head: bytes) -> bool | None:
     ``#`` lines (and blank lines) is read: a comment after a row is about the row. ``head`` is the
     file's first bytes, decompressed.
     """
-    for line in head.splitlines():
+    for line in head.removeprefix(BOM).splitlines():
         line = line.strip()
         if not line:
             continue
