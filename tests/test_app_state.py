@@ -14,7 +14,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-import skops.io as sio
 from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier, InvalidParameterError
@@ -22,7 +21,7 @@ from attentive.app import exports, models, rules
 from attentive.app.state import DashboardState
 from attentive.data import load_dataset
 from attentive.estimator import calibration_split
-from attentive.models import make_model
+from attentive.models import load_model, make_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -97,7 +96,7 @@ def test_a_move_shows_what_a_classifier_fitted_from_scratch_evaluates(
 def test_exported_classifier_makes_the_shown_decisions(state):
     state.set_controls(boundary="curved", side="both", delta=0.02, seed=7)
     blob = exports.classifier_bytes(state)
-    clf = sio.loads(blob, trusted=sio.get_untrusted_types(data=blob))
+    clf = load_model(blob)  # as the snippet for an upload loads it
     ev = clf.evaluate(load_dataset(state.dataset).X_test)
     assert ev.n_evaluated.mean() == pytest.approx(state.numbers()["mean_evaluated"])
 

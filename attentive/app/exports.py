@@ -197,10 +197,10 @@ def snippet(state) -> str:
     name = state.walks_dataset
     if src.uploaded or name.startswith("file: "):
         return (
-            "# An uploaded dataset or model: load the exported classifier instead.\n"
-            "import skops.io as sio\n"
-            'path = "attentive_classifier.skops"\n'
-            "clf = sio.load(path, trusted=sio.get_untrusted_types(file=path))\n"
+            "# An uploaded dataset or model: load the exported classifier instead\n"
+            "# (skops, trusting only the types an exported classifier holds).\n"
+            "from attentive.models import load_model\n"
+            'clf = load_model("attentive_classifier.skops")\n'
         )
     gamma = repr(src.gamma)
     at = f'side="{rule.side}", threshold={rule.theta!r}'

@@ -9,6 +9,7 @@
 """
 
 from attentive.models.persistence import (
+    PROJECT_TYPES,
     SUPPORTED_KERNELS,
     SUPPORTED_MODELS,
     TRUSTED_TYPES,
@@ -32,6 +33,7 @@ from attentive.models.training import (
 __all__ = [
     "KINDS",
     "PAPER_PRESETS",
+    "PROJECT_TYPES",
     "SUPPORTED_KERNELS",
     "SUPPORTED_MODELS",
     "TRUSTED_TYPES",

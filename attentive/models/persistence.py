@@ -2,7 +2,8 @@
 
 Loading never unpickles: a pickle or joblib file is recognised by its first bytes (a skops file is a
 zip archive) and refused; a skops file is first inspected with ``skops.io.get_untrusted_types`` and
-refused if it holds a type outside :data:`TRUSTED_TYPES`, listing those types.
+refused if it holds a type outside :data:`TRUSTED_TYPES` and :data:`PROJECT_TYPES` (named one by
+one), listing those types.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from attentive.errors import (
 from attentive.terms import KERNELS, SUPPORTED, SUPPORTED_MODELS, decompose
 
 __all__ = [
+    "PROJECT_TYPES",
     "SUPPORTED_KERNELS",
     "SUPPORTED_MODELS",
     "TRUSTED_TYPES",
@@ -52,6 +54,29 @@ TRUSTED_TYPES: tuple[str, ...] = (
     "sklearn.preprocessing._data.Normalizer",
     "scipy.sparse._csr.csr_matrix",
     "scipy.sparse._csr.csr_array",
+)
+
+# The project's own classes an exported AttentiveClassifier holds: the classifier, its walk and
+# terms, its boundary and statistics, the calibration report, the sketch and its choice. Trusted
+# by their full names, never by package: a file names the types it builds, and a name under
+# ``attentive.`` can be any function of the project, or anything a module imports, called with
+# arguments the file chooses (a crafted file deleted a file that way through ``attentive.*``).
+# tests/test_models.py checks that every classifier configuration's file needs no other type.
+PROJECT_TYPES: tuple[str, ...] = (
+    "attentive.estimator.AttentiveClassifier",
+    "attentive.terms.TermDecomposition",
+    "attentive.walk.Walk",
+    "attentive.boundaries.Boundary",
+    "attentive.boundaries.ReferenceStats",
+    "attentive.families.base.WalkStatistics",
+    "attentive.families.heteroscedastic.SpreadTable",
+    "attentive.families.mass.MassTable",
+    "attentive.calibration.CalibrationReport",
+    "attentive.sketch.choice.SketchChoice",
+    "attentive.sketch.choice.SketchOption",
+    "attentive.sketch.nystrom.NystromSketch",
+    "attentive.sketch.nystrom.RowProjection",
+    "attentive.sketch.walk.SketchedWalk",
 )
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -144,14 +169,13 @@ def load_model(
         raise UnsupportedModelError(
             f"{name} is a zip archive but not a valid skops model file ({exc})"
         ) from None
-    # The project's own types (an exported AttentiveClassifier: its walk, boundary, statistics)
-    # are trusted like the estimators they wrap.
-    refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES and not _project_type(t))
+    refused = sorted(t for t in untrusted if t not in TRUSTED_TYPES and t not in PROJECT_TYPES)
     if refused:
         raise UntrustedModelError(
             f"{name} contains types attentive does not trust, so it was not loaded: "
             f"{', '.join(refused)}. Trusted beyond numpy and scikit-learn's estimators: "
-            f"{', '.join(TRUSTED_TYPES)}"
+            f"{', '.join(TRUSTED_TYPES)}, and the classes of an exported AttentiveClassifier "
+            "(attentive.models.PROJECT_TYPES)"
         )
     try:
         model = _skops_io().loads(data, trusted=list(untrusted))
@@ -169,10 +193,6 @@ def _skops_io():
     import skops.io
 
     return skops.io
-
-
-def _project_type(type_name: str) -> bool:
-    return type_name.split(".", 1)[0] == "attentive"
 
 
 def _read_bytes(source: Any) -> tuple[bytes, str]:

@@ -1,0 +1,147 @@
+"""A model file names the types it builds; loading trusts the project's own classes by their full
+names only, never every name under ``attentive.``.
+
+A skops file may ask for any importable name as a constructor and call it with arguments of its
+choosing. Trusted by package, a crafted file could call any function of the project, or anything a
+module of it imports (``pathlib.Path`` as ``attentive.data.download.Path``), while it loads.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import zipfile
+from importlib import metadata
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import skops.io as sio
+from sklearn.datasets import make_classification
+from sklearn.decomposition import PCA
+from sklearn.ensemble import AdaBoostClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from skops.io._protocol import PROTOCOL
+
+from attentive import AttentiveClassifier
+from attentive.errors import UntrustedModelError
+from attentive.models import PROJECT_TYPES, TRUSTED_TYPES, load_model
+
+
+def _json(value, ident: int) -> dict:
+    return {
+        "__class__": type(value).__name__,
+        "__module__": "builtins",
+        "__loader__": "JsonNode",
+        "content": json.dumps(value),
+        "is_json": True,
+        "__id__": ident,
+    }
+
+
+def _call(module: str, name: str, *args: dict, ident: int) -> dict:
+    """A skops node that builds ``module.name(*args)``."""
+    return {
+        "__class__": name,
+        "__module__": module,
+        "__loader__": "ConstructorFromReduceNode",
+        "content": {
+            "__class__": "tuple",
+            "__module__": "builtins",
+            "__loader__": "TupleNode",
+            "content": list(args),
+        },
+        "__id__": ident,
+    }
+
+
+def _crafted(path, marker) -> None:
+    """A file whose only node removes ``marker``: attentive.data.download.discard(Path(marker))."""
+    target = _call("attentive.data.download", "Path", _json(str(marker), 1), ident=2)
+    root = _call("attentive.data.download", "discard", target, ident=3)
+    root.update(protocol=PROTOCOL, _skops_version=metadata.version("skops"))
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("schema.json", json.dumps(root))
+
+
+def test_a_file_that_calls_a_project_function_is_refused_before_it_runs(tmp_path):
+    marker = tmp_path / "keep.txt"
+    marker.write_text("the user's data\n")
+    path = tmp_path / "crafted.skops"
+    _crafted(path, marker)
+    asked = set(sio.get_untrusted_types(file=path))
+    assert asked == {"attentive.data.download.Path", "attentive.data.download.discard"}
+    with pytest.raises(UntrustedModelError) as info:
+        load_model(path)
+    for name in asked:
+        assert name in str(info.value)
+    assert "PROJECT_TYPES" in str(info.value)
+    assert marker.read_text() == "the user's data\n"  # nothing ran
+
+
+def test_project_types_are_classes_of_the_project():
+    for name in PROJECT_TYPES:
+        module, _, attr = name.rpartition(".")
+        obj = getattr(importlib.import_module(module), attr)
+        assert isinstance(obj, type), name
+        assert obj.__module__ == module, name  # defined there, not imported into it
+
+
+def _digits_like():
+    X, y = make_classification(
+        400, 24, n_informative=8, n_redundant=4, class_sep=1.2, random_state=3
+    )
+    return X, y
+
+
+@pytest.mark.parametrize(
+    ("estimator", "params"),
+    [
+        (SVC(), {"boundary": "curved"}),
+        (SVC(), {"boundary": "calibrated", "family": "auto"}),
+        (SVC(), {"boundary": "sketched-curved", "sketch": (4, 16)}),
+        (
+            SVC(),
+            {"boundary": "calibrated", "family": "sketched-mass-regression", "sketch": (4, 16)},
+        ),
+        (SVC(), {"boundary": "heteroscedastic"}),
+        (SVC(), {"boundary": "budget"}),
+        (make_pipeline(PCA(10), SVC()), {"boundary": "sketched-regression", "sketch": (4, 16)}),
+        (make_pipeline(StandardScaler(), LogisticRegression()), {"boundary": "calibrated"}),
+        (AdaBoostClassifier(n_estimators=20, random_state=0), {"boundary": "mass-regression"}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_every_classifier_a_user_saves_loads_with_the_named_types(estimator, params, tmp_path):
+    """Whatever the rule, the sketch or the wrapped model, an exported classifier needs no type
+    beyond TRUSTED_TYPES and PROJECT_TYPES, and loads to the same decisions. A new class stored
+    on the classifier fails here until it is named in PROJECT_TYPES."""
+    X, y = _digits_like()
+    clf = AttentiveClassifier(estimator, early_stopping=True, random_state=0, **params)
+    clf.fit(X[:300], y[:300])
+    expected = clf.predict(X[300:])  # prediction caches nothing the file would need
+    path = tmp_path / "clf.skops"
+    sio.dump(clf, path)
+    asked = set(sio.get_untrusted_types(file=path))
+    assert asked <= set(TRUSTED_TYPES) | set(PROJECT_TYPES), asked - set(TRUSTED_TYPES)
+    loaded = load_model(path)
+    np.testing.assert_array_equal(loaded.predict(X[300:]), expected)
+    np.testing.assert_array_equal(loaded.decision_function(X[300:]), clf.decision_function(X[300:]))
+
+
+def test_a_classifier_fitted_on_a_frame_or_sparse_rows_loads_too(tmp_path):
+    X, y = _digits_like()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    labels = np.where(y == 1, "yes", "no")
+    for rows in (frame, sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))):
+        clf = AttentiveClassifier(SVC(), boundary="calibrated", random_state=0).fit(
+            rows[:300], labels[:300]
+        )
+        path = tmp_path / "clf.skops"
+        sio.dump(clf, path)
+        loaded = load_model(path)
+        np.testing.assert_array_equal(loaded.predict(rows[300:]), clf.predict(rows[300:]))
