@@ -335,8 +335,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     stopped_score : {"estimate", "boundary"}, default="estimate"
         What ``decision_function`` returns for a stopped example (SPEC §2): the rule's own
         estimate of ``f(x)`` at the stop, or the paper's Algorithm 1 value ``c + τ_t``; either is
-        moved to the predicted side of ``threshold`` if it is not there, so that
-        ``predict(X) == classes_[(decision_function(X) >= threshold).astype(int)]`` always.
+        moved to the predicted side of the threshold if it is not there, so that
+        ``predict(X) == classes_[(decision_function(X) >= threshold_).astype(int)]`` always.
     early_stopping : "auto" or bool, default="auto"
         Whether :meth:`predict`, :meth:`decision_function` and :meth:`evaluate` stop walks at
         the boundary. ``True``: always walk the rule. ``"auto"``: walk the rule unless that
@@ -413,8 +413,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``boundary="calibrated"``; None otherwise.
     offset_ : float
         ``c``, with ``f(x) = c + S_n(x)``.
+    threshold_ : float
+        θ in use: the ``threshold`` of the last :meth:`fit` (or :meth:`with_rule`). Like
+        ``delta``, ``boundary`` and ``side``, a ``threshold`` set with ``set_params`` takes
+        effect at the next ``fit``; :meth:`with_rule` gives another without refitting.
     theta_s_ : float
-        ``θ_S = θ − c``.
+        ``θ_S = θ − c`` (θ: ``threshold_``).
     variance_ : float
         The bridge variance V of the constant boundary's lower side (over R: the positives, or
         every reference example with ``centering="all"``).
@@ -545,6 +549,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sketch_order": "walk",
                 **state,
             }
+        if isinstance(state, dict) and "theta_s_" in state and "threshold_" not in state:
+            # Saved before threshold_ existed: the threshold it was fitted with.
+            state = {**state, "threshold_": float(state["threshold"])}
         if isinstance(state, dict) and "variance_" in state and "upper_variance_" not in state:
             # Saved before the upper side had its own V: both sides took variance_.
             state = {**state, "upper_variance_": state["variance_"]}
@@ -730,7 +737,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.reference_stats_ = pooled if ref_mask.all() else self.class_stats_["positive"]
         self.n_terms_ = self.terms_.n_terms
         self.offset_ = self.walk_.offset
-        self.theta_s_ = self.walk_.theta_s(self.threshold)
+        self.threshold_ = float(self.threshold)
+        self.theta_s_ = self.walk_.theta_s(self.threshold_)
         self.variance_ = self.reference_stats_.variance(self.variance)
         # The upper side's V: over the walks it must not stop wrongly, the negatives (SPEC §2).
         self.upper_variance_ = self.class_stats_["negative"].variance(self.variance)
@@ -1030,7 +1038,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             family.boundary(scale),
             self.theta_s_,
             precision=self._precision(),
-            threshold=self.threshold,
+            threshold=self.threshold_,
             reference=option.walk.prepare(rows),
         )
         return ev.predicted_cost if ev.path == "walk" else None
@@ -1300,7 +1308,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 boundary,
                 self.theta_s_,
                 precision=self._precision(),
-                threshold=self.threshold,
+                threshold=self.threshold_,
                 stopped_score=self.stopped_score,
                 path=path,
                 reference=getattr(self, "pilot_rows_", None),
@@ -1402,7 +1410,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         params = {
             "boundary": self.boundary if boundary is None else boundary,
             "side": self.side_ if side is None else side,
-            "threshold": self.threshold if threshold is None else threshold,
+            "threshold": self.threshold_ if threshold is None else threshold,
             "budget": self.budget if budget is None else budget,
             "delta": self.delta if delta is None else delta,
             # The statistics are shared: a refit with these parameters must walk the reference
@@ -1422,7 +1430,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         new.set_params(**params)
         new._check_params()
         new.side_ = new.side
-        new.theta_s_ = new.walk_.theta_s(new.threshold)
+        new.threshold_ = float(new.threshold)
+        new.theta_s_ = new.walk_.theta_s(new.threshold_)
         new.calibration_ = None
         if tau is not None:
             if new.boundary != "constant" or new.side_ == "both":
@@ -1468,7 +1477,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """``f(x)`` if evaluated to the end, else the rule's score at the stop (``stopped_score``),
-        always on the predicted side of ``threshold``."""
+        always on the predicted side of ``threshold_`` (the threshold of the last fit)."""
         return self.evaluate(X).decision
 
     def predict(self, X) -> np.ndarray:

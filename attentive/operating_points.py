@@ -46,6 +46,10 @@ def operating_points(clf, X, y=None, *, families=None, grid=None) -> pd.DataFram
     """
 
     names = tuple(clf.scaled_rules() if families is None else families)
+    if y is not None:  # before the walks: refused labels cost nothing
+        from sklearn.utils.validation import _num_samples
+
+        _positive(clf, y, _num_samples(X))
     return pd.concat(
         [outcome_points(clf, name, clf.scale_outcomes(X, name, grid), y) for name in names],
         ignore_index=True,
@@ -72,14 +76,36 @@ def outcome_points(clf, name: str, out, y=None) -> pd.DataFrame:
         }
     )
     if y is not None:
-        y_pos = np.asarray(y) == clf.classes_[1]
         pred = out.positive
+        y_pos = _positive(clf, y, pred.shape[0])
         tp = (pred & y_pos[:, None]).sum(axis=0)
         n_pred = pred.sum(axis=0)
         frame["accuracy"] = (pred == y_pos[:, None]).mean(axis=0)
         frame["precision"] = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), np.nan)
         frame["recall"] = tp / max(int(y_pos.sum()), 1)
     return frame
+
+
+def _positive(clf, y, n: int) -> np.ndarray:
+    """Whether each label of ``y`` is the positive class; labels must be one per example and
+    among ``clf.classes_`` (a label of another kind, 0/1 for a model fitted on "no"/"yes",
+    would count every example as negative)."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(clf)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise InvalidParameterError(
+            f"y must hold one label per example: {n} examples, got labels of shape {y.shape}"
+        )
+    known = np.isin(y, clf.classes_)
+    if not known.all():
+        unknown = list(np.unique(y[~known]))
+        raise InvalidParameterError(
+            f"y contains labels the fitted model does not know: {unknown[:5]}"
+            f"{' …' if len(unknown) > 5 else ''}; its classes are {list(clf.classes_)}"
+        )
+    return y == clf.classes_[1]
 
 
 def _costs(clf, name: str) -> tuple[float, float]:

@@ -107,6 +107,44 @@ def test_threshold_moves_theta_s_and_labels(binary_problem):
     np.testing.assert_array_equal(clf.predict(Xte), expected)
 
 
+def test_a_threshold_set_after_fit_takes_effect_at_the_next_fit_in_every_output(binary_problem):
+    """set_params(threshold=...) after fit moved decision_function's stopped scores to the new
+    threshold's side while predict kept the old θ_S: labels followed both thresholds at once."""
+    Xtr, ytr, Xte, _ = binary_problem
+    clf = AttentiveClassifier(
+        SVC(gamma=0.1), boundary="curved", side="both", early_stopping=True, random_state=0
+    ).fit(Xtr, ytr)
+    labels, scores = clf.predict(Xte), clf.decision_function(Xte)
+    assert clf.threshold_ == 0.0
+    clf.set_params(threshold=1.0)
+    assert clf.threshold_ == 0.0  # the fitted rule is unchanged until fit
+    np.testing.assert_array_equal(clf.predict(Xte), labels)
+    np.testing.assert_array_equal(clf.decision_function(Xte), scores)
+    np.testing.assert_array_equal(labels, clf.classes_[(scores >= clf.threshold_).astype(int)])
+    # refitted, or another rule without refitting: both outputs at θ = 1, and the same
+    refit = clf.fit(Xtr, ytr)
+    assert refit.threshold_ == 1.0
+    other = (
+        AttentiveClassifier(
+            SVC(gamma=0.1), boundary="curved", side="both", early_stopping=True, random_state=0
+        )
+        .fit(Xtr, ytr)
+        .with_rule(threshold=1.0)
+    )
+    for c in (refit, other):
+        d = c.decision_function(Xte)
+        np.testing.assert_array_equal(c.predict(Xte), c.classes_[(d >= 1.0).astype(int)])
+    np.testing.assert_array_equal(refit.predict(Xte), other.predict(Xte))
+    assert (refit.predict(Xte) != labels).any()
+    # A classifier saved before threshold_ existed takes the threshold it was fitted with.
+    state = dict(refit.__getstate__())
+    del state["threshold_"]
+    old = AttentiveClassifier.__new__(AttentiveClassifier)
+    old.__setstate__(state)
+    assert old.threshold_ == 1.0
+    np.testing.assert_array_equal(old.decision_function(Xte), refit.decision_function(Xte))
+
+
 def test_frozen_estimators_are_used_as_they_are_and_others_are_cloned(binary_problem):
     Xtr, ytr, Xte, _ = binary_problem
     model = SVC(gamma=0.1).fit(Xtr[:100], ytr[:100])

@@ -192,3 +192,22 @@ def test_with_rule_names_a_bad_scale_and_takes_any_it_can_name_by_delta(fitted):
     assert (_walking(clf.with_rule("curved", z=low)).evaluate(X[600:]).n_evaluated == 1).all()
     far = _walking(clf.with_rule("curved", z=high)).evaluate(X[600:])
     assert (far.n_evaluated == clf.n_terms_).all()
+
+
+def test_labels_must_be_the_models_classes_one_per_example(fitted):
+    """Labels of another kind (0/1 for a model fitted on "no"/"yes", 0/5) used to count every
+    example as negative: accuracy about 0.5, precision and recall 0, without a word."""
+    clf, _, X, y = fitted
+    X_eval, y_eval = X[600:800], y[600:800]
+    table = operating_points(clf, X_eval, y_eval, families=["curved"])
+    row = table.loc[table.disagreement.idxmin()]  # about the full model's decisions
+    full = clf.with_rule("full").predict(X_eval)
+    assert row.disagreement <= 0.02
+    assert row.accuracy == pytest.approx(np.mean(full == y_eval), abs=0.02)
+    for wrong in (np.where(y_eval == 1, "a", "b"), y_eval * 5.0):
+        with pytest.raises(InvalidParameterError, match=r"labels the fitted model does not know"):
+            operating_points(clf, X_eval, wrong, families=["curved"])
+        with pytest.raises(InvalidParameterError, match=r"its classes are \[.*0.*1.*\]"):
+            cheapest_operating_point(clf, X_eval, 0.01, wrong)
+    with pytest.raises(InvalidParameterError, match=r"200 examples, got labels of shape \(197,\)"):
+        cheapest_operating_point(clf, X_eval, 0.01, y_eval[:197])
