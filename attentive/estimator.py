@@ -26,6 +26,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
+    _check_sample_weight,
     _num_samples,
     check_consistent_length,
     check_is_fitted,
@@ -170,6 +171,12 @@ def calibration_split(
             f"{n} sample{'' if n == 1 else 's'} ({got or 'none'})."
         )
     size = _calibration_examples(calibration_size, delta, alpha, n)
+    if calibration_size != "auto" and isinstance(size, numbers.Integral) and not 2 <= size <= n - 2:
+        raise InvalidParameterError(
+            f"calibration_size={calibration_size!r} examples cannot be held out of {n} with both "
+            f"classes in each part; hold out between 2 and {n - 2} examples (an int), a "
+            "fraction in (0, 1), or 'auto'."
+        )
     try:
         return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
     except ValueError as exc:
@@ -190,6 +197,16 @@ def _fitted_before(clf) -> bool:
         if not steps:
             return False
         estimator = steps[-1][1]
+
+
+def _weight_name(estimator) -> str:
+    """The ``fit`` parameter that takes the model's sample weights: ``sample_weight``, or for a
+    pipeline its last step's (``svc__sample_weight``, through nested pipelines)."""
+    names = []
+    while isinstance(estimator, Pipeline):
+        name, estimator = estimator.steps[-1]
+        names.append(name)
+    return "__".join([*names, "sample_weight"])
 
 
 def _check_2d(X) -> None:
@@ -617,12 +634,18 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
 
     # -- fitting --------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model (unless prefit) and fix centering, order and boundary from ``(X, y)``.
 
         ``(X, y)`` is the reference set: ``μ_i``, V, ``M_t`` and ``D_t`` come from it, never from
         the examples later evaluated. With ``boundary="calibrated"`` a stratified part
         (``calibration_size``) is held out first and used only by :meth:`calibrate`.
+
+        ``sample_weight`` (one weight a row) is passed to the model's own ``fit`` (the rows of
+        the fit part, with ``boundary="calibrated"``). It weighs the model only: the reference
+        statistics, the sketch and the calibration count every example once, as the guarantee
+        counts disagreements per example. A pipeline passes them to its last step; a frozen
+        model is not fitted, and refuses them.
         """
         self._check_params()
         if _passes_raw_input(self.estimator):
@@ -653,6 +676,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 + ("" if what.startswith(";") else " ")
                 + what
             )
+        if sample_weight is not None:
+            if _fitted_before(self):
+                raise InvalidParameterError(
+                    "sample_weight weighs the model's own fit, but a frozen model is not fitted."
+                )
+            sample_weight = _check_sample_weight(sample_weight, y)
         X_cal = None
         # How fit split its rows, for fit_sketch's check of the rows it is given.
         self._held_out = None
@@ -665,7 +694,20 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 calibration_size=self.calibration_size,
                 random_state=self.random_state,
             )
-            X, X_cal, y, _ = calibration_split(X, y, **self._held_out)
+            # Split by row number (the rows calibration_split(X, y) takes), for the weights too.
+            fit_rows, cal_rows, _, _ = calibration_split(
+                np.arange(_num_samples(X)), y, **self._held_out
+            )
+            X, X_cal, y = _safe_indexing(X, fit_rows), _safe_indexing(X, cal_rows), y[fit_rows]
+            if sample_weight is not None:
+                sample_weight = sample_weight[fit_rows]
+        present = np.unique(y)
+        if present.size == 1:  # type_of_target calls one class "binary"
+            raise InvalidParameterError(
+                f"y holds one class only ({present[0]!r} in all {len(y)} rows); fit needs "
+                "examples of both classes of a binary target: the reference statistics are "
+                "per class, and most models cannot be fitted on one class."
+            )
         # Where calibration will stop is judged on the reference profile at this many examples
         # (grid.profile_point): the sketch and family="auto"'s ranking are chosen there.
         self._calibration_rows = _num_samples(X_cal) if X_cal is not None else None
@@ -673,6 +715,13 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._frozen = isinstance(self.estimator, FrozenEstimator)
         if self._frozen:
             self.estimator_ = self.estimator
+            width = getattr(self.estimator, "n_features_in_", None)
+            if width is not None and int(width) != self.n_features_in_:
+                raise InvalidParameterError(
+                    f"X has {self.n_features_in_} features, but the frozen "
+                    f"{type(self.estimator.estimator).__name__} was fitted on {int(width)}; "
+                    "fit with reference rows like those the model was trained on."
+                )
             if self.boundary == "calibrated":
                 warnings.warn(
                     "boundary='calibrated' holds out part of the fit data to calibrate, but the "
@@ -691,7 +740,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     UserWarning,
                     stacklevel=2,
                 )
-            self.estimator_ = clone(self.estimator).fit(X, y)
+            weights = {} if sample_weight is None else {_weight_name(self.estimator): sample_weight}
+            self.estimator_ = clone(self.estimator).fit(X, y, **weights)
         self.terms_ = decompose(self.estimator_)
         self.classes_ = np.asarray(self.terms_.classes)
         unknown = np.setdiff1d(np.unique(y), self.classes_)

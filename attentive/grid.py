@@ -42,7 +42,13 @@ def default_grid() -> np.ndarray:
 
 
 def check_grid(grid) -> np.ndarray:
-    g = np.asarray(default_grid() if grid is None else grid, dtype=np.float64)
+    try:
+        g = np.asarray(default_grid() if grid is None else grid, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"grid must be a non-empty 1-d array of finite scales (numbers), got {grid!r:.80} "
+            f"({exc})."
+        ) from None
     if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
         raise InvalidParameterError(
             f"grid must be a non-empty 1-d array of finite scales, got shape {g.shape}."

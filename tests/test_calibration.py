@@ -143,6 +143,10 @@ def test_grid_outcomes_rejects_a_non_decreasing_grid(problem):
     clf, _, _, S = problem
     with pytest.raises(InvalidParameterError, match="decreasing"):
         grid_outcomes(S[:10], _family(clf, "curved", "both"), [1.0, 2.0])
+    # a scale that is not a number is named as the grid's, not numpy's conversion alone
+    for bad in ([3.0, "a"], [[2.0, 1.0], [0.5]]):
+        with pytest.raises(InvalidParameterError, match=r"grid must be .* \(numbers\), got"):
+            grid_outcomes(S[:10], _family(clf, "curved", "both"), bad)
 
 
 def test_family_rejects_budget(problem):
