@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtr, ndtri
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.compose import ColumnTransformer
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
@@ -121,6 +122,14 @@ def _passes_raw_input(estimator) -> bool:
     while isinstance(estimator, FrozenEstimator):
         estimator = estimator.estimator
     return isinstance(estimator, Pipeline) and len(estimator.steps) > 1
+
+
+def _selects_columns(estimator) -> bool:
+    """Whether the model's first step is a ColumnTransformer: it takes a frame's columns by name,
+    in any order and beside others, and names the missing ones itself."""
+    while isinstance(estimator, FrozenEstimator):
+        estimator = estimator.estimator
+    return isinstance(estimator, Pipeline) and isinstance(estimator.steps[0][1], ColumnTransformer)
 
 
 def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
@@ -1341,7 +1350,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if _passes_raw_input(self.estimator_):
             _check_2d(X)
             _check_not_cube(X, getattr(self, "n_features_in_", None))
-            validate_data(self, X, skip_check_array=True, reset=False)
+            if not (_selects_columns(self.estimator_) and hasattr(X, "columns")):
+                validate_data(self, X, skip_check_array=True, reset=False)
+            # (A frame for a ColumnTransformer: its columns are the transformer's to check, as
+            # the bare pipeline takes them in another order or beside others.)
             return X
         # float32 rows stay float32: the evaluator multiplies them as they are.
         return validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)

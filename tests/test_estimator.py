@@ -543,3 +543,34 @@ def test_sample_weight_weighs_the_models_fit_and_is_routed(binary_problem):
         scores = cross_val_score(routed, Xtr, ytr, params={"sample_weight": w}, cv=3)
     unweighted = cross_val_score(AttentiveClassifier(SVC(gamma=0.1)), Xtr, ytr, cv=3)
     assert scores.shape == (3,) and not np.allclose(scores, unweighted)
+
+
+def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeline_does():
+    """The bare pipeline takes its columns by name, in another order or beside others, and
+    names the missing ones; the wrapper refused the first two with its own name check."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "num": rng.normal(size=300),
+            "cat": rng.choice(list("abc"), 300),
+            "num2": rng.normal(size=300),
+        }
+    )
+    y = ((frame.num + (frame.cat == "a")) > 0.3).astype(int).to_numpy()
+    pipe = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["cat"]), (StandardScaler(), ["num", "num2"])),
+        SVC(),
+    )
+    clf = AttentiveClassifier(pipe, boundary="curved", random_state=0).fit(frame[:200], y[:200])
+    rows = frame[200:]
+    expected = clf.estimator_.predict(rows)
+    np.testing.assert_array_equal(clf.with_rule("full").predict(rows), expected)
+    for other in (rows[["cat", "num2", "num"]], rows.assign(extra=1.0)):
+        np.testing.assert_array_equal(clf.predict(other), clf.predict(rows))
+        np.testing.assert_array_equal(clf.estimator_.predict(other), expected)
+    with pytest.raises(ValueError, match=r"columns are missing: \{'num2'\}"):
+        clf.predict(rows[["cat", "num"]])
