@@ -24,7 +24,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -1548,7 +1548,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # A sketch asked for by size needs dense rows (the Nyström sketch projects them).
-        tags.input_tags.sparse = isinstance(self.sketch, str)
+        # A sketch asked for by size needs dense rows (the Nyström sketch projects them); else
+        # the rows go to the model (a pipeline's first step), which says what it takes.
+        tags.input_tags.sparse = (
+            isinstance(self.sketch, str) and get_tags(self.estimator).input_tags.sparse
+        )
         tags.classifier_tags.multi_class = False
         return tags

@@ -19,14 +19,6 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from attentive import AttentiveClassifier, InvalidParameterError, constant_threshold
 
-# Checks a pipeline in front is expected to fail, with the reason (every other check passes).
-PIPELINE_FAILED_CHECKS: dict[str, str] = {
-    "check_estimator_sparse_tag": (
-        "the pipeline's first step takes the rows as they are; a centring StandardScaler refuses "
-        "sparse rows although scikit-learn's tags for it say it takes them"
-    ),
-}
-
 # fit(X, y, sample_weight=w) weighs the model's own fit; scikit-learn expects libsvm's and
 # liblinear's models to fail these (their own check_estimator lists them as expected failures).
 LIBSVM_WEIGHTS = "libsvm / liblinear: weights are not repeated rows (scikit-learn's own xfail)"
@@ -53,7 +45,12 @@ REFERENCE_ROWS = "the reference statistics count rows, not weights"
         # Held-out calibration rows (fit on one sample, 1-D rows: refused by name).
         (SVC(kernel="rbf"), {"boundary": "calibrated"}, WEIGHT_CHECKS),
         # The caller's rows go to the pipeline as they are (array-likes with only __array__ too).
-        (make_pipeline(StandardScaler(), SVC()), {}, {**PIPELINE_FAILED_CHECKS, **WEIGHT_CHECKS}),
+        # Its sparse tag is the pipeline's (a centring StandardScaler refuses sparse rows).
+        (
+            make_pipeline(StandardScaler(), SVC()),
+            {},
+            {"check_sample_weight_equivalence_on_dense_data": LIBSVM_WEIGHTS},
+        ),
         # Models that fit on one class (refused by the wrapper before fitting, as a ValueError).
         (
             AdaBoostClassifier(n_estimators=5),
