@@ -386,3 +386,38 @@ def test_an_upload_with_a_bom_crlf_and_gzip_reads_as_the_plain_file():
     c = load_user_file(libsvm, filename="p.libsvm")
     d = load_user_file(b"\xef\xbb\xbf" + libsvm.replace(b"\n", b"\r\n"), filename="p.libsvm")
     np.testing.assert_array_equal(c.X_train, d.X_train)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bz2", "xz"])
+def test_decompression_is_bounded_and_streams_are_read_to_the_end(kind):
+    """A few kilobytes can decompress to gigabytes: the content is decompressed in a stream and
+    refused past the limit, before it is all in memory."""
+    import bz2
+    import lzma
+
+    from attentive.data.reader import decompress
+
+    compress = {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind]
+    rows = b"".join(f"{i % 2} 1:{i}\n".encode() for i in range(20_000))
+    packed = compress(rows) + compress(b"1 2:3\n")  # two streams, as cat a.gz b.gz makes
+    assert decompress(packed, "f") == rows + b"1 2:3\n"
+    assert decompress(packed, "f", max_bytes=len(rows) + 6) == rows + b"1 2:3\n"
+    with pytest.raises(DataError, match=r"rows\.libsvm decompresses to more than 0 MB"):
+        decompress(packed, "rows.libsvm", max_bytes=len(rows) + 5)
+    with pytest.raises(DataError, match="truncated or corrupt"):
+        decompress(compress(rows)[:-12], "f")
+    bomb = compress(bytes(200 << 20))  # 200 MB of zeros in well under a megabyte
+    assert len(bomb) < 1 << 20
+    with pytest.raises(DataError, match="decompresses to more than 1 MB"):
+        decompress(bomb, "f", max_bytes=1 << 20)
+
+
+def test_an_upload_is_bounded_once_decompressed_too():
+    import bz2
+
+    from attentive.data.userfile import DECOMPRESSED_FACTOR
+
+    bomb = bz2.compress(b"1 1:1\n" * 2_000_000)  # 12 MB of rows in a few kilobytes
+    with pytest.raises(DataError, match=r"bomb\.libsvm\.bz2 decompresses to more than"):
+        load_user_file(bomb, filename="bomb.libsvm.bz2", max_bytes=len(bomb) * 100)
+    assert DECOMPRESSED_FACTOR * len(bomb) * 100 < 12_000_000

@@ -143,21 +143,71 @@ def open_binary(path: str | Path, compression: str | None = None) -> BinaryIO:
     return _OPENERS[compression](path, "rb")
 
 
-def decompress(data: bytes, name: str) -> bytes:
+def decompress(data: bytes, name: str, max_bytes: int | None = None) -> bytes:
     """Decompress gzip, bz2 or xz content (recognised by its first bytes); other bytes pass through.
+
+    ``max_bytes`` bounds the decompressed size: the content is decompressed in a stream and
+    refused as soon as it would exceed it (a few kilobytes can decompress to gigabytes).
 
     Raises
     ------
     DataError
-        The content starts like a compressed file but is truncated or corrupt.
+        The content starts like a compressed file but is truncated or corrupt, or decompresses
+        to more than ``max_bytes``.
     """
     kind = compression_of(data)
     if kind is None:
         return data
+    limit = _HUGE if max_bytes is None else int(max_bytes)
+    out = bytearray()
     try:
-        return {"gzip": gzip.decompress, "bz2": bz2.decompress, "xz": lzma.decompress}[kind](data)
+        rest = data
+        while rest:  # concatenated streams (gzip, bz2 and xz allow them), each in bounded steps
+            rest = _one_stream(kind, rest, out, limit, name)
+            if kind == "gzip":
+                rest = rest.lstrip(b"\0")  # gzip files may be padded with zeros
+    except DataError:
+        raise
     except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
         raise DataError(f"{name}: compressed file is truncated or corrupt ({exc})") from None
+    return bytes(out)
+
+
+_STEP = 64 << 20  # decompressed bytes a step, so that a limit is found past by at most this
+
+
+def _one_stream(kind: str, data: bytes, out: bytearray, limit: int, name: str) -> bytes:
+    """Decompress the first stream of ``data`` onto ``out``, at most ``limit`` bytes in all;
+    return what follows it."""
+    if kind == "gzip":
+        engine = zlib.decompressobj(wbits=31)
+        pending = data
+        while not engine.eof:
+            piece = engine.decompress(pending, _STEP)
+            out += piece
+            _check_size(out, limit, name)
+            pending = engine.unconsumed_tail
+            if not pending and not piece and not engine.eof:
+                raise EOFError("compressed data ended before the end-of-stream marker")
+        return engine.unused_data
+    engine = bz2.BZ2Decompressor() if kind == "bz2" else lzma.LZMADecompressor()
+    out += engine.decompress(data, _STEP)
+    _check_size(out, limit, name)
+    while not engine.eof:
+        if engine.needs_input:
+            raise EOFError("compressed data ended before the end-of-stream marker")
+        out += engine.decompress(b"", _STEP)
+        _check_size(out, limit, name)
+    return engine.unused_data
+
+
+def _check_size(out: bytearray, limit: int, name: str) -> None:
+    if len(out) > limit:
+        raise DataError(
+            f"{name} decompresses to more than {limit / 2**20:,.0f} MB, the limit for an upload "
+            "once decompressed (ten times the upload limit, ATTENTIVE_MAX_UPLOAD_MB); upload "
+            "fewer rows, or score a large file with python -m attentive score"
+        )
 
 
 def _suffix(name: str) -> str:

@@ -46,6 +46,9 @@ _DENSE_MAX_CELLS = 5_000_000
 _DENSE_MIN_DENSITY = 0.1
 
 
+DECOMPRESSED_FACTOR = 10  # an upload's decompressed size limit, in times its own
+
+
 def max_upload_bytes(max_bytes: int | None = None) -> int:
     """The upload limit in bytes: ``max_bytes``, else ``ATTENTIVE_MAX_UPLOAD_MB``, else 50 MB."""
     if max_bytes is not None:
@@ -129,7 +132,8 @@ def load_user_file(
         raise InvalidParameterError(f"test_size must be in (0, 1), got {test_size}")
     limit = max_upload_bytes(max_bytes)
     data, name = _read(path_or_bytes, filename, limit)
-    data = decompress(data, name).removeprefix(BOM)
+    # Ten times the upload limit once decompressed: a few kilobytes can expand to gigabytes.
+    data = decompress(data, name, max_bytes=DECOMPRESSED_FACTOR * limit).removeprefix(BOM)
     if not data.strip():
         raise DataError(f"{name} is empty; expected a LIBSVM or CSV file with one example per line")
     fmt = guess_format(name, data[:65536], format=format, allowed=FORMATS)
