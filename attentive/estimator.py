@@ -953,11 +953,19 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         that are not numbers (documents for a text vectoriser) as the walk prepares them."""
         sample = _spread_rows(X, 32)
         try:
-            rows = sample.toarray() if sp.issparse(sample) else np.asarray(sample, dtype=float)
+            rows = sample if sp.issparse(sample) else np.asarray(sample, dtype=float)
         except (TypeError, ValueError):
             rows = self.walk_.prepare(sample)
-            rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+            rows = rows if sp.issparse(rows) else np.asarray(rows)
         digest = hashlib.blake2b(digest_size=16)
+        if sp.issparse(rows):  # its non-zeros: dense, a wide sparse file's rows take gigabytes
+            rows = sp.csr_matrix(rows, dtype=np.float64, copy=True)
+            rows.sum_duplicates()
+            rows.eliminate_zeros()
+            digest.update(np.asarray(rows.shape, dtype=np.int64).tobytes())
+            for part in (rows.indptr, rows.indices):
+                digest.update(np.ascontiguousarray(part, dtype=np.int64).tobytes())
+            rows = rows.data
         digest.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
         digest.update(np.packbits(np.asarray(y) == self.classes_[1]).tobytes())
         return digest.hexdigest()

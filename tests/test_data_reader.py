@@ -421,3 +421,15 @@ def test_an_upload_is_bounded_once_decompressed_too():
     with pytest.raises(DataError, match=r"bomb\.libsvm\.bz2 decompresses to more than"):
         load_user_file(bomb, filename="bomb.libsvm.bz2", max_bytes=len(bomb) * 100)
     assert DECOMPRESSED_FACTOR * len(bomb) * 100 < 12_000_000
+
+
+def test_an_upload_naming_a_huge_feature_index_is_refused_before_it_is_parsed():
+    """A 40-byte file can name feature 400,000,000: every array over the features would take
+    gigabytes (the rows' digest made 32 of them dense). Up to MAX_UPLOAD_FEATURES it reads."""
+    from attentive.data.userfile import MAX_UPLOAD_FEATURES
+
+    rows = b"".join(f"{i % 2} 1:{i} 2:1\n".encode() for i in range(40))
+    with pytest.raises(DataError, match=r"rows\.libsvm: its largest feature index, 400,000,000"):
+        load_user_file(rows + b"1 400000000:1\n", filename="rows.libsvm")
+    wide = load_user_file(rows + f"1 {MAX_UPLOAD_FEATURES}:1\n".encode(), filename="rows.libsvm")
+    assert wide.n_features == MAX_UPLOAD_FEATURES

@@ -47,6 +47,7 @@ _DENSE_MIN_DENSITY = 0.1
 
 
 DECOMPRESSED_FACTOR = 10  # an upload's decompressed size limit, in times its own
+MAX_UPLOAD_FEATURES = 1 << 20  # features of a LIBSVM upload without a model (1,048,576)
 
 
 def max_upload_bytes(max_bytes: int | None = None) -> int:
@@ -142,13 +143,22 @@ def load_user_file(
     if fmt == "csv":
         X, labels, label_name, columns = _parse_csv(data, name, label_column, expected)
     else:
+        index_range = libsvm_index_range(data)
         base = libsvm_zero_based(
-            libsvm_index_range(data),
+            index_range,
             expected.n_features,
             zero_based,
             where=name,
             stated=libsvm_stated_base(data[:65536]),
         )
+        width = 0 if index_range is None else index_range[1] + int(base)
+        if expected.n_features is None and width > MAX_UPLOAD_FEATURES:
+            # One line can name feature 999999999: arrays over the features would take gigabytes.
+            raise DataError(
+                f"{name}: its largest feature index, {index_range[1]:,}, makes {width:,} "
+                f"features; an upload may have up to {MAX_UPLOAD_FEATURES:,}. Score wider data "
+                "with python -m attentive score and a model trained on it"
+            )
         X, labels = parse_libsvm(data, where=name, n_features=expected.n_features, zero_based=base)
         label_name, columns = "label", None
         if X.shape[0] * X.shape[1] <= _DENSE_MAX_CELLS or X.nnz >= _DENSE_MIN_DENSITY * np.prod(
