@@ -9,6 +9,7 @@ module of it imports (``pathlib.Path`` as ``attentive.data.download.Path``), whi
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import zipfile
 from importlib import metadata
@@ -28,7 +29,7 @@ from sklearn.svm import SVC
 from skops.io._protocol import PROTOCOL
 
 from attentive import AttentiveClassifier
-from attentive.errors import UntrustedModelError
+from attentive.errors import UnsupportedModelError, UntrustedModelError
 from attentive.models import PROJECT_TYPES, TRUSTED_TYPES, load_model
 
 
@@ -145,3 +146,78 @@ def test_a_classifier_fitted_on_a_frame_or_sparse_rows_loads_too(tmp_path):
         sio.dump(clf, path)
         loaded = load_model(path)
         np.testing.assert_array_equal(loaded.predict(rows[300:]), clf.predict(rows[300:]))
+
+
+def _rewritten(raw: bytes, change) -> bytes:
+    """``raw`` (a skops file) with ``change(name, bytes) -> bytes`` applied to each member."""
+    source = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info.filename, change(info.filename, source.read(info.filename)))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("field", "value"), [("left_child", 50_000_000), ("feature", 2**38)])
+def test_a_decision_tree_whose_nodes_point_outside_it_is_refused(field, value):
+    """A Tree checks its arrays' types and shapes when loaded, not the indices in them: a child
+    or feature index out of range made predict read outside its arrays (the process crashed)."""
+    X, y = make_classification(200, 5, random_state=0)
+    model = AdaBoostClassifier(n_estimators=3, random_state=0).fit(X, y)
+    raw = sio.dumps(model)
+
+    def damage(name, data):
+        if not name.endswith(".npy"):
+            return data
+        nodes = np.load(io.BytesIO(data), allow_pickle=False)
+        if not nodes.dtype.names or field not in nodes.dtype.names:
+            return data
+        nodes = nodes.copy()
+        nodes[field][0] = value
+        buffer = io.BytesIO()
+        np.save(buffer, nodes, allow_pickle=False)
+        return buffer.getvalue()
+
+    with pytest.raises(UnsupportedModelError, match="a decision tree in it is damaged"):
+        load_model(_rewritten(raw, damage))
+    np.testing.assert_array_equal(load_model(raw).predict(X), model.predict(X))  # intact: loads
+
+
+def test_a_file_whose_nodes_read_one_member_again_and_again_is_refused_unread():
+    """One deflated member of zeros named by many array nodes: skops reads each while building
+    its tree (inside get_untrusted_types). The archive's sizes bound the total first."""
+    X, y = make_classification(200, 5, random_state=0)
+    raw = sio.dumps(LogisticRegression().fit(X, y))
+    zeros = io.BytesIO()
+    np.save(zeros, np.zeros((64 << 20) // 8))  # 64 MB, a few kilobytes deflated
+    node = {
+        "__class__": "ndarray",
+        "__module__": "numpy",
+        "__loader__": "NdArrayNode",
+        "type": "numpy",
+        "file": "zeros.npy",
+    }
+
+    def inflate(name, data):
+        if name != "schema.json":
+            return data
+        schema = json.loads(data)
+        schema["content"]["content"]["junk"] = {
+            "__class__": "list",
+            "__module__": "builtins",
+            "__loader__": "ListNode",
+            "content": [node] * 100,  # 6.4 GB if read
+        }
+        return json.dumps(schema).encode()
+
+    crafted = _appended(_rewritten(raw, inflate), "zeros.npy", zeros.getvalue())
+    assert len(crafted) < 1 << 20
+    with pytest.raises(UnsupportedModelError, match=r"would read 6,400 MB of arrays"):
+        load_model(crafted)
+
+
+def _appended(raw: bytes, name: str, data: bytes) -> bytes:
+    out = io.BytesIO(raw)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    return out.getvalue()

@@ -9,6 +9,8 @@ one), listing those types.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -157,8 +159,14 @@ def load_model(
             f"{name} is not a skops model file (it does not start like a zip archive); save the "
             "model with skops.io.dump(model, 'model.skops')"
         )
+    _check_expansion(data, name)
     try:
         untrusted = _skops_io().get_untrusted_types(data=data)
+    except (MemoryError, RecursionError):
+        raise UnsupportedModelError(
+            f"{name}: the skops file could not be read (it needs more memory or nesting than "
+            "a model's file does); save the model again with skops.io.dump(model, 'model.skops')"
+        ) from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise UnsupportedModelError(
             f"{name} starts like a zip archive (as skops model files do) but cannot be read as "
@@ -182,9 +190,116 @@ def load_model(
     except Exception as exc:  # skops raises many types for damaged archives
         raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
     check_supported_model(model)
+    _check_trees(model, name)
     if n_features is not None:
         check_n_features(model, n_features)
     return model
+
+
+# What a model file may expand to when loaded: arrays are stored deflated, and one member can be
+# named by many nodes (each read again). Beyond this, twenty times the file and 256 MB, it is
+# refused before skops reads any array.
+_EXPANSION_FACTOR = 20
+_EXPANSION_SLACK = 256 << 20
+
+
+def _check_expansion(data: bytes, name: str) -> None:
+    """Refuse a skops archive whose nodes would read more bytes than a model's file expands to
+    (a zip bomb: a 257 KB file naming one deflated member of zeros 400 times asked for 100 GB).
+
+    skops reads an array node's member while it builds its tree, already inside
+    ``get_untrusted_types``; the members' sizes in the archive's directory bound what each read
+    returns, so the total is known before anything is decompressed. A node that comes again
+    under the same ``__id__`` is read once."""
+    limit = _EXPANSION_FACTOR * len(data) + _EXPANSION_SLACK
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            sizes = {info.filename: info.file_size for info in archive.infolist()}
+            if sizes.get("schema.json", 0) > limit:
+                raise UnsupportedModelError(
+                    f"{name}: its schema.json would take {sizes['schema.json'] / 2**20:,.0f} MB; "
+                    "this is not a model's skops file"
+                )
+            if "schema.json" not in sizes:
+                return  # not a skops file: skops says so
+            schema = json.loads(archive.read("schema.json"))
+    except (zipfile.BadZipFile, OSError, ValueError, RecursionError):
+        return  # damaged: skops names the problem
+    total, seen, stack = 0, set(), [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            member, ident = node.get("file"), node.get("__id__")
+            if isinstance(member, str) and (ident is None or (ident, member) not in seen):
+                seen.add((ident, member))  # a node without an __id__ is read every time
+                total += sizes.get(member, 0)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if total > limit:
+        raise UnsupportedModelError(
+            f"{name}: loading it would read {total / 2**20:,.0f} MB of arrays from a "
+            f"{len(data) / 2**20:,.1f} MB file (more than {_EXPANSION_FACTOR} times its size and "
+            f"{_EXPANSION_SLACK >> 20} MB); this is not a model's skops file"
+        )
+
+
+def _check_trees(model: Any, name: str) -> None:
+    """Refuse decision trees whose node arrays do not make a tree over the model's features.
+
+    ``sklearn.tree._tree.Tree`` (AdaBoost's learners) checks its arrays' types and shapes when
+    loaded, not the indices in them; a child or feature index out of range makes ``predict`` read
+    outside its arrays and crash the process."""
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.tree import DecisionTreeClassifier
+
+    from attentive.estimator import AttentiveClassifier
+
+    stack, seen = [model], set()
+    while stack:
+        m = stack.pop()
+        if m is None or id(m) in seen:
+            continue
+        seen.add(id(m))
+        if isinstance(m, AttentiveClassifier):
+            stack += [getattr(m, "estimator_", None), m.estimator]
+        elif isinstance(m, FrozenEstimator):
+            stack.append(m.estimator)
+        elif isinstance(m, Pipeline):
+            stack += [step for _, step in m.steps]
+        elif isinstance(m, AdaBoostClassifier):
+            stack += list(getattr(m, "estimators_", []))
+        elif isinstance(m, DecisionTreeClassifier) and hasattr(m, "tree_"):
+            problem = _tree_problem(m.tree_, getattr(m, "n_features_in_", None))
+            if problem:
+                raise UnsupportedModelError(
+                    f"{name}: a decision tree in it is damaged ({problem}); save the model "
+                    "again with skops.io.dump(model, 'model.skops')"
+                )
+
+
+def _tree_problem(tree: Any, n_features: int | None) -> str | None:
+    n = int(tree.node_count)
+    left, right = np.asarray(tree.children_left), np.asarray(tree.children_right)
+    feature = np.asarray(tree.feature)
+    if n < 1 or any(a.shape != (n,) for a in (left, right, feature, np.asarray(tree.threshold))):
+        return f"{n} nodes, but node arrays of other lengths"
+    if np.asarray(tree.value).shape[0] != n:
+        return f"{n} nodes, but {np.asarray(tree.value).shape[0]} node values"
+    leaf = left == -1
+    if not np.array_equal(leaf, right == -1):
+        return "a node with one child"
+    nodes = np.arange(n)
+    inner = ~leaf
+    # Children come after their parent (so no cycle) and inside the arrays.
+    for child in (left, right):
+        if np.any((child[inner] <= nodes[inner]) | (child[inner] >= n)):
+            return "a child index outside the tree"
+    width = int(tree.n_features) if n_features is None else int(n_features)
+    if int(tree.n_features) != width or np.any((feature[inner] < 0) | (feature[inner] >= width)):
+        return f"a split on a feature outside the model's {width}"
+    return None
 
 
 def _skops_io():
