@@ -31,7 +31,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help="an existing Dask scheduler (tcp://host:port); default: a local cluster on 127.0.0.1",
+        help="an existing Dask scheduler (tcp://host:port), trusted as the code you run: Dask "
+        "runs what it sends; default: a local cluster on 127.0.0.1 (any local user can reach it "
+        "during the run: use a machine you do not share with untrusted users)",
     )
     parser.add_argument(
         "--chunk-rows", type=int, default=100_000, metavar="N", help="rows per chunk (100000)"
