@@ -208,9 +208,18 @@ def _fitted_before(clf) -> bool:
         estimator = steps[-1][1]
 
 
+# Sparse rows up to this many features are digested dense (32 rows: 8 MB), as they always were.
+_DENSE_DIGEST_WIDTH = 1 << 15
+
+
 def _weight_name(estimator) -> str:
     """The ``fit`` parameter that takes the model's sample weights: ``sample_weight``, or for a
-    pipeline its last step's (``svc__sample_weight``, through nested pipelines)."""
+    pipeline its last step's (``svc__sample_weight``, through nested pipelines); with metadata
+    routing on, ``sample_weight``, which the pipeline routes to the steps that request it."""
+    from sklearn import get_config
+
+    if get_config().get("enable_metadata_routing", False):
+        return "sample_weight"  # a pipeline routes it to the steps that request it
     names = []
     while isinstance(estimator, Pipeline):
         name, estimator = estimator.steps[-1]
@@ -576,8 +585,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 **state,
             }
         if isinstance(state, dict) and "theta_s_" in state and "threshold_" not in state:
-            # Saved before threshold_ existed: the threshold it was fitted with.
-            state = {**state, "threshold_": float(state["threshold"])}
+            # Saved before threshold_ existed: the threshold it was fitted with, θ_S + c (the
+            # parameter may have been set after that fit).
+            fitted = float(state["threshold"])
+            if fitted - state.get("offset_", 0.0) != state["theta_s_"]:
+                fitted = float(state["theta_s_"] + state.get("offset_", 0.0))
+            state = {**state, "threshold_": fitted}
         if isinstance(state, dict) and "variance_" in state and "upper_variance_" not in state:
             # Saved before the upper side had its own V: both sides took variance_.
             state = {**state, "upper_variance_": state["variance_"]}
@@ -725,7 +738,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self._frozen:
             self.estimator_ = self.estimator
             width = getattr(self.estimator, "n_features_in_", None)
-            if width is not None and int(width) != self.n_features_in_:
+            by_name = _selects_columns(self.estimator) and hasattr(X, "columns")
+            if width is not None and int(width) != self.n_features_in_ and not by_name:
                 raise InvalidParameterError(
                     f"X has {self.n_features_in_} features, but the frozen "
                     f"{type(self.estimator.estimator).__name__} was fitted on {int(width)}; "
@@ -958,6 +972,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             rows = self.walk_.prepare(sample)
             rows = rows if sp.issparse(rows) else np.asarray(rows)
         digest = hashlib.blake2b(digest_size=16)
+        if sp.issparse(rows) and rows.shape[1] <= _DENSE_DIGEST_WIDTH:
+            rows = rows.toarray()  # as digests have been made (older files compare with them)
         if sp.issparse(rows):  # its non-zeros: dense, a wide sparse file's rows take gigabytes
             rows = sp.csr_matrix(rows, dtype=np.float64, copy=True)
             rows.sum_duplicates()

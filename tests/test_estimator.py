@@ -165,9 +165,10 @@ def test_a_threshold_set_after_fit_takes_effect_at_the_next_fit_in_every_output(
     # A classifier saved before threshold_ existed takes the threshold it was fitted with.
     state = dict(refit.__getstate__())
     del state["threshold_"]
+    state["threshold"] = 3.0  # set after that fit: the one it was fitted with is θ_S + c
     old = AttentiveClassifier.__new__(AttentiveClassifier)
     old.__setstate__(state)
-    assert old.threshold_ == 1.0
+    assert old.threshold_ == pytest.approx(1.0, abs=1e-12)
     np.testing.assert_array_equal(old.decision_function(Xte), refit.decision_function(Xte))
 
 
@@ -540,6 +541,13 @@ def test_sample_weight_weighs_the_models_fit_and_is_routed(binary_problem):
         scores = cross_val_score(routed, Xtr, ytr, params={"sample_weight": w}, cv=3)
     unweighted = cross_val_score(AttentiveClassifier(SVC(gamma=0.1)), Xtr, ytr, cv=3)
     assert scores.shape == (3,) and not np.allclose(scores, unweighted)
+    # with routing on, a pipeline routes the weights to the steps that request them
+    with sklearn.config_context(enable_metadata_routing=True):
+        svc = SVC(gamma=0.1).set_fit_request(sample_weight=True)
+        scaler = StandardScaler().set_fit_request(sample_weight=False)
+        routed = AttentiveClassifier(make_pipeline(scaler, svc)).fit(Xtr, ytr, sample_weight=w)
+    own = make_pipeline(StandardScaler(), SVC(gamma=0.1)).fit(Xtr, ytr, svc__sample_weight=w)
+    np.testing.assert_allclose(routed.decision_function(Xte[:50]), own.decision_function(Xte[:50]))
 
 
 def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeline_does():
@@ -571,3 +579,7 @@ def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeli
         np.testing.assert_array_equal(clf.estimator_.predict(other), expected)
     with pytest.raises(ValueError, match=r"columns are missing: \{'num2'\}"):
         clf.predict(rows[["cat", "num"]])
+    # frozen, fitted on a frame with a column it does not use: wrapped on the frame as it is
+    model = clone(pipe).fit(frame[:200].assign(note=0.0), y[:200])
+    frozen = AttentiveClassifier(FrozenEstimator(model), boundary="full").fit(rows, y[200:])
+    np.testing.assert_array_equal(frozen.predict(rows), model.predict(rows))

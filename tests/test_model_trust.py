@@ -183,7 +183,8 @@ def test_a_decision_tree_whose_nodes_point_outside_it_is_refused(field, value):
     np.testing.assert_array_equal(load_model(raw).predict(X), model.predict(X))  # intact: loads
 
 
-def test_a_file_whose_nodes_read_one_member_again_and_again_is_refused_unread():
+@pytest.mark.parametrize("ident", [None, 0])  # skops reuses a node only under a true __id__
+def test_a_file_whose_nodes_read_one_member_again_and_again_is_refused_unread(ident):
     """One deflated member of zeros named by many array nodes: skops reads each while building
     its tree (inside get_untrusted_types). The archive's sizes bound the total first."""
     X, y = make_classification(200, 5, random_state=0)
@@ -197,6 +198,8 @@ def test_a_file_whose_nodes_read_one_member_again_and_again_is_refused_unread():
         "type": "numpy",
         "file": "zeros.npy",
     }
+    if ident is not None:
+        node["__id__"] = ident
 
     def inflate(name, data):
         if name != "schema.json":
@@ -221,3 +224,71 @@ def _appended(raw: bytes, name: str, data: bytes) -> bytes:
     with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(name, data)
     return out.getvalue()
+
+
+def test_a_tree_held_anywhere_in_the_classifier_is_checked():
+    """An exported classifier's terms hold the learners predict runs; a crafted file can give
+    them their own damaged copies beside the model's intact ones."""
+    import copy
+    import dataclasses
+
+    X, y = make_classification(300, 6, random_state=0)
+    clf = AttentiveClassifier(
+        AdaBoostClassifier(n_estimators=5, random_state=0), boundary="curved", random_state=0
+    ).fit(X, y)
+    terms = dataclasses.replace(
+        clf.terms_, learners=[copy.deepcopy(t) for t in clf.terms_.learners]
+    )
+    object.__setattr__(clf.walk_, "terms", terms)
+    clf.terms_ = terms
+    raw = sio.dumps(clf)
+    schema = json.loads(zipfile.ZipFile(io.BytesIO(raw)).read("schema.json"))
+    under_terms = set()
+    stack = [schema["content"]["content"]["terms_"]]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                under_terms.add(node["file"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+    def damage(name, data):
+        if name not in under_terms:
+            return data
+        nodes = np.load(io.BytesIO(data), allow_pickle=False)
+        if not nodes.dtype.names or "left_child" not in nodes.dtype.names:
+            return data
+        nodes = nodes.copy()
+        nodes["left_child"][0] = 50_000_000
+        buffer = io.BytesIO()
+        np.save(buffer, nodes, allow_pickle=False)
+        return buffer.getvalue()
+
+    crafted = _rewritten(raw, damage)
+    assert crafted != _rewritten(raw, lambda name, data: data)  # some tree under terms_ changed
+    with pytest.raises(UnsupportedModelError, match="a decision tree in it is damaged"):
+        load_model(crafted)
+    np.testing.assert_array_equal(load_model(raw).predict(X), clf.predict(X))
+
+
+def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
+    X, y = make_classification(200, 5, random_state=0)
+    raw = sio.dumps(LogisticRegression().fit(X, y))
+    padded = _rewritten(
+        raw,
+        lambda name, data: (
+            data[:-1] + b', "pad": [' + b"{}, " * (3 << 20) + b"{}]}"
+            if name == "schema.json"
+            else data
+        ),
+    )
+    assert len(padded) < 1 << 20
+    with pytest.raises(UnsupportedModelError, match=r"its schema\.json would take 12 MB"):
+        load_model(padded)
+    listed = _rewritten(
+        raw, lambda name, data: data.replace(b'"__id__": ', b'"__id__": [1], "x": ', 1)
+    )
+    with pytest.raises(UnsupportedModelError, match="not a valid skops model file"):
+        load_model(listed)

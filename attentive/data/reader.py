@@ -163,7 +163,16 @@ def decompress(data: bytes, name: str, max_bytes: int | None = None) -> bytes:
     try:
         rest = data
         while rest:  # concatenated streams (gzip, bz2 and xz allow them), each in bounded steps
-            rest = _one_stream(kind, rest, out, limit, name)
+            start = len(out)
+            try:
+                rest = _one_stream(kind, rest, out, limit, name)
+            except (OSError, lzma.LZMAError):
+                if kind == "gzip" or start == 0:
+                    raise
+                # After a bz2 or xz stream, bytes that do not start another are ignored, as
+                # bz2.open and lzma.open (the score command's readers) ignore them.
+                del out[start:]
+                break
             if kind == "gzip":
                 rest = rest.lstrip(b"\0")  # gzip files may be padded with zeros
     except DataError:
@@ -468,6 +477,8 @@ def libsvm_zero_based(
     width = hi + 1 if zero_based else hi
     if n_features is not None and width > n_features:
         base = "zero-based" if zero_based else "one-based"
+        if stated is not None:
+            base += ", as its header says"
         raise DataError(
             f"{where}: the largest feature index is {hi}, so the file ({base}) has at least "
             f"{width} features, but the model has {n_features}; score it with a model trained on "

@@ -1,9 +1,11 @@
 """Save and load models safely with ``skops.io``; check a model is one the core can decompose.
 
 Loading never unpickles: a pickle or joblib file is recognised by its first bytes (a skops file is a
-zip archive) and refused; a skops file is first inspected with ``skops.io.get_untrusted_types`` and
-refused if it holds a type outside :data:`TRUSTED_TYPES` and :data:`PROJECT_TYPES` (named one by
-one), listing those types.
+zip archive) and refused; a skops file whose array nodes would read more than a model's file
+expands to is refused before any is read (a zip bomb); the file is then inspected with
+``skops.io.get_untrusted_types`` and refused if it holds a type outside :data:`TRUSTED_TYPES` and
+:data:`PROJECT_TYPES` (named one by one), listing those types; once loaded, its decision trees'
+node arrays are checked (an index out of range crashes ``predict``).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ TRUSTED_TYPES: tuple[str, ...] = (
 # by their full names, never by package: a file names the types it builds, and a name under
 # ``attentive.`` can be any function of the project, or anything a module imports, called with
 # arguments the file chooses (a crafted file deleted a file that way through ``attentive.*``).
-# tests/test_models.py checks that every classifier configuration's file needs no other type.
+# tests/test_model_trust.py checks that every classifier configuration's file needs no other type.
 PROJECT_TYPES: tuple[str, ...] = (
     "attentive.estimator.AttentiveClassifier",
     "attentive.terms.TermDecomposition",
@@ -140,7 +142,8 @@ def load_model(
         A pickle / joblib file (refused without unpickling), or a skops file containing types outside
         :data:`TRUSTED_TYPES` (the message lists them).
     UnsupportedModelError
-        Not a skops file, an unsupported model type or kernel, or more than two classes.
+        Not a skops file, an unsupported model type or kernel, or more than two classes; a file
+        that would expand past twenty times its size and 256 MB; a damaged decision tree.
     FeatureMismatchError
         The model's and the dataset's feature counts differ (the message gives both).
     DataError
@@ -173,7 +176,7 @@ def load_model(
             f"one ({exc}): it may be truncated or damaged; save the model again with "
             "skops.io.dump(model, 'model.skops')"
         ) from None
-    except (KeyError, ValueError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise UnsupportedModelError(
             f"{name} is a zip archive but not a valid skops model file ({exc})"
         ) from None
@@ -201,6 +204,9 @@ def load_model(
 # refused before skops reads any array.
 _EXPANSION_FACTOR = 20
 _EXPANSION_SLACK = 256 << 20
+# A model's schema.json is kilobytes to a megabyte (a calibrated classifier of MNIST 8 vs rest:
+# 0.67 MB); parsed, JSON takes up to ~25 times its size.
+_SCHEMA_LIMIT = 8 << 20
 
 
 def _check_expansion(data: bytes, name: str) -> None:
@@ -215,10 +221,11 @@ def _check_expansion(data: bytes, name: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             sizes = {info.filename: info.file_size for info in archive.infolist()}
-            if sizes.get("schema.json", 0) > limit:
+            if sizes.get("schema.json", 0) > _SCHEMA_LIMIT:
                 raise UnsupportedModelError(
-                    f"{name}: its schema.json would take {sizes['schema.json'] / 2**20:,.0f} MB; "
-                    "this is not a model's skops file"
+                    f"{name}: its schema.json would take {sizes['schema.json'] / 2**20:,.0f} MB "
+                    f"(a model's takes a few, at most {_SCHEMA_LIMIT >> 20} here); this is not a "
+                    "model's skops file"
                 )
             if "schema.json" not in sizes:
                 return  # not a skops file: skops says so
@@ -230,9 +237,14 @@ def _check_expansion(data: bytes, name: str) -> None:
         node = stack.pop()
         if isinstance(node, dict):
             member, ident = node.get("file"), node.get("__id__")
-            if isinstance(member, str) and (ident is None or (ident, member) not in seen):
-                seen.add((ident, member))  # a node without an __id__ is read every time
-                total += sizes.get(member, 0)
+            if isinstance(member, str):
+                # skops reuses a node it has built only under a true (non-zero) __id__; any
+                # other node reads its member again.
+                if not isinstance(ident, int | str) or isinstance(ident, bool):
+                    ident = None
+                if not ident or (ident, member) not in seen:
+                    seen.add((ident, member))
+                    total += sizes.get(member, 0)
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
@@ -249,34 +261,32 @@ def _check_trees(model: Any, name: str) -> None:
 
     ``sklearn.tree._tree.Tree`` (AdaBoost's learners) checks its arrays' types and shapes when
     loaded, not the indices in them; a child or feature index out of range makes ``predict`` read
-    outside its arrays and crash the process."""
-    from sklearn.ensemble import AdaBoostClassifier
-    from sklearn.frozen import FrozenEstimator
+    outside its arrays and crash the process. Every tree reachable from the loaded object is
+    checked, wherever it is held (an exported classifier's terms hold the learners too)."""
     from sklearn.tree import DecisionTreeClassifier
-
-    from attentive.estimator import AttentiveClassifier
 
     stack, seen = [model], set()
     while stack:
         m = stack.pop()
-        if m is None or id(m) in seen:
+        if id(m) in seen or m is None or isinstance(m, str | bytes | int | float | np.generic):
             continue
         seen.add(id(m))
-        if isinstance(m, AttentiveClassifier):
-            stack += [getattr(m, "estimator_", None), m.estimator]
-        elif isinstance(m, FrozenEstimator):
-            stack.append(m.estimator)
-        elif isinstance(m, Pipeline):
-            stack += [step for _, step in m.steps]
-        elif isinstance(m, AdaBoostClassifier):
-            stack += list(getattr(m, "estimators_", []))
-        elif isinstance(m, DecisionTreeClassifier) and hasattr(m, "tree_"):
+        if isinstance(m, DecisionTreeClassifier) and hasattr(m, "tree_"):
             problem = _tree_problem(m.tree_, getattr(m, "n_features_in_", None))
             if problem:
                 raise UnsupportedModelError(
                     f"{name}: a decision tree in it is damaged ({problem}); save the model "
                     "again with skops.io.dump(model, 'model.skops')"
                 )
+        if isinstance(m, np.ndarray):
+            if m.dtype.hasobject:
+                stack.extend(m.ravel().tolist())
+        elif isinstance(m, dict):
+            stack.extend(m.values())
+        elif isinstance(m, list | tuple | set | frozenset):
+            stack.extend(m)
+        elif hasattr(m, "__dict__"):
+            stack.extend(vars(m).values())
 
 
 def _tree_problem(tree: Any, n_features: int | None) -> str | None:
