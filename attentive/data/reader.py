@@ -54,6 +54,7 @@ __all__ = [
     "CHOOSE_BASE",
     "CHOOSE_HEADER",
     "FORMATS",
+    "HEAD_BYTES",
     "ExpectedFeatures",
     "check_finite_rows",
     "compression_of",
@@ -89,6 +90,7 @@ _COMPRESSION_SUFFIXES = {".gz", ".bz2", ".xz"}
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 _OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 BOM = b"\xef\xbb\xbf"
+HEAD_BYTES = 65536  # a file's first bytes, from which its format and stated index base are read
 _PAIR_TOKEN = re.compile(rb"\s\d+:\S")
 # The line scikit-learn's dump_svmlight_file(..., comment=...) writes in its header.
 _STATED_BASE = re.compile(rb"#\s*column\s+indices\s+are\s+(zero|one)-based\s*", re.IGNORECASE)

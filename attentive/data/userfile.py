@@ -22,6 +22,7 @@ from attentive.data.dataset import Dataset, binary_labels, check_features
 from attentive.data.libsvm import parse_libsvm
 from attentive.data.reader import (
     BOM,
+    HEAD_BYTES,
     ExpectedFeatures,
     csv_header,
     csv_separator,
@@ -137,7 +138,7 @@ def load_user_file(
     data = decompress(data, name, max_bytes=DECOMPRESSED_FACTOR * limit).removeprefix(BOM)
     if not data.strip():
         raise DataError(f"{name} is empty; expected a LIBSVM or CSV file with one example per line")
-    fmt = guess_format(name, data[:65536], format=format, allowed=FORMATS)
+    fmt = guess_format(name, data[:HEAD_BYTES], format=format, allowed=FORMATS)
     expected = ExpectedFeatures.of(model)
     base = None
     if fmt == "csv":
@@ -149,7 +150,7 @@ def load_user_file(
             expected.n_features,
             zero_based,
             where=name,
-            stated=libsvm_stated_base(data[:65536]),
+            stated=libsvm_stated_base(data[:HEAD_BYTES]),
         )
         width = 0 if index_range is None else index_range[1] + int(base)
         if expected.n_features is None and width > MAX_UPLOAD_FEATURES:

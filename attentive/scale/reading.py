@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from attentive.data.libsvm import read_libsvm_rows
 from attentive.data.reader import (
     BOM,
+    HEAD_BYTES,
     ExpectedFeatures,
     check_finite_rows,
     compression_of,
@@ -46,7 +47,6 @@ from attentive.errors import DataError, InvalidParameterError
 __all__ = ["check_chunk_rows", "check_options", "line_chunks", "read_input"]
 
 _SCAN_BYTES = 16 * 1024 * 1024
-_HEAD_BYTES = 65536
 
 
 def read_input(
@@ -205,7 +205,7 @@ class _Text:
     def head(self) -> bytes:
         try:
             with open_binary(self.path, self.compression) as f:
-                return f.read(_HEAD_BYTES)
+                return f.read(HEAD_BYTES)
         except _CORRUPT as exc:
             raise self._corrupt(exc) from None
 
