@@ -21,10 +21,17 @@ from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
+from attentive.app.figures import tradeoff_error_span
 from attentive.app.layout import Dashboard
 from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.base import CAPTION_CHARS
-from attentive.app.plots.tradeoff import TradeoffView, legend_spot
+from attentive.app.plots.tradeoff import (
+    LEGEND_BAND,
+    LEGEND_COLS,
+    LEGEND_SPOTS,
+    TradeoffView,
+    legend_spot,
+)
 from attentive.app.plots.walks import caption
 from attentive.app.state import DashboardState, run_inline
 from attentive.app.tour import SKETCHED_VIEW, STEPS
@@ -372,7 +379,7 @@ def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
 
 
 def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank):
-    """The legend sits at the top, where the curves' upper half has the fewest points: on the
+    """The legend sits in its band at the top, where the curves have the fewest points: on the
     right by default, in the centre when the plain curves climb on the right and the sketched
     ones on the left (the low-rank problem's plot)."""
     right = np.linspace(0.6, 1.0, 20)
@@ -388,3 +395,26 @@ def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank
     view.__panel__()
     assert set(SKETCHED) <= set(lowrank.tradeoff.families["method"])
     assert view._legend_model.location == "top_center"
+
+
+def test_the_tradeoff_legend_hides_no_point_of_the_breast_cancer_curves():
+    """Breast cancer's curves fill the plot: the budgeted curve near 0.1 across the right half,
+    the family curves' climbs at the left. The legend (two columns) sits in the band above them
+    and, counted on the data as drawn, covers none of their points there."""
+    state = DashboardState(dataset="breast-cancer")
+    assert state.n_errors == 0, state.last_error
+    view = TradeoffView(state=state)
+    view.__panel__()
+    _, (_, y_top) = view._ranges(view._value())
+    curves = [view._sources[k].data for k in view._sources if k not in ("point", "oracle")]
+    # The budgeted rule and the paper's sweep also draw their stop-error ("err").
+    x = np.concatenate([c["x"] for c in curves] + [c["x"] for c in curves if "err" in c])
+    y = np.concatenate([c["y"] for c in curves] + [c["err"] for c in curves if "err" in c])
+    assert len(x) > 100
+    assert view._legend_model.ncols == LEGEND_COLS == 2
+    lo, hi = LEGEND_SPOTS[view._legend_model.location]
+    under = (y >= (1 - LEGEND_BAND) * y_top) & (y <= y_top) & (x >= lo) & (x <= hi)
+    assert not under.any(), (x[under], y[under])
+    # Every point within the curves' span lies below the band.
+    span = y[y <= tradeoff_error_span(state.tradeoff)]
+    assert span.max() < (1 - LEGEND_BAND) * y_top

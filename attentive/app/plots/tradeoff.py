@@ -18,7 +18,16 @@ from attentive.app.plots.base import COLORS, PlotView, col, ink, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
 
-__all__ = ["FAMILY_COLORS", "LEGEND_SPOTS", "SKETCHED", "SWEEP", "TradeoffView", "legend_spot"]
+__all__ = [
+    "FAMILY_COLORS",
+    "LEGEND_BAND",
+    "LEGEND_COLS",
+    "LEGEND_SPOTS",
+    "SKETCHED",
+    "SWEEP",
+    "TradeoffView",
+    "legend_spot",
+]
 
 FAMILY_COLORS = ["#CC79A7", "#56B4E9", "#E69F00", "#0072B2", "#882255", "#999933"]
 # One legend entry for the sketched rules: dashed, each in its family's colour; their work (the
@@ -35,20 +44,25 @@ def family_color(name: str) -> str:
     return FAMILY_COLORS[list(family_names()).index(name) % len(FAMILY_COLORS)]
 
 
-# Where the legend may sit (inside the plot, at the top), the x span each covers, in order of
-# preference: it goes where it hides the fewest points of the curves' upper part (the plain
-# curves lie right of the sketched ones, which a legend at the top right would hide).
-LEGEND_SPOTS = {"top_right": (0.5, 1.02), "top_center": (0.26, 0.76), "top_left": (0.0, 0.5)}
+# The legend sits inside the plot, in two columns, in a band at the top that the curves leave
+# free: the error axis reaches 1 / (1 − LEGEND_BAND) of the curves' span. In one column its ten
+# to twelve entries took 60 % of the data area's height wherever it went, over curves (breast
+# cancer's budgeted curve and star on the desktop, the constant curve on a phone); in two they
+# take about a third (five or six rows of 14 px in a card 400 px high), above every curve.
+LEGEND_COLS = 2
+LEGEND_BAND = 0.34
+# Where in the band the legend may sit, the x span each covers, in order of preference: where
+# it hides the fewest points that reach the band (a family curve's steep climb at small work
+# passes through it on its way off the axis).
+LEGEND_SPOTS = {"top_right": (0.4, 1.02), "top_left": (0.0, 0.6), "top_center": (0.2, 0.8)}
 
 
 def legend_spot(x: np.ndarray, y: np.ndarray, y_top: float) -> str:
     """The spot of :data:`LEGEND_SPOTS` covering the fewest of the points (``x``, ``y``) in the
-    upper half of the error axis (which reaches ``y_top``); ties go to the first. Points above
-    the axis are not drawn, so cover nothing: counted, the family curves' steep climb at the
-    left (819 points above 0.15 on ``synthetic``) kept the legend top right, over their
-    visible part."""
+    legend's band at the top of the error axis (which reaches ``y_top``); ties go to the first.
+    Points above the axis are not drawn, so cover nothing."""
     y = np.asarray(y)
-    high = (y >= 0.45 * y_top) & (y <= y_top)
+    high = (y >= (1 - LEGEND_BAND) * y_top) & (y <= y_top)
     x = np.asarray(x)
     counts = [np.count_nonzero(high & (x >= lo) & (x <= hi)) for lo, hi in LEGEND_SPOTS.values()]
     return list(LEGEND_SPOTS)[int(np.argmin(counts))]
@@ -135,6 +149,7 @@ class TradeoffView(PlotView):
         )
         self._legend(fig, items)
         self._legend_model = fig.legend[0]
+        self._legend_model.ncols = LEGEND_COLS
         self._caption = Title(
             text="", align="center", text_font_size="8pt", text_font_style="italic"
         )
@@ -218,9 +233,11 @@ class TradeoffView(PlotView):
 
     @staticmethod
     def _error_top(f) -> float:
-        """Where the error axis ends: the curves' span, and always the star."""
+        """Where the error axis ends: the curves' span, and always the star, then the legend's
+        band above them."""
         star = float(f.operating_point["disagreement"])
-        return max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0) * 1.05
+        top = max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0) * 1.05
+        return top / (1 - LEGEND_BAND)  # the legend's band above the curves
 
     def _ranges(self, f):
         # A sketched rule that walks most terms costs more than a full evaluation (each walked
