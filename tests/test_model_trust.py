@@ -270,7 +270,12 @@ def test_a_tree_held_anywhere_in_the_classifier_is_checked():
     assert crafted != _rewritten(raw, lambda name, data: data)  # some tree under terms_ changed
     with pytest.raises(UnsupportedModelError, match="a decision tree in it is damaged"):
         load_model(crafted)
-    np.testing.assert_array_equal(load_model(raw).predict(X), clf.predict(X))
+    # Intact copies are refused too: the terms walked must be the model's own (_check_walks).
+    with pytest.raises(UnsupportedModelError, match="its terms are not its model's"):
+        load_model(raw)
+    np.testing.assert_array_equal(
+        load_model(sio.dumps(clf.estimator_)).predict(X), clf.estimator_.predict(X)
+    )
 
 
 def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
@@ -292,3 +297,145 @@ def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
     )
     with pytest.raises(UnsupportedModelError, match="not a valid skops model file"):
         load_model(listed)
+
+
+# --- crafted values in a trusted estimator's arrays -------------------------------------------
+
+
+def _sparse_svc():
+    X, y = make_classification(300, 6, random_state=0)
+    return SVC().fit(sp.csr_matrix(X), y)
+
+
+def _damaged_csr(m, **parts):
+    m = m.copy()
+    arrays = {"data": m.data, "indices": m.indices, "indptr": m.indptr, **parts}
+    return sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=m.shape)
+
+
+@pytest.mark.parametrize(
+    ("attr", "damage"),
+    [
+        ("support_vectors_", "column"),
+        ("support_vectors_", "negative"),
+        ("support_vectors_", "indptr"),
+        ("_dual_coef_", "column"),  # (one row: no pointer to damage)
+        ("_dual_coef_", "negative"),
+    ],
+)
+def test_a_sparse_matrix_whose_indices_point_outside_it_is_refused(attr, damage):
+    """skops rebuilds a CSR matrix with scipy's cheap format check only; an index past the width
+    or a decreasing row pointer crashed the process (segmentation fault) in load_model itself
+    (densifying dual_coef_) or in fit/predict (scipy's sparsetools, scikit-learn's Cython)."""
+    model = _sparse_svc()
+    m = getattr(model, attr)
+    if damage == "column":
+        bad = _damaged_csr(m, indices=np.full_like(m.indices, 10**6))
+    elif damage == "negative":
+        bad = _damaged_csr(m, indices=np.full_like(m.indices, -(10**6)))
+    else:
+        indptr = m.indptr.copy()
+        indptr[1] = indptr[-1]  # row 0 takes every value, then the pointers fall
+        bad = _damaged_csr(m, indptr=indptr)
+    setattr(model, attr, bad)
+    with pytest.raises(UnsupportedModelError, match="a sparse matrix in it is damaged"):
+        load_model(sio.dumps(model))
+
+
+def test_a_sparse_coefficient_row_of_a_billion_columns_is_refused():
+    """A 10 kB file asked load_model for 7.45 GiB (decompose densifies coef_)."""
+    X, y = make_classification(200, 6, random_state=0)
+    model = LogisticRegression().fit(X, y)
+    coef = sp.csr_matrix(model.coef_)
+    model.coef_ = sp.csr_matrix((coef.data, coef.indices, coef.indptr), shape=(1, 10**9))
+    with pytest.raises(UnsupportedModelError, match=r"shape \(1, 1000000000\)"):
+        load_model(sio.dumps(model))
+
+
+def _svc_with(**values):
+    X, y = make_classification(300, 6, random_state=0)
+    model = SVC(kernel="poly").fit(X, y)
+    for attr, value in values.items():
+        setattr(model, attr, value(model) if callable(value) else value)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"support_vectors_": lambda m: m.support_vectors_[:5].copy()}, "dual_coef_ of shape"),
+        ({"support_vectors_": lambda m: m.support_vectors_[:, :2].copy()}, "2 columns"),
+        ({"support_vectors_": lambda m: m.support_vectors_.astype(object)}, "dtype object"),
+        ({"support_vectors_": lambda m: m.support_vectors_.astype(np.float16)}, "float16"),
+        ({"_dual_coef_": lambda m: m._dual_coef_[:, :5].copy()}, "dual_coef_ of shape"),
+        ({"_n_support": np.array([10**6, 10**6], dtype=np.int32)}, "n_support_"),
+        ({"_intercept_": np.zeros(0)}, "intercept_ of shape"),
+        ({"_intercept_": np.array([np.nan])}, "NaN"),
+        ({"_gamma": float("nan")}, "gamma nan"),
+        ({"_gamma": -1.0}, "gamma -1.0"),
+        ({"degree": 2**62}, "degree"),
+        ({"degree": -1}, "degree"),
+        ({"classes_": np.array([[0, 1]])}, "classes_ of shape"),
+    ],
+)
+def test_an_svc_whose_arrays_disagree_is_refused(values, message):
+    """Values a file gives a trusted SVC: before, fewer terms than support vectors (silently),
+    NaN scores, an IndexError from load_model, or libsvm reading past its arrays."""
+    with pytest.raises(UnsupportedModelError, match=message):
+        load_model(sio.dumps(_svc_with(**values)))
+
+
+@pytest.mark.parametrize(
+    ("step", "attr", "value"),
+    [
+        (StandardScaler(), "scale_", np.ones(1)),  # broadcast: silently other values
+        (StandardScaler(), "mean_", np.zeros(3)),
+        (PCA(3), "components_", np.ones((3, 2))),
+    ],
+)
+def test_a_pipeline_step_of_the_wrong_width_is_refused(step, attr, value):
+    X, y = make_classification(300, 6, random_state=0)
+    model = make_pipeline(step, SVC()).fit(X, y)
+    setattr(model[0], attr, value)
+    with pytest.raises(UnsupportedModelError, match=f"{attr} of shape"):
+        load_model(sio.dumps(model))
+
+
+@pytest.mark.parametrize("damage", ["order", "terms", "n_terms", "theta_s"])
+def test_an_exported_classifier_walks_its_own_model_only(damage):
+    """predict walks walk_.terms, stored beside estimator_: a file could give it other support
+    vectors, weights or kernel parameters (NaN scores, a sparse matrix the checks of the model
+    never saw), an order outside the terms or a wrong n_terms_."""
+    import dataclasses
+
+    X, y = make_classification(300, 6, random_state=0)
+    clf = AttentiveClassifier(SVC(), boundary="curved", random_state=0).fit(X, y)
+    if damage == "order":
+        object.__setattr__(clf.walk_, "order", np.full(clf.n_terms_, 10**9))
+    elif damage == "terms":
+        params = {**clf.terms_.kernel_params, "gamma": float("nan")}
+        terms = dataclasses.replace(clf.terms_, kernel_params=params)
+        object.__setattr__(clf.walk_, "terms", terms)
+        clf.terms_ = terms
+    elif damage == "n_terms":
+        clf.n_terms_ = 10**12
+    else:
+        clf.theta_s_ = float("nan")  # every score was −0.0
+    with pytest.raises(UnsupportedModelError, match="the classifier's walk in it is damaged"):
+        load_model(sio.dumps(clf))
+
+
+@pytest.mark.parametrize("kind", ["precomputed", "one-class"])
+def test_a_model_the_project_does_not_support_is_named_not_called_damaged(kind):
+    """The value checks leave models check_supported_model refuses to it, so the message names
+    what is not supported (a precomputed kernel has no support vectors to check, a one-class
+    SVM no classes)."""
+    from sklearn.svm import OneClassSVM
+
+    X, y = make_classification(300, 6, random_state=0)
+    if kind == "precomputed":
+        model, message = SVC(kernel="precomputed").fit(X @ X.T, y), "kernel='precomputed'"
+    else:
+        model, message = OneClassSVM().fit(X), "OneClassSVM is not supported"
+    with pytest.raises(UnsupportedModelError, match=message):
+        load_model(sio.dumps(model))

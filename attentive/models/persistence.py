@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -192,8 +193,13 @@ def load_model(
         model = _skops_io().loads(data, trusted=list(untrusted))
     except Exception as exc:  # skops raises many types for damaged archives
         raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
+    # Before anything reads the arrays (decompose densifies sparse coefficients): scipy's and
+    # libsvm's C code trusts a sparse matrix's indices and the shapes of a model's arrays.
+    _check_sparse(model, name, _EXPANSION_FACTOR * len(data) + _EXPANSION_SLACK)
+    _check_values(model, name)
     check_supported_model(model)
     _check_trees(model, name)
+    _check_walks(model, name)
     if n_features is not None:
         check_n_features(model, n_features)
     return model
@@ -256,6 +262,282 @@ def _check_expansion(data: bytes, name: str) -> None:
         )
 
 
+def _reachable(model: Any):
+    """Every object reachable from the loaded ``model``, once each (numbers and strings left out):
+    its attributes, containers and the items of object arrays."""
+    stack, seen = [model], set()
+    while stack:
+        m = stack.pop()
+        if id(m) in seen or m is None or isinstance(m, str | bytes | int | float | np.generic):
+            continue
+        seen.add(id(m))
+        yield m
+        if isinstance(m, np.ndarray):
+            if m.dtype.hasobject:
+                stack.extend(m.ravel().tolist())
+        elif sp.issparse(m):
+            continue
+        elif isinstance(m, dict):
+            stack.extend(m.values())
+        elif isinstance(m, list | tuple | set | frozenset):
+            stack.extend(m)
+        elif hasattr(m, "__dict__"):
+            stack.extend(vars(m).values())
+
+
+def _refuse(name: str, what: str, problem: str) -> UnsupportedModelError:
+    return UnsupportedModelError(
+        f"{name}: {what} in it is damaged ({problem}); save the model again with "
+        "skops.io.dump(model, 'model.skops')"
+    )
+
+
+def _check_sparse(model: Any, name: str, limit: int) -> None:
+    """Refuse sparse matrices whose index arrays do not describe a matrix of their shape.
+
+    skops rebuilds a CSR matrix from its data, indices and indptr with scipy's cheap format
+    check (lengths and the last pointer only); scipy's sparsetools, scikit-learn's Cython and
+    libsvm index with the values unchecked: a column index past the width or a decreasing row
+    pointer crashed the process (a segmentation fault) in ``load_model`` (densifying a sparse
+    ``dual_coef_``), in ``fit`` and in ``predict``. A dimension is bounded as the arrays are:
+    a transpose or a densified coefficient row allocates one entry per column."""
+    for m in _reachable(model):
+        if not sp.issparse(m):
+            continue
+        if m.format not in ("csr", "csc") or m.ndim != 2:
+            raise _refuse(name, "a sparse matrix", f"format {m.format!r}, {m.ndim} dimensions")
+        if 8 * max(m.shape) > limit:
+            raise _refuse(name, "a sparse matrix", f"shape {m.shape} for {m.nnz} values")
+        try:
+            m.check_format(full_check=True)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise _refuse(name, "a sparse matrix", str(exc)) from None
+
+
+def _array(value: Any, shape: tuple[int | None, ...], what: str) -> str | None:
+    """A problem with ``value`` as a finite real array (dense or sparse) of ``shape`` (None: any
+    length there), or None."""
+    if sp.issparse(value):
+        dims, values = value.shape, value.data
+    else:
+        try:
+            values = np.asarray(value)
+        except Exception:
+            return f"{what} is not an array"
+        dims = values.shape
+    if values.dtype.hasobject:
+        return f"{what} holds Python objects"
+    if len(dims) != len(shape) or any(
+        n is not None and d != n for d, n in zip(dims, shape, strict=True)
+    ):
+        want = " × ".join("n" if n is None else str(n) for n in shape) or "a scalar"
+        return f"{what} of shape {dims}, expected {want}"
+    if values.dtype.kind not in "fiub":
+        return f"{what} of dtype {values.dtype}"
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        return f"{what} holds NaN or infinite values"
+    return None
+
+
+# libsvm takes the degree as a C int; the polynomial kernel squares once per bit of it.
+_MAX_DEGREE = 2**31 - 1
+
+
+def _svc_problem(m: Any) -> str | None:
+    sv, dual = m.support_vectors_, getattr(m, "_dual_coef_", m.dual_coef_)
+    if getattr(sv, "ndim", 0) != 2:
+        return f"support_vectors_ of shape {getattr(sv, 'shape', None)}"
+    n_sv, width = sv.shape
+    if (sv.data if sp.issparse(sv) else np.asarray(sv)).dtype not in (np.float32, np.float64):
+        return f"support_vectors_ of dtype {sv.dtype} (libsvm reads float64)"
+    if bool(getattr(m, "_sparse", sp.issparse(sv))) != sp.issparse(sv):
+        return "support_vectors_ sparse and the model not, or the other way round"
+    n_support = np.asarray(getattr(m, "_n_support", ()))
+    problem = (
+        _array(sv, (n_sv, width), "support_vectors_")
+        or _array(dual, (1, n_sv), "dual_coef_")
+        or _array(m.dual_coef_, (1, n_sv), "dual_coef_")
+        or _array(m._intercept_, (1,), "intercept_")
+        or _array(m.intercept_, (1,), "intercept_")
+        or _array(n_support, (2,), "n_support_")
+        or _array(m.support_, (n_sv,), "support_")
+    )
+    if problem:
+        return problem
+    if n_support.dtype.kind not in "iu" or n_support.min() < 0 or n_support.sum() != n_sv:
+        return f"n_support_ {n_support.tolist()} for {n_sv} support vectors"
+    width_in = getattr(m, "n_features_in_", width)
+    if int(width_in) != width:
+        return f"{width} columns of support vectors for {int(width_in)} features"
+    gamma, coef0, degree = m._gamma, m.coef0, m.degree
+    if not (isinstance(gamma, int | float | np.number) and math.isfinite(gamma) and gamma >= 0):
+        return f"gamma {gamma!r}"
+    if not (isinstance(coef0, int | float | np.number) and math.isfinite(coef0)):
+        return f"coef0 {coef0!r}"
+    if not (isinstance(degree, int | np.integer) and 0 <= degree <= _MAX_DEGREE):
+        return f"degree {degree!r}"
+    return None
+
+
+def _linear_problem(m: Any) -> str | None:
+    coef = m.coef_
+    width = int(getattr(m, "n_features_in_", np.shape(coef)[-1]))
+    shape = (width,) if np.ndim(coef) == 1 else (1, width)
+    return (
+        _array(coef, shape, "coef_")
+        or (None if np.size(m.intercept_) <= 1 else f"intercept_ of shape {np.shape(m.intercept_)}")
+        or _array(np.ravel(m.intercept_), (None,), "intercept_")
+    )
+
+
+def _head_problem(m: Any) -> str | None:
+    """Scalers and PCA: their vectors one value per feature, components over the features."""
+    from sklearn.decomposition import PCA
+
+    width = getattr(m, "n_features_in_", None)
+    if width is None:
+        return None
+    width = int(width)
+    if isinstance(m, PCA):
+        comps = getattr(m, "components_", None)
+        k = int(getattr(m, "n_components_", -1))
+        return (
+            _array(comps, (k, width), "components_")
+            or _array(m.mean_, (width,), "mean_")
+            or _array(m.explained_variance_, (k,), "explained_variance_")
+        )
+    for attr in ("mean_", "scale_", "var_", "min_", "data_min_", "data_max_", "max_abs_"):
+        value = getattr(m, attr, None)
+        if value is not None:
+            problem = _array(value, (width,), attr)
+            if problem:
+                return problem
+    return None
+
+
+def _classes_problem(m: Any) -> str | None:
+    classes = np.asarray(m.classes_)
+    if classes.ndim != 1:
+        return f"classes_ of shape {classes.shape}"
+    if classes.dtype.hasobject and not all(
+        isinstance(c, str | int | float | bool | np.generic) for c in classes.tolist()
+    ):
+        return "classes_ holding objects other than labels"
+    return None
+
+
+def _check_values(model: Any, name: str) -> None:
+    """Refuse fitted scikit-learn models whose arrays disagree with each other or with their
+    features (shapes, dtypes, NaN), and kernel parameters out of range.
+
+    A file can give any value to a trusted estimator's attributes. libsvm trusts
+    ``support_vectors_``, ``dual_coef_`` and ``n_support_`` to agree; the term decomposition
+    takes a shorter ``dual_coef_`` as fewer terms, NaN parameters as NaN scores, and an
+    ``intercept_`` of length 0 raised an IndexError."""
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+    from sklearn.svm._base import BaseLibSVM
+
+    linear = tuple(row.model_class for row in SUPPORTED if row.term == "feature")
+    for m in _reachable(model):
+        if not isinstance(m, BaseEstimator):
+            continue
+        if not hasattr(m, "classes_") and not isinstance(
+            m, StandardScaler | MinMaxScaler | MaxAbsScaler | PCA
+        ):
+            continue  # not a classifier (OneClassSVM, SVR): check_supported_model names it
+        if hasattr(m, "classes_") and np.ndim(m.classes_) == 1 and len(m.classes_) != 2:
+            continue  # not binary: check_supported_model refuses it, saying so
+        if getattr(m, "kernel", None) == "precomputed" or callable(getattr(m, "kernel", None)):
+            continue  # no support vectors to check: check_supported_model refuses the kernel
+        problem = None
+        if isinstance(m, BaseLibSVM) and hasattr(m, "support_vectors_"):
+            problem = _classes_problem(m) or _svc_problem(m)
+        elif isinstance(m, linear) and hasattr(m, "coef_"):
+            problem = _classes_problem(m) or _linear_problem(m)
+        elif isinstance(m, AdaBoostClassifier) and hasattr(m, "estimators_"):
+            # (one weight per estimator asked for; fewer learners where boosting stopped early)
+            weights = m.estimator_weights_
+            problem = _classes_problem(m) or _array(weights, (None,), "estimator_weights_")
+            if not problem and len(weights) < len(m.estimators_):
+                problem = f"{len(weights)} estimator weights for {len(m.estimators_)} learners"
+        elif isinstance(m, StandardScaler | MinMaxScaler | MaxAbsScaler | PCA):
+            problem = _head_problem(m)
+        if problem:
+            raise _refuse(name, f"a {type(m).__name__}", problem)
+
+
+def _check_walks(model: Any, name: str) -> None:
+    """Refuse an exported classifier whose walk is not its model's.
+
+    ``predict`` evaluates ``walk_.terms`` (and a sketched walk's ``walk``), stored in the file
+    beside ``estimator_``: the checks above read ``estimator_``, so the terms walked must be
+    its decomposition, and the order a permutation of them."""
+    from attentive.estimator import AttentiveClassifier
+
+    for clf in _reachable(model):
+        if not isinstance(clf, AttentiveClassifier) or not hasattr(clf, "walk_"):
+            continue
+        problem = _walk_problem(clf)
+        if problem:
+            raise _refuse(name, "the classifier's walk", problem)
+
+
+def _same_terms(a: Any, b: Any) -> bool:
+    def same(x, y):
+        if sp.issparse(x) or sp.issparse(y):
+            return sp.issparse(x) and sp.issparse(y) and x.shape == y.shape and (x != y).nnz == 0
+        return np.array_equal(np.asarray(x), np.asarray(y))
+
+    return (
+        a.kind == b.kind
+        and a.kernel == b.kernel
+        and a.kernel_params == b.kernel_params
+        and a.intercept == b.intercept
+        and same(a.weights, b.weights)
+        and same(a.classes, b.classes)
+        and (a.support_vectors is None) == (b.support_vectors is None)
+        and (a.support_vectors is None or same(a.support_vectors, b.support_vectors))
+        and (a.learners is None) == (b.learners is None)
+        and (a.learners is None or [id(t) for t in a.learners] == [id(t) for t in b.learners])
+        and (a.head is None) == (b.head is None)
+        and (a.head is None or [id(s) for _, s in a.head.steps] == [id(s) for _, s in b.head.steps])
+    )
+
+
+def _walk_problem(clf: Any) -> str | None:
+    from attentive.walk import Walk
+
+    terms = getattr(clf, "terms_", None)
+    if terms is None or not _same_terms(terms, decompose(clf.estimator_)):
+        return "its terms are not its model's"
+    n = terms.n_terms
+    if int(getattr(clf, "n_terms_", n)) != n:
+        return f"n_terms_ {clf.n_terms_} for {n} terms"
+    for attr in ("offset_", "theta_s_", "threshold_"):  # a NaN θ_S made every score −0.0
+        value = getattr(clf, attr, 0.0)
+        if not isinstance(value, int | float | np.number) or not math.isfinite(value):
+            return f"{attr} {value!r}"
+    sketched = getattr(clf, "sketched_walk_", None)
+    walks = [clf.walk_] + ([] if sketched is None else [getattr(sketched, "walk", None)])
+    for walk in walks:
+        if not isinstance(walk, Walk) or walk.terms is not terms:
+            return "a walk of other terms than its model's"
+        order = np.asarray(walk.order)
+        if (
+            order.shape != (n,)
+            or order.dtype.kind not in "iu"
+            or not np.array_equal(np.sort(order), np.arange(n))
+        ):
+            return f"an order that is not a permutation of its {n} terms"
+        for attr in ("mu", "ordered_weights", "ordered_mu"):
+            problem = _array(getattr(walk, attr), (n,), attr)
+            if problem:
+                return problem
+    return None
+
+
 def _check_trees(model: Any, name: str) -> None:
     """Refuse decision trees whose node arrays do not make a tree over the model's features.
 
@@ -265,12 +547,7 @@ def _check_trees(model: Any, name: str) -> None:
     checked, wherever it is held (an exported classifier's terms hold the learners too)."""
     from sklearn.tree import DecisionTreeClassifier
 
-    stack, seen = [model], set()
-    while stack:
-        m = stack.pop()
-        if id(m) in seen or m is None or isinstance(m, str | bytes | int | float | np.generic):
-            continue
-        seen.add(id(m))
+    for m in _reachable(model):
         if isinstance(m, DecisionTreeClassifier) and hasattr(m, "tree_"):
             problem = _tree_problem(m.tree_, getattr(m, "n_features_in_", None))
             if problem:
@@ -278,15 +555,6 @@ def _check_trees(model: Any, name: str) -> None:
                     f"{name}: a decision tree in it is damaged ({problem}); save the model "
                     "again with skops.io.dump(model, 'model.skops')"
                 )
-        if isinstance(m, np.ndarray):
-            if m.dtype.hasobject:
-                stack.extend(m.ravel().tolist())
-        elif isinstance(m, dict):
-            stack.extend(m.values())
-        elif isinstance(m, list | tuple | set | frozenset):
-            stack.extend(m)
-        elif hasattr(m, "__dict__"):
-            stack.extend(vars(m).values())
 
 
 def _tree_problem(tree: Any, n_features: int | None) -> str | None:
