@@ -195,7 +195,7 @@ def load_model(
         raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
     # Before anything reads the arrays (decompose densifies sparse coefficients): scipy's and
     # libsvm's C code trusts a sparse matrix's indices and the shapes of a model's arrays.
-    _check_sparse(model, name, _EXPANSION_FACTOR * len(data) + _EXPANSION_SLACK)
+    _check_sparse(model, name)
     _check_values(model, name)
     check_supported_model(model)
     _check_trees(model, name)
@@ -292,22 +292,34 @@ def _refuse(name: str, what: str, problem: str) -> UnsupportedModelError:
     )
 
 
-def _check_sparse(model: Any, name: str, limit: int) -> None:
-    """Refuse sparse matrices whose index arrays do not describe a matrix of their shape.
+#: The widest sparse matrix a loaded model may hold, in bytes of one entry per column (2**28
+#: columns): evaluating it allocates that much per copy (a transpose's row pointers, a densified
+#: coefficient row). A hashed-features model 2**26 wide (512 MB) loads; a 10 kB file that
+#: declared a coefficient row 10**9 wide asked for 7.45 GiB.
+MAX_SPARSE_WIDTH_BYTES = 2 << 30
+
+
+def _check_sparse(model: Any, name: str) -> None:
+    """Refuse sparse matrices whose index arrays do not describe a matrix of their shape, and
+    those too wide to evaluate (:data:`MAX_SPARSE_WIDTH_BYTES`).
 
     skops rebuilds a CSR matrix from its data, indices and indptr with scipy's cheap format
     check (lengths and the last pointer only); scipy's sparsetools, scikit-learn's Cython and
     libsvm index with the values unchecked: a column index past the width or a decreasing row
     pointer crashed the process (a segmentation fault) in ``load_model`` (densifying a sparse
-    ``dual_coef_``), in ``fit`` and in ``predict``. A dimension is bounded as the arrays are:
-    a transpose or a densified coefficient row allocates one entry per column."""
+    ``dual_coef_``), in ``fit`` and in ``predict``."""
     for m in _reachable(model):
         if not sp.issparse(m):
             continue
         if m.format not in ("csr", "csc") or m.ndim != 2:
             raise _refuse(name, "a sparse matrix", f"format {m.format!r}, {m.ndim} dimensions")
-        if 8 * max(m.shape) > limit:
-            raise _refuse(name, "a sparse matrix", f"shape {m.shape} for {m.nnz} values")
+        if 8 * max(m.shape) > MAX_SPARSE_WIDTH_BYTES:
+            raise UnsupportedModelError(
+                f"{name}: a sparse matrix in it is {max(m.shape):,} wide (shape {m.shape}, "
+                f"{m.nnz:,} values); evaluating it would allocate {8 * max(m.shape) / 2**30:.1f} "
+                f"GiB per copy, more than the {MAX_SPARSE_WIDTH_BYTES / 2**30:.0f} GiB attentive "
+                "allows (2**28 features)"
+            )
         try:
             m.check_format(full_check=True)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -485,20 +497,38 @@ def _check_walks(model: Any, name: str) -> None:
 
 
 def _same_terms(a: Any, b: Any) -> bool:
-    def same(x, y):
+    """Whether stored terms ``a`` are the decomposition ``b`` of the stored model: the same
+    learners and head steps (skops keeps an object held twice as one), the same numbers to
+    within the 1e-9 relative error SPEC §1 allows (a later version's arithmetic may round
+    them otherwise)."""
+
+    def close(x, y):
         if sp.issparse(x) or sp.issparse(y):
-            return sp.issparse(x) and sp.issparse(y) and x.shape == y.shape and (x != y).nnz == 0
-        return np.array_equal(np.asarray(x), np.asarray(y))
+            both = sp.issparse(x) and sp.issparse(y) and x.shape == y.shape
+            return both and not np.any((x - y).data)  # (the model's own matrix, as a rule)
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            return False
+        if x.dtype.kind in "fc" or y.dtype.kind in "fc":
+            return bool(np.allclose(x, y, rtol=1e-9, atol=0.0))
+        return bool(np.array_equal(x, y))
+
+    def params_close(p, q):
+        p, q = p or {}, q or {}
+        return p.keys() == q.keys() and all(
+            close(p[k], q[k]) if isinstance(p[k], int | float | np.number) else p[k] == q[k]
+            for k in p
+        )
 
     return (
         a.kind == b.kind
         and a.kernel == b.kernel
-        and a.kernel_params == b.kernel_params
-        and a.intercept == b.intercept
-        and same(a.weights, b.weights)
-        and same(a.classes, b.classes)
+        and params_close(a.kernel_params, b.kernel_params)
+        and close(a.intercept, b.intercept)
+        and close(a.weights, b.weights)
+        and close(a.classes, b.classes)
         and (a.support_vectors is None) == (b.support_vectors is None)
-        and (a.support_vectors is None or same(a.support_vectors, b.support_vectors))
+        and (a.support_vectors is None or close(a.support_vectors, b.support_vectors))
         and (a.learners is None) == (b.learners is None)
         and (a.learners is None or [id(t) for t in a.learners] == [id(t) for t in b.learners])
         and (a.head is None) == (b.head is None)
