@@ -12,6 +12,7 @@ from panel.util import parse_query
 
 from attentive.app import background, figures, rules
 from attentive.app.layout import Dashboard
+from attentive.app.plots.tradeoff import TradeoffView
 from attentive.app.state import DashboardState
 
 
@@ -158,6 +159,37 @@ def test_a_click_on_the_tradeoff_picks_the_nearest_point_of_any_family():
     assert m["disagreement"] == pytest.approx(row["disagreement"])
 
 
+def _drawn_ranges(state):
+    """The tradeoff plot's axes as its view draws them for ``state``."""
+    view = TradeoffView(state=state)
+    view.__panel__()
+    return view._ranges(view._value())
+
+
+@pytest.mark.parametrize("dataset", ["breast-cancer", "synthetic"])
+def test_a_click_on_the_tradeoff_picks_the_curve_nearest_on_the_plot(dataset):
+    """Clicks anywhere below the legend's band pick the family whose curve passes nearest in
+    the plot's own axes (each a share of its axis's length, as drawn): with the axis raised
+    for the legend, distances measured against the curves' span alone picked another family
+    on a fifth of the clicks (a click at (0.62, 0.10) on breast cancer named constant, curved
+    being nearest)."""
+    state = DashboardState(dataset=dataset, boundary="constant", side="both")
+    assert state.n_errors == 0, state.last_error
+    fam = state.tradeoff.families
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        (ax0, ax1), (ay0, ay1) = _drawn_ranges(state)
+        x = rng.uniform(0.0, 1.0)
+        y = rng.uniform(0.0, (1 - figures.TRADEOFF_LEGEND_BAND) * ay1)
+        d = ((fam["work_fraction"] - x) / (ax1 - ax0)) ** 2 + (
+            (fam["disagreement"] - y) / (ay1 - ay0)
+        ) ** 2
+        expected = fam["method"].iloc[int(np.nanargmin(d.to_numpy()))]
+        state.select_point(x, y)
+        assert state.n_errors == 0, state.last_error
+        assert state.boundary == expected, (x, y)
+
+
 def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
     """The curves run over the whole grid (z from 6 to −6), but a click on a point whose
     δ' = Φ(−z) the slider cannot show (z < 0: δ' above 50 %) picks that curve's nearest point
@@ -165,10 +197,12 @@ def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
     family is the one clicked: the nearest point of any curve was another family's)."""
     state = DashboardState(boundary="constant", side="both")
     fam = state.tradeoff.families
-    span = figures.tradeoff_error_span(state.tradeoff)
+    (ax0, ax1), (ay0, ay1) = _drawn_ranges(state)
 
     def dist(r, x0, y0):
-        return (r["work_fraction"] - x0) ** 2 + ((r["disagreement"] - y0) / span) ** 2
+        return ((r["work_fraction"] - x0) / (ax1 - ax0)) ** 2 + (
+            (r["disagreement"] - y0) / (ay1 - ay0)
+        ) ** 2
 
     lo, hi = rules.DELTA_RANGE
     # Φ(−z) at the slider's end, z = Φ⁻¹(1 − 10⁻⁴), is 10⁻⁴ less a rounding (9.99999999999887e-05).

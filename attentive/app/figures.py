@@ -27,10 +27,12 @@ from attentive.app import rules, sketches
 from attentive.app.models import Walks
 
 __all__ = [
+    "TRADEOFF_LEGEND_BAND",
     "WalkFigure",
     "numbers",
     "theory",
     "tradeoff_error_span",
+    "tradeoff_ranges",
     "trajectory_paths",
     "walk_figure",
     "walk_statistic",
@@ -182,13 +184,31 @@ def theory(walks: Walks, rule: rules.Rule) -> pd.DataFrame:
 
 
 def tradeoff_error_span(tradeoff) -> float:
-    """How far up the tradeoff plot's error axis reaches for ``tradeoff``'s family curves: their
-    largest disagreement, at least 2 % and at most 15 % (above that they only climb to the left).
-    The plot's axis and a click's distance on it both use it. 2 % while it is not computed."""
+    """How far up ``tradeoff``'s family curves reach on the plot's error axis: their largest
+    disagreement, at least 2 % and at most 15 % (above that they only climb to the left). 2 %
+    while it is not computed."""
     if tradeoff is None:
         return 0.02
     top = float(np.nanmax(tradeoff.families["disagreement"].to_numpy(), initial=0.0))
     return min(max(top, 0.02), 0.15)
+
+
+#: The share of the tradeoff plot's height above the curves, where its legend sits (two
+#: columns of five or six entries: about a third of the data area in a card 400 px high).
+TRADEOFF_LEGEND_BAND = 0.34
+
+
+def tradeoff_ranges(tradeoff, point: dict) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The tradeoff plot's axes for ``tradeoff`` and the current rule's ``point``
+    (``work_fraction``, ``disagreement``): work from 0 to one full evaluation, or to the star
+    beyond it (a sketched rule that walks most terms costs more than a full evaluation);
+    disagreement from just below 0 to the curves' span and the star, then the legend's band
+    above them. The plot draws these, and a click's distance to a curve is measured in them."""
+    x = float(point["work_fraction"])
+    star = float(point["disagreement"])
+    top = max(tradeoff_error_span(tradeoff), star if math.isfinite(star) else 0.0) * 1.05
+    x_top = max(1.0, x if math.isfinite(x) else 1.0) * 1.02
+    return (0.0, x_top), (-0.005, top / (1 - TRADEOFF_LEGEND_BAND))
 
 
 def _band_delta(rule: rules.Rule, clf) -> float:

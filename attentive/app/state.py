@@ -365,11 +365,13 @@ class DashboardState(Background):
             return self.set_controls(budget=min(1.0, max(1.0 / self.walks.n_terms, fraction)))
         if self.tradeoff is None:
             return  # the curves are not drawn yet
-        y_span = figures.tradeoff_error_span(self.tradeoff)  # the plot's own scales
+        # Distances in the plot's own axes, as it draws them (a share of each axis's length).
+        (x0, x1), (y0, y1) = figures.tradeoff_ranges(self.tradeoff, self.numbers())
 
         def nearest(rows):
             x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()
-            return rows.iloc[int(np.nanargmin((x - fraction) ** 2 + ((y - error) / y_span) ** 2))]
+            d = ((x - fraction) / (x1 - x0)) ** 2 + ((y - error) / (y1 - y0)) ** 2
+            return rows.iloc[int(np.nanargmin(d))]
 
         # The curve clicked (any point drawn), then its nearest point the δ slider can show.
         rows = self.tradeoff.families

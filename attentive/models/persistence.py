@@ -4,12 +4,16 @@ Loading never unpickles: a pickle or joblib file is recognised by its first byte
 zip archive) and refused; a skops file whose array nodes would read more than a model's file
 expands to is refused before any is read (a zip bomb); the file is then inspected with
 ``skops.io.get_untrusted_types`` and refused if it holds a type outside :data:`TRUSTED_TYPES` and
-:data:`PROJECT_TYPES` (named one by one), listing those types; once loaded, its decision trees'
-node arrays are checked (an index out of range crashes ``predict``).
+:data:`PROJECT_TYPES` (named one by one), listing those types. Once loaded, its values are
+checked before anything reads them: sparse matrices' indices, the fitted arrays of its
+estimators against each other, an exported classifier's walk against its model, and decision
+trees' node arrays (an index out of range in any of these crashed ``predict``, or
+``load_model`` itself).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -144,7 +148,9 @@ def load_model(
         :data:`TRUSTED_TYPES` (the message lists them).
     UnsupportedModelError
         Not a skops file, an unsupported model type or kernel, or more than two classes; a file
-        that would expand past twenty times its size and 256 MB; a damaged decision tree.
+        that would expand past twenty times its size and 256 MB; a sparse matrix wider than
+        2**28 columns; damaged values (a sparse matrix's indices, fitted arrays that disagree,
+        a walk that is not its model's, a decision tree's nodes).
     FeatureMismatchError
         The model's and the dataset's feature counts differ (the message gives both).
     DataError
@@ -360,6 +366,8 @@ def _svc_problem(m: Any) -> str | None:
     if getattr(sv, "ndim", 0) != 2:
         return f"support_vectors_ of shape {getattr(sv, 'shape', None)}"
     n_sv, width = sv.shape
+    if m.kernel == "precomputed" or callable(m.kernel):
+        return f"kernel {m.kernel!r} inside another model"
     if (sv.data if sp.issparse(sv) else np.asarray(sv)).dtype not in (np.float32, np.float64):
         return f"support_vectors_ of dtype {sv.dtype} (libsvm reads float64)"
     if bool(getattr(m, "_sparse", sp.issparse(sv))) != sp.issparse(sv):
@@ -429,8 +437,8 @@ def _head_problem(m: Any) -> str | None:
 
 def _classes_problem(m: Any) -> str | None:
     classes = np.asarray(m.classes_)
-    if classes.ndim != 1:
-        return f"classes_ of shape {classes.shape}"
+    if classes.ndim != 1 or len(classes) != 2:
+        return f"classes_ of shape {classes.shape} (a binary classifier has two)"
     if classes.dtype.hasobject and not all(
         isinstance(c, str | int | float | bool | np.generic) for c in classes.tolist()
     ):
@@ -452,32 +460,79 @@ def _check_values(model: Any, name: str) -> None:
     from sklearn.svm._base import BaseLibSVM
 
     linear = tuple(row.model_class for row in SUPPORTED if row.term == "feature")
+    finals = _finals(model)
     for m in _reachable(model):
         if not isinstance(m, BaseEstimator):
             continue
-        if not hasattr(m, "classes_") and not isinstance(
-            m, StandardScaler | MinMaxScaler | MaxAbsScaler | PCA
-        ):
-            continue  # not a classifier (OneClassSVM, SVR): check_supported_model names it
-        if hasattr(m, "classes_") and np.ndim(m.classes_) == 1 and len(m.classes_) != 2:
-            continue  # not binary: check_supported_model refuses it, saying so
-        if getattr(m, "kernel", None) == "precomputed" or callable(getattr(m, "kernel", None)):
-            continue  # no support vectors to check: check_supported_model refuses the kernel
-        problem = None
-        if isinstance(m, BaseLibSVM) and hasattr(m, "support_vectors_"):
-            problem = _classes_problem(m) or _svc_problem(m)
-        elif isinstance(m, linear) and hasattr(m, "coef_"):
-            problem = _classes_problem(m) or _linear_problem(m)
-        elif isinstance(m, AdaBoostClassifier) and hasattr(m, "estimators_"):
-            # (one weight per estimator asked for; fewer learners where boosting stopped early)
-            weights = m.estimator_weights_
-            problem = _classes_problem(m) or _array(weights, (None,), "estimator_weights_")
-            if not problem and len(weights) < len(m.estimators_):
-                problem = f"{len(weights)} estimator weights for {len(m.estimators_)} learners"
-        elif isinstance(m, StandardScaler | MinMaxScaler | MaxAbsScaler | PCA):
-            problem = _head_problem(m)
+        if id(m) in finals and _not_taken(m):
+            # The model itself (or a pipeline's or a wrapper's last step) of a kind the project
+            # does not take: check_supported_model names it (a one-class SVM, a multiclass
+            # model, a precomputed kernel). Held anywhere else (AdaBoost's learners), it is
+            # checked as any other: predict calls it.
+            continue
+        try:
+            problem = None
+            if isinstance(m, BaseLibSVM) and hasattr(m, "support_vectors_"):
+                problem = _classes_problem(m) or _svc_problem(m)
+            elif isinstance(m, linear) and hasattr(m, "coef_"):
+                problem = _classes_problem(m) or _linear_problem(m)
+            elif isinstance(m, AdaBoostClassifier) and hasattr(m, "estimators_"):
+                problem = _classes_problem(m) or _boost_problem(m)
+            elif isinstance(m, StandardScaler | MinMaxScaler | MaxAbsScaler | PCA):
+                problem = _head_problem(m)
+        except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
         if problem:
             raise _refuse(name, f"a {type(m).__name__}", problem)
+
+
+def _finals(model: Any) -> set[int]:
+    """The ids of the model a file holds and of what it wraps, down to the estimator whose
+    terms are walked: an AttentiveClassifier's ``estimator_``, a FrozenEstimator's
+    ``estimator``, a Pipeline's last step."""
+    out, m = set(), model
+    while m is not None and id(m) not in out:
+        out.add(id(m))
+        if hasattr(m, "estimator_") and hasattr(m, "walk_"):
+            m = m.estimator_
+        elif type(m).__name__ == "FrozenEstimator":
+            m = getattr(m, "estimator", None)
+        elif hasattr(m, "steps") and isinstance(m.steps, list) and m.steps:
+            m = m.steps[-1][1] if isinstance(m.steps[-1], tuple) else None
+        else:
+            m = None
+    return out
+
+
+def _not_taken(m: Any) -> bool:
+    """Whether ``m`` is of a kind the project does not take, which ``check_supported_model``
+    names: no classes (a one-class SVM, a regressor), other than two, a precomputed or
+    callable kernel."""
+    classes = getattr(m, "classes_", None)
+    kernel = getattr(m, "kernel", None)
+    return (
+        classes is None
+        or (np.ndim(classes) == 1 and len(classes) != 2)
+        or kernel == "precomputed"
+        or callable(kernel)
+    )
+
+
+def _boost_problem(m: Any) -> str | None:
+    """AdaBoost's weights: one per learner asked for (fewer learners where boosting stopped
+    early), finite, none negative, and not all 0 over the learners it has (the terms' weights
+    are normalised by their sum: 0 / 0)."""
+    weights = m.estimator_weights_
+    problem = _array(weights, (None,), "estimator_weights_")
+    if problem:
+        return problem
+    n = len(m.estimators_)
+    if len(weights) < n:
+        return f"{len(weights)} estimator weights for {n} learners"
+    used = np.asarray(weights[:n], dtype=np.float64)
+    if used.min(initial=0.0) < 0 or not used.sum() > 0:
+        return f"estimator weights {used.tolist()[:8]} (at least one positive, none negative)"
+    return None
 
 
 def _check_walks(model: Any, name: str) -> None:
@@ -491,7 +546,10 @@ def _check_walks(model: Any, name: str) -> None:
     for clf in _reachable(model):
         if not isinstance(clf, AttentiveClassifier) or not hasattr(clf, "walk_"):
             continue
-        problem = _walk_problem(clf)
+        try:
+            problem = _walk_problem(clf)
+        except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
         if problem:
             raise _refuse(name, "the classifier's walk", problem)
 
@@ -565,7 +623,53 @@ def _walk_problem(clf: Any) -> str | None:
             problem = _array(getattr(walk, attr), (n,), attr)
             if problem:
                 return problem
+    # Fields a walk or a sketch derives from its others (the weights in walk order, a sketched
+    # walk's β and residual means, a sketch's row projection) are stored too, and skops does
+    # not derive them again: they must be what the others give (negated ordered weights
+    # loaded, and predicted the full model's label on 48 % of rows).
+    derived = [clf.walk_]
+    if sketched is not None:
+        derived += [sketched, sketched.walk, getattr(sketched, "sketch", None)]
+    for obj in derived:
+        problem = _derived_problem(obj)
+        if problem:
+            return problem
     return None
+
+
+def _derived_problem(obj: Any) -> str | None:
+    """Whether a frozen dataclass's fields that ``__post_init__`` derives (``init=False``) are
+    what its other fields give, to 1e-9."""
+    if not dataclasses.is_dataclass(obj):
+        return f"a {type(obj).__name__} where a walk or sketch was expected"
+    try:
+        fresh = dataclasses.replace(obj)
+    except Exception as exc:  # its own checks (a sketch of other terms than the walk's)
+        return f"{type(obj).__name__}: {exc}"
+    for f in dataclasses.fields(obj):
+        if not f.init and not _same_value(getattr(obj, f.name), getattr(fresh, f.name)):
+            return f"{type(obj).__name__}.{f.name} is not what its other fields give"
+    return None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(
+            _same_value(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+        )
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype.hasobject or b.dtype.hasobject:
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            return bool(np.allclose(a, b, rtol=1e-9, atol=0.0))
+        return bool(np.array_equal(a, b))
+    if sp.issparse(a) or sp.issparse(b):
+        both = sp.issparse(a) and sp.issparse(b) and a.shape == b.shape
+        return both and not np.any((a - b).data)
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9)
+    return bool(a == b)
 
 
 def _check_trees(model: Any, name: str) -> None:

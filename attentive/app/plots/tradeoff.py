@@ -13,7 +13,7 @@ import numpy as np
 from bokeh.events import Tap
 from bokeh.models import HoverTool, Span, Title
 
-from attentive.app.figures import tradeoff_error_span
+from attentive.app.figures import TRADEOFF_LEGEND_BAND, tradeoff_ranges
 from attentive.app.plots.base import COLORS, PlotView, col, ink, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
@@ -50,7 +50,7 @@ def family_color(name: str) -> str:
 # cancer's budgeted curve and star on the desktop, the constant curve on a phone); in two they
 # take about a third (five or six rows of 14 px in a card 400 px high), above every curve.
 LEGEND_COLS = 2
-LEGEND_BAND = 0.34
+LEGEND_BAND = TRADEOFF_LEGEND_BAND
 # Where in the band the legend may sit, the x span each covers, in order of preference: where
 # it hides the fewest points that reach the band (a family curve's steep climb at small work
 # passes through it on its way off the axis).
@@ -196,10 +196,12 @@ class TradeoffView(PlotView):
                 }
             out["oracle"] = {"x": col([t.oracle_fraction]), "y": col([0.0])}
             self._oracle.location = t.oracle_fraction
-            drawn = [out[name] for name in (*_curves(), "budgeted", "sweep")]
+            # The points drawn: each curve's, the budgeted rule's and the sweep's stop-error.
+            drawn = [(out[n]["x"], out[n]["y"]) for n in (*_curves(), "budgeted")]
+            drawn += [(out[n]["x"], out[n]["err"]) for n in ("budgeted", "sweep")]
             spot = legend_spot(
-                np.concatenate([d["x"] for d in drawn]),
-                np.concatenate([d["y"] for d in drawn]),
+                np.concatenate([x for x, _ in drawn]),
+                np.concatenate([y for _, y in drawn]),
                 self._error_top(f),  # the axis as drawn
             )
             if self._legend_model.location != spot:
@@ -233,17 +235,11 @@ class TradeoffView(PlotView):
 
     @staticmethod
     def _error_top(f) -> float:
-        """Where the error axis ends: the curves' span, and always the star, then the legend's
-        band above them."""
-        star = float(f.operating_point["disagreement"])
-        top = max(tradeoff_error_span(f.tradeoff), star if np.isfinite(star) else 0.0) * 1.05
-        return top / (1 - LEGEND_BAND)  # the legend's band above the curves
+        """Where the error axis ends (:func:`attentive.app.figures.tradeoff_ranges`)."""
+        return tradeoff_ranges(f.tradeoff, f.operating_point)[1][1]
 
     def _ranges(self, f):
-        # A sketched rule that walks most terms costs more than a full evaluation (each walked
-        # term also takes its sketch value): the axis stops at one, unless the star is beyond.
-        x = float(f.operating_point["work_fraction"])
-        return (0.0, max(1.0, x if np.isfinite(x) else 1.0) * 1.02), (-0.005, self._error_top(f))
+        return tradeoff_ranges(f.tradeoff, f.operating_point)
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:
