@@ -190,6 +190,21 @@ def test_a_click_on_the_tradeoff_picks_the_curve_nearest_on_the_plot(dataset):
         assert state.boundary == expected, (x, y)
 
 
+def test_a_click_on_a_zoomed_tradeoff_measures_in_the_axes_as_shown():
+    """After a user's zoom the plot passes its axes as shown: distances are shares of those."""
+    state = DashboardState(dataset="breast-cancer", boundary="constant", side="both")
+    fam = state.tradeoff.families
+    shown = ((0.3, 0.7), (0.0, 0.04))  # a box zoom on the lower middle
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        x, y = rng.uniform(*shown[0]), rng.uniform(*shown[1])
+        d = ((fam["work_fraction"] - x) / 0.4) ** 2 + ((fam["disagreement"] - y) / 0.04) ** 2
+        expected = fam["method"].iloc[int(np.nanargmin(d.to_numpy()))]
+        state.select_point(x, y, shown)
+        assert state.n_errors == 0, state.last_error
+        assert state.boundary == expected, (x, y)
+
+
 def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
     """The curves run over the whole grid (z from 6 to −6), but a click on a point whose
     δ' = Φ(−z) the slider cannot show (z < 0: δ' above 50 %) picks that curve's nearest point

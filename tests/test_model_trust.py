@@ -538,3 +538,57 @@ def test_what_a_walk_derives_must_be_what_its_fields_give(damage):
         clf.n_terms_ = "x"  # a ValueError from int()
     with pytest.raises(UnsupportedModelError, match="the classifier's walk in it is damaged"):
         load_model(sio.dumps(clf))
+
+
+def test_adaboost_weights_are_checked_in_every_slot():
+    """The terms' weights are normalised by the sum of every slot, unused ones included: a
+    negative weight past the learners loaded (weights ±inf, or the wrong sign)."""
+    X, y = make_classification(300, 6, random_state=0)
+    model = AdaBoostClassifier(n_estimators=2, random_state=0).fit(X, y)
+    model.estimators_ = model.estimators_[:1]
+    model.estimator_weights_ = np.array([1.0, -3.0])
+    with pytest.raises(UnsupportedModelError, match="none negative"):
+        load_model(sio.dumps(model))
+
+
+@pytest.mark.parametrize("damage", ["feature_mean", "gamma"])
+def test_a_sketch_is_checked_before_anything_is_derived_from_it(damage):
+    """A feature mean of shape (m, 1) broadcast the residual means to n × n while they were
+    derived again (gigabytes for a large model); a NaN γ made every start score NaN."""
+    X, y = make_classification(300, 20, random_state=0)
+    clf = AttentiveClassifier(
+        SVC(), boundary="sketched-curved", sketch=(3, 12), random_state=0
+    ).fit(X, y)
+    sw = clf.sketched_walk_
+    if damage == "feature_mean":
+        object.__setattr__(sw, "feature_mean", sw.feature_mean.reshape(-1, 1))
+        match = "feature_mean of shape"
+    else:
+        object.__setattr__(sw.sketch, "gamma", float("nan"))
+        match = "gamma nan"
+    with pytest.raises(UnsupportedModelError, match=match):
+        load_model(sio.dumps(clf))
+
+
+def test_a_fitted_template_the_classifier_never_predicts_with_still_loads():
+    """An AttentiveClassifier given a model fitted on three classes keeps it as its
+    ``estimator`` parameter (cloned for fitting, never predicted with): it loaded before the
+    value checks and loads with them."""
+    X, y = make_classification(300, 6, random_state=0)
+    template = SVC().fit(X, np.arange(300) % 3)
+    clf = AttentiveClassifier(template, boundary="curved", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(load_model(sio.dumps(clf)).predict(X), clf.predict(X))
+
+
+def test_odd_values_in_the_structure_are_refused_by_name():
+    """A pipeline step of one element and a kernel that is an array raised IndexError and
+    ValueError out of load_model."""
+    X, y = make_classification(300, 6, random_state=0)
+    pipe = make_pipeline(StandardScaler(), SVC()).fit(X, y)
+    pipe.steps.append(("x",))
+    with pytest.raises(UnsupportedModelError):
+        load_model(sio.dumps(pipe))
+    svc = SVC().fit(X, y)
+    svc.kernel = np.array(["rbf", "rbf"])
+    with pytest.raises(UnsupportedModelError):
+        load_model(sio.dumps(svc))

@@ -354,11 +354,13 @@ class DashboardState(Background):
             self._picked = None
             self.param.update(target=None, time_budget=None)
 
-    def select_point(self, fraction: float, error: float) -> None:
+    def select_point(self, fraction: float, error: float, ranges=None) -> None:
         """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
         disagreement): B for the budget rule, else the family whose curve is nearest, at its
         nearest point that the δ slider can set (:func:`rules.on_slider`; a curve is drawn
-        over every scale of the grid)."""
+        over every scale of the grid). ``ranges``: the plot's axes as shown, ``((x0, x1),
+        (y0, y1))`` (a user's zoom); None: as it draws them
+        (:func:`attentive.app.figures.tradeoff_ranges`)."""
         if self.walks is None or not (math.isfinite(fraction) and math.isfinite(error)):
             return
         if self.boundary == "budget":
@@ -366,7 +368,11 @@ class DashboardState(Background):
         if self.tradeoff is None:
             return  # the curves are not drawn yet
         # Distances in the plot's own axes, as it draws them (a share of each axis's length).
-        (x0, x1), (y0, y1) = figures.tradeoff_ranges(self.tradeoff, self.numbers())
+        if ranges is None:
+            ranges = figures.tradeoff_ranges(self.tradeoff, self.numbers())
+        (x0, x1), (y0, y1) = ranges
+        if not (x1 > x0 and y1 > y0):
+            return
 
         def nearest(rows):
             x, y = rows["work_fraction"].to_numpy(), rows["disagreement"].to_numpy()

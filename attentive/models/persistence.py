@@ -29,6 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
 from attentive.errors import (
+    AttentiveError,
     DataError,
     FeatureMismatchError,
     UnsupportedModelError,
@@ -203,7 +204,12 @@ def load_model(
     # libsvm's C code trusts a sparse matrix's indices and the shapes of a model's arrays.
     _check_sparse(model, name)
     _check_values(model, name)
-    check_supported_model(model)
+    try:
+        check_supported_model(model)
+    except AttentiveError:
+        raise
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+        raise _refuse(name, "the model", f"{type(exc).__name__}: {exc}") from None
     _check_trees(model, name)
     _check_walks(model, name)
     if n_features is not None:
@@ -464,7 +470,11 @@ def _check_values(model: Any, name: str) -> None:
     for m in _reachable(model):
         if not isinstance(m, BaseEstimator):
             continue
-        if id(m) in finals and _not_taken(m):
+        try:
+            skip = id(m) in finals and _not_taken(m)
+        except (TypeError, ValueError):  # a kernel that is an array, say: checked below
+            skip = False
+        if skip:
             # The model itself (or a pipeline's or a wrapper's last step) of a kind the project
             # does not take: check_supported_model names it (a one-class SVM, a multiclass
             # model, a precomputed kernel). Held anywhere else (AdaBoost's learners), it is
@@ -490,17 +500,22 @@ def _finals(model: Any) -> set[int]:
     """The ids of the model a file holds and of what it wraps, down to the estimator whose
     terms are walked: an AttentiveClassifier's ``estimator_``, a FrozenEstimator's
     ``estimator``, a Pipeline's last step."""
-    out, m = set(), model
-    while m is not None and id(m) not in out:
+    out, stack = set(), [model]
+    while stack:
+        m = stack.pop()
+        if m is None or id(m) in out:
+            continue
         out.add(id(m))
-        if hasattr(m, "estimator_") and hasattr(m, "walk_"):
-            m = m.estimator_
+        if hasattr(m, "walk_"):
+            # Its model, and the estimator it was given (a template, fitted or not, that is
+            # cloned or wrapped: held in the file, never predicted with).
+            stack += [getattr(m, "estimator_", None), getattr(m, "estimator", None)]
         elif type(m).__name__ == "FrozenEstimator":
-            m = getattr(m, "estimator", None)
+            stack.append(getattr(m, "estimator", None))
         elif hasattr(m, "steps") and isinstance(m.steps, list) and m.steps:
-            m = m.steps[-1][1] if isinstance(m.steps[-1], tuple) else None
-        else:
-            m = None
+            last = m.steps[-1]
+            if isinstance(last, tuple) and len(last) == 2:
+                stack.append(last[1])
     return out
 
 
@@ -529,9 +544,11 @@ def _boost_problem(m: Any) -> str | None:
     n = len(m.estimators_)
     if len(weights) < n:
         return f"{len(weights)} estimator weights for {n} learners"
-    used = np.asarray(weights[:n], dtype=np.float64)
-    if used.min(initial=0.0) < 0 or not used.sum() > 0:
-        return f"estimator weights {used.tolist()[:8]} (at least one positive, none negative)"
+    # All of them: the terms' weights (and scikit-learn's scores) are normalised by their sum,
+    # unused slots (boosting stopped early) included.
+    every = np.asarray(weights, dtype=np.float64)
+    if every.min(initial=0.0) < 0 or not every.sum() > 0:
+        return f"estimator weights {every.tolist()[:8]} (at least one positive, none negative)"
     return None
 
 
@@ -629,12 +646,43 @@ def _walk_problem(clf: Any) -> str | None:
     # loaded, and predicted the full model's label on 48 % of rows).
     derived = [clf.walk_]
     if sketched is not None:
-        derived += [sketched, sketched.walk, getattr(sketched, "sketch", None)]
+        problem = _sketch_problem(sketched, n)
+        if problem:
+            return problem
+        derived += [sketched, sketched.walk, sketched.sketch]
     for obj in derived:
         problem = _derived_problem(obj)
         if problem:
             return problem
     return None
+
+
+def _sketch_problem(sketched: Any, n: int) -> str | None:
+    """A sketched walk's own fields: a sketch of ``n`` terms whose arrays agree in shape (k
+    directions over d features, m landmarks) and are finite, and a finite γ ≥ 0; checked
+    before anything is derived from them (a feature mean of shape (m, 1) broadcast the
+    residual means to n × n)."""
+    from attentive.sketch.nystrom import NystromSketch
+
+    sketch = getattr(sketched, "sketch", None)
+    if not isinstance(sketch, NystromSketch):
+        return f"a sketch of type {type(sketch).__name__}"
+    gamma = sketch.gamma
+    if not (isinstance(gamma, int | float | np.number) and math.isfinite(gamma) and gamma >= 0):
+        return f"the sketch's gamma {gamma!r}"
+    components = np.asarray(sketch.components)
+    if components.ndim != 2:
+        return f"the sketch's components of shape {components.shape}"
+    k, d = components.shape
+    m = np.shape(sketch.landmarks)[0] if np.ndim(sketch.landmarks) == 2 else -1
+    return (
+        _array(sketch.mean, (d,), "the sketch's mean")
+        or _array(components, (k, d), "the sketch's components")
+        or _array(sketch.landmarks, (m, k), "the sketch's landmarks")
+        or _array(sketch.landmark_inverse, (m, m), "the sketch's landmark_inverse")
+        or _array(sketch.term_factors, (n, m), "the sketch's term_factors")
+        or _array(sketched.feature_mean, (m,), "the sketched walk's feature_mean")
+    )
 
 
 def _derived_problem(obj: Any) -> str | None:

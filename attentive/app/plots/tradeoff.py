@@ -243,4 +243,9 @@ class TradeoffView(PlotView):
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:
-            self.state.select_point(float(event.x), float(event.y))
+            fig = self._fig  # distances in the axes as shown (after a user's zoom too)
+            ends = (fig.x_range.start, fig.x_range.end, fig.y_range.start, fig.y_range.end)
+            shown = None
+            if all(isinstance(v, int | float) for v in ends):
+                shown = ((ends[0], ends[1]), (ends[2], ends[3]))
+            self.state.select_point(float(event.x), float(event.y), shown)
