@@ -592,3 +592,31 @@ def test_odd_values_in_the_structure_are_refused_by_name():
     svc.kernel = np.array(["rbf", "rbf"])
     with pytest.raises(UnsupportedModelError):
         load_model(sio.dumps(svc))
+
+
+@pytest.mark.parametrize("damage", ["short", "text", "budget"])
+def test_a_stopping_rule_of_another_walk_is_refused(damage):
+    """The boundary's thresholds are read at each position of the walk: a shorter array raised
+    an IndexError in predict, and a budget past the terms is no rule of this model."""
+    import dataclasses
+
+    X, y = make_classification(300, 6, random_state=0)
+    boundary = "budget" if damage == "budget" else "curved"
+    clf = AttentiveClassifier(SVC(), boundary=boundary, random_state=0).fit(X, y)
+    b = clf.boundary_
+    if damage == "short":
+        clf.boundary_ = dataclasses.replace(
+            b,
+            lower=b.lower[:5],
+            upper=b.upper[:5],
+            estimate_slope=None,
+            estimate_intercept=None,
+            upper_estimate_intercept=None,
+            mass=None,
+        )
+    elif damage == "text":
+        object.__setattr__(b, "lower", b.lower.astype(str))
+    else:
+        object.__setattr__(b, "budget", 10**9)
+    with pytest.raises(UnsupportedModelError, match="the boundary"):
+        load_model(sio.dumps(clf))

@@ -654,6 +654,31 @@ def _walk_problem(clf: Any) -> str | None:
         problem = _derived_problem(obj)
         if problem:
             return problem
+    return _boundary_problem(getattr(clf, "boundary_", None), n)
+
+
+def _boundary_problem(boundary: Any, n: int) -> str | None:
+    """The stopping rule: a :class:`attentive.boundaries.Boundary` over the ``n`` positions of
+    the walk, of numbers (±inf: never; NaN crosses nothing), whose own checks pass, and a
+    budget within the terms."""
+    from attentive.boundaries import Boundary
+
+    if not isinstance(boundary, Boundary):
+        return f"a boundary of type {type(boundary).__name__}"
+    for attr in ("lower", "upper", "estimate_slope", "estimate_intercept", "mass"):
+        value = getattr(boundary, attr)
+        if value is None and attr not in ("lower", "upper"):
+            continue
+        values = np.asarray(value)
+        if values.shape != (n,) or values.dtype.kind not in "fiub":
+            return f"the boundary's {attr} of shape {values.shape}, dtype {values.dtype}"
+    budget = boundary.budget
+    if budget is not None and not (isinstance(budget, int | np.integer) and 0 <= budget <= n):
+        return f"the boundary's budget {budget!r} for {n} terms"
+    try:
+        dataclasses.replace(boundary)  # its own checks
+    except Exception as exc:
+        return f"the boundary: {exc}"
     return None
 
 
