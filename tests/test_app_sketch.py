@@ -21,11 +21,11 @@ from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
+from attentive.app.figures import TRADEOFF_LEGEND_BAND
 from attentive.app.layout import Dashboard
 from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.base import CAPTION_CHARS
 from attentive.app.plots.tradeoff import (
-    LEGEND_BAND,
     LEGEND_COLS,
     LEGEND_SPOTS,
     TradeoffView,
@@ -412,5 +412,5 @@ def test_the_tradeoff_legend_hides_no_point_of_the_breast_cancer_curves():
     assert len(x) > 100
     assert view._legend_model.ncols == LEGEND_COLS == 2
     lo, hi = LEGEND_SPOTS[view._legend_model.location]
-    under = (y >= (1 - LEGEND_BAND) * y_top) & (y <= y_top) & (x >= lo) & (x <= hi)
+    under = (y >= (1 - TRADEOFF_LEGEND_BAND) * y_top) & (y <= y_top) & (x >= lo) & (x <= hi)
     assert not under.any(), (x[under], y[under])

@@ -202,16 +202,17 @@ def load_model(
         raise UnsupportedModelError(f"{name}: the skops file could not be read ({exc})") from None
     # Before anything reads the arrays (decompose densifies sparse coefficients): scipy's and
     # libsvm's C code trusts a sparse matrix's indices and the shapes of a model's arrays.
-    _check_sparse(model, name)
-    _check_values(model, name)
+    held = list(_reachable(model))  # every object in it, once, for each check below
+    _check_sparse(held, name)
+    _check_values(model, held, name)
     try:
         check_supported_model(model)
     except AttentiveError:
         raise
     except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
         raise _refuse(name, "the model", f"{type(exc).__name__}: {exc}") from None
-    _check_trees(model, name)
-    _check_walks(model, name)
+    _check_trees(held, name)
+    _check_walks(held, name)
     if n_features is not None:
         check_n_features(model, n_features)
     return model
@@ -311,7 +312,7 @@ def _refuse(name: str, what: str, problem: str) -> UnsupportedModelError:
 MAX_SPARSE_WIDTH_BYTES = 2 << 30
 
 
-def _check_sparse(model: Any, name: str) -> None:
+def _check_sparse(held: list, name: str) -> None:
     """Refuse sparse matrices whose index arrays do not describe a matrix of their shape, and
     those too wide to evaluate (:data:`MAX_SPARSE_WIDTH_BYTES`).
 
@@ -320,7 +321,7 @@ def _check_sparse(model: Any, name: str) -> None:
     libsvm index with the values unchecked: a column index past the width or a decreasing row
     pointer crashed the process (a segmentation fault) in ``load_model`` (densifying a sparse
     ``dual_coef_``), in ``fit`` and in ``predict``."""
-    for m in _reachable(model):
+    for m in held:
         if not sp.issparse(m):
             continue
         if m.format not in ("csr", "csc") or m.ndim != 2:
@@ -452,7 +453,7 @@ def _classes_problem(m: Any) -> str | None:
     return None
 
 
-def _check_values(model: Any, name: str) -> None:
+def _check_values(model: Any, held: list, name: str) -> None:
     """Refuse fitted scikit-learn models whose arrays disagree with each other or with their
     features (shapes, dtypes, NaN), and kernel parameters out of range.
 
@@ -467,7 +468,7 @@ def _check_values(model: Any, name: str) -> None:
 
     linear = tuple(row.model_class for row in SUPPORTED if row.term == "feature")
     finals = _finals(model)
-    for m in _reachable(model):
+    for m in held:
         if not isinstance(m, BaseEstimator):
             continue
         try:
@@ -552,7 +553,7 @@ def _boost_problem(m: Any) -> str | None:
     return None
 
 
-def _check_walks(model: Any, name: str) -> None:
+def _check_walks(held: list, name: str) -> None:
     """Refuse an exported classifier whose walk is not its model's.
 
     ``predict`` evaluates ``walk_.terms`` (and a sketched walk's ``walk``), stored in the file
@@ -560,7 +561,7 @@ def _check_walks(model: Any, name: str) -> None:
     its decomposition, and the order a permutation of them."""
     from attentive.estimator import AttentiveClassifier
 
-    for clf in _reachable(model):
+    for clf in held:
         if not isinstance(clf, AttentiveClassifier) or not hasattr(clf, "walk_"):
             continue
         try:
@@ -576,34 +577,13 @@ def _same_terms(a: Any, b: Any) -> bool:
     learners and head steps (skops keeps an object held twice as one), the same numbers to
     within the 1e-9 relative error SPEC §1 allows (a later version's arithmetic may round
     them otherwise)."""
-
-    def close(x, y):
-        if sp.issparse(x) or sp.issparse(y):
-            both = sp.issparse(x) and sp.issparse(y) and x.shape == y.shape
-            return both and not np.any((x - y).data)  # (the model's own matrix, as a rule)
-        x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape:
-            return False
-        if x.dtype.kind in "fc" or y.dtype.kind in "fc":
-            return bool(np.allclose(x, y, rtol=1e-9, atol=0.0))
-        return bool(np.array_equal(x, y))
-
-    def params_close(p, q):
-        p, q = p or {}, q or {}
-        return p.keys() == q.keys() and all(
-            close(p[k], q[k]) if isinstance(p[k], int | float | np.number) else p[k] == q[k]
-            for k in p
-        )
-
     return (
         a.kind == b.kind
         and a.kernel == b.kernel
-        and params_close(a.kernel_params, b.kernel_params)
-        and close(a.intercept, b.intercept)
-        and close(a.weights, b.weights)
-        and close(a.classes, b.classes)
-        and (a.support_vectors is None) == (b.support_vectors is None)
-        and (a.support_vectors is None or close(a.support_vectors, b.support_vectors))
+        and all(
+            _same_value(getattr(a, f), getattr(b, f))
+            for f in ("kernel_params", "intercept", "weights", "classes", "support_vectors")
+        )
         and (a.learners is None) == (b.learners is None)
         and (a.learners is None or [id(t) for t in a.learners] == [id(t) for t in b.learners])
         and (a.head is None) == (b.head is None)
@@ -726,26 +706,42 @@ def _derived_problem(obj: Any) -> str | None:
 
 
 def _same_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same values: numbers and float arrays to within 1e-9
+    (relative), sparse matrices exactly, dataclasses and dicts field by field."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same_value(a[k], b[k]) for k in a)
+        )
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
         return type(a) is type(b) and all(
             _same_value(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
         )
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype.hasobject or b.dtype.hasobject:
+        if a.shape != b.shape:
             return False
-        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
             return bool(np.allclose(a, b, rtol=1e-9, atol=0.0))
-        return bool(np.array_equal(a, b))
+        return bool(np.array_equal(a, b))  # labels (strings in an object array, say)
     if sp.issparse(a) or sp.issparse(b):
         both = sp.issparse(a) and sp.issparse(b) and a.shape == b.shape
         return both and not np.any((a - b).data)
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-9)
+    if isinstance(a, float | np.floating) or isinstance(b, float | np.floating):
+        numbers = int | float | np.number
+        return (
+            isinstance(a, numbers)
+            and isinstance(b, numbers)
+            and math.isclose(float(a), float(b), rel_tol=1e-9)
+        )
     return bool(a == b)
 
 
-def _check_trees(model: Any, name: str) -> None:
+def _check_trees(held: list, name: str) -> None:
     """Refuse decision trees whose node arrays do not make a tree over the model's features.
 
     ``sklearn.tree._tree.Tree`` (AdaBoost's learners) checks its arrays' types and shapes when
@@ -754,7 +750,7 @@ def _check_trees(model: Any, name: str) -> None:
     checked, wherever it is held (an exported classifier's terms hold the learners too)."""
     from sklearn.tree import DecisionTreeClassifier
 
-    for m in _reachable(model):
+    for m in held:
         if isinstance(m, DecisionTreeClassifier) and hasattr(m, "tree_"):
             problem = _tree_problem(m.tree_, getattr(m, "n_features_in_", None))
             if problem:

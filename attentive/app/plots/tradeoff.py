@@ -20,7 +20,6 @@ from attentive.app.sketches import summary
 
 __all__ = [
     "FAMILY_COLORS",
-    "LEGEND_BAND",
     "LEGEND_COLS",
     "LEGEND_SPOTS",
     "SKETCHED",
@@ -45,12 +44,12 @@ def family_color(name: str) -> str:
 
 
 # The legend sits inside the plot, in two columns, in a band at the top that the curves leave
-# free: the error axis reaches 1 / (1 − LEGEND_BAND) of the curves' span. In one column its ten
-# to twelve entries took 60 % of the data area's height wherever it went, over curves (breast
-# cancer's budgeted curve and star on the desktop, the constant curve on a phone); in two they
-# take about a third (five or six rows of 14 px in a card 400 px high), above every curve.
+# free: the error axis reaches 1 / (1 − TRADEOFF_LEGEND_BAND) of the curves' span. In one
+# column its ten to twelve entries took 60 % of the data area's height wherever it went, over
+# curves (breast cancer's budgeted curve and star on the desktop, the constant curve on a
+# phone); in two they take about a third (five or six rows of 14 px in a card 400 px high),
+# above every curve.
 LEGEND_COLS = 2
-LEGEND_BAND = TRADEOFF_LEGEND_BAND
 # Where in the band the legend may sit, the x span each covers, in order of preference: where
 # it hides the fewest points that reach the band (a family curve's steep climb at small work
 # passes through it on its way off the axis).
@@ -62,7 +61,7 @@ def legend_spot(x: np.ndarray, y: np.ndarray, y_top: float) -> str:
     legend's band at the top of the error axis (which reaches ``y_top``); ties go to the first.
     Points above the axis are not drawn, so cover nothing."""
     y = np.asarray(y)
-    high = (y >= (1 - LEGEND_BAND) * y_top) & (y <= y_top)
+    high = (y >= (1 - TRADEOFF_LEGEND_BAND) * y_top) & (y <= y_top)
     x = np.asarray(x)
     counts = [np.count_nonzero(high & (x >= lo) & (x <= hi)) for lo, hi in LEGEND_SPOTS.values()]
     return list(LEGEND_SPOTS)[int(np.argmin(counts))]
