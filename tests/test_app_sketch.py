@@ -21,13 +21,14 @@ from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
 from attentive.app import exports, rules, sketches
-from attentive.app.figures import TRADEOFF_LEGEND_BAND
+from attentive.app.figures import TRADEOFF_LEGEND_BAND, tradeoff_error_span
 from attentive.app.layout import Dashboard
 from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.base import CAPTION_CHARS
 from attentive.app.plots.tradeoff import (
     LEGEND_COLS,
     LEGEND_SPOTS,
+    NARROW_PX,
     TradeoffView,
     legend_spot,
 )
@@ -414,3 +415,36 @@ def test_the_tradeoff_legend_hides_no_point_of_the_breast_cancer_curves():
     lo, hi = LEGEND_SPOTS[view._legend_model.location]
     under = (y >= (1 - TRADEOFF_LEGEND_BAND) * y_top) & (y <= y_top) & (x >= lo) & (x <= hi)
     assert not under.any(), (x[under], y[under])
+
+
+def test_on_a_narrow_plot_the_tradeoff_legend_goes_above_and_the_curves_take_the_axis():
+    """A phone's data area (about 310 px) is too narrow for the legend's band: its two columns
+    covered three quarters of the band's width there, over breast cancer's climbs. When the
+    browser reports a narrow data area the legend moves above it and the error axis drops its
+    band (the curves' span alone); a wide one puts it back in the band, at its spot."""
+    state = DashboardState(dataset="breast-cancer")
+    assert state.n_errors == 0, state.last_error
+    view = TradeoffView(state=state)
+    view.__panel__()
+    fig, legend = view._fig, view._legend_model
+    span = tradeoff_error_span(state.tradeoff) * 1.05
+    assert legend in fig.center and legend not in fig.above
+    assert fig.y_range.end == pytest.approx(span / (1 - TRADEOFF_LEGEND_BAND))
+    spot = legend.location
+    fig.trigger("inner_width", None, NARROW_PX + 60)  # wide: nothing moves
+    assert legend in fig.center and fig.y_range.end > span * 1.2
+    fig.trigger("inner_width", NARROW_PX + 60, 310)  # a phone
+    assert legend in fig.above and legend not in fig.center
+    assert legend.location == "center" and legend.background_fill_alpha == 0
+    assert fig.y_range.end == pytest.approx(span)
+    # A click measures in the axes as shown: at a curve's point, that curve's family.
+    fam = state.tradeoff.families
+    row = fam[(fam["method"] == "curved") & (fam["disagreement"] > 0.05)].iloc[0]
+    view._on_tap(
+        type("Tap", (), {"x": float(row["work_fraction"]), "y": float(row["disagreement"])})
+    )
+    assert state.boundary == "curved", state.boundary
+    fig.trigger("inner_width", 310, 700)  # turned sideways: back in the band, at its spot
+    assert legend in fig.center and legend not in fig.above
+    assert legend.location == spot and legend.background_fill_alpha == 0.7
+    assert fig.y_range.end > span * 1.2

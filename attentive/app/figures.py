@@ -198,17 +198,20 @@ def tradeoff_error_span(tradeoff) -> float:
 TRADEOFF_LEGEND_BAND = 0.34
 
 
-def tradeoff_ranges(tradeoff, point: dict) -> tuple[tuple[float, float], tuple[float, float]]:
+def tradeoff_ranges(
+    tradeoff, point: dict, band: float = TRADEOFF_LEGEND_BAND
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """The tradeoff plot's axes for ``tradeoff`` and the current rule's ``point``
     (``work_fraction``, ``disagreement``): work from 0 to one full evaluation, or to the star
     beyond it (a sketched rule that walks most terms costs more than a full evaluation);
     disagreement from just below 0 to the curves' span and the star, then the legend's band
-    above them. The plot draws these, and a click's distance to a curve is measured in them."""
+    above them (``band`` of the axis; 0 where the legend is outside the data area). The plot
+    draws these, and a click's distance to a curve is measured in them."""
     x = float(point["work_fraction"])
     star = float(point["disagreement"])
     top = max(tradeoff_error_span(tradeoff), star if math.isfinite(star) else 0.0) * 1.05
     x_top = max(1.0, x if math.isfinite(x) else 1.0) * 1.02
-    return (0.0, x_top), (-0.005, top / (1 - TRADEOFF_LEGEND_BAND))
+    return (0.0, x_top), (-0.005, top / (1 - band))
 
 
 def _band_delta(rule: rules.Rule, clf) -> float:

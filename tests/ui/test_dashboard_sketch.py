@@ -32,7 +32,7 @@ CAPTIONS = """(title) => {
 ITEM_POINTS = """(label) => {
     const fig = [...Bokeh.documents[0].all_models].find((m) => m.name === 'TradeoffView');
     let n = 0;
-    for (const l of fig.center) {
+    for (const l of [...fig.center, ...fig.above]) {  // (above the data area when narrow)
         for (const it of (l.items ?? [])) {
             if (it.label.value !== label) continue;
             for (const r of it.renderers) if (r.visible) n += r.data_source.data.x.length;

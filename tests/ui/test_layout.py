@@ -28,6 +28,12 @@ WALKS_BOX = """() => {
     }
     return null;
 }"""
+# Where the tradeoff plot's legend is: [above its data area, inside it].
+TRADEOFF_LEGEND = """() => {
+    const fig = [...Bokeh.documents[0].all_models].find((m) => m.name === 'TradeoffView');
+    const legend = (list) => list.some((m) => m.items !== undefined);
+    return fig ? [legend(fig.above), legend(fig.center)] : null;
+}"""
 # The main area's tabs: their height, and the visible tab's with the header's.
 TABS_HEIGHTS = """() => {
     let tabs = null;
@@ -110,6 +116,8 @@ def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
         page.wait_for_function(f"() => ({STAR})() !== null")
         left, _, width, _ = page.evaluate(WALKS_BOX)
         assert width >= 340 and left >= 0
+        # The tradeoff legend goes above its data area (inside, it covered the curves' climbs).
+        page.wait_for_function(f"() => JSON.stringify(({TRADEOFF_LEGEND})()) === '[true,false]'")
         assert page.evaluate(OVERFLOW) <= 0
         assert page.evaluate(MAIN_OVERFLOW) <= 0
         SHOTS.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from bokeh.plotting import figure
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
-__all__ = ["COLORS", "PlotView", "col", "extent", "ink", "legend_outside", "thin"]
+__all__ = ["COLORS", "OUTSIDE_STYLE", "PlotView", "col", "extent", "ink", "legend_outside", "thin"]
 
 # Okabe–Ito colours. The full-evaluation class colours are used for walks, stops and numbers alike.
 COLORS = {
@@ -119,16 +119,22 @@ def extent(arrays, pad: float = 0.05, log: bool = False) -> tuple[float, float]:
     return (10**lo, 10**hi) if log else (lo, hi)
 
 
+#: A legend outside the data area: centred, with no frame or background of its own.
+OUTSIDE_STYLE = {
+    "location": "center",
+    "background_fill_alpha": 0,
+    "border_line_alpha": 0,
+    "spacing": 10,
+}
+
+
 def legend_outside(fig, items: list[LegendItem], place: str, cols: int) -> Legend:
     """A legend of ``items`` in ``cols`` columns ``place`` ("above" / "below") the data area,
     with no frame of its own."""
     legend = Legend(items=items, **LEGEND_STYLE)
     legend.orientation = "horizontal"
     legend.ncols = cols
-    legend.location = "center"
-    legend.background_fill_alpha = 0
-    legend.border_line_alpha = 0
-    legend.spacing = 10
+    legend.update(**OUTSIDE_STYLE)
     fig.add_layout(legend, place)
     return legend
 

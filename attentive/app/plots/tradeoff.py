@@ -14,7 +14,7 @@ from bokeh.events import Tap
 from bokeh.models import HoverTool, Span, Title
 
 from attentive.app.figures import TRADEOFF_LEGEND_BAND, tradeoff_ranges
-from attentive.app.plots.base import COLORS, PlotView, col, ink, wrap_caption
+from attentive.app.plots.base import COLORS, OUTSIDE_STYLE, PlotView, col, ink, wrap_caption
 from attentive.app.rules import base_family, family_names, rule_names
 from attentive.app.sketches import summary
 
@@ -22,6 +22,7 @@ __all__ = [
     "FAMILY_COLORS",
     "LEGEND_COLS",
     "LEGEND_SPOTS",
+    "NARROW_PX",
     "SKETCHED",
     "SWEEP",
     "TradeoffView",
@@ -54,6 +55,15 @@ LEGEND_COLS = 2
 # it hides the fewest points that reach the band (a family curve's steep climb at small work
 # passes through it on its way off the axis).
 LEGEND_SPOTS = {"top_right": (0.4, 1.02), "top_left": (0.0, 0.6), "top_center": (0.2, 0.8)}
+
+
+# On a narrow plot the legend goes above the data area. Its two columns are about 240 px wide
+# (its labels at 8 pt): in a phone's data area, about 310 px, they covered three quarters of the
+# band's width wherever they went, over the curves' climbs through it (breast cancer's constant
+# curve and budgeted spike). Above, the band is not needed: the curves take the whole axis. Wide
+# plots keep the legend inside ("In Jupyter, offline" in docs/app.md: above, it made the figure
+# re-lay itself out at each change of its entries); a plot learns its width from the browser.
+NARROW_PX = 400
 
 
 def legend_spot(x: np.ndarray, y: np.ndarray, y_top: float) -> str:
@@ -149,6 +159,9 @@ class TradeoffView(PlotView):
         self._legend(fig, items)
         self._legend_model = fig.legend[0]
         self._legend_model.ncols = LEGEND_COLS
+        self._inside_style = {k: getattr(self._legend_model, k) for k in OUTSIDE_STYLE}
+        self._legend_above = False
+        fig.on_change("inner_width", self._on_width)
         self._caption = Title(
             text="", align="center", text_font_size="8pt", text_font_style="italic"
         )
@@ -203,7 +216,8 @@ class TradeoffView(PlotView):
                 np.concatenate([y for _, y in drawn]),
                 self._error_top(f),  # the axis as drawn
             )
-            if self._legend_model.location != spot:
+            self._inside_style["location"] = spot
+            if not self._legend_above and self._legend_model.location != spot:
                 self._legend_model.location = spot
         op = f.operating_point
         out["point"] = {
@@ -238,7 +252,27 @@ class TradeoffView(PlotView):
         return tradeoff_ranges(f.tradeoff, f.operating_point)[1][1]
 
     def _ranges(self, f):
-        return tradeoff_ranges(f.tradeoff, f.operating_point)
+        band = 0.0 if self._legend_above else TRADEOFF_LEGEND_BAND
+        return tradeoff_ranges(f.tradeoff, f.operating_point, band)
+
+    def _on_width(self, attr, old, new) -> None:
+        """The browser laid the data area out ``new`` pixels wide: the legend goes above it
+        when narrower than :data:`NARROW_PX`, back inside when not."""
+        if isinstance(new, int | float) and (new < NARROW_PX) != self._legend_above:
+            self._place_legend(above=new < NARROW_PX)
+            self._refresh(self._value())  # the axes refit (unless zoomed): no band above
+
+    def _place_legend(self, above: bool) -> None:
+        fig, legend = self._fig, self._legend_model
+        self._legend_above = above
+        if above:
+            fig.center = [r for r in fig.center if r is not legend]
+            legend.update(**{**OUTSIDE_STYLE, "spacing": 4})  # (tighter rows than the walks')
+            fig.above = [*fig.above, legend]
+        else:
+            fig.above = [r for r in fig.above if r is not legend]
+            legend.update(**self._inside_style)
+            fig.center = [*fig.center, legend]
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:
