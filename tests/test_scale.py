@@ -352,6 +352,43 @@ def test_a_wrong_option_is_refused_before_decompressing_or_starting_a_cluster(
     assert files.check_options(packed) == "libsvm"
 
 
+def test_a_csv_file_whose_first_line_does_not_fit_the_model_is_refused_before_a_cluster(
+    tmp_path, exported, monkeypatch
+):
+    """A CSV file without a header of another width than the model's, or with a header that
+    lacks a feature, is refused from its first line: before, a local cluster was started first
+    (4–5 s a run, and a worker's heartbeat traceback now and then) and the same error raised
+    when the rows were read. A CSV file that fits still gets to the cluster."""
+    from attentive.scale import files
+
+    path, _, X = exported
+    started = []
+
+    class Started(Exception):
+        pass
+
+    def cluster(*args, **kwargs):
+        started.append("cluster")
+        raise Started
+
+    monkeypatch.setattr(files, "local_cluster", cluster)
+    out = tmp_path / "scores.parquet"
+    narrow = tmp_path / "narrow.csv"
+    pd.DataFrame(X[:5, :-1].toarray()).to_csv(narrow, index=False, header=False)
+    with pytest.raises(DataError, match=r"narrow\.csv, line 1: .* fields, but the model expects"):
+        files.score_file(path, narrow, out)
+    named = tmp_path / "named.csv"
+    pd.DataFrame(X[:5, :-1].toarray()).add_prefix("x").to_csv(named, index=False)
+    with pytest.raises(DataError, match=r"named\.csv"):
+        files.score_file(path, named, out, header=True)
+    assert started == [] and not out.exists()
+    rows = tmp_path / "rows.csv"
+    pd.DataFrame(X[:5].toarray()).to_csv(rows, index=False, header=False)
+    with pytest.raises(Started):
+        files.score_file(path, rows, out)
+    assert started == ["cluster"]
+
+
 def test_a_failed_run_leaves_no_output(client, tmp_path, exported):
     path, _, X = exported
     data = tmp_path / "rows.libsvm"

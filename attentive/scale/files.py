@@ -22,7 +22,7 @@ from attentive.errors import DataError, InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
-from attentive.scale.reading import check_chunk_rows, check_options, read_input
+from attentive.scale.reading import check_chunk_rows, check_columns, check_options, read_input
 from attentive.scale.writing import (
     ScoreSummary,
     check_output,
@@ -186,6 +186,8 @@ def score_file(
         )
     output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
+    # A CSV file's first line against the model's features, before a cluster is started.
+    check_columns(input, clf, format=format, header=header, exclude=exclude, name=input.name)
     copy = cluster = None
     try:
         cluster = None if scheduler else local_cluster(n_workers)

@@ -44,7 +44,7 @@ from attentive.data.reader import (
 )
 from attentive.errors import DataError, InvalidParameterError
 
-__all__ = ["check_chunk_rows", "check_options", "line_chunks", "read_input"]
+__all__ = ["check_chunk_rows", "check_columns", "check_options", "line_chunks", "read_input"]
 
 _SCAN_BYTES = 16 * 1024 * 1024
 
@@ -116,6 +116,27 @@ def read_input(
     if fmt == "libsvm":
         return _read_libsvm(text, start, expected, chunk_rows, zero_based)
     return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+
+
+def check_columns(
+    path: str | os.PathLike,
+    clf,
+    *,
+    format: str | None = None,
+    header: bool | None = None,
+    exclude: tuple[str, ...] = (),
+    name: str | None = None,
+) -> None:
+    """:func:`read_input`'s checks of a CSV file's first line against ``clf``'s features (a
+    header, the number of fields, the names), reading that line only: so that
+    :func:`attentive.scale.score_file` refuses such a file before it starts a cluster. Other
+    formats are checked as they are read."""
+    path = Path(path)
+    where = name or path.name
+    fmt, text, head = _opened(path, where, format, zero_based=None, header=header, exclude=exclude)
+    if fmt == "csv":
+        start = len(BOM) if head.startswith(BOM) else 0
+        _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude))
 
 
 def check_chunk_rows(chunk_rows) -> None:
@@ -325,7 +346,11 @@ def _csv_chunk(text: _Text, a, b, line, names, features, sep) -> pd.DataFrame:
     return frame[features]
 
 
-def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
+def _csv_columns(text: _Text, start, expected, header, exclude):
+    """What a CSV file's first line says (its separator, the line's start and number, whether it
+    names the columns, and which are the features), checked against the model's ``expected``
+    features: ``(sep, columns, features, data_start, first_line)``, the rows starting at byte
+    ``data_start``, line ``first_line``."""
     where = text.where
     sep = csv_separator(where)
     with open_binary(text.path, text.compression) as f:
@@ -345,11 +370,17 @@ def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
             "features (the file has no header line)"
         )
     features = feature_columns(columns, len(cells), expected, exclude, where=where, sep=sep)
-    names = columns or features
     if columns is None:  # the first line is a row
-        data_start, first_line = first_start, skipped + 1
-    else:
-        data_start, first_line = first_start + len(first), skipped + 2
+        return sep, columns, features, first_start, skipped + 1
+    return sep, columns, features, first_start + len(first), skipped + 2
+
+
+def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
+    where = text.where
+    sep, columns, features, data_start, first_line = _csv_columns(
+        text, start, expected, header, exclude
+    )
+    names = columns or features
     chunks = text.chunks(chunk_rows, data_start, first_line)
     if not chunks:
         raise DataError(f"{where} has a header but no rows")
