@@ -81,7 +81,7 @@ from attentive.grid import (
 )
 from attentive.rules import rule_names
 from attentive.sketch.walk import SKETCH_ORDERS
-from attentive.terms import _unwrap, decompose
+from attentive.terms import _unwrap, check_model_kind, decompose
 from attentive.validation import (
     check_alpha,
     check_calibration_size,
@@ -670,6 +670,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         model is not fitted, and refuses them.
         """
         self._check_params()
+        check_model_kind(self.estimator)  # (before a fit that would only be refused)
         if _passes_raw_input(self.estimator):
             # A pipeline's first steps see the caller's X (a DataFrame with text columns, say);
             # only the width and feature names are checked here, the rest after its transforms.
@@ -1350,6 +1351,33 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "n_calibration": report.m,
             },
         )
+        self._warn_rare_decision(outcomes[0], report, delta)
+
+    def _warn_rare_decision(self, outcomes, report, delta) -> None:
+        """Warn where the calibrated rule decides most of the full model's rarer decision on the
+        calibration set the other way. The guarantee bounds the disagreement over all examples:
+        with δ near the rarer decision's share, a rule that stops every walk at once on the
+        common side meets it (a diagnostic only: nothing is chosen from it)."""
+        full = np.asarray(outcomes.full_positive, dtype=bool)
+        rare = bool(full.mean() < 0.5)
+        held = full == rare
+        if not held.any():
+            return
+        kept = float(np.mean(outcomes.positive[held, report.chosen_index] == rare))
+        if kept >= 0.5:
+            return
+        label = self.classes_[int(rare)]
+        label = label.item() if isinstance(label, np.generic) else label  # ('rare', not np.str_)
+        warnings.warn(
+            f"The calibrated rule decides only {kept:.0%} of the {int(held.sum())} calibration "
+            f"examples the full model decides {label!r} (its rarer decision, "
+            f"{held.mean():.1%} of them) as the full model does: the guarantee bounds the "
+            f"disagreement over all examples, and δ = {delta:g} leaves room for that. Choose a "
+            "δ well below the rarer decision's share, or evaluate in full "
+            "(boundary='full').",
+            CalibrationWarning,
+            stacklevel=4,
+        )
 
     # -- prediction -----------------------------------------------------------------------------
     def evaluate(self, X) -> Evaluation:
@@ -1400,6 +1428,17 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 reference=getattr(self, "pilot_rows_", None),
             )
         except NonFiniteInput:
+            if _passes_raw_input(self.estimator_):
+                # What the pipeline's transforms handed the model (a scaler passes NaN on).
+                model = self.estimator_
+                while isinstance(model, FrozenEstimator | Pipeline):
+                    model = model.estimator if isinstance(model, FrozenEstimator) else model[-1]
+                final = type(model).__name__
+                raise ValueError(  # (a ValueError, as scikit-learn's own check raises)
+                    f"Input X contains NaN or infinity after the pipeline's transforms (what "
+                    f"{final} receives), which {final} does not accept: impute missing values "
+                    "in the pipeline (sklearn.impute.SimpleImputer) or drop those rows."
+                ) from None
             # The finiteness check was left to the evaluator (it is free there): scikit-learn's
             # own check raises its own error for the same X.
             validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)

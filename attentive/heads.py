@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.decomposition import PCA as _PCA
 from sklearn.preprocessing import MinMaxScaler as _MinMax
 from sklearn.preprocessing import StandardScaler as _Standard
@@ -47,11 +48,25 @@ def _fitted(step) -> bool:
     )
 
 
+def _transform(head, X):
+    """``head.transform(X)`` as the model receives it: a data frame (a pipeline set to give
+    pandas, a ``FunctionTransformer`` of a frame) becomes its array of values (the model
+    converts it so; the walk takes rows by position)."""
+    out = head.transform(X)
+    if isinstance(out, np.ndarray) or sp.issparse(out):
+        return out
+    values = np.asarray(out)
+    if values.dtype == object:  # (nullable columns: their missing values are NaN)
+        values = np.asarray(out, dtype=np.float64)
+    return values
+
+
 def apply_head(head, X):
-    """``head.transform(X)`` (``head``: a fitted Pipeline of the steps before the model)."""
+    """``head.transform(X)`` (``head``: a fitted Pipeline of the steps before the model), an
+    array (:func:`_transform`)."""
     steps = _direct_steps(head, X)
     if steps is None:
-        return head.transform(X)
+        return _transform(head, X)
     src, owned = X, False  # (owned: an array made here, scaled in place)
     for scaler in steps:
         if isinstance(scaler, _PCA):
@@ -62,7 +77,7 @@ def apply_head(head, X):
             with np.errstate(over="ignore", invalid="ignore"):
                 src, owned = _project(scaler, src), True
                 if not math.isfinite(float(np.einsum("ij->", src))):
-                    return head.transform(X)
+                    return _transform(head, X)
             continue
         # (transform's copy keeps the rows' memory layout, and a product after it rounds by it)
         out = src if owned else np.empty_like(src)
@@ -120,21 +135,28 @@ class TiledRows:
 
     ndim = 2
 
-    def __init__(self, head, X):
-        self.head, self.raw = head, X
+    def __init__(self, head, X, check=None):
+        # check: called on every transformed tile (a finiteness check where no source makes one)
+        self.head, self.raw, self.check = head, X, check
         self.shape, self.dtype = X.shape, X.dtype
 
     def __len__(self) -> int:
         return self.shape[0]
 
+    def _apply(self, rows):
+        out = apply_head(self.head, rows)
+        if self.check is not None:
+            self.check(out)
+        return out
+
     def __getitem__(self, key):
         rows = self.raw[key]
         if rows.ndim != 2:
             raise IndexError("TiledRows gives rows by a slice or an index array")
-        return apply_head(self.head, rows)
+        return self._apply(rows)
 
     def __array__(self, dtype=None, copy=None):
-        out = apply_head(self.head, self.raw)
+        out = self._apply(self.raw)
         return out if dtype is None else out.astype(dtype, copy=False)
 
 

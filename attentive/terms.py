@@ -28,6 +28,7 @@ __all__ = [
     "SUPPORTED_MODELS",
     "SupportedModel",
     "TermDecomposition",
+    "check_model_kind",
     "decompose",
     "supported_entry",
 ]
@@ -430,6 +431,29 @@ def supported_entry(model) -> SupportedModel:
     raise UnsupportedModelError(
         f"{type(model).__name__} is not supported. Supported: {SUPPORTED_MODELS}."
     )
+
+
+def check_model_kind(estimator) -> None:
+    """Raise :class:`UnsupportedModelError` for a model (fitted or not) that :func:`decompose`
+    will refuse whatever it is fitted on: another kind of final model, an SVC kernel other than
+    linear, rbf, poly or sigmoid (a precomputed or callable one), AdaBoost not SAMME. Checked
+    before a fit, which could take long only to be refused."""
+    _, model = _unwrap(estimator)
+    entry = supported_entry(model)
+    if entry.read is _svc_terms:
+        kernel = model.kernel
+        if not isinstance(kernel, str) or kernel not in KERNELS:
+            raise UnsupportedModelError(
+                f"{entry.name} with kernel={kernel!r} is not supported; use kernel 'linear', "
+                "'rbf', 'poly' or 'sigmoid'."
+            )
+    if entry.read is _adaboost_terms:
+        algorithm = getattr(model, "algorithm", "SAMME")
+        if algorithm not in ("SAMME", "deprecated"):
+            raise UnsupportedModelError(
+                f"AdaBoostClassifier(algorithm={algorithm!r}) is not supported; use "
+                "algorithm='SAMME'."
+            )
 
 
 def decompose(estimator) -> TermDecomposition:

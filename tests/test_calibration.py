@@ -629,3 +629,50 @@ def test_regression_statistics_match_least_squares(problem):
     at = np.flatnonzero(ok)[:5]
     est = b.stop_estimate(at, np.full(at.size, -1), S[:5, 0][: at.size])
     np.testing.assert_allclose(est, reg.intercept[at] + reg.slope[at] * S[:5, 0][: at.size])
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.01])
+def test_a_rule_that_decides_the_rarer_decision_the_other_way_is_warned_of(delta):
+    """With 4 % of the full model's decisions on one side, δ = 5 % is met by a rule that decides
+    most of them the other way (a helper's trial: 4 of 54 kept on its test rows, every walk
+    stopped after one term). The guarantee holds, so fit warns, from the calibration examples:
+    counted here again from the model's own predict on the rows fit held out."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from attentive.calibration import CalibrationWarning
+    from attentive.estimator import calibration_split
+
+    X, y = make_classification(
+        3000, 20, n_informative=8, weights=[0.95], random_state=0, flip_y=0.01
+    )
+    y = np.where(y == 1, "rare", "common")[:2000]
+    X = X[:2000]
+    clf = AttentiveClassifier(
+        make_pipeline(StandardScaler(), SVC(class_weight="balanced")),
+        boundary="calibrated",
+        side="both",
+        delta=delta,
+        random_state=0,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    _, X_cal, _, _ = calibration_split(X, y, delta=delta, random_state=0)
+    full = clf.estimator_.predict(X_cal)
+    assert np.mean(full == "rare") < 0.5
+    kept = np.mean(clf.predict(X_cal)[full == "rare"] == "rare")
+    rare_warnings = [
+        w
+        for w in caught
+        if issubclass(w.category, CalibrationWarning) and "rarer" in str(w.message)
+    ]
+    assert clf.calibration_.chosen_index is not None
+    assert bool(rare_warnings) == (kept < 0.5), (kept, [str(w.message) for w in caught])
+    if rare_warnings:
+        assert f"only {kept:.0%} of the {int((full == 'rare').sum())}" in str(
+            rare_warnings[0].message
+        )
+        assert "'rare'" in str(rare_warnings[0].message)
+    else:
+        assert delta == 0.01  # (the case that does not warn: the rare decisions are kept)

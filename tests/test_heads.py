@@ -238,3 +238,121 @@ def test_full_evaluation_behind_a_standard_scaler_scales_a_tile_at_a_time(monkey
     pipe = att.estimator_
     np.testing.assert_allclose(got, pipe.decision_function(X[500:]), rtol=0, atol=1e-4)
     assert np.array_equal(att.predict(X[500:]), pipe.predict(X[500:]))
+
+
+def _frame_pipelines():
+    """Pipelines whose transforms hand the model a data frame, with each kind of model."""
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer
+
+    return {
+        "set_output SVC": make_pipeline(StandardScaler(), SVC()).set_output(transform="pandas"),
+        "set_output LR": make_pipeline(StandardScaler(), LogisticRegression()).set_output(
+            transform="pandas"
+        ),
+        "function SVC": make_pipeline(FunctionTransformer(np.log1p), SVC()),
+        "set_output AdaBoost": make_pipeline(
+            MinMaxScaler(), AdaBoostClassifier(n_estimators=15, random_state=0)
+        ).set_output(transform="pandas"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_frame_pipelines()))
+@pytest.mark.parametrize("boundary", ["curved", "calibrated"])
+def test_transforms_that_give_a_data_frame_are_walked_as_the_model_receives_them(name, boundary):
+    """A pipeline set to give pandas frames (or a FunctionTransformer of a frame) hands its
+    model a frame; the walk took its rows by position from it and fit raised pandas' KeyError.
+    Every term's sum is the model's own decision_function, the labels its predict."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    clf = AttentiveClassifier(_frame_pipelines()[name], boundary=boundary, random_state=0)
+    clf.fit(X, y)
+    full = clf.with_rule("full")
+    np.testing.assert_allclose(
+        full.decision_function(X), clf.estimator_.decision_function(X), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_array_equal(full.predict(X), clf.estimator_.predict(X))
+    walked = clf.set_params(early_stopping=True).evaluate(X)
+    assert walked.n_evaluated.mean() <= clf.n_terms_
+
+
+def _nan_pipelines():
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    return {
+        "LogisticRegression": make_pipeline(StandardScaler(), LogisticRegression()),
+        "LinearSVC": make_pipeline(StandardScaler(), LinearSVC()),
+        "AdaBoostClassifier": make_pipeline(
+            MinMaxScaler(), AdaBoostClassifier(n_estimators=15, random_state=0)
+        ),
+        "SVC": make_pipeline(StandardScaler(), SVC()),
+    }
+
+
+@pytest.mark.parametrize("name", list(_nan_pipelines()))
+@pytest.mark.parametrize("early_stopping", ["auto", True, False])
+def test_nan_that_a_scaler_passes_on_is_refused_as_the_model_refuses_it(name, early_stopping):
+    """A scaler passes NaN on and every supported model refuses it: the bare pipeline raises.
+    Behind a pipeline a linear model or AdaBoost gave a NaN or a made-up decision for the row
+    (and predict a label). Now a ValueError says what the model received; with an imputer in
+    front, the same rows are decided as the bare pipeline decides them."""
+    from sklearn.base import clone
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.impute import SimpleImputer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    bad = X.iloc[:40].copy()
+    bad.iloc[7, 3] = np.nan
+    model = _nan_pipelines()[name]
+    with pytest.raises(ValueError, match="NaN"):
+        clone(model).fit(X, y).predict(bad)  # the bare pipeline refuses it
+    clf = AttentiveClassifier(model, boundary="curved", early_stopping=early_stopping)
+    clf.set_params(random_state=0).fit(X, y)
+    for method in ("predict", "decision_function"):
+        with pytest.raises(ValueError, match=f"after the pipeline's transforms.*{name}"):
+            getattr(clf, method)(bad)
+        with pytest.raises(ValueError, match="after the pipeline's transforms"):
+            getattr(clf, method)(bad.iloc[6:9])  # a small batch
+    imputed = AttentiveClassifier(make_pipeline(SimpleImputer(), *[s for _, s in model.steps]))
+    imputed.set_params(boundary="full", early_stopping=early_stopping).fit(X, y)
+    np.testing.assert_array_equal(imputed.predict(bad), imputed.estimator_.predict(bad))
+
+
+def test_nan_in_sparse_rows_behind_a_scaler_is_refused():
+    """Sparse rows through a MaxAbsScaler: the NaN in the stored values is named too."""
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 20, density=0.3, format="csr", random_state=3)
+    y = rng.integers(0, 2, 300)
+    clf = AttentiveClassifier(make_pipeline(MaxAbsScaler(), LogisticRegression()))
+    clf.set_params(boundary="curved", random_state=0).fit(X, y)
+    bad = X[:5].tolil()
+    bad[2, 4] = np.nan
+    with pytest.raises(ValueError, match="after the pipeline's transforms"):
+        clf.predict(bad.tocsr())
+    np.testing.assert_array_equal(clf.with_rule("full").predict(X), clf.estimator_.predict(X))
+
+
+def test_nan_in_a_frame_of_text_and_numbers_is_named_not_the_text():
+    """A ColumnTransformer of a number and a text column: NaN in the number gave "could not
+    convert string to float" (the raw frame re-checked as numbers), not what was wrong."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.RandomState(0)
+    df = pd.DataFrame({"age": rng.normal(40, 10, 600), "city": rng.choice(["a", "b", "c"], 600)})
+    y = np.where(df.age > 40, "yes", "no")
+    ct = make_column_transformer((StandardScaler(), ["age"]), (OneHotEncoder(), ["city"]))
+    clf = AttentiveClassifier(make_pipeline(ct, SVC()), boundary="curved", random_state=0)
+    clf.fit(df, y)
+    bad = df.iloc[:3].copy()
+    bad.loc[1, "age"] = np.nan
+    with pytest.raises(ValueError, match="contains NaN or infinity after the pipeline's"):
+        clf.predict(bad)
