@@ -247,6 +247,25 @@ def _check_2d(X) -> None:
         )
 
 
+def _check_not_a_row(X, names) -> None:
+    """A row of a frame taken as a Series (``df.iloc[0]``), indexed by the feature names fit saw:
+    said so, where the pipeline's width check would say "X does not contain any features" (a
+    Series of anything else, documents for a text vectoriser, is the pipeline's to take)."""
+    index = getattr(X, "index", None)
+    if (
+        names is not None
+        and getattr(X, "ndim", 2) == 1
+        and index is not None
+        and len(index) == len(names)
+        and all(str(a) == str(b) for a, b in zip(index, names, strict=True))
+    ):
+        raise InvalidParameterError(
+            "Expected a 2-dimensional container but got one row as a pandas Series (indexed by "
+            "the feature names). Pass a DataFrame of that row instead: X.to_frame().T, or "
+            "df.iloc[[i]] rather than df.iloc[i]."
+        )
+
+
 def _check_not_cube(X, n_features) -> None:
     """Numbers in more than two dimensions whose second axis is not the ``n_features`` the
     classifier was fitted with: said so, where the width check would say "X has 5 features"
@@ -727,7 +746,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         present = np.unique(y)
         if present.size == 1:  # type_of_target calls one class "binary"
             raise InvalidParameterError(
-                f"y holds one class only ({present[0]!r} in all {len(y)} rows); fit needs "
+                f"y holds one class only ({present.tolist()[0]!r} in all {len(y)} rows); fit needs "
                 "examples of both classes of a binary target: the reference statistics are "
                 "per class, and most models cannot be fitted on one class."
             )
@@ -1401,6 +1420,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return X
         if _passes_raw_input(self.estimator_):
             _check_2d(X)
+            _check_not_a_row(X, getattr(self, "feature_names_in_", None))
             _check_not_cube(X, getattr(self, "n_features_in_", None))
             if not (_selects_columns(self.estimator_) and hasattr(X, "columns")):
                 validate_data(self, X, skip_check_array=True, reset=False)

@@ -310,7 +310,7 @@ def _check_binary(classes, name: str) -> np.ndarray:
     classes = np.asarray(classes)
     if classes.shape[0] != 2:
         raise UnsupportedModelError(
-            f"{name} was fitted on {classes.shape[0]} classes {list(classes)}; attentive "
+            f"{name} was fitted on {classes.shape[0]} classes {classes.tolist()}; attentive "
             "prediction needs a binary model (exactly 2 classes)."
         )
     return classes

@@ -356,3 +356,31 @@ def test_nan_in_a_frame_of_text_and_numbers_is_named_not_the_text():
     bad.loc[1, "age"] = np.nan
     with pytest.raises(ValueError, match="contains NaN or infinity after the pipeline's"):
         clf.predict(bad)
+
+
+def test_one_row_of_a_frame_as_a_series_is_named_as_such():
+    """``df.iloc[0]`` (a Series indexed by the feature names) for a ColumnTransformer pipeline
+    said "X does not contain any features"; now what it is and what to pass. The row as a
+    one-row frame is decided as the model decides it."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    from attentive import InvalidParameterError
+
+    rng = np.random.RandomState(0)
+    df = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, 300),
+            "city": rng.choice(["a", "b"], 300),
+            "w": rng.normal(size=300),
+        }
+    )
+    y = np.where(df.age + 5 * df.w > 40, "yes", "no")
+    ct = make_column_transformer((StandardScaler(), ["age", "w"]), (OneHotEncoder(), ["city"]))
+    clf = AttentiveClassifier(make_pipeline(ct, SVC()), boundary="full").fit(df, y)
+    with pytest.raises(
+        InvalidParameterError, match=r"one row as a pandas Series.*df\.iloc\[\[i\]\]"
+    ):
+        clf.predict(df.iloc[0])
+    assert clf.predict(df.iloc[[0]])[0] == clf.estimator_.predict(df.iloc[[0]])[0]
