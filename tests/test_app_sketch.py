@@ -26,10 +26,12 @@ from attentive.app.layout import Dashboard
 from attentive.app.numbers import SLOWER_WARNING, HeadlineNumbers, OperatingPointTable
 from attentive.app.plots.base import CAPTION_CHARS
 from attentive.app.plots.tradeoff import (
+    LEGEND_ALPHA,
     LEGEND_COLS,
     LEGEND_SPOTS,
     NARROW_PX,
     TradeoffView,
+    band_spans,
     legend_spot,
 )
 from attentive.app.plots.walks import caption
@@ -378,29 +380,53 @@ def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
     assert state.sketching is None and not rules.is_sketched(state.rule.kind)
 
 
-def test_the_tradeoff_legend_goes_where_it_hides_the_fewest_curve_points(lowrank):
-    """The legend sits in its band at the top, where the curves have the fewest points: on the
-    right by default, in the centre when the plain curves climb on the right and the sketched
-    ones on the left (the low-rank problem's plot)."""
-    right = np.linspace(0.6, 1.0, 20)
-    left = np.linspace(0.02, 0.1, 20)
-    high = np.full(20, 0.1)
-    assert legend_spot(np.r_[left, right], np.r_[high, high], 0.15) == "top_center"
-    assert legend_spot(right, high, 0.15) == "top_left"
-    assert legend_spot(right, high / 10, 0.15) == "top_right"  # low points: no cover needed
-    # Points above the axis are not drawn: a steep climb at the left covers nothing there.
-    assert legend_spot(np.r_[left, right], np.r_[high * 10, high], 0.15) == "top_left"
+def test_band_spans_are_where_each_segment_runs_inside_the_band():
+    """Against a dense sampling of each segment: the x interval of its samples in the band."""
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n = int(rng.integers(2, 12))
+        x = np.sort(rng.uniform(0, 1, n))
+        y = rng.uniform(-0.1, 0.4, n)
+        y[rng.random(n) < 0.2] = 0.25  # flat runs on the band's edge and inside it
+        lo, hi = 0.1, 0.25
+        a, b = band_spans(x, y, lo, hi)
+        expected = []
+        for i in range(n - 1):
+            t = np.linspace(0, 1, 20001)
+            xs, ys = x[i] + t * (x[i + 1] - x[i]), y[i] + t * (y[i + 1] - y[i])
+            inside = (ys >= lo - 1e-12) & (ys <= hi + 1e-12)
+            if inside.any():
+                expected.append((xs[inside].min(), xs[inside].max()))
+        assert len(a) == len(expected)
+        np.testing.assert_allclose(np.c_[a, b], np.array(expected).reshape(-1, 2), atol=1e-4)
+
+
+def test_the_tradeoff_legend_goes_where_the_curves_run_least_through_its_band(lowrank):
+    """The legend sits in its band at the top, where the curves run the least through it: a
+    steep climb at the left is a run of no width, six slanted climbs across the right half are
+    wide. Counted by points before, the low-rank problem's sketched climbs (many points at work
+    0.05) sent it to the centre, over the plain curves' climbs at 0.65–0.8 (a user's trial)."""
+    top = 0.15
+    climb_left = [(np.array([0.05, 0.05, 0.04]), np.array([0.0, 0.12, 0.6]))] * 6
+    slants = [(np.array([0.9 - 0.02 * k, 0.65 - 0.02 * k]), np.array([0.0, 0.4])) for k in range(6)]
+    assert legend_spot(climb_left + slants, top) == "top_left"
+    assert legend_spot(slants, top) == "top_left"
+    assert legend_spot(climb_left, top) == "top_right"
+    assert legend_spot([(np.array([0.0, 1.0]), np.array([0.01, 0.01]))], top) == "top_right"
+    # A segment that jumps over the band, no point in it, still runs through it.
+    assert legend_spot([(np.array([0.9, 0.9]), np.array([0.0, 1.0]))], top) == "top_left"
     lowrank.set_controls(boundary="sketched-curved", side="both", delta=0.01)
     view = TradeoffView(state=lowrank)
     view.__panel__()
     assert set(SKETCHED) <= set(lowrank.tradeoff.families["method"])
-    assert view._legend_model.location == "top_center"
+    assert view._legend_model.location == "top_left"
+    assert view._legend_model.background_fill_alpha == LEGEND_ALPHA > 0.9
 
 
-def test_the_tradeoff_legend_hides_no_point_of_the_breast_cancer_curves():
+def test_the_tradeoff_legend_hides_no_line_of_the_breast_cancer_curves():
     """Breast cancer's curves fill the plot: the budgeted curve near 0.1 across the right half,
     the family curves' climbs at the left. The legend (two columns) sits in the band above them
-    and, counted on the data as drawn, covers none of their points there."""
+    and, measured on the lines as drawn, no line runs under it there."""
     state = DashboardState(dataset="breast-cancer")
     assert state.n_errors == 0, state.last_error
     view = TradeoffView(state=state)
@@ -408,13 +434,14 @@ def test_the_tradeoff_legend_hides_no_point_of_the_breast_cancer_curves():
     _, (_, y_top) = view._ranges(view._value())
     curves = [view._sources[k].data for k in view._sources if k not in ("point", "oracle")]
     # The budgeted rule and the paper's sweep also draw their stop-error ("err").
-    x = np.concatenate([c["x"] for c in curves] + [c["x"] for c in curves if "err" in c])
-    y = np.concatenate([c["y"] for c in curves] + [c["err"] for c in curves if "err" in c])
-    assert len(x) > 100
+    lines = [(c["x"], c["y"]) for c in curves] + [(c["x"], c["err"]) for c in curves if "err" in c]
+    assert sum(len(x) for x, _ in lines) > 100
     assert view._legend_model.ncols == LEGEND_COLS == 2
     lo, hi = LEGEND_SPOTS[view._legend_model.location]
-    under = (y >= (1 - TRADEOFF_LEGEND_BAND) * y_top) & (y <= y_top) & (x >= lo) & (x <= hi)
-    assert not under.any(), (x[under], y[under])
+    for x, y in lines:
+        a, b = band_spans(x, y, (1 - TRADEOFF_LEGEND_BAND) * y_top, y_top)
+        under = (np.minimum(b, hi) - np.maximum(a, lo)) >= 0
+        assert not under.any(), (a[under], b[under])
 
 
 def test_on_a_narrow_plot_the_tradeoff_legend_goes_above_and_the_curves_take_the_axis():
@@ -446,5 +473,5 @@ def test_on_a_narrow_plot_the_tradeoff_legend_goes_above_and_the_curves_take_the
     assert state.boundary == "curved", state.boundary
     fig.trigger("inner_width", 310, 700)  # turned sideways: back in the band, at its spot
     assert legend in fig.center and legend not in fig.above
-    assert legend.location == spot and legend.background_fill_alpha == 0.7
+    assert legend.location == spot and legend.background_fill_alpha == LEGEND_ALPHA
     assert fig.y_range.end > span * 1.2

@@ -26,6 +26,7 @@ __all__ = [
     "SKETCHED",
     "SWEEP",
     "TradeoffView",
+    "band_spans",
     "legend_spot",
 ]
 
@@ -51,9 +52,10 @@ def family_color(name: str) -> str:
 # phone); in two they take about a third (five or six rows of 14 px in a card 400 px high),
 # above every curve.
 LEGEND_COLS = 2
+LEGEND_ALPHA = 0.95
 # Where in the band the legend may sit, the x span each covers, in order of preference: where
-# it hides the fewest points that reach the band (a family curve's steep climb at small work
-# passes through it on its way off the axis).
+# the lines run the least through the band under it (a family curve's steep climb at small work
+# passes through it on its way off the axis; :func:`legend_spot`).
 LEGEND_SPOTS = {"top_right": (0.4, 1.02), "top_left": (0.0, 0.6), "top_center": (0.2, 0.8)}
 
 
@@ -66,15 +68,42 @@ LEGEND_SPOTS = {"top_right": (0.4, 1.02), "top_left": (0.0, 0.6), "top_center": 
 NARROW_PX = 400
 
 
-def legend_spot(x: np.ndarray, y: np.ndarray, y_top: float) -> str:
-    """The spot of :data:`LEGEND_SPOTS` covering the fewest of the points (``x``, ``y``) in the
-    legend's band at the top of the error axis (which reaches ``y_top``); ties go to the first.
-    Points above the axis are not drawn, so cover nothing."""
-    y = np.asarray(y)
-    high = (y >= (1 - TRADEOFF_LEGEND_BAND) * y_top) & (y <= y_top)
-    x = np.asarray(x)
-    counts = [np.count_nonzero(high & (x >= lo) & (x <= hi)) for lo, hi in LEGEND_SPOTS.values()]
-    return list(LEGEND_SPOTS)[int(np.argmin(counts))]
+def band_spans(x, y, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The x intervals ``(a, b)`` over which the polyline through (``x``, ``y``) runs inside
+    ``lo ≤ y ≤ hi``, one for each of its segments that enters that band (a steep climb through
+    it: an interval as wide as the climb's slant; a segment with a NaN end is not drawn)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    x0, x1, y0, y1 = x[:-1], x[1:], y[:-1], y[1:]
+    drawn = np.isfinite(x0) & np.isfinite(x1) & np.isfinite(y0) & np.isfinite(y1)
+    dy = y1 - y0
+    flat = dy == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta, tb = (lo - y0) / dy, (hi - y0) / dy
+    # where along the segment (0 … 1) it is in the band; a flat one all of it, or none
+    inside = (y0 >= lo) & (y0 <= hi)
+    t0 = np.where(flat, np.where(inside, 0.0, 1.0), np.clip(np.minimum(ta, tb), 0.0, 1.0))
+    t1 = np.where(flat, np.where(inside, 1.0, 0.0), np.clip(np.maximum(ta, tb), 0.0, 1.0))
+    hit = drawn & (t1 >= t0) & (flat | ((np.maximum(ta, tb) >= 0) & (np.minimum(ta, tb) <= 1)))
+    xa, xb = x0 + t0 * (x1 - x0), x0 + t1 * (x1 - x0)
+    return np.minimum(xa, xb)[hit], np.maximum(xa, xb)[hit]
+
+
+def legend_spot(curves, y_top: float) -> str:
+    """The spot of :data:`LEGEND_SPOTS` under which the ``curves`` (``(x, y)`` pairs, each a
+    polyline as drawn) run the least inside the legend's band at the top of the error axis
+    (which reaches ``y_top``): the width of their runs through it within the spot, and 0.01 for
+    each run (a vertical climb is a run of no width); ties go to the first. Parts above the
+    axis are not drawn, so cover nothing."""
+    lo = (1 - TRADEOFF_LEGEND_BAND) * y_top
+    runs = [band_spans(x, y, lo, y_top) for x, y in curves]
+    a = np.concatenate([r[0] for r in runs]) if runs else np.empty(0)
+    b = np.concatenate([r[1] for r in runs]) if runs else np.empty(0)
+    cover = []
+    for left, right in LEGEND_SPOTS.values():
+        width = np.minimum(b, right) - np.maximum(a, left)
+        under = width >= 0
+        cover.append(float(np.sum(width[under]) + 0.01 * np.count_nonzero(under)))
+    return list(LEGEND_SPOTS)[int(np.argmin(cover))]
 
 
 def _curves() -> tuple[str, ...]:
@@ -159,6 +188,11 @@ class TradeoffView(PlotView):
         self._legend(fig, items)
         self._legend_model = fig.legend[0]
         self._legend_model.ncols = LEGEND_COLS
+        # Opaque: where every spot of the band has a curve's climb through it (the low-rank
+        # problem's plain curves climb at work 0.6–0.8, its sketched ones at 0.05), the lines
+        # ran through the entries' text at 70 % opacity. Only the band is covered: the curves
+        # below it, their span, never are.
+        self._legend_model.background_fill_alpha = LEGEND_ALPHA
         self._inside_style = {k: getattr(self._legend_model, k) for k in OUTSIDE_STYLE}
         self._legend_above = False
         fig.on_change("inner_width", self._on_width)
@@ -208,14 +242,10 @@ class TradeoffView(PlotView):
                 }
             out["oracle"] = {"x": col([t.oracle_fraction]), "y": col([0.0])}
             self._oracle.location = t.oracle_fraction
-            # The points drawn: each curve's, the budgeted rule's and the sweep's stop-error.
+            # The lines drawn: each curve, the budgeted rule's and the sweep's stop-error.
             drawn = [(out[n]["x"], out[n]["y"]) for n in (*_curves(), "budgeted")]
             drawn += [(out[n]["x"], out[n]["err"]) for n in ("budgeted", "sweep")]
-            spot = legend_spot(
-                np.concatenate([x for x, _ in drawn]),
-                np.concatenate([y for _, y in drawn]),
-                self._error_top(f),  # the axis as drawn
-            )
+            spot = legend_spot(drawn, self._error_top(f))  # (the axis as drawn)
             self._inside_style["location"] = spot
             if not self._legend_above and self._legend_model.location != spot:
                 self._legend_model.location = spot
