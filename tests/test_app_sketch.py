@@ -30,6 +30,7 @@ from attentive.app.plots.tradeoff import (
     LEGEND_COLS,
     LEGEND_SPOTS,
     NARROW_PX,
+    SWEEP,
     TradeoffView,
     band_spans,
     legend_spot,
@@ -442,6 +443,25 @@ def test_the_tradeoff_legend_hides_no_line_of_the_breast_cancer_curves():
         a, b = band_spans(x, y, (1 - TRADEOFF_LEGEND_BAND) * y_top, y_top)
         under = (np.minimum(b, hi) - np.maximum(a, lo)) >= 0
         assert not under.any(), (a[under], b[under])
+
+
+def test_while_the_curves_compute_the_tradeoff_legend_names_only_the_star():
+    """Until the curves arrive only the star is drawn: the legend listed every entry with no
+    line to match (the paper's sweep too, never drawn for two sides). Then the entries of what
+    is drawn come back."""
+    from types import SimpleNamespace
+
+    state = DashboardState(dataset="breast-cancer", side="both")
+    view = TradeoffView(state=state)
+    view.__panel__()
+    f = view._value()
+    view._refresh(SimpleNamespace(tradeoff=None, operating_point=f.operating_point, caption=""))
+    shown = {k for k, item in view._items.items() if item.visible}
+    assert shown == {"current rule"}
+    view._refresh(f)
+    shown = {k for k, item in view._items.items() if item.visible}
+    assert {"constant", "budgeted", "oracle floor", "current rule"} <= shown
+    assert SWEEP not in shown and "sketched (dashed)" not in shown  # (two sides; no sketch)
 
 
 def test_on_a_narrow_plot_the_tradeoff_legend_goes_above_and_the_curves_take_the_axis():

@@ -99,8 +99,9 @@ STEPS = (
         "On real data (MNIST 2 vs 5) the calibrated rule picks the cheapest boundary family and "
         "its scale on examples held out from training, so that the disagreement with the full "
         "model is at most δ with probability at least 1 − α: the green box states the "
-        "guarantee. A mass-regression rule stops on its estimate of S_n from S_t and the "
-        "running mass A_t, and the walks plot then draws that estimate.",
+        "guarantee and the family chosen. (Where that is mass-regression, "
+        "which stops on its estimate of S_n from S_t and the running mass A_t, the walks plot "
+        "draws that estimate instead of S_t.)",
         {
             "seed": TOUR_SEED,
             "dataset": "mnist-t10k-2v5",

@@ -270,9 +270,11 @@ class TradeoffView(PlotView):
             self._caption.text = wrap_caption(f.caption)
 
     def _hidden(self, f):
-        drawn = set() if f.tradeoff is None else set(f.tradeoff.families["method"])
+        if f.tradeoff is None:  # the curves are computing: only the star is drawn
+            return set(self._items) - {"current rule"}
+        drawn = set(f.tradeoff.families["method"])
         hidden = set() if drawn & set(rule_names("sketched")) else {SKETCHED}
-        if f.tradeoff is not None and not len(f.tradeoff.sweep):
+        if not len(f.tradeoff.sweep):
             hidden.add(SWEEP)
         return hidden
 
