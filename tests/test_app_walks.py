@@ -241,3 +241,26 @@ def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
     assert shown["budget B"] and not shown["boundary τ"] and not shown[BRIDGE]
     band = [r for r in fig.renderers if r.data_source is view._sources["band"]]
     assert band and not any(r.visible for r in band)
+
+
+def test_a_calibration_that_fell_back_to_full_evaluation_lists_no_boundary():
+    """Breast cancer's calibrated rule falls back to full evaluation (too few calibration
+    examples at δ = 1 %): no boundary is drawn, and the legend listed "boundary τ" anyway. A
+    calibrated rule that passes lists it again."""
+    state = DashboardState(dataset="breast-cancer", boundary="calibrated", side="both")
+    view = TrajectoryView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    fig = view._fig
+
+    def legend() -> dict[str, bool]:
+        return {it.label.value: it.visible for it in fig.above[0].items}
+
+    report = rules.rule_classifier(state.walks, state.rule).calibration_
+    assert report.fallback
+    b = view._sources["boundary"].data
+    assert not np.isfinite(np.r_[b["lower"], b["upper"]]).any()
+    assert not legend()["boundary τ"]
+    state.set_controls(boundary="curved", delta=0.05)
+    assert legend()["boundary τ"]
+    assert np.isfinite(np.r_[view._sources["boundary"].data["lower"]]).any()

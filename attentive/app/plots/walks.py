@@ -226,6 +226,9 @@ class TrajectoryView(PlotView):
             # The bridge describes S_t from 0, not the statistic drawn for a mass rule or the
             # walks after a sketch.
             hidden.add(BRIDGE)
+        drawn = f.boundary[["lower", "upper"]].to_numpy(dtype=np.float64)
+        if not np.isfinite(drawn).any():  # full evaluation (a calibration that fell back)
+            hidden.add("boundary τ")
         return hidden
 
     def _ranges(self, f):
