@@ -117,6 +117,18 @@ def test_the_model_inputs_are_text_fields_not_bokeh_numeric_inputs(controls):
     assert "att-seed" in controls.seed_input.css_classes  # the browser tests find it by this
 
 
+def test_the_gamma_field_shows_for_the_kernels_that_have_a_gamma_only():
+    """A linear kernel or a linear model has no gamma: its field stayed and changed nothing."""
+    state = DashboardState(dataset="synthetic")
+    controls = Controls(state=state)
+    assert controls.gamma_input.visible and controls.C_input.visible
+    for kind, has_gamma in (("linear", False), ("logistic", False), ("poly", True)):
+        state.set_controls(kernel=kind)
+        assert state.n_errors == 0, state.last_error
+        assert controls.gamma_input.visible is has_gamma, kind
+        assert controls.C_input.visible
+
+
 # -- δ gives way to B for the budgeted rule ------------------------------------------------------
 
 

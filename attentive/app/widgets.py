@@ -24,6 +24,7 @@ from bokeh.models import Tooltip as BkTooltip
 from attentive.app import controls, exports, rules, sketches
 from attentive.app.models import from_upload
 from attentive.app.state import DashboardState
+from attentive.models.training import GAMMA_KINDS
 
 __all__ = [
     "Controls",
@@ -238,6 +239,8 @@ class Controls(pn.viewable.Viewer):
         self.seed_input = checked_input(s, "seed", css_classes=["att-seed"])
         self.C_input = checked_input(s, "C", css_classes=["att-C"])
         self.gamma_input = checked_input(s, "gamma", css_classes=["att-gamma"])
+        # A linear kernel or model has no gamma: the field would change nothing.
+        self.gamma_input.visible = pn.bind(lambda kind: kind in GAMMA_KINDS, p.kernel)
         # δ plays no part in the budgeted rule: its slider gives way to the budget B.
         is_budget = pn.bind(lambda kind: kind == "budget", p.boundary)
         self.budget_row = with_tooltip(self.budget_slider, p.budget.doc)
