@@ -155,6 +155,12 @@ def test_an_uploaded_model_is_described_truthfully_and_dropped_on_a_dataset_swit
     assert state.model_source == "upload" and state.n_errors == 0, state.last_error
     assert state.walks.n_terms == model.support_vectors_.shape[0]
     assert state.walks.problem.params == {"kernel": "rbf", "C": 3.0, "gamma": 0.02}
+    from attentive.app.widgets import Controls
+
+    sidebar = Controls(state=state)._model_params(state.walks, "upload")
+    assert sidebar.startswith(f"**Uploaded model**: {state.walks.problem.description}")
+    for name, text in (("kernel", "'rbf'"), ("C", "3"), ("gamma", "0.02")):  # each once
+        assert len(re.findall(rf"\b{name} ?= ?{text}", sidebar)) == 1, sidebar
     view = CalibrationView(state=state)
     assert "No guarantee for an uploaded model" in view.alert.object
     assert view.alert.alert_type == "warning"

@@ -286,10 +286,11 @@ class Controls(pn.viewable.Viewer):
     def _model_params(self, walks, source) -> str:
         if not from_upload(walks) or source != "upload":
             return ""
-        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items())  # fmt: skip
-        return f"**Uploaded model**: {walks.problem.description}" + (
-            f"; {params}" if params else ""
-        )
+        description = walks.problem.description
+        # (a parameter the description names already, SVC(kernel='rbf', C=1), is not repeated)
+        named = description.replace(" ", "")
+        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items() if f"{k}=" not in named)  # fmt: skip
+        return f"**Uploaded model**: {description}" + (f"; {params}" if params else "")
 
     def __panel__(self):
         s = self.state
