@@ -88,7 +88,7 @@ class Controls(param.Parameterized):
     budget = param.Number(default=0.5, bounds=(1e-4, 1.0), label="Budget B (fraction of terms)", doc="Budgeted baseline: evaluate exactly this fraction of the terms and extrapolate.")  # fmt: skip
     n_trajectories = param.Integer(default=60, bounds=(1, 500), label="Trajectories drawn", doc="How many test examples' partial-score walks the walks plot draws.")  # fmt: skip
     target = param.Number(default=None, allow_None=True, bounds=(0.0, 0.5), label="Cheapest rule with disagreement ≤", doc="Pick the cheapest rule (every family and scale) whose disagreement with the full evaluation on the test set is at most this (a rate: 0.01 is 1 %). Applied on Enter; cleared when the rule moves.")  # fmt: skip
-    time_budget = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True), label="Lowest disagreement within µs per example", doc="Pick the rule with the lowest disagreement on the test set among those whose measured time per test example is at most this many microseconds. Applied on Enter; cleared when the rule moves.")  # fmt: skip
+    time_budget = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True), label="Lowest disagreement within (µs per example)", doc="Pick the rule with the lowest disagreement on the test set among those whose measured time per test example is at most this many microseconds. Applied on Enter; cleared when the rule moves.")  # fmt: skip
 
     # -- outputs ---------------------------------------------------------------------------
     rule = param.ClassSelector(class_=rules.Rule, precedence=-1, doc="The rule's controls as one.")

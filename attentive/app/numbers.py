@@ -454,6 +454,7 @@ NARROW_CSS = (
     ".att-narrow-only { display: none; } "
     "@media (max-width: 700px) { .att-narrow-only { display: inline; font-weight: 600; } }"
 )
+FOUR_DECIMALS = ("sketch", "work", "disagreement", "accuracy", "stop-error", "precision", "recall")
 TABLE_FORMATS = {
     # The number at the cell's right, clear of the bar (centred, the bar covered its first digit).
     "terms": {
@@ -464,7 +465,14 @@ TABLE_FORMATS = {
         "legendColor": "inherit",  # the table's text colour (black by default: dark theme)
         "color": "#CC79A766",
     },
+    # Fractions with their four decimals written out: "0.0" beside "0.0015" read as another
+    # kind of number (a user's trial).
+    **{
+        name: {"type": "money", "decimal": ".", "thousand": "", "symbol": "", "precision": 4}
+        for name in FOUR_DECIMALS
+    },
 }
+TABLE_ALIGN = dict.fromkeys(FOUR_DECIMALS, "right")  # (as numbers stand without a formatter)
 # Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
 # only (Tabulator's default), a table drawn before its sketched rules arrived cut
 # "sketched-heteroscedastic" to "sketched-cu" and a z of 2.3263 to "2.326".
@@ -540,6 +548,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             hidden_columns=self._hidden_columns(False, False),
             formatters=TABLE_FORMATS,
+            text_align=TABLE_ALIGN,
             header_tooltips=TABLE_TOOLTIPS,
             configuration=TABLE_CONFIGURATION,
             stylesheets=[TABLE_CSS],

@@ -104,6 +104,10 @@ def test_enter_applies_the_target_again_and_the_chosen_point_is_the_highlighted_
     assert float(row["disagreement"]) == pytest.approx(
         float(number(page, "disagreement").rstrip("%")) / 100, abs=6e-5
     )
+    # Fractions with four decimals written out ("0.0" stood beside "0.0015").
+    assert re.fullmatch(r"0\.\d{4}", row["disagreement"]) and re.fullmatch(
+        r"[01]\.\d{4}", row["accuracy"]
+    )
     # δ moved away: the field no longer claims a target; the same Enter picks the point again.
     handle = slider_handle(page, "delta")
     handle.focus()
