@@ -185,9 +185,45 @@ def test_a_click_on_the_tradeoff_picks_the_curve_nearest_on_the_plot(dataset):
             (fam["disagreement"] - y) / (ay1 - ay0)
         ) ** 2
         expected = fam["method"].iloc[int(np.nanargmin(d.to_numpy()))]
+        errors = state.n_errors
         state.select_point(x, y)
-        assert state.n_errors == 0, state.last_error
+        # (a point beyond the δ slider's range is said, as information)
+        assert state.n_errors == errors or state.error_level == "info", state.last_error
         assert state.boundary == expected, (x, y)
+
+
+def test_a_click_on_a_point_beyond_the_delta_slider_says_which_point_is_taken():
+    """A curve's points at scales the δ slider cannot set (δ' above 0.5) are drawn; a click
+    there took the nearest point the slider can set, far along the curve, and the star seemed
+    to land anywhere (a user's trial). It still takes it, and a notification says so."""
+    from attentive.app import rules
+
+    state = DashboardState(dataset="breast-cancer", boundary="constant", side="both")
+    fam = state.tradeoff.families
+    lo, _ = rules.SLIDER_Z
+    beyond = fam[(fam["method"] == "constant") & (fam["z"] < lo - 0.2)]
+    within = rules.on_slider(fam[fam["method"] == "constant"])
+    assert len(beyond) and len(within)
+    # The drawn point of the curve farthest from every point the slider can set.
+    gaps = [
+        np.min(
+            np.hypot(
+                within["work_fraction"] - r.work_fraction, within["disagreement"] - r.disagreement
+            )
+        )
+        for r in beyond.itertuples()
+    ]
+    point = beyond.iloc[int(np.argmax(gaps))]
+    errors = state.n_errors
+    state.select_point(float(point["work_fraction"]), float(point["disagreement"]))
+    assert state.boundary == "constant"
+    assert lo - 1e-9 <= rules.z_of(state.delta)
+    assert state.n_errors == errors + 1 and state.error_level == "info"
+    assert "beyond the δ slider" in state.last_error and f"z = {point['z']:.2f}" in state.last_error
+    # A point the slider can set says nothing.
+    row = within.iloc[len(within) // 2]
+    state.select_point(float(row["work_fraction"]), float(row["disagreement"]))
+    assert state.n_errors == errors + 1
 
 
 def test_a_click_on_a_zoomed_tradeoff_measures_in_the_axes_as_shown():
@@ -242,7 +278,7 @@ def test_a_click_beyond_the_slider_picks_the_nearest_rule_the_slider_can_set():
     family = beyond["method"]
     x0, y0 = float(beyond["mean_evaluated_fraction"]), float(beyond["disagreement"])
     state.select_point(x0, y0)
-    assert state.n_errors == 0, state.last_error
+    assert state.error_level == "info" and "beyond the δ slider" in state.last_error
     assert 0.0 <= state.z and lo <= rules.nominal_delta(state.z) <= hi
     assert state.delta == rules.delta_of(state.z)
     # The clicked curve's nearest point by the plot's own distance among the scales the slider

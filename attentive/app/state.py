@@ -381,6 +381,18 @@ class DashboardState(Background):
 
         # The curve clicked (any point drawn), then its nearest point the δ slider can show.
         rows = self.tradeoff.families
-        family = nearest(rows)["method"]
+        clicked = nearest(rows)
+        family = clicked["method"]
         row = nearest(rules.on_slider(rows[rows["method"] == family]))
         self.select_rule(str(row["method"]), float(row["z"]))
+        z = float(clicked["z"])
+        lo, hi = rules.SLIDER_Z
+        if not lo - 1e-9 <= z <= hi + 1e-9:  # said, or the star seems to land anywhere
+            self.report(
+                f"That point of the {family} curve (work {clicked['work_fraction']:.2f}, "
+                f"disagreement {clicked['disagreement']:.3f}) is at the scale z = {z:.2f}, "
+                f"δ' = {rules.nominal_delta(z):.3g}: beyond the δ slider ({rules.slider_span()}). "
+                f"The nearest point it can set is taken: work {row['work_fraction']:.2f}, "
+                f"disagreement {row['disagreement']:.3f}.",
+                level="info",
+            )
