@@ -74,7 +74,11 @@ RESPONSIVE_CSS = """
                     min-width: min(330px, 90vw) !important; max-width: min(330px, 90vw) !important;
                     padding: 15px 10px 5px 5px !important; overflow-y: auto !important;
                     background-color: var(--panel-surface-color, #fff);
-                    box-shadow: 2px 0 10px #0006; height: calc(100vh - 76px); }
+                    box-shadow: 2px 0 10px #0006; height: calc(100vh - 64px); }
+  /* (to the screen's foot: 12 px short, the main area's tab bar showed under its last row) */
+  /* The toggle's hover tooltip stayed over the title after a tap (a touch leaves the pointer
+     there); the button is the only one in the header's corner. */
+  fast-tooltip[anchor="sidebar-button"] { display: none !important; }
   #header .title { font-size: 16px !important; white-space: nowrap; overflow: hidden;
                    text-overflow: ellipsis; }
   #main { padding: 0 4px !important; }

@@ -28,6 +28,10 @@ WALKS_BOX = """() => {
     }
     return null;
 }"""
+TOGGLE_TOOLTIP_HIDDEN = """() => {
+    const tip = document.querySelector('fast-tooltip[anchor="sidebar-button"]');
+    return !tip || getComputedStyle(tip).display === 'none';
+}"""
 # Where the tradeoff plot's legend is: [above its data area, inside it].
 TRADEOFF_LEGEND = """() => {
     const fig = [...Bokeh.documents[0].all_models].find((m) => m.name === 'TradeoffView');
@@ -139,6 +143,13 @@ def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
         page.locator("#sidebar-button").click()
         page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
         page.wait_for_timeout(400)
+        # Open, it reaches the screen's foot (12 px short, the tab bar showed under its last
+        # row), and the toggle's hover tooltip does not stay over the title after the tap.
+        bottom, height = page.evaluate(
+            "() => [document.getElementById('sidebar').getBoundingClientRect().bottom, innerHeight]"
+        )
+        assert abs(bottom - height) <= 1, (bottom, height)
+        assert page.evaluate(TOGGLE_TOOLTIP_HIDDEN)
         page.screenshot(path=str(SHOTS / "phone-sidebar.png"))
         # A help tooltip, tapped, opens over the sidebar's own controls: it must hide them (at
         # Bokeh's 95 % opacity their labels and sliders showed through the text).
