@@ -407,6 +407,30 @@ def test_guarantee_and_calibration_table_fade_while_training_and_clear_after(syn
     assert ":host(.att-stale)" in STALE_CSS and "opacity" in STALE_CSS
 
 
+def test_while_another_datasets_model_trains_the_numbers_shown_are_named_by_dataset(synthetic):
+    """A shared address opens on the default's model while its own trains: the cards and the
+    guarantee said "the previous model's" on a page that had shown no model before. They name
+    both datasets where the model asked for is another dataset's."""
+    from attentive.app.calibration_view import CalibrationView
+    from attentive.app.numbers import stale_note
+
+    synthetic.set_controls(boundary="calibrated", side="both", delta=0.01)
+    view = CalibrationView(state=synthetic)
+    numbers = HeadlineNumbers(state=synthetic)
+    shown = synthetic.walks_dataset
+    synthetic._applied["dataset"] = "mnist-t10k-2v5"  # the model in use: another dataset's
+    synthetic.busy = True
+    try:
+        note = stale_note(synthetic)
+        assert note == f"the mnist-t10k-2v5 model's numbers, while the model for {shown} trains"
+        assert note in view.alert.object
+        assert note.capitalize() in numbers._html(synthetic.numbers(), busy=True)
+    finally:
+        synthetic.busy = False
+        synthetic._applied["dataset"] = shown
+    assert stale_note(synthetic) == "the previous model's numbers, while the new model trains"
+
+
 def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_costs_more(
     synthetic,
 ):

@@ -15,7 +15,7 @@ import panel as pn
 import param
 
 from attentive.app.models import from_upload
-from attentive.app.numbers import delta_check
+from attentive.app.numbers import delta_check, stale_note
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 from attentive.app.widgets import help_icon
@@ -208,7 +208,7 @@ class CalibrationView(pn.viewable.Viewer):
         self._layout.visible = report is not None
         if report is None:
             return
-        stale = " *(previous model's: a new model is training)*" if busy else ""
+        stale = f" *({stale_note(self.state)})*" if busy else ""
         uploaded = from_upload(walks)
         self.sentence.object = report.guarantee
         if uploaded:

@@ -44,6 +44,18 @@ EVERY_TERM = "no example stops: this is full evaluation"
 # Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
 # and the longer explanation on hover.
 UNSTEADY = "machine busy, rounds {spread} apart: timed again next visit"
+
+
+def stale_note(state) -> str:
+    """Whose numbers are shown while a model trains: named by dataset where the model asked for
+    is another dataset's (a shared address's page showed the default's numbers as "the previous
+    model's", on a page that had shown no model before)."""
+    shown, asked = state.walks_dataset, state.dataset
+    if shown != asked:
+        return f"the {shown} model's numbers, while the model for {asked} trains"
+    return "the previous model's numbers, while the new model trains"
+
+
 UNSTEADY_TITLE = (
     "Every attempt's rounds of the timing spread more than {limit:g}× (largest over smallest "
     "ratio): something else was running. The median says little about this rule's speed, so it "
@@ -294,11 +306,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
             )
             for key, label, doc in NUMBERS
         )
-        note = (
-            "<div class='att-note'>Training a new model: these numbers are the previous model's.</div>"
-            if busy
-            else ""
-        )
+        note = f"<div class='att-note'>{stale_note(self.state).capitalize()}.</div>" if busy else ""
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod
