@@ -80,7 +80,9 @@ def test_an_uploaded_model_gets_no_guarantee_shows_its_parameters_and_goes_on_a_
     ).first.wait_for()
     shown = page.locator("p").filter(has_text="Uploaded model").first
     shown.wait_for()
-    until(page, lambda: "C = 3" in shown.inner_text() and "gamma = 0.02" in shown.inner_text())
+    # Its own parameters, each once (the description names them: not repeated after it).
+    until(page, lambda: "C=3" in shown.inner_text() and "gamma=0.02" in shown.inner_text())
+    assert shown.inner_text().count("gamma") == 1 and "kernel='rbf'" in shown.inner_text()
     # Another dataset: the model is dropped, with a notification, and that dataset's own trains.
     page.get_by_label("Dataset").select_option("mnist-t10k-3v8")
     page.locator(TOAST).filter(has_text="svc.skops").first.wait_for()
