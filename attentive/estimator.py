@@ -690,6 +690,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         check_model_kind(self.estimator)  # (before a fit that would only be refused)
+        # A data frame's rows as the model fits them (with its feature names, as a pipeline's
+        # first step gets them): its estimator_ then takes frames without a warning.
+        named = X if hasattr(X, "columns") and not _passes_raw_input(self.estimator) else None
         if _passes_raw_input(self.estimator):
             # A pipeline's first steps see the caller's X (a DataFrame with text columns, say);
             # only the width and feature names are checked here, the rest after its transforms.
@@ -741,6 +744,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 np.arange(_num_samples(X)), y, **self._held_out
             )
             X, X_cal, y = _safe_indexing(X, fit_rows), _safe_indexing(X, cal_rows), y[fit_rows]
+            if named is not None:
+                named = _safe_indexing(named, fit_rows)
             if sample_weight is not None:
                 sample_weight = sample_weight[fit_rows]
         present = np.unique(y)
@@ -784,7 +789,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     stacklevel=2,
                 )
             weights = {} if sample_weight is None else {_weight_name(self.estimator): sample_weight}
-            self.estimator_ = clone(self.estimator).fit(X, y, **weights)
+            rows = X if named is None else named
+            self.estimator_ = clone(self.estimator).fit(rows, y, **weights)
         self.terms_ = decompose(self.estimator_)
         self.classes_ = np.asarray(self.terms_.classes)
         unknown = np.setdiff1d(np.unique(y), self.classes_)

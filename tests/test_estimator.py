@@ -583,3 +583,28 @@ def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeli
     model = clone(pipe).fit(frame[:200].assign(note=0.0), y[:200])
     frozen = AttentiveClassifier(FrozenEstimator(model), boundary="full").fit(rows, y[200:])
     np.testing.assert_array_equal(frozen.predict(rows), model.predict(rows))
+
+
+@pytest.mark.parametrize("boundary", ["curved", "calibrated"])
+def test_a_model_fitted_on_a_frame_keeps_its_feature_names(boundary):
+    """Fitted on a data frame, the wrapped model is fitted on the frame's rows (as a pipeline's
+    first step gets them): its estimator_ takes frames without scikit-learn's "X has feature
+    names, but SVC was fitted without feature names" warning. Its terms are those of the same
+    fit on the frame's array."""
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    framed = AttentiveClassifier(SVC(), boundary=boundary, random_state=0).fit(X, y)
+    plain = AttentiveClassifier(SVC(), boundary=boundary, random_state=0).fit(X.to_numpy(), y)
+    np.testing.assert_array_equal(framed.estimator_.feature_names_in_, X.columns)
+    assert not hasattr(plain.estimator_, "feature_names_in_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        labels = framed.estimator_.predict(X)
+    np.testing.assert_array_equal(framed.with_rule("full").predict(X), labels)
+    np.testing.assert_array_equal(framed.terms_.weights, plain.terms_.weights)
+    np.testing.assert_array_equal(
+        framed.decision_function(X), plain.decision_function(X.to_numpy())
+    )
