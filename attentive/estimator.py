@@ -247,6 +247,11 @@ def _check_2d(X) -> None:
         )
 
 
+#: The fewest calibration examples of the full model's rarer decision that the calibrated rule's
+#: share of them is judged on (:meth:`AttentiveClassifier._warn_rare_decision`).
+RARE_MIN = 10
+
+
 def _check_not_a_row(X, names) -> None:
     """A row of a frame taken as a Series (``df.iloc[0]``), indexed by the feature names fit saw:
     said so, where the pipeline's width check would say "X does not contain any features" (a
@@ -257,7 +262,7 @@ def _check_not_a_row(X, names) -> None:
         and getattr(X, "ndim", 2) == 1
         and index is not None
         and len(index) == len(names)
-        and all(str(a) == str(b) for a, b in zip(index, names, strict=True))
+        and {str(a) for a in index} == {str(b) for b in names}  # (in any order)
     ):
         raise InvalidParameterError(
             "Expected a 2-dimensional container but got one row as a pandas Series (indexed by "
@@ -1386,7 +1391,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         full = np.asarray(outcomes.full_positive, dtype=bool)
         rare = bool(full.mean() < 0.5)
         held = full == rare
-        if not held.any():
+        if held.sum() < RARE_MIN:  # (too few to tell: one example is 0 % or 100 %)
             return
         kept = float(np.mean(outcomes.positive[held, report.chosen_index] == rare))
         if kept >= 0.5:
@@ -1425,8 +1430,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self._is_plain_valid_input(X, evaluator_checks_finite):
             return X
         if _passes_raw_input(self.estimator_):
-            _check_2d(X)
             _check_not_a_row(X, getattr(self, "feature_names_in_", None))
+            _check_2d(X)
             _check_not_cube(X, getattr(self, "n_features_in_", None))
             if not (_selects_columns(self.estimator_) and hasattr(X, "columns")):
                 validate_data(self, X, skip_check_array=True, reset=False)
@@ -1454,7 +1459,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 reference=getattr(self, "pilot_rows_", None),
             )
         except NonFiniteInput:
-            if _passes_raw_input(self.estimator_):
+            if self.terms_.head is not None:
                 # What the pipeline's transforms handed the model (a scaler passes NaN on).
                 model = self.estimator_
                 while isinstance(model, FrozenEstimator | Pipeline):

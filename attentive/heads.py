@@ -30,6 +30,8 @@ from sklearn.decomposition import PCA as _PCA
 from sklearn.preprocessing import MinMaxScaler as _MinMax
 from sklearn.preprocessing import StandardScaler as _Standard
 
+from attentive.errors import NonFiniteInput
+
 __all__ = ["TiledRows", "apply_head", "tiled_rows"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -49,16 +51,43 @@ def _fitted(step) -> bool:
 
 
 def _transform(head, X):
-    """``head.transform(X)`` as the model receives it: a data frame (a pipeline set to give
-    pandas, a ``FunctionTransformer`` of a frame) becomes its array of values (the model
-    converts it so; the walk takes rows by position)."""
+    """``head.transform(X)`` as the model receives it, checked as the model checks it.
+
+    A data frame (a pipeline set to give pandas, a ``FunctionTransformer`` of a frame) becomes
+    its array of values (the model converts it so; the walk takes rows by position), nullable
+    columns' missing values NaN. A NaN or an infinite value raises
+    :class:`~attentive.errors.NonFiniteInput`: every supported model refuses it, and a scaler or
+    a function passes it on (the direct paths of :func:`apply_head` take finite rows only)."""
     out = head.transform(X)
-    if isinstance(out, np.ndarray) or sp.issparse(out):
-        return out
-    values = np.asarray(out)
-    if values.dtype == object:  # (nullable columns: their missing values are NaN)
-        values = np.asarray(out, dtype=np.float64)
-    return values
+    if not (isinstance(out, np.ndarray) or sp.issparse(out)):
+        values = np.asarray(out)
+        if values.dtype == object:  # (nullable columns hold pd.NA)
+            to_numpy = getattr(out, "to_numpy", None)
+            values = (
+                to_numpy(dtype=np.float64, na_value=np.nan)
+                if to_numpy is not None
+                else np.asarray(out, dtype=np.float64)
+            )
+        out = values
+    check_finite_values(out)
+    return out
+
+
+def check_finite_values(X) -> None:
+    """Raise :class:`~attentive.errors.NonFiniteInput` when the rows ``X`` (an array or a sparse
+    matrix) hold a NaN or an infinite value. One sum over the values (einsum's, vectorised);
+    where it is not finite (or overflows), a look at them."""
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.size == 0 or values.dtype.kind not in "fc":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.einsum("i->", values.ravel()))
+    if not math.isfinite(total) and not np.isfinite(values).all():
+        raise NonFiniteInput(
+            "Input X contains NaN or infinity after the pipeline's transforms (what the model "
+            "receives), which the model does not accept: impute missing values in the "
+            "pipeline (sklearn.impute.SimpleImputer) or drop those rows."
+        )
 
 
 def apply_head(head, X):
@@ -135,28 +164,21 @@ class TiledRows:
 
     ndim = 2
 
-    def __init__(self, head, X, check=None):
-        # check: called on every transformed tile (a finiteness check where no source makes one)
-        self.head, self.raw, self.check = head, X, check
+    def __init__(self, head, X):
+        self.head, self.raw = head, X
         self.shape, self.dtype = X.shape, X.dtype
 
     def __len__(self) -> int:
         return self.shape[0]
 
-    def _apply(self, rows):
-        out = apply_head(self.head, rows)
-        if self.check is not None:
-            self.check(out)
-        return out
-
     def __getitem__(self, key):
         rows = self.raw[key]
         if rows.ndim != 2:
             raise IndexError("TiledRows gives rows by a slice or an index array")
-        return self._apply(rows)
+        return apply_head(self.head, rows)
 
     def __array__(self, dtype=None, copy=None):
-        out = self._apply(self.raw)
+        out = apply_head(self.head, self.raw)
         return out if dtype is None else out.astype(dtype, copy=False)
 
 

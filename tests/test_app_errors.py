@@ -263,3 +263,19 @@ def test_a_notification_shows_a_message_as_text_whole_up_to_its_limit():
     long = "y" * (NOTIFICATION_CHARS + 50)
     cut = notification_text(long)
     assert len(cut) == NOTIFICATION_CHARS and cut.endswith("…")
+
+
+def test_an_uploaded_linear_svc_is_described_without_a_gamma():
+    """A linear kernel has no gamma: the sidebar said "SVC(kernel='linear', C=2); gamma =
+    'scale'" (and its gamma field is hidden for such a kernel too)."""
+    from sklearn.svm import SVC
+
+    from attentive.app.widgets import Controls
+
+    state = DashboardState(dataset="synthetic")
+    ds = load_dataset("synthetic")
+    model = SVC(kernel="linear", C=2.0).fit(ds.X_train, ds.y_train)
+    assert state.upload_model(sio.dumps(model), "linear.skops"), state.last_error
+    described = Controls(state=state)._model_params(state.walks, "upload")
+    assert "kernel='linear'" in described and "C=2" in described
+    assert "gamma" not in described, described

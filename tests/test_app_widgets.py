@@ -424,7 +424,15 @@ def test_while_another_datasets_model_trains_the_numbers_shown_are_named_by_data
         note = stale_note(synthetic)
         assert note == f"the mnist-t10k-2v5 model's numbers, while the model for {shown} trains"
         assert note in view.alert.object
-        assert note.capitalize() in numbers._html(synthetic.numbers(), busy=True)
+        assert f"The mnist-t10k-2v5 model's numbers, while the model for {shown} trains." in (
+            numbers._html(synthetic.numbers(), busy=True)
+        )
+        # An uploaded file by its name, as written (not lowercased).
+        synthetic._applied["dataset"] = "file: MNIST_Train.csv"
+        assert stale_note(synthetic).startswith("the uploaded MNIST_Train.csv model's numbers")
+        assert "The uploaded MNIST_Train.csv model's" in numbers._html(
+            synthetic.numbers(), busy=True
+        )
     finally:
         synthetic.busy = False
         synthetic._applied["dataset"] = shown

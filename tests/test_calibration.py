@@ -676,3 +676,26 @@ def test_a_rule_that_decides_the_rarer_decision_the_other_way_is_warned_of(delta
         assert "'rare'" in str(rare_warnings[0].message)
     else:
         assert delta == 0.01  # (the case that does not warn: the rare decisions are kept)
+
+
+def test_too_few_rare_decisions_to_judge_say_nothing():
+    """Fewer than RARE_MIN calibration examples of the rarer decision: their share is not
+    judged (one example is 0 % or 100 %: a review found the warning on a single example)."""
+    from attentive.estimator import RARE_MIN
+
+    X, y = make_classification(1200, 10, n_informative=5, random_state=3)
+    clf = AttentiveClassifier(SVC(), boundary="curved", side="both", random_state=0)
+    clf.fit(X[:600], y[:600])
+    full = clf.with_rule("full").predict(X[600:])
+    rare = full == 1
+    for count, warns in ((RARE_MIN - 1, False), (40, None)):
+        rows = np.r_[np.flatnonzero(~rare), np.flatnonzero(rare)[:count]]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clf.calibrate(X[600:][rows], delta=0.3, family="curved")
+        said = any("rarer decision" in str(w.message) for w in caught)
+        if warns is False:
+            assert not said, [str(w.message) for w in caught]
+        else:  # as many as that: judged (δ = 0.3 leaves room to drop most of them)
+            kept = np.mean(clf.predict(X[600:][rows])[-count:] == 1)
+            assert said == (kept < 0.5 and clf.calibration_.chosen_index is not None), kept

@@ -86,7 +86,8 @@ def test_scalers_and_a_pca_are_applied_directly_with_transforms_values(
 def test_behind_a_pca_non_finite_rows_go_to_transform_which_refuses_them(value):
     """A PCA's transform refuses NaN and infinity: the direct path finds them in the
     projections and leaves the rows to transform, which raises its own error; rows whose
-    projections overflow take transform too, with its values."""
+    projections overflow take transform too, and its infinite values are refused as the model
+    refuses them (the bare pipeline's SVC does)."""
     rng = np.random.default_rng(7)
     X_fit = _rows(rng, 200, 30, np.float32)
     head = _head([PCA(8, random_state=0)], X_fit)
@@ -100,9 +101,12 @@ def test_behind_a_pca_non_finite_rows_go_to_transform_which_refuses_them(value):
     _Counting.calls = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        got, expected = apply_head(head, big), head.transform(big)
-    assert _Counting.calls == 2  # apply_head's fallback and the reference
-    assert np.array_equal(got, expected, equal_nan=True)
+        assert not np.isfinite(head.transform(big)).all()
+        with pytest.raises(ValueError, match="after the pipeline's transforms"):
+            apply_head(head, big)
+        with pytest.raises(ValueError, match="infinity"):
+            make_pipeline(PCA(8, random_state=0), SVC()).fit(X_fit, X_fit[:, 1] > 0).predict(big)
+    assert _Counting.calls == 2  # the reference and apply_head's fallback
     assert tiled_rows(head, _rows(rng, 40, 30, np.float32)) is None  # taken whole
 
 
@@ -115,11 +119,11 @@ def test_non_finite_rows_go_to_transform_which_decides():
     X_fit = _rows(rng, 100, 5, np.float32)
     head = _fitted_scaler_head(X_fit)
     X = _rows(rng, 10, 5, np.float32)
-    X[3, 2] = np.nan  # transform lets NaN through
+    X[3, 2] = np.nan  # transform lets NaN through, and the model refuses it
     _Counting.calls = 0
-    got = apply_head(head, X)
+    with pytest.raises(ValueError, match="NaN or infinity after the pipeline's transforms"):
+        apply_head(head, X)
     assert _Counting.calls == 1
-    assert np.array_equal(got, head.transform(X), equal_nan=True)
     X[3, 2] = np.inf  # and rejects infinity with its own message
     with pytest.raises(ValueError, match="infinity"):
         apply_head(head, X)
@@ -274,8 +278,14 @@ def test_transforms_that_give_a_data_frame_are_walked_as_the_model_receives_them
         full.decision_function(X), clf.estimator_.decision_function(X), rtol=1e-9, atol=1e-9
     )
     np.testing.assert_array_equal(full.predict(X), clf.estimator_.predict(X))
+    # The walk too: as the same model's walk over arrays (the pipeline without its frames).
+    plain = AttentiveClassifier(_frame_pipelines()[name].set_output(transform="default"))
+    plain.set_params(boundary=boundary, random_state=0, early_stopping=True).fit(X, y)
     walked = clf.set_params(early_stopping=True).evaluate(X)
-    assert walked.n_evaluated.mean() <= clf.n_terms_
+    reference = plain.evaluate(X)
+    np.testing.assert_array_equal(walked.positive, reference.positive)
+    np.testing.assert_array_equal(walked.n_evaluated, reference.n_evaluated)
+    assert walked.n_evaluated.mean() < clf.n_terms_  # (it stops)
 
 
 def _nan_pipelines():
@@ -384,3 +394,55 @@ def test_one_row_of_a_frame_as_a_series_is_named_as_such():
     ):
         clf.predict(df.iloc[0])
     assert clf.predict(df.iloc[[0]])[0] == clf.estimator_.predict(df.iloc[[0]])[0]
+    # Its columns in another order (the ColumnTransformer takes them by name), and a row of an
+    # all-numeric frame (a numeric Series, which got the generic "reshape(1, -1)" advice,
+    # whose array the ColumnTransformer refuses).
+    with pytest.raises(InvalidParameterError, match="one row as a pandas Series"):
+        clf.predict(df[["w", "city", "age"]].iloc[3])
+    numeric = make_column_transformer((StandardScaler(), ["age", "w"]))
+    numbers = df[["age", "w"]]
+    clf = AttentiveClassifier(make_pipeline(numeric, SVC()), boundary="full").fit(numbers, y)
+    with pytest.raises(InvalidParameterError, match="one row as a pandas Series"):
+        clf.predict(numbers.iloc[0])
+
+
+def test_nan_is_refused_by_every_method_that_takes_rows_and_behind_a_nested_pipeline():
+    """Not only predict: partial_scores, partial_masses, oracle_n_evaluated, scale_outcomes and
+    calibrate (whose guarantee would count a made-up full decision) take rows through the
+    pipeline's transforms and refuse a NaN they pass on. A pipeline nested in a one-step
+    pipeline is named as one; nullable columns' missing values (pd.NA) are NaN, not a
+    TypeError."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
+    clf = AttentiveClassifier(model, boundary="curved", random_state=0).fit(X, y)
+    bad = X[:10].copy()
+    bad[2, 2] = np.nan
+    for method in ("partial_scores", "partial_masses", "oracle_n_evaluated", "calibrate"):
+        with pytest.raises(ValueError, match="NaN or infinity after the pipeline's transforms"):
+            getattr(clf, method)(np.vstack([X[:300], bad]) if method == "calibrate" else bad)
+    nested = Pipeline([("m", make_pipeline(FunctionTransformer(np.log1p), LogisticRegression()))])
+    clf = AttentiveClassifier(nested, boundary="curved", random_state=0).fit(X, y)
+    low = X[:5].copy()
+    low[1, 3] = -10.0  # log1p(-10): NaN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(
+            ValueError, match=r"after the pipeline's transforms \(what LogisticRegression"
+        ):
+            clf.predict(low)
+    frame = pd.DataFrame(X[:, :4], columns=list("abcd"))
+    nullable = make_pipeline(FunctionTransformer(lambda d: d.astype("Float64")), SVC())
+    clf = AttentiveClassifier(nullable, boundary="curved", random_state=0).fit(frame, y)
+    gap = frame.iloc[:5].copy()
+    gap.iloc[2, 1] = np.nan
+    for method in ("predict", "partial_scores"):
+        with pytest.raises(ValueError, match="NaN or infinity after the pipeline's transforms"):
+            getattr(clf, method)(gap)
+    np.testing.assert_array_equal(
+        clf.with_rule("full").predict(frame), clf.estimator_.predict(frame)
+    )

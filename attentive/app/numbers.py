@@ -50,10 +50,16 @@ def stale_note(state) -> str:
     """Whose numbers are shown while a model trains: named by dataset where the model asked for
     is another dataset's (a shared address's page showed the default's numbers as "the previous
     model's", on a page that had shown no model before)."""
-    shown, asked = state.walks_dataset, state.dataset
+    shown, asked = (_dataset_words(d) for d in (state.walks_dataset, state.dataset))
     if shown != asked:
         return f"the {shown} model's numbers, while the model for {asked} trains"
     return "the previous model's numbers, while the new model trains"
+
+
+def _dataset_words(name: str) -> str:
+    """A dataset as a sentence names it: an uploaded file by its name."""
+    file = name.removeprefix("file: ")
+    return f"uploaded {file}" if file != name else name
 
 
 UNSTEADY_TITLE = (
@@ -306,7 +312,8 @@ class HeadlineNumbers(pn.viewable.Viewer):
             )
             for key, label, doc in NUMBERS
         )
-        note = f"<div class='att-note'>{stale_note(self.state).capitalize()}.</div>" if busy else ""
+        note = stale_note(self.state)
+        note = f"<div class='att-note'>{note[0].upper()}{note[1:]}.</div>" if busy else ""
         return f"{note}<div class='att-numbers{stale}'>{cards}</div>"
 
     @staticmethod

@@ -390,9 +390,9 @@ class DashboardState(Background):
         if not lo - 1e-9 <= z <= hi + 1e-9:  # said, or the star seems to land anywhere
             self.report(
                 f"That point of the {family} curve (work {clicked['work_fraction']:.2f}, "
-                f"disagreement {clicked['disagreement']:.3f}) is at the scale z = {z:.2f}, "
+                f"disagreement {clicked['disagreement']:.4f}) is at the scale z = {z:.2f}, "
                 f"δ' = {rules.nominal_delta(z):.3g}: beyond the δ slider ({rules.slider_span()}). "
                 f"The nearest point it can set is taken: work {row['work_fraction']:.2f}, "
-                f"disagreement {row['disagreement']:.3f}.",
+                f"disagreement {row['disagreement']:.4f}.",
                 level="info",
             )

@@ -289,7 +289,10 @@ class Controls(pn.viewable.Viewer):
         description = walks.problem.description
         # (a parameter the description names already, SVC(kernel='rbf', C=1), is not repeated)
         named = description.replace(" ", "")
-        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in walks.problem.params.items() if f"{k}=" not in named)  # fmt: skip
+        given = dict(walks.problem.params)
+        if given.get("kernel") not in GAMMA_KINDS:
+            given.pop("gamma", None)  # (a linear kernel has none: its field is hidden too)
+        params = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v:g}" for k, v in given.items() if f"{k}=" not in named)  # fmt: skip
         return f"**Uploaded model**: {description}" + (f"; {params}" if params else "")
 
     def __panel__(self):

@@ -20,7 +20,7 @@ import numpy as np
 from attentive.boundaries import Boundary
 from attentive.evaluator.pilot import pilot_for, rows_key
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
-from attentive.evaluator.rows import as_rows, check_finite_values
+from attentive.evaluator.rows import as_rows
 from attentive.evaluator.sources import build_source, source_for, sources
 from attentive.evaluator.sources.sketch import SketchedSource, is_sketched
 from attentive.evaluator.threads import (
@@ -115,22 +115,6 @@ def rejects_non_finite(walk: Walk, X) -> bool:
         and terms.head is None
         and terms.kind == "kernel"
         and not sp.issparse(terms.support_vectors)
-        and walk.n_terms >= 1
-    )
-
-
-def _sources_check_finite(walk: Walk, Xp) -> bool:
-    """Whether the sources raise :class:`~attentive.errors.NonFiniteInput` for prepared rows
-    ``Xp`` themselves (:func:`rejects_non_finite`'s kernel sources, which check the rows they
-    hold, after a pipeline's transforms too)."""
-    import scipy.sparse as sp
-
-    terms = walk.terms
-    return (
-        terms.kind == "kernel"
-        and not sp.issparse(terms.support_vectors)
-        and isinstance(Xp, np.ndarray | TiledRows)
-        and Xp.ndim == 2
         and walk.n_terms >= 1
     )
 
@@ -231,16 +215,8 @@ def evaluate_blocked(
     classes = np.asarray(walk.terms.classes)
     # A StandardScaler in front is applied a tile at a time, as the tiles are taken.
     Xp = walk.terms.prepare_by_tiles(X)
-    # What a pipeline's transforms hand the model is checked as the model would (a scaler passes
-    # NaN on), where no source checks the rows it holds: a tile at a time, as transformed.
-    unchecked = walk.terms.head is not None and not _sources_check_finite(walk, Xp)
-    if isinstance(Xp, TiledRows):
-        if unchecked:
-            Xp = TiledRows(Xp.head, Xp.raw, check=check_finite_values)
-    else:
+    if not isinstance(Xp, TiledRows):
         Xp = as_rows(Xp)
-        if unchecked:
-            check_finite_values(Xp)
     if Xp.ndim != 2:
         raise ValueError(
             f"expected examples as a 2-D array (n_examples, n_features); got shape {Xp.shape}"

@@ -28,7 +28,6 @@ __all__ = [
     "as_rows",
     "block_product",
     "check_finite_rows",
-    "check_finite_values",
     "exact_single_products",
     "grid_rows",
     "grid_scale",
@@ -63,18 +62,6 @@ def as_rows(Xp):
     if sp.issparse(Xp):
         return Xp if Xp.format == "csr" else sp.csr_matrix(Xp)
     return Xp if isinstance(Xp, np.ndarray) else np.asarray(Xp)
-
-
-def check_finite_values(X) -> None:
-    """Raise :class:`NonFiniteInput` when the rows ``X`` (an array or a sparse matrix) hold a NaN
-    or an infinite value: what a pipeline's transforms handed the model, where no source checks
-    the rows it holds (a scaler passes NaN on; every supported model refuses it). One sum over
-    the values; where it is not finite (or overflows), a look at them."""
-    values = X.data if sp.issparse(X) else X
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = float(np.sum(values, dtype=np.float64)) if values.size else 0.0
-    if not np.isfinite(total) and not np.isfinite(values).all():
-        raise NonFiniteInput("Input X contains NaN or infinity.")
 
 
 def check_finite_rows(norms2: np.ndarray, X: np.ndarray) -> None:

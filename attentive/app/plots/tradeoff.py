@@ -25,6 +25,7 @@ __all__ = [
     "NARROW_PX",
     "SKETCHED",
     "SWEEP",
+    "WIDE_PX",
     "TradeoffView",
     "band_spans",
     "legend_spot",
@@ -66,6 +67,7 @@ LEGEND_SPOTS = {"top_right": (0.4, 1.02), "top_left": (0.0, 0.6), "top_center": 
 # plots keep the legend inside ("In Jupyter, offline" in docs/app.md: above, it made the figure
 # re-lay itself out at each change of its entries); a plot learns its width from the browser.
 NARROW_PX = 400
+WIDE_PX = 440
 
 
 def band_spans(x, y, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -289,10 +291,14 @@ class TradeoffView(PlotView):
 
     def _on_width(self, attr, old, new) -> None:
         """The browser laid the data area out ``new`` pixels wide: the legend goes above it
-        when narrower than :data:`NARROW_PX`, back inside when not."""
-        if isinstance(new, int | float) and (new < NARROW_PX) != self._legend_above:
-            self._place_legend(above=new < NARROW_PX)
-            self._refresh(self._value())  # the axes refit (unless zoomed): no band above
+        when narrower than :data:`NARROW_PX`, back inside from :data:`WIDE_PX` (the move
+        changes the error axis, its tick labels' width and so the data area's: no flip-flop)."""
+        if not isinstance(new, int | float):
+            return
+        above = new < NARROW_PX if not self._legend_above else new < WIDE_PX
+        if above != self._legend_above:
+            self._place_legend(above=above)
+            self._on_change()  # the axes refit (unless zoomed): no band above
 
     def _place_legend(self, above: bool) -> None:
         fig, legend = self._fig, self._legend_model
