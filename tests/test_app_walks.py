@@ -210,8 +210,9 @@ def test_other_rules_draw_the_partial_score_as_before(state, kind):
     )
 
 
-def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
-    state = DashboardState(boundary="constant", side="both", delta=0.05)
+def _served_view(state):
+    """The walks view of ``state`` in a document, and a reader of its legend's entries: label →
+    shown."""
     view = TrajectoryView(state=state)
     doc = Document()
     doc.add_root(pn.panel(view).get_root(doc))
@@ -219,6 +220,13 @@ def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
 
     def legend() -> dict[str, bool]:
         return {it.label.value: it.visible for it in fig.above[0].items}
+
+    return view, fig, legend
+
+
+def test_the_plot_names_the_statistic_and_hides_the_bridge_for_a_mass_rule():
+    state = DashboardState(boundary="constant", side="both", delta=0.05)
+    view, fig, legend = _served_view(state)
 
     assert fig.title.text == TrajectoryView.title
     assert fig.yaxis[0].axis_label == TrajectoryView.ylabel
@@ -248,13 +256,7 @@ def test_a_calibration_that_fell_back_to_full_evaluation_lists_no_boundary():
     examples at δ = 1 %): no boundary is drawn, and the legend listed "boundary τ" anyway. A
     calibrated rule that passes lists it again."""
     state = DashboardState(dataset="breast-cancer", boundary="calibrated", side="both")
-    view = TrajectoryView(state=state)
-    doc = Document()
-    doc.add_root(pn.panel(view).get_root(doc))
-    fig = view._fig
-
-    def legend() -> dict[str, bool]:
-        return {it.label.value: it.visible for it in fig.above[0].items}
+    view, _, legend = _served_view(state)
 
     report = rules.rule_classifier(state.walks, state.rule).calibration_
     assert report.fallback
