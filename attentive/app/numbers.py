@@ -44,6 +44,11 @@ EVERY_TERM = "no example stops: this is full evaluation"
 # Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
 # and the longer explanation on hover.
 UNSTEADY = "machine busy, rounds {spread} apart: timed again next visit"
+UNSTEADY_TITLE = (
+    "Every attempt's rounds of the timing spread more than {limit:g}× (largest over smallest "
+    "ratio): something else was running. The median says little about this rule's speed, so it "
+    "gets no verdict and is not kept: the next visit of this rule times it again."
+)
 
 
 def stale_note(state) -> str:
@@ -61,12 +66,6 @@ def _dataset_words(name: str) -> str:
     file = name.removeprefix("file: ")
     return f"uploaded {file}" if file != name else name
 
-
-UNSTEADY_TITLE = (
-    "Every attempt's rounds of the timing spread more than {limit:g}× (largest over smallest "
-    "ratio): something else was running. The median says little about this rule's speed, so it "
-    "gets no verdict and is not kept: the next visit of this rule times it again."
-)
 
 NUMBERS = (
     # key, label, explanation, format

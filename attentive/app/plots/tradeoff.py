@@ -20,6 +20,7 @@ from attentive.app.sketches import summary
 
 __all__ = [
     "FAMILY_COLORS",
+    "LEGEND_ALPHA",
     "LEGEND_COLS",
     "LEGEND_SPOTS",
     "NARROW_PX",
