@@ -1461,10 +1461,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         except NonFiniteInput:
             if self.terms_.head is not None:
                 # What the pipeline's transforms handed the model (a scaler passes NaN on).
-                model = self.estimator_
-                while isinstance(model, FrozenEstimator | Pipeline):
-                    model = model.estimator if isinstance(model, FrozenEstimator) else model[-1]
-                final = type(model).__name__
+                final = type(_unwrap(self.estimator_)[1]).__name__
                 raise ValueError(  # (a ValueError, as scikit-learn's own check raises)
                     f"Input X contains NaN or infinity after the pipeline's transforms (what "
                     f"{final} receives), which {final} does not accept: impute missing values "

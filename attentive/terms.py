@@ -316,14 +316,28 @@ def _check_binary(classes, name: str) -> np.ndarray:
     return classes
 
 
-def _svc_terms(model) -> TermDecomposition:
-    classes = _check_binary(model.classes_, type(model).__name__)
+def _check_kernel(model) -> None:
+    """An SVC's kernel must be one whose terms the core computes (not precomputed or callable)."""
     kernel = model.kernel
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise UnsupportedModelError(
-            f"SVC with kernel={kernel!r} is not supported; use kernel 'linear', 'rbf', 'poly' or "
-            "'sigmoid'."
+            f"{type(model).__name__} with kernel={kernel!r} is not supported; use kernel "
+            "'linear', 'rbf', 'poly' or 'sigmoid'."
         )
+
+
+def _check_algorithm(model) -> None:
+    """AdaBoost's votes are terms under SAMME only."""
+    algorithm = getattr(model, "algorithm", "SAMME")
+    if algorithm not in ("SAMME", "deprecated"):
+        raise UnsupportedModelError(
+            f"AdaBoostClassifier(algorithm={algorithm!r}) is not supported; use algorithm='SAMME'."
+        )
+
+
+def _svc_terms(model) -> TermDecomposition:
+    classes = _check_binary(model.classes_, type(model).__name__)
+    _check_kernel(model)
     dual = model.dual_coef_
     # sklearn stores dual_coef_ and intercept_ with the sign that decision_function uses.
     weights = np.asarray(dual.toarray() if sp.issparse(dual) else dual, dtype=np.float64)[0].copy()
@@ -334,7 +348,7 @@ def _svc_terms(model) -> TermDecomposition:
         intercept=float(model.intercept_[0]),
         kind="kernel",
         classes=classes,
-        kernel=kernel,
+        kernel=model.kernel,
         kernel_params={
             "gamma": float(model._gamma),
             "coef0": float(model.coef0),
@@ -362,11 +376,7 @@ def _linear_terms(model) -> TermDecomposition:
 
 def _adaboost_terms(model) -> TermDecomposition:
     classes = _check_binary(model.classes_, "AdaBoostClassifier")
-    algorithm = getattr(model, "algorithm", "SAMME")
-    if algorithm not in ("SAMME", "deprecated"):
-        raise UnsupportedModelError(
-            f"AdaBoostClassifier(algorithm={algorithm!r}) is not supported; use algorithm='SAMME'."
-        )
+    _check_algorithm(model)
     learners = list(model.estimators_)
     raw = np.asarray(model.estimator_weights_, dtype=np.float64)
     # decision_function codes a vote as +w for the predicted class and -w for the other, sums the
@@ -439,21 +449,11 @@ def check_model_kind(estimator) -> None:
     linear, rbf, poly or sigmoid (a precomputed or callable one), AdaBoost not SAMME. Checked
     before a fit, which could take long only to be refused."""
     _, model = _unwrap(estimator)
-    entry = supported_entry(model)
-    if entry.read is _svc_terms:
-        kernel = model.kernel
-        if not isinstance(kernel, str) or kernel not in KERNELS:
-            raise UnsupportedModelError(
-                f"{entry.name} with kernel={kernel!r} is not supported; use kernel 'linear', "
-                "'rbf', 'poly' or 'sigmoid'."
-            )
-    if entry.read is _adaboost_terms:
-        algorithm = getattr(model, "algorithm", "SAMME")
-        if algorithm not in ("SAMME", "deprecated"):
-            raise UnsupportedModelError(
-                f"AdaBoostClassifier(algorithm={algorithm!r}) is not supported; use "
-                "algorithm='SAMME'."
-            )
+    read = supported_entry(model).read
+    if read is _svc_terms:
+        _check_kernel(model)
+    elif read is _adaboost_terms:
+        _check_algorithm(model)
 
 
 def decompose(estimator) -> TermDecomposition:

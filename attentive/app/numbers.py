@@ -18,7 +18,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from attentive.app import exports, rules
+from attentive.app import controls, exports, rules
 from attentive.app.models import from_upload
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
@@ -63,7 +63,7 @@ def stale_note(state) -> str:
 
 def _dataset_words(name: str) -> str:
     """A dataset as a sentence names it: an uploaded file by its name."""
-    file = name.removeprefix("file: ")
+    file = name.removeprefix(controls.UPLOAD_PREFIX)
     return f"uploaded {file}" if file != name else name
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "rule_times",
     "scale_column",
     "scaled_kinds",
+    "settable",
     "snap_delta",
     "snap_z",
     "theta_range",
@@ -145,9 +146,14 @@ def on_slider(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of an operating-point table (a ``z`` column) whose scale the δ slider can set
     (:data:`SLIDER_Z`): the grid's other scales (δ' = Φ(−z) above 50 % or below 0.01 %) stay
     on the tradeoff plot's curves and in the CSV, but no picker moves the rule there."""
+    return table[settable(table["z"].to_numpy(dtype=np.float64))]
+
+
+def settable(z):
+    """Whether the δ slider can set the scale(s) ``z`` (:data:`SLIDER_Z`, to rounding)."""
     lo, hi = SLIDER_Z
-    z = table["z"].to_numpy(dtype=np.float64)
-    return table[(z >= lo - 1e-9) & (z <= hi + 1e-9)]
+    z = np.asarray(z, dtype=np.float64)
+    return (z >= lo - 1e-9) & (z <= hi + 1e-9)
 
 
 def slider_span() -> str:

@@ -386,8 +386,7 @@ class DashboardState(Background):
         row = nearest(rules.on_slider(rows[rows["method"] == family]))
         self.select_rule(str(row["method"]), float(row["z"]))
         z = float(clicked["z"])
-        lo, hi = rules.SLIDER_Z
-        if not lo - 1e-9 <= z <= hi + 1e-9:  # said, or the star seems to land anywhere
+        if not rules.settable(z):  # said, or the star seems to land anywhere
             self.report(
                 f"That point of the {family} curve (work {clicked['work_fraction']:.2f}, "
                 f"disagreement {clicked['disagreement']:.4f}) is at the scale z = {z:.2f}, "
