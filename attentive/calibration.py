@@ -156,6 +156,10 @@ class CalibrationReport:
     ranking : tuple of str
         With ``family="auto"`` in the estimator: the families from cheapest to dearest on the
         reference set (independent of the calibration set); the first one was calibrated at α.
+    notes : tuple of str
+        What the calibration set shows beside the guarantee, which stands: set by the estimator
+        where the chosen rule decides most of the full model's rarer decision the other way (the
+        :class:`CalibrationWarning` it gives, kept for those who do not see warnings).
     """
 
     family: str
@@ -173,6 +177,7 @@ class CalibrationReport:
     scan_alpha: float | None = None
     candidates: tuple = ()
     ranking: tuple = ()
+    notes: tuple = ()
 
     @property
     def fallback(self) -> bool:

@@ -248,7 +248,7 @@ def _check_2d(X) -> None:
 
 
 #: The fewest calibration examples of the full model's rarer decision that the calibrated rule's
-#: share of them is judged on (:meth:`AttentiveClassifier._warn_rare_decision`).
+#: share of them is judged on (:meth:`AttentiveClassifier._rare_decision_note`).
 RARE_MIN = 10
 
 
@@ -1381,32 +1381,36 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "n_calibration": report.m,
             },
         )
-        self._warn_rare_decision(outcomes[0], report, delta)
+        note = self._rare_decision_note(outcomes[0], report, delta)
+        if note is not None:
+            # (the report's note, for a reader of the report or the dashboard, names no code)
+            self.calibration_ = dataclasses.replace(report, notes=(f"{note}.",))
+            warnings.warn(
+                f"{note}, or evaluate in full (boundary='full').", CalibrationWarning, stacklevel=3
+            )
 
-    def _warn_rare_decision(self, outcomes, report, delta) -> None:
-        """Warn where the calibrated rule decides most of the full model's rarer decision on the
-        calibration set the other way. The guarantee bounds the disagreement over all examples:
-        with δ near the rarer decision's share, a rule that stops every walk at once on the
-        common side meets it (a diagnostic only: nothing is chosen from it)."""
+    def _rare_decision_note(self, outcomes, report, delta) -> str | None:
+        """Where the calibrated rule decides most of the full model's rarer decision on the
+        calibration set the other way, what to say, up to its advice's end (else None). The guarantee bounds the
+        disagreement over all examples: with δ near the rarer decision's share, a rule that
+        stops every walk at once on the common side meets it (a diagnostic only: nothing is
+        chosen from it)."""
         full = np.asarray(outcomes.full_positive, dtype=bool)
         rare = bool(full.mean() < 0.5)
         held = full == rare
         if held.sum() < RARE_MIN:  # (too few to tell: one example is 0 % or 100 %)
-            return
+            return None
         kept = float(np.mean(outcomes.positive[held, report.chosen_index] == rare))
         if kept >= 0.5:
-            return
+            return None
         label = self.classes_[int(rare)]
         label = label.item() if isinstance(label, np.generic) else label  # ('rare', not np.str_)
-        warnings.warn(
+        return (
             f"The calibrated rule decides only {kept:.0%} of the {int(held.sum())} calibration "
             f"examples the full model decides {label!r} (its rarer decision, "
             f"{held.mean():.1%} of them) as the full model does: the guarantee bounds the "
             f"disagreement over all examples, and δ = {delta:g} leaves room for that. Choose a "
-            "δ well below the rarer decision's share, or evaluate in full "
-            "(boundary='full').",
-            CalibrationWarning,
-            stacklevel=4,
+            "δ well below the rarer decision's share"
         )
 
     # -- prediction -----------------------------------------------------------------------------

@@ -502,6 +502,7 @@ def test_the_exported_point_names_the_positive_class(state):
         "positive": clf.classes_[1].item(),
     }
     assert point["calibration"]["guaranteed"] is True
+    assert point["calibration"]["notes"] == list(clf.calibration_.notes) == []  # (balanced)
 
 
 @pytest.mark.parametrize("delta", [0.01, 0.0141])

@@ -258,6 +258,25 @@ def test_the_guarantee_box_reconciles_a_test_set_above_delta():
     assert not view.caveat.visible and view.caveat.object == ""
 
 
+def test_the_guarantee_box_shows_the_reports_notes_under_the_guarantee():
+    """The rarer-decision note (a CalibrationWarning, which the dashboard's calibration silences)
+    is also kept on the report: the box shows it under the guarantee, as a warning, and hides
+    it for a report without notes."""
+    from attentive.app.calibration_view import CalibrationView
+
+    state = DashboardState()
+    view = CalibrationView(state=state)
+    report = state.calibration()
+    assert report.notes == () and not view.report_notes.visible  # (MNIST 2 vs 5: balanced)
+    note = "The calibrated rule decides only 7% of the 54 calibration examples the full model…"
+    view._draw(replace(report, notes=(note,)), False, state.walks)
+    assert view.report_notes.visible and view.report_notes.object == note
+    assert view.report_notes.alert_type == "warning"
+    assert view.alert.alert_type == "success"  # (the guarantee stands)
+    view._draw(report, False, state.walks)
+    assert not view.report_notes.visible
+
+
 @pytest.mark.parametrize("side", ["lower", "upper", "both"])
 def test_the_stop_error_card_says_what_it_measures_on_each_side(synthetic, side):
     """The card's explanation was the lower side's whatever the side (a user's trial: 0.55 % on

@@ -632,7 +632,7 @@ def test_regression_statistics_match_least_squares(problem):
 
 
 @pytest.mark.parametrize("delta", [0.05, 0.01])
-def test_a_rule_that_decides_the_rarer_decision_the_other_way_is_warned_of(delta):
+def test_a_rule_that_decides_the_rarer_decision_the_other_way_is_warned_of(delta, tmp_path):
     """With 4 % of the full model's decisions on one side, δ = 5 % is met by a rule that decides
     most of them the other way (a helper's trial: 4 of 54 kept on its test rows, every walk
     stopped after one term). The guarantee holds, so fit warns, from the calibration examples:
@@ -674,8 +674,18 @@ def test_a_rule_that_decides_the_rarer_decision_the_other_way_is_warned_of(delta
             rare_warnings[0].message
         )
         assert "'rare'" in str(rare_warnings[0].message)
+        # kept on the report too, for those who do not see warnings (the dashboard shows it)
+        (note,) = clf.calibration_.notes
+        assert note.endswith("share.") and "boundary=" not in note
+        assert str(rare_warnings[0].message).startswith(note[:-1] + ", or evaluate in full")
+        # and a saved model keeps it (skops, the trusted types)
+        from attentive.models.persistence import load_model, save_model
+
+        path = save_model(clf, tmp_path / "rare.skops")
+        assert load_model(path).calibration_.notes == (note,)
     else:
         assert delta == 0.01  # (the case that does not warn: the rare decisions are kept)
+        assert clf.calibration_.notes == ()
 
 
 def test_too_few_rare_decisions_to_judge_say_nothing():

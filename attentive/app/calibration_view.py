@@ -179,8 +179,22 @@ class CalibrationView(pn.viewable.Viewer):
             css_classes=["att-guarantee-caveat"],
             styles={"font-size": "13px"},
         )
+        # Under the guarantee, what the calibration set shows beside it (the report's notes: the
+        # rarer decision mostly decided the other way, on imbalanced data).
+        self.report_notes = pn.pane.Alert(
+            "",
+            alert_type="warning",
+            sizing_mode="stretch_width",
+            visible=False,
+            css_classes=["att-calibration-notes"],
+            styles={"font-size": "13px"},
+        )
         words = pn.Column(
-            self.alert, self.caveat, sizing_mode="stretch_width", styles={"flex": "2 1 340px"}
+            self.alert,
+            self.report_notes,
+            self.caveat,
+            sizing_mode="stretch_width",
+            styles={"flex": "2 1 340px"},
         )
         self._layout = pn.FlexBox(
             words,
@@ -211,6 +225,9 @@ class CalibrationView(pn.viewable.Viewer):
         stale = f" *({stale_note(self.state)})*" if busy else ""
         uploaded = from_upload(walks)
         self.sentence.object = report.guarantee
+        notes = getattr(report, "notes", ())  # (a report saved before notes has none)
+        self.report_notes.object = " ".join(notes)
+        self.report_notes.visible = bool(notes)
         if uploaded:
             self.alert.alert_type = "warning"
             self.alert.object = f"{NO_GUARANTEE}{stale}"

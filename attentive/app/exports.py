@@ -140,6 +140,8 @@ def operating_point(state) -> dict[str, Any]:
             "minimum_size": r.minimum_size,
             # An uploaded model may have seen the held-out examples: no guarantee then.
             "guaranteed": not source.uploaded and not r.fallback,
+            # What the calibration set shows beside the guarantee (the rarer decision).
+            "notes": list(getattr(r, "notes", ())),
         }
     m = state.measured
     if m is not None:
