@@ -23,9 +23,10 @@ import skops.io as sio
 from sklearn.datasets import make_classification
 from sklearn.decomposition import PCA
 from sklearn.ensemble import AdaBoostClassifier
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import KBinsDiscretizer, StandardScaler
 from sklearn.svm import SVC
 from skops.io._protocol import PROTOCOL
 
@@ -115,6 +116,9 @@ def _digits_like():
         (make_pipeline(PCA(10), SVC()), {"boundary": "sketched-regression", "sketch": (4, 16)}),
         (make_pipeline(StandardScaler(), LogisticRegression()), {"boundary": "calibrated"}),
         (AdaBoostClassifier(n_estimators=20, random_state=0), {"boundary": "mass-regression"}),
+        # an imputer (the pipeline NaN message's advice) and a discretizer keep a numpy dtype
+        (make_pipeline(SimpleImputer(), SVC()), {"boundary": "curved"}),
+        (make_pipeline(KBinsDiscretizer(n_bins=3), SVC()), {"boundary": "curved"}),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )

@@ -64,6 +64,10 @@ TRUSTED_TYPES: tuple[str, ...] = (
     "sklearn.preprocessing._data.Normalizer",
     "scipy.sparse._csr.csr_matrix",
     "scipy.sparse._csr.csr_array",
+    # A dtype, built by skops from an empty array's header (no object arrays, no call the file
+    # chooses): SimpleImputer and KBinsDiscretizer keep one, so a pipeline with an imputer, as
+    # the pipeline NaN message advises, saves and loads back.
+    "numpy.dtype",
 )
 
 # The project's own classes an exported AttentiveClassifier holds: the classifier, its walk and
