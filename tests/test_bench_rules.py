@@ -33,6 +33,22 @@ def test_rules_benchmark_numbers_come_from_the_library(result):
     assert np.isclose(result["oracle"], clf.oracle_n_evaluated(ds.X_test).mean() / clf.n_terms_)
 
 
+def test_the_calibrated_fractions_are_the_walks_own_work():
+    """The calibrated rule's fraction is its walk's, whatever path the evaluator would take
+    (with early_stopping="auto", a problem evaluated in full read 1.000 for every family).
+    Enough calibration examples here (520 ≥ 473) for a scale to pass."""
+    ds = load_dataset("synthetic", n_train=1300, n_test=600)
+    result = measure_problem("synthetic", ds)
+    clf, X_cal = _fitted("synthetic", ds)
+    cal = clf.with_rule("curved").set_params(early_stopping=True)
+    cal.calibrate(X_cal, delta=0.01, alpha=0.05, family="curved")
+    assert not cal.calibration_.fallback
+    ev = cal.evaluate(ds.X_test)
+    assert ev.path == "walk"
+    assert result["families"]["curved"]["calibrated"] == pytest.approx(ev.mean_evaluated_fraction)
+    assert result["families"]["curved"]["calibrated"] < 1
+
+
 def test_bench_rules_command_prints_one_json_line(capsys):
     assert main(["bench", "rules", "--problems", "digits-2v5", "--no-sizes"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
