@@ -1544,26 +1544,41 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         The model, the walk (centering, order) and the reference statistics are shared; only the
         rule changes. This is how to move along a tradeoff (δ, θ, side, family) as the dashboard
-        does; the copy predicts exactly as a classifier fitted with those parameters would.
+        does; the copy predicts exactly as a classifier fitted with those parameters would
+        (except a ``tau``: see below).
 
         Parameters
         ----------
         boundary : str, optional
             A family name (``"constant"``, ``"curved"``, ...), ``"budget"`` or ``"full"``; default
             the current one. ``"calibrated"`` needs calibration data: use
-            ``with_rule(family).calibrate(X_cal)``.
+            ``with_rule(family).calibrate(X_cal)``. A calibrated classifier's current rule is
+            its calibrated family at the calibrated scale z (full evaluation where calibration
+            fell back), kept unless ``delta``, ``z`` or ``tau`` is given; the copy has no
+            guarantee (``calibration_`` is None: the guarantee held for the calibrated side and
+            threshold; calibrate the copy for one).
         delta : float, optional
             The family at ``z = Φ⁻¹(1 − δ)`` (as :meth:`fit`).
         z : float, optional
             The family at scale ``z`` (overrides ``delta``; ``delta`` is set to ``Φ(−z)``).
         tau : float, optional
             For ``boundary="constant"`` with one side: that side's threshold τ in S space
-            itself (the paper's sweep over τ), instead of Theorem 1's τ for δ.
+            itself (the paper's sweep over τ), instead of Theorem 1's τ for δ. A τ is not one
+            of the estimator's parameters (``get_params`` does not hold it): ``clone`` and a
+            refit (``cross_val_score``, ``GridSearchCV``) go back to Theorem 1's τ for δ.
         side, threshold, budget : optional
             As the constructor's parameters.
         """
         check_is_fitted(self)
         new = copy.copy(self)
+        if boundary is None and delta is None and z is None and tau is None:
+            # The current rule of a calibrated classifier: its family at the calibrated z, or
+            # full evaluation where no scale passed (not the family at Φ⁻¹(1 − δ)).
+            chosen = self.boundary_.params or {}
+            if self.boundary_.kind == "calibrated":
+                boundary, z = chosen["family"], float(chosen["z"])
+            elif self.calibration_ is not None and self.calibration_.fallback:
+                boundary = "full"
         params = {
             "boundary": self.boundary if boundary is None else boundary,
             "side": self.side_ if side is None else side,

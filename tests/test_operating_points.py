@@ -65,6 +65,37 @@ def test_with_rule_at_a_scale_and_its_errors(fitted):
         clf.with_rule("nonsense")
 
 
+def test_with_rule_keeps_a_calibrated_rule_where_nothing_moves_its_scale(fitted):
+    """A calibrated classifier's current rule is its family at the calibrated z: with_rule()
+    with no scale keeps it (it went to the family at Φ⁻¹(1 − δ): 0.018 → 0.048 evaluated on
+    MNIST 2 vs 5 in a user's trial), a new threshold keeps the z, a δ moves it, and a rule that
+    fell back to full evaluation stays full. The copies carry no guarantee."""
+    from scipy.stats import norm
+
+    clf, _, X, _ = fitted
+    X_cal, X_eval = X[600:1100], X[1100:]
+    cal = _walking(clf.with_rule("curved", side="both")).calibrate(
+        X_cal, delta=0.05, family="curved"
+    )
+    z = cal.calibration_.chosen_scale
+    assert z is not None and abs(z - norm.ppf(1 - 0.05)) > 0.1  # (else the test shows nothing)
+    same = cal.with_rule()
+    assert same.calibration_ is None
+    a, b = same.evaluate(X_eval), cal.evaluate(X_eval)
+    np.testing.assert_array_equal(a.n_evaluated, b.n_evaluated)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    moved = cal.with_rule(threshold=0.2)
+    expect = _walking(clf.with_rule("curved", z=z, side="both", threshold=0.2))
+    np.testing.assert_array_equal(moved.boundary_.lower, expect.boundary_.lower)
+    np.testing.assert_array_equal(moved.predict(X_eval), expect.predict(X_eval))
+    by_delta = cal.with_rule(delta=0.05)
+    assert by_delta.boundary_.params["z"] == pytest.approx(norm.ppf(1 - 0.05))
+    with pytest.warns(UserWarning):  # (CalibrationWarning: no scale passes on 5 examples)
+        fell = clf.with_rule("curved").calibrate(X_cal[:5], delta=0.05, family="curved")
+    assert fell.calibration_.fallback
+    assert fell.with_rule().boundary_.kind == "full"
+
+
 def test_operating_points_match_each_rule_evaluated_on_its_own(fitted):
     clf, _, X, y = fitted
     X_eval, y_eval = X[600:], y[600:]
