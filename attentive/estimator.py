@@ -97,6 +97,7 @@ from attentive.walk import (
     make_walk,
     reference_mask,
     row_chunks,
+    seeded_rng,
 )
 
 __all__ = ["AttentiveClassifier", "calibration_split"]
@@ -186,13 +187,25 @@ def calibration_split(
             f"classes in each part; hold out between 2 and {n - 2} examples (an int), a "
             "fraction in (0, 1), or 'auto'."
         )
+    seed = _split_seed(random_state)
     try:
-        return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=random_state))
+        return tuple(train_test_split(X, y, test_size=size, stratify=y, random_state=seed))
     except ValueError as exc:
         raise InvalidParameterError(
             f"cannot hold out calibration_size={calibration_size!r} of {n} "
             f"examples with both classes on each side: {exc}"
         ) from None
+
+
+def _split_seed(random_state):
+    """What ``train_test_split`` takes for a ``random_state`` the walk takes: an int it cannot
+    (≥ 2**32) or a numpy Generator gives a seed drawn from it; a bad value is named as such
+    (train_test_split's own message read as a failure to split the data)."""
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and 0 <= random_state < 2**32:
+        return int(random_state)
+    return int(seeded_rng(random_state).integers(2**32))
 
 
 def _fitted_before(clf) -> bool:
@@ -374,8 +387,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     budget : int or float, default=None
         For ``boundary="budget"``: number of terms (int ≥ 1) or fraction of terms (float in
         (0, 1]); ``None`` means half of the terms.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the random order and, for ``boundary="calibrated"``, the calibration split.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the random order and, for ``boundary="calibrated"``, the calibration split (an
+        int of 2**32 or more, or a Generator, gives the split a seed drawn from it).
     alpha : float in (0, 1), default=0.05
         For ``boundary="calibrated"``: allowed probability that the disagreement guarantee fails.
     calibration_size : "auto", float in (0, 1) or int, default="auto"

@@ -77,6 +77,19 @@ def term_means(terms: TermDecomposition, X_ref_prepared) -> np.ndarray:
     return total / m
 
 
+def seeded_rng(random_state) -> np.random.Generator:
+    """numpy's generator for ``random_state`` (None, a whole number ≥ 0, a RandomState or a
+    Generator, which is returned as it is), with a message that names the parameter."""
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        # numpy's own message ("SeedSequence expects int ...") does not say which parameter.
+        raise InvalidParameterError(
+            "random_state (the permutation seed) must be None, a whole number ≥ 0, a numpy "
+            f"RandomState or a numpy Generator, got {random_state!r}."
+        ) from None
+
+
 def make_order(n_terms: int, order: str, weights=None, random_state=None) -> np.ndarray:
     """The permutation ``π`` of the terms (SPEC §1).
 
@@ -84,15 +97,7 @@ def make_order(n_terms: int, order: str, weights=None, random_state=None) -> np.
     ``given``: as stored; ``weight``: by ``|w_i|`` descending (stable).
     """
     if order == "random":
-        try:
-            rng = np.random.default_rng(random_state)
-        except (TypeError, ValueError):
-            # numpy's own message ("SeedSequence expects int ...") does not say which parameter.
-            raise InvalidParameterError(
-                "random_state (the permutation seed) must be None, a whole number ≥ 0 or a "
-                f"numpy Generator, got {random_state!r}."
-            ) from None
-        return rng.permutation(n_terms)
+        return seeded_rng(random_state).permutation(n_terms)
     if order == "given":
         return np.arange(n_terms)
     if order == "weight":

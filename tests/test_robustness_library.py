@@ -29,6 +29,31 @@ def test_bad_seed_is_refused_by_the_estimator(binary_problem, seed):
     assert "random_state" in msg and "whole number ≥ 0" in msg and repr(seed) in msg
 
 
+def test_bad_seed_is_named_by_the_calibrated_rule_too(binary_problem):
+    """The calibration split took the seed to train_test_split, whose message read as a failure
+    to split the data ("cannot hold out calibration_size='auto' of 240 examples ...")."""
+    Xtr, ytr, _, _ = binary_problem
+    with pytest.raises(InvalidParameterError, match=r"^random_state .*got -1\.$"):
+        AttentiveClassifier(SVC(), boundary="calibrated", random_state=-1).fit(Xtr, ytr)
+
+
+@pytest.mark.parametrize(
+    "seed", [lambda: 2**32, lambda: np.random.default_rng(3), lambda: np.random.RandomState(3)]
+)
+def test_every_seed_the_walk_takes_the_calibrated_rule_takes(binary_problem, seed):
+    """A Generator or an int of 2**32 or more (which the walk takes; train_test_split does not)
+    seeds the calibration split too: the split is calibration_split's with the same seed."""
+    from attentive.estimator import calibration_split
+
+    Xtr, ytr, _, _ = binary_problem
+    clf = AttentiveClassifier(SVC(), boundary="calibrated", random_state=seed()).fit(Xtr, ytr)
+    _, X_cal, _, _ = calibration_split(Xtr, ytr, delta=0.05, random_state=seed())
+    assert clf.calibration_.m == X_cal.shape[0]
+    # the rows fit held out are calibration_split's (the model never saw them)
+    seen = {tuple(r) for r in clf.estimator_.support_vectors_}
+    assert not seen & {tuple(r) for r in X_cal}
+
+
 @pytest.mark.parametrize("seed", [None, 0, 7, np.random.default_rng(3)])
 def test_valid_seeds_give_a_permutation(seed):
     order = make_order(50, "random", random_state=seed)
