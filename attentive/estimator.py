@@ -197,6 +197,16 @@ def calibration_split(
         ) from None
 
 
+def _canonical(X):
+    """``X`` as it is, or, for a sparse matrix with repeated entries (or unsorted indices), a
+    copy with them summed: the walk's sources read a row's stored values as its entries (a row
+    norm is the sum of their squares), and so does libsvm; scipy's own products sum them."""
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
 def _split_seed(random_state):
     """What ``train_test_split`` takes for a ``random_state`` the walk takes: an int it cannot
     (≥ 2**32) or a numpy Generator gives a seed drawn from it; a bad value is named as such
@@ -721,6 +731,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             check_consistent_length(X, y)
         else:
             X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
+            X = _canonical(X)
         target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
             if target == "multiclass":
@@ -1446,7 +1457,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         finds NaN and infinite values itself where
         :func:`attentive.evaluator.rejects_non_finite` says so (see :meth:`_evaluate`)."""
         if self._is_plain_valid_input(X, evaluator_checks_finite):
-            return X
+            return _canonical(X)
         if _passes_raw_input(self.estimator_):
             _check_not_a_row(X, getattr(self, "feature_names_in_", None))
             _check_2d(X)
@@ -1457,7 +1468,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # the bare pipeline takes them in another order or beside others.)
             return X
         # float32 rows stay float32: the evaluator multiplies them as they are.
-        return validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
+        return _canonical(
+            validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
+        )
 
     def _evaluate(self, X) -> Evaluation:
         check_is_fitted(self)
