@@ -235,6 +235,19 @@ def _fitted_before(clf) -> bool:
 _DENSE_DIGEST_WIDTH = 1 << 15
 
 
+def _takes_weights(estimator) -> bool:
+    """Whether the model's fit is given the sample weights: always, unless metadata routing is
+    on and the model declined them (``set_fit_request(sample_weight=False)``, as scikit-learn's
+    meta-estimators honour it; a pipeline routes them to its steps itself)."""
+    from sklearn import get_config
+
+    if not get_config().get("enable_metadata_routing", False) or isinstance(estimator, Pipeline):
+        return True
+    routing = getattr(estimator, "get_metadata_routing", None)
+    requests = routing().fit.requests if routing is not None else {}
+    return requests.get("sample_weight") is not False
+
+
 def _weight_name(estimator) -> str:
     """The ``fit`` parameter that takes the model's sample weights: ``sample_weight``, or for a
     pipeline its last step's (``svc__sample_weight``, through nested pipelines); with metadata
@@ -818,7 +831,11 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     UserWarning,
                     stacklevel=2,
                 )
-            weights = {} if sample_weight is None else {_weight_name(self.estimator): sample_weight}
+            weights = (
+                {_weight_name(self.estimator): sample_weight}
+                if sample_weight is not None and _takes_weights(self.estimator)
+                else {}
+            )
             rows = X if named is None else named
             self.estimator_ = clone(self.estimator).fit(rows, y, **weights)
         self.terms_ = decompose(self.estimator_)

@@ -548,6 +548,13 @@ def test_sample_weight_weighs_the_models_fit_and_is_routed(binary_problem):
         routed = AttentiveClassifier(make_pipeline(scaler, svc)).fit(Xtr, ytr, sample_weight=w)
     own = make_pipeline(StandardScaler(), SVC(gamma=0.1)).fit(Xtr, ytr, svc__sample_weight=w)
     np.testing.assert_allclose(routed.decision_function(Xte[:50]), own.decision_function(Xte[:50]))
+    # with routing on, a model that declines the weights is fitted without them (a user's
+    # trial: they were passed anyway)
+    with sklearn.config_context(enable_metadata_routing=True):
+        declined = SVC(gamma=0.1).set_fit_request(sample_weight=False)
+        routed = AttentiveClassifier(declined).fit(Xtr, ytr, sample_weight=w)
+    own = SVC(gamma=0.1).fit(Xtr, ytr)
+    np.testing.assert_allclose(routed.decision_function(Xte[:50]), own.decision_function(Xte[:50]))
 
 
 def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeline_does():
