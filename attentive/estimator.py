@@ -380,7 +380,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :meth:`calibrate`).
     delta : float in (0, 1), default=0.05
         Required stop-error rate; for ``boundary="calibrated"`` (and :meth:`calibrate`) the
-        disagreement rate to guarantee.
+        disagreement rate to guarantee. For the families it is nominal: each boundary is built
+        from a model of the walk (the Brownian bridge of SPEC §2 for ``constant``), and where
+        the walk is far from it the measured rate can exceed δ (on a synthetic problem, 8 % at δ = 5 %
+        for a linear-kernel SVC's Constant-STST boundary). Only ``"calibrated"`` guarantees it.
     threshold : float, default=0.0
         Prediction threshold θ on the ``decision_function`` scale: positive iff ``f(x) ≥ θ``.
     side : {"lower", "upper", "both"}, default="lower"
@@ -843,8 +846,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         unknown = np.setdiff1d(np.unique(y), self.classes_)
         if unknown.size:
             raise InvalidParameterError(
-                f"the reference labels contain {list(unknown)}, which the fitted model does not "
-                f"know; its classes are {list(self.classes_)}."
+                f"the reference labels contain {unknown.tolist()}, which the fitted model does not "
+                f"know; its classes are {self.classes_.tolist()}."
             )
         self.walk_, ref_mask = make_walk(
             self.terms_,

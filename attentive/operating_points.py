@@ -100,10 +100,10 @@ def _positive(clf, y, n: int) -> np.ndarray:
         )
     known = np.isin(y, clf.classes_)
     if not known.all():
-        unknown = list(np.unique(y[~known]))
+        unknown = np.unique(y[~known]).tolist()
         raise InvalidParameterError(
             f"y contains labels the fitted model does not know: {unknown[:5]}"
-            f"{' …' if len(unknown) > 5 else ''}; its classes are {list(clf.classes_)}"
+            f"{' …' if len(unknown) > 5 else ''}; its classes are {clf.classes_.tolist()}"
         )
     return y == clf.classes_[1]
 

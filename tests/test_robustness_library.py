@@ -171,3 +171,22 @@ def test_a_sparse_matrix_with_repeated_entries_is_the_matrix_it_sums_to(fitted_o
             again.estimator_.dual_coef_.toarray(), clf.estimator_.dual_coef_.toarray()
         )
         np.testing.assert_array_equal(again.predict(twice), clf.predict(test))
+
+
+def test_labels_in_messages_read_as_written():
+    """Unknown labels are named as the user wrote them ('a', 7), not as numpy reprs
+    (np.str_('a'), np.int64(7))."""
+    from sklearn.frozen import FrozenEstimator
+
+    from attentive import operating_points
+
+    X, y = make_classification(300, 6, random_state=0)
+    model = SVC().fit(X, y)
+    with pytest.raises(InvalidParameterError) as info:
+        AttentiveClassifier(FrozenEstimator(model)).fit(X, np.where(y == 1, "a", "b"))
+    assert "contain ['a', 'b']" in str(info.value) and "are [0, 1]" in str(info.value)
+    clf = AttentiveClassifier(SVC()).fit(X, y)
+    with pytest.raises(InvalidParameterError) as info:
+        operating_points(clf, X[:50], np.full(50, 7))
+    assert "know: [7]; its classes are [0, 1]" in str(info.value)
+    assert "np." not in str(info.value)
