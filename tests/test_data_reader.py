@@ -435,3 +435,38 @@ def test_an_upload_naming_a_huge_feature_index_is_refused_before_it_is_parsed():
         load_user_file(rows + b"1 400000000:1\n", filename="rows.libsvm")
     wide = load_user_file(rows + f"1 {MAX_UPLOAD_FEATURES}:1\n".encode(), filename="rows.libsvm")
     assert wide.n_features == MAX_UPLOAD_FEATURES
+
+
+@pytest.mark.parametrize("index", ["99999999999999999999999", "1000000000000000000", "3000000000"])
+def test_a_huge_libsvm_index_is_named_not_overflowed(tmp_path, index):
+    """A user's trial: an index of 19 digits or more was skipped by the first pass ("the largest
+    index, 4"), and any index past a C long raised a bare OverflowError from the parser (in the
+    score command and the dashboard's upload alike)."""
+    from attentive.data.libsvm import read_libsvm_rows
+
+    text = f"1 3:1\n-1 2:1\n1 {index}:1\n-1 4:1\n".encode()
+    lo, hi = libsvm_index_range(text)
+    assert lo == 2 and hi >= min(int(index), 10**18)  # (not skipped)
+    for zero_based in (True, False):
+        with pytest.raises(DataError, match=r"line 3: feature index \d+ exceeds the 64 features"):
+            read_libsvm_rows(text, where="f", n_features=64, zero_based=zero_based)
+        if int(index) >= 2**31:
+            with pytest.raises(DataError, match=r"line 3: .* beyond any model's width"):
+                read_libsvm_rows(text, where="f", n_features=None, zero_based=zero_based)
+    (tmp_path / "huge.libsvm").write_bytes(text)
+    with pytest.raises(DataError, match=r"a feature index of 19 digits or more|3,000,000,000"):
+        load_user_file(tmp_path / "huge.libsvm")
+    with pytest.raises(DataError, match=r"19 digits or more|at least 3000000000 features"):
+        libsvm_zero_based((lo, hi), 64, None, where="f")
+
+
+def test_an_ambiguous_base_far_below_the_models_width_asks_whether_the_file_is_its():
+    """A 64-feature file against a 784-feature model is refused as ambiguous; the message now
+    also says the largest index is under half the model's features (a user's trial followed
+    the advice, --one-based, and scored every row of the wrong file)."""
+    with pytest.raises(DataError) as info:
+        libsvm_zero_based((1, 64), 784, None, where="f")
+    assert "under half the model's 784 features" in str(info.value)
+    with pytest.raises(DataError) as info:
+        libsvm_zero_based((1, 700), 784, None, where="f")
+    assert "under half" not in str(info.value)

@@ -26,6 +26,11 @@ _PAIR = re.compile(r"^([+-]?\d+):(\S+)$")
 _EXPECTED = "expected '<label> <index>:<value> ...' with increasing indices"
 
 
+# The most features a row can have here: scipy's sparse indices are 32-bit below it, and
+# scikit-learn's parser overflows past a C long.
+_MAX_INDEX = 2**31 - 1
+
+
 def read_libsvm_rows(
     data: bytes,
     *,
@@ -59,7 +64,7 @@ def read_libsvm_rows(
         X, labels = load_svmlight_file(
             io.BytesIO(data), n_features=n_features, dtype=np.float64, zero_based=zero_based
         )
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # (an index past a C long overflows)
         problem = _locate_error(data, where, n_features, zero_based, first_line)
         raise DataError(problem or f"{where}, lines from {first_line}: {exc}") from None
     X = X.tocsr()
@@ -152,6 +157,11 @@ def _locate_error(
                 problem = (
                     f"feature index {index} exceeds the {n_features} features expected "
                     f"({'zero' if zero_based else 'one'}-based)"
+                )
+            elif index - lowest >= _MAX_INDEX:
+                problem = (
+                    f"feature index {index} is beyond any model's width (at most {_MAX_INDEX:,} "
+                    "features)"
                 )
             last = index
         if problem:

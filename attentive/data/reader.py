@@ -349,7 +349,7 @@ def _piece_index_range(buf: np.ndarray) -> tuple[int, int] | None:
     np.negative(value, out=value, where=negative)
     np.subtract(pos, negative | (c == ord("+")), out=pos, casting="unsafe")  # past a sign
     _bytes_at(buf, pos, c, step)
-    ok = has_digits & _SPACE[c]
+    ok = has_digits & (_SPACE[c] | huge)  # (a huge index's 19th digit is no space)
     if not ok.any():
         return None
     return int(value.min(where=ok, initial=_HUGE)), int(value.max(where=ok, initial=-_HUGE))
@@ -470,6 +470,12 @@ def libsvm_zero_based(
                 "so the file reads either way: zero-based with the first feature always zero "
                 "(scikit-learn's dump_svmlight_file writes zero-based indices by default) or "
                 f"one-based with the last features always zero. Say which: {CHOOSE_BASE}"
+                + (
+                    f". The largest index is under half the model's {n_features} features: "
+                    "check that the file is one for this model"
+                    if 2 * (hi + 1) < n_features
+                    else ""
+                )
             )
     elif not zero_based and lo == 0:
         raise DataError(
@@ -481,10 +487,15 @@ def libsvm_zero_based(
         base = "zero-based" if zero_based else "one-based"
         if stated is not None:
             base += ", as its header says"
+        largest = (
+            "a feature index has 19 digits or more"
+            if hi == _HUGE
+            else f"the largest feature index is {hi}, so the file ({base}) has at least {width} "
+            "features"
+        )
         raise DataError(
-            f"{where}: the largest feature index is {hi}, so the file ({base}) has at least "
-            f"{width} features, but the model has {n_features}; score it with a model trained on "
-            "features like these"
+            f"{where}: {largest}, but the model has {n_features}; score it with a model trained "
+            "on features like these"
         )
     return bool(zero_based)
 

@@ -155,10 +155,14 @@ def load_user_file(
         width = 0 if index_range is None else index_range[1] + int(base)
         if expected.n_features is None and width > MAX_UPLOAD_FEATURES:
             # One line can name feature 999999999: arrays over the features would take gigabytes.
+            largest = (
+                "a feature index of 19 digits or more"
+                if index_range[1] >= 10**18  # (libsvm_index_range reads no more digits)
+                else f"its largest feature index, {index_range[1]:,}, makes {width:,} features"
+            )
             raise DataError(
-                f"{name}: its largest feature index, {index_range[1]:,}, makes {width:,} "
-                f"features; an upload may have up to {MAX_UPLOAD_FEATURES:,}. Score wider data "
-                "with python -m attentive score and a model trained on it"
+                f"{name}: {largest}; an upload may have up to {MAX_UPLOAD_FEATURES:,}. Score "
+                "wider data with python -m attentive score and a model trained on it"
             )
         X, labels = parse_libsvm(data, where=name, n_features=expected.n_features, zero_based=base)
         label_name, columns = "label", None
