@@ -470,3 +470,29 @@ def test_an_ambiguous_base_far_below_the_models_width_asks_whether_the_file_is_i
     with pytest.raises(DataError) as info:
         libsvm_zero_based((1, 700), 784, None, where="f")
     assert "under half" not in str(info.value)
+
+
+@pytest.mark.parametrize("line", ["1,2,3,4", "0.0,1.0,2.0,3.0", "5,6,7,8"])
+def test_a_first_line_counting_up_by_one_is_refused_as_ambiguous(line):
+    """A user's trial: a header of column numbers 1..64 was read as a row of data (an extra
+    first row, every later row scored one line off), as was 0.0,1.0,...; only pandas' exact
+    0,1,...,n−1 was refused. Said either way, it is read that way."""
+    expected = ExpectedFeatures(n_features=4, names=None)
+    cells = line.split(",")
+    with pytest.raises(DataError, match=r"counts up by one.*--header or --no-header"):
+        csv_header(cells, header=None, expected=expected, where="f")
+    assert csv_header(cells, header=False, expected=expected, where="f") is None
+    assert csv_header(cells, header=True, expected=expected, where="f") == cells
+    # a row of data that does not count up stays data
+    assert csv_header(["1", "2", "4", "5"], header=None, expected=expected, where="f") is None
+
+
+@pytest.mark.parametrize("rows", [b"1,True,2\n2,False,3\n", b"1,0.5,2\n2,True,3\n"])
+def test_true_and_false_cells_are_words_in_any_chunk(rows):
+    """pandas reads a column of True / False as booleans (a numeric dtype), so a chunk holding
+    only those became 1.0 / 0.0 while one that mixed them with numbers was refused: the same
+    file was read or refused by its chunking. Both are refused, naming the cell."""
+    with pytest.raises(DataError, match=r"line \d+, column 'b': 'True' is not a number"):
+        parse_csv_rows(
+            rows, names=["a", "b", "c"], numeric=["a", "b", "c"], where="f", first_line=1
+        )

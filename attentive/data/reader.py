@@ -540,6 +540,17 @@ def _is_number(cell: str) -> bool:
     return _NUMBER.fullmatch(cell) is not None
 
 
+def _counts_up(cells: list[str]) -> bool:
+    """Whether a line's cells (at least three) are whole numbers counting up by one."""
+    if len(cells) < 3 or not all(_is_number(c) for c in cells):
+        return False
+    try:
+        values = np.array([float(c) for c in cells])
+    except ValueError:
+        return False
+    return bool(np.all(values == np.round(values)) and np.all(np.diff(values) == 1))
+
+
 def csv_header(
     cells: list[str], *, header: bool | None, expected: ExpectedFeatures, where: str
 ) -> list[str] | None:
@@ -567,6 +578,12 @@ def csv_header(
             raise DataError(
                 f"{where}: the first line, {shown}, is either the header pandas writes for a "
                 "frame without column names or a row of data. Say which: " + CHOOSE_HEADER
+            )
+        elif _counts_up(cells):
+            # 1,2,...,n or 0.0,1.0,...: column numbers as names, or a row of data.
+            raise DataError(
+                f"{where}: the first line, {shown}, counts up by one: it may name the columns by "
+                "number or be a row of data. Say which: " + CHOOSE_HEADER
             )
         elif (
             len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
@@ -742,7 +759,12 @@ def parse_csv_rows(
         )
     frame.columns = names
     values = frame[numeric]
-    ok = all(pd.api.types.is_numeric_dtype(t) for t in values.dtypes)
+    # (pandas reads True / False cells as booleans, a numeric dtype: they are words here, as
+    # they are where a chunk mixes them with numbers)
+    ok = all(
+        pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
+        for t in values.dtypes
+    )
     if ok:
         array = values.to_numpy(dtype=np.float64)
         ok = bool(np.isfinite(array).all())
