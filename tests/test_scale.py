@@ -282,6 +282,35 @@ def test_score_file_on_csv_and_parquet_equals_in_memory(client, tmp_path, dense_
         assert_same_as_in_memory(_read_scores(out), clf, X)
 
 
+def test_a_parquet_directory_is_read_in_natural_order_and_every_file_checked(
+    client, tmp_path, dense_problem
+):
+    """A user's trial: a directory of part.0 ... part.11 (as Dask writes it) was read as part.0,
+    part.1, part.10, part.11, part.2, ...: row i of the output was not row i of
+    dd.read_parquet(input), with nothing to realign them by. And only the first file's column
+    types were checked: a later file's text column gave a raw ValueError after the cluster's
+    logs, or was read as numbers where its text was numeric."""
+    import dask.dataframe as dd
+
+    clf, X = dense_problem
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    folder = tmp_path / "rows"
+    dd.from_pandas(frame, npartitions=12).to_parquet(folder, write_index=False)
+    assert sorted(p.name for p in folder.glob("*.parquet"))[2] == "part.10.parquet"
+    out = tmp_path / "scores"
+    score_file(clf, folder, out, scheduler=client.scheduler.address, progress=False)
+    in_order = dd.read_parquet(folder).compute().to_numpy()
+    np.testing.assert_array_equal(in_order, X)  # (Dask's order is the frame's)
+    assert_same_as_in_memory(_read_scores(out), clf, X)
+    # a later file with a column of text
+    later = pd.read_parquet(folder / "part.11.parquet").astype({"f3": str})
+    later.to_parquet(folder / "part.11.parquet", index=False)
+    with pytest.raises(
+        DataError, match=r"rows/part.11.parquet: column 'f3' holds (large_)?string values"
+    ):
+        score_file(clf, folder, tmp_path / "again", scheduler=client.scheduler.address)
+
+
 @pytest.mark.parametrize("workers", ["-1", "0"])
 def test_a_worker_count_below_one_is_refused_before_a_cluster_starts(
     tmp_path, exported, capsys, workers

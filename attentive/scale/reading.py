@@ -19,6 +19,7 @@ from pathlib import Path
 import dask
 import dask.array as da
 import dask.dataframe as dd
+from dask.utils import natural_sort_key
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -414,11 +415,16 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # A directory's files in natural order (part.2 before part.10), as Dask writes and reads
+    # them: the output's rows are the input's in that order (alphabetical put part.10 second).
     files = (
         sorted(
-            p
-            for p in path.rglob("*.parquet")
-            if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
+            (
+                p
+                for p in path.rglob("*.parquet")
+                if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
+            ),
+            key=lambda p: natural_sort_key(p.relative_to(path).as_posix()),
         )
         if path.is_dir()
         else [path]
@@ -438,14 +444,15 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     for _, name, f in opened[1:]:
         if _parquet_columns(f.schema_arrow) != columns:
             raise DataError(f"{name} has other columns than {opened[0][1]}: every file must match")
-    for column in features:
-        kind = schema.field(column).type
-        if not (
-            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
-        ):
-            raise DataError(
-                f"{where}: column {column!r} holds {kind} values; features must be numeric"
-            )
+    for _, name, f in opened:  # (every file: a later one's text column was read as numbers)
+        for column in features:
+            kind = f.schema_arrow.field(column).type
+            if not (
+                pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+            ):
+                raise DataError(
+                    f"{name}: column {column!r} holds {kind} values; features must be numeric"
+                )
     meta = pd.DataFrame({c: np.empty(0) for c in features})
     parts = []
     for file, name, f in opened:
