@@ -19,10 +19,10 @@ from pathlib import Path
 import dask
 import dask.array as da
 import dask.dataframe as dd
-from dask.utils import natural_sort_key
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from dask.utils import natural_sort_key
 
 from attentive.data.libsvm import read_libsvm_rows
 from attentive.data.reader import (
