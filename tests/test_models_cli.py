@@ -97,6 +97,59 @@ def test_train_overrides(tmp_path, capsys):
     assert not (tmp_path / "models").exists()
 
 
+def test_train_out_that_cannot_be_a_file_is_refused_before_the_training(tmp_path, capsys):
+    """A user's trial: --out naming a directory raised IsADirectoryError after the training and
+    left a stray .part file beside it; under a file, NotADirectoryError. Refused first, in words,
+    and nothing is left behind."""
+    home = tmp_path / "home"
+    base = ["train", "breast-cancer", "--no-cache", "--data-home", str(home)]
+    (tmp_path / "afile").write_text("x")
+    for out, said in (
+        (tmp_path, "is a directory; a model is saved to a file"),
+        (tmp_path / "afile" / "m.skops", "afile is a file, not a directory"),
+    ):
+        assert main([*base, "--out", str(out)]) == 1
+        captured = capsys.readouterr()
+        assert said in captured.err and "Traceback" not in captured.err
+        assert "training" not in captured.out + captured.err  # (refused before it)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # (no .part, no home)
+
+
+def test_save_model_that_cannot_write_says_so_and_leaves_no_part(tmp_path, monkeypatch):
+    from sklearn.svm import SVC
+
+    from attentive.errors import DataError
+    from attentive.models import persistence
+
+    model = SVC().fit(np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(persistence._skops_io(), "dump", full)
+    with pytest.raises(DataError, match=r"cannot write the model to .*m.skops: No space left"):
+        persistence.save_model(model, tmp_path / "m.skops")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("gamma", ["inf", "1e400", "nan", "-1"])
+def test_train_refuses_a_gamma_that_is_not_positive_and_finite(tmp_path, capsys, gamma):
+    args = ["train", "breast-cancer", "--gamma", gamma, "--no-cache"]
+    assert main([*args, "--data-home", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "gamma must be 'scale', 'auto' or a positive finite number" in err
+    assert "Traceback" not in err
+
+
+def test_reproduce_out_that_is_a_file_is_refused_before_the_computation(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    for out in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+        argv = ["reproduce", "--dataset", "digits-2v5", "--quick", "--out", str(out)]
+        assert main([*argv, "--data-home", str(tmp_path / "home")]) == 1
+        assert "it names the folder the results go to" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from attentive.errors import InvalidParameterError
 from attentive.experiments.compute import (
     DATASET_STEPS,
     SIMULATION,
@@ -116,6 +117,19 @@ def report_simulation(result: SimulationResult) -> list[str]:
     return lines
 
 
+def _check_out(folder: Path) -> None:
+    """``--out`` names a folder (made if missing): not an existing file, nor one under a file."""
+    for where in (folder, *folder.parents):
+        if where.exists():
+            if not where.is_dir():
+                what = "is a file" if where == folder else f"is under {where}, a file"
+                raise InvalidParameterError(
+                    f"--out {folder} {what}; it names the folder the results go to (made if "
+                    "missing), such as results"
+                )
+            return
+
+
 def run(args: argparse.Namespace) -> int:
     """Reproduce one dataset's Figure 4 or the Figure 3 simulation; returns the exit status."""
     from tqdm.auto import tqdm
@@ -124,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
     name = args.dataset
     out = Path(args.out) / name
+    _check_out(Path(args.out))  # (before the computation, not after)
     steps = SIMULATION_STEPS if name == SIMULATION else DATASET_STEPS
     # disable=None: the bar shows on a terminal only
     with tqdm(total=len(steps) + 1, desc=name, unit="step", disable=None, leave=False) as bar:

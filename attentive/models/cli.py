@@ -15,7 +15,7 @@ from typing import TextIO
 
 from attentive.data.registry import REGISTRY, load_dataset
 from attentive.errors import InvalidParameterError
-from attentive.models.persistence import model_fingerprint, save_model
+from attentive.models.persistence import check_model_path, model_fingerprint, save_model
 from attentive.models.training import (
     GAMMA_KINDS,
     KINDS,
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--kind {params['kind']} (leave it out)"
             )
         params["gamma"] = _number_or_text(args.gamma)
+    if args.out:
+        check_model_path(args.out)  # (a directory, say, refused before the training)
     dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
     path = model_cache_path(dataset, **params, cache_dir=cache_dir)

@@ -32,6 +32,7 @@ from attentive.errors import (
     AttentiveError,
     DataError,
     FeatureMismatchError,
+    InvalidParameterError,
     UnsupportedModelError,
     UntrustedModelError,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "SUPPORTED_KERNELS",
     "SUPPORTED_MODELS",
     "TRUSTED_TYPES",
+    "check_model_path",
     "check_n_features",
     "check_supported_model",
     "final_estimator",
@@ -121,11 +123,42 @@ def save_model(model: Any, path: str | os.PathLike) -> Path:
         The path written.
     """
     check_supported_model(model)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = check_model_path(path)
     tmp = path.with_name(path.name + ".part")
-    _skops_io().dump(model, tmp)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _skops_io().dump(model, tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DataError(
+            f"cannot write the model to {path}: {exc.strerror or exc}; choose another path"
+        ) from None
+    return path
+
+
+def check_model_path(path: str | os.PathLike) -> Path:
+    """``path`` as a :class:`~pathlib.Path` a model file can be written to, checked before any
+    work: not a directory (a file name is wanted), and not under a file.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``path`` is a directory, or one of its parents is a file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidParameterError(
+            f"{path} is a directory; a model is saved to a file: name one, such as "
+            f"{path / 'model.skops'}"
+        )
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidParameterError(
+                    f"cannot save a model to {path}: {parent} is a file, not a directory"
+                )
+            break
     return path
 
 

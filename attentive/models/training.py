@@ -117,9 +117,13 @@ def _resolve(kind: str, C: float, gamma: str | float, degree: int, coef0: float)
                 raise InvalidParameterError(
                     f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}"
                 )
-        elif not isinstance(gamma, Real) or isinstance(gamma, bool) or not gamma > 0:
+        elif (
+            not isinstance(gamma, Real)
+            or isinstance(gamma, bool)
+            or not 0 < gamma < float("inf")  # (scikit-learn refuses inf, after the load)
+        ):
             raise InvalidParameterError(
-                f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}"
+                f"gamma must be 'scale', 'auto' or a positive finite number, got {gamma!r}"
             )
         else:
             gamma = float(gamma)
