@@ -496,3 +496,29 @@ def test_true_and_false_cells_are_words_in_any_chunk(rows):
         parse_csv_rows(
             rows, names=["a", "b", "c"], numeric=["a", "b", "c"], where="f", first_line=1
         )
+
+
+def test_cli_words_for_files_read_as_another_format_or_with_a_comment_first(tmp_path):
+    """A user's trial: a CSV named .txt read as LIBSVM printed its whole first line as a
+    "multilabel" label; a Parquet file forced to LIBSVM printed its bytes as a label; a CSV
+    starting with a '# ...' line got a message about separators. Each now says what the file
+    is and which option reads it."""
+    from attentive.data.libsvm import read_libsvm_rows
+
+    row = ",".join(["0.25"] * 64)
+    with pytest.raises(DataError) as info:
+        read_libsvm_rows(f"{row}\n".encode(), where="f.txt", n_features=64, zero_based=False)
+    message = str(info.value)
+    assert "separated by commas, as in CSV" in message and "--format csv" in message
+    assert "multilabel" not in message and row not in message  # (cut short)
+    with pytest.raises(DataError, match=r"is a Parquet file .*--format parquet"):
+        guess_format("d.parquet", b"PAR1\x15\x04", format="libsvm")
+    expected = ExpectedFeatures(n_features=3, names=None)
+    with pytest.raises(DataError, match="is a comment; CSV files are read without comment"):
+        csv_header(["# exported rows"], header=None, expected=expected, where="f")
+    # a header whose first name starts with '#' is still a header
+    assert csv_header(["#id", "a", "b"], header=None, expected=expected, where="f") == [
+        "#id",
+        "a",
+        "b",
+    ]

@@ -118,8 +118,9 @@ def fetch(
     if not download:
         state = "has the wrong checksum" if target.is_file() else "is not in the cache"
         raise DataError(
-            f"{remote.filename} {state} ({target}) and download=False; call with download=True "
-            f"(or run `python -m attentive datasets download`), or {manual_instructions(remote, home)}"
+            f"{remote.filename} {state} ({target}) and downloads are off (--no-download, "
+            "download=False); run `python -m attentive datasets download`, drop --no-download "
+            f"(download=True), or {manual_instructions(remote, home)}"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     logger = pooch.get_logger()

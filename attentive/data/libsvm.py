@@ -130,8 +130,14 @@ def _locate_error(
         tokens = line.split()
         problem = None
         if not _LABEL.match(tokens[0]):
-            problem = f"the label {tokens[0]!r} is not a number"
-            if "," in tokens[0] and all(_LABEL.match(t) for t in tokens[0].split(",")):
+            label = tokens[0] if len(tokens[0]) <= 40 else tokens[0][:37] + "..."
+            problem = f"the label {label!r} is not a number"
+            if ":" not in line and "," in line:
+                problem += (
+                    "; its cells are separated by commas, as in CSV: if the file is CSV, say so "
+                    "(--format csv, format='csv')"
+                )
+            elif "," in tokens[0] and all(_LABEL.match(t) for t in tokens[0].split(",")):
                 problem += " (several labels, multilabel LIBSVM: one label a line is read)"
         last = -1
         for token in tokens[1:]:

@@ -242,6 +242,11 @@ def guess_format(
     if format is not None:
         if format not in allowed:
             raise InvalidParameterError(f"format must be one of {allowed} or None, got {format!r}")
+        if head.startswith(b"PAR1") and format != "parquet":
+            raise DataError(
+                f"{name} is a Parquet file (it starts with PAR1), not {format}: read it as "
+                "Parquet (--format parquet, format='parquet', or no format: the file says)"
+            )
         return format
     guessed = SUFFIXES.get(_suffix(name))
     if guessed is None:
@@ -261,7 +266,7 @@ def guess_format(
             guessed = "csv"
     if guessed not in allowed:
         what = f"looks like {guessed}, which is not read here" if guessed else "has no known suffix"
-        names = " or ".join(f"format={f!r}" for f in allowed)
+        names = " or ".join(f"--format {f} (format={f!r})" for f in allowed)
         raise DataError(
             f"cannot tell the format of {name}: it {what}; name it "
             f"{', '.join(s for s, f in SUFFIXES.items() if f in allowed)}, or pass {names}"
@@ -566,6 +571,12 @@ def csv_header(
     """
     if header is not None and not isinstance(header, bool | np.bool_):
         raise InvalidParameterError(f"header must be True, False or None, got {header!r}")
+    if cells and cells[0].startswith("#") and (len(cells) == 1 or cells[0].startswith("# ")):
+        first = ",".join(cells)
+        raise DataError(
+            f"{where}: the first line, {first[:60]!r}, is a comment; CSV files are read without "
+            "comment lines: remove it (a header line names the columns, without '#')"
+        )
     if header is None:
         numbers = [_is_number(c) for c in cells]
         names = [

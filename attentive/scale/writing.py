@@ -48,7 +48,7 @@ _REASONS = {
     errno.EACCES: "permission denied",
     errno.EPERM: "permission denied",
     errno.EROFS: "the file system is read-only",
-    errno.ENOENT: "its directory does not exist",
+    errno.ENOENT: "its directory does not exist or takes no new entries",
     errno.ENOTDIR: "a part of its path is a file, not a directory",
 }
 
@@ -99,9 +99,10 @@ class ScoreSummary:
 def output_error(exc: OSError, what: str | os.PathLike) -> OutputError:
     """An :class:`OutputError` for a failed write of ``what``, saying why in words."""
     reason = _REASONS.get(exc.errno, exc.strerror or str(exc))
+    space = "free some space or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
     return OutputError(
-        f"cannot write {what}: {reason}. Nothing was written to the output; free some space or "
-        "choose another --output (output=...)"
+        f"cannot write {what}: {reason}. Nothing was written to the output; {space}choose "
+        "another --output (output=...)"
     )
 
 
