@@ -410,6 +410,14 @@ def test_a_csv_file_whose_first_line_does_not_fit_the_model_is_refused_before_a_
     pd.DataFrame(X[:5, :-1].toarray()).add_prefix("x").to_csv(named, index=False)
     with pytest.raises(DataError, match=r"named\.csv"):
         files.score_file(path, named, out, header=True)
+    # a Parquet directory whose second file has a text column (its schema, not its rows)
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    frame = pd.DataFrame(X[:6].toarray()).add_prefix("x")
+    frame[:3].to_parquet(folder / "part.0.parquet", index=False)
+    frame[3:].astype({"x1": str}).to_parquet(folder / "part.1.parquet", index=False)
+    with pytest.raises(DataError, match=r"pq/part\.1\.parquet: column 'x1' holds"):
+        files.score_file(path, folder, out)
     assert started == [] and not out.exists()
     rows = tmp_path / "rows.csv"
     pd.DataFrame(X[:5].toarray()).to_csv(rows, index=False, header=False)

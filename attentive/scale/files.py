@@ -186,7 +186,8 @@ def score_file(
         )
     output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
-    # A CSV file's first line against the model's features, before a cluster is started.
+    # A CSV file's first line, or Parquet schemas, against the model's features, before a
+    # cluster is started.
     check_columns(input, clf, format=format, header=header, exclude=exclude, name=input.name)
     copy = cluster = None
     try:

@@ -128,16 +128,18 @@ def check_columns(
     exclude: tuple[str, ...] = (),
     name: str | None = None,
 ) -> None:
-    """:func:`read_input`'s checks of a CSV file's first line against ``clf``'s features (a
-    header, the number of fields, the names), reading that line only: so that
-    :func:`attentive.scale.score_file` refuses such a file before it starts a cluster. Other
-    formats are checked as they are read."""
+    """:func:`read_input`'s checks of a CSV file's first line, or of a Parquet file's (or
+    directory's) schemas, against ``clf``'s features (a header, the number of fields, the names,
+    the column types), reading no row: so that :func:`attentive.scale.score_file` refuses such
+    a file before it starts a cluster. LIBSVM is checked as it is read."""
     path = Path(path)
     where = name or path.name
     fmt, text, head = _opened(path, where, format, zero_based=None, header=header, exclude=exclude)
     if fmt == "csv":
         start = len(BOM) if head.startswith(BOM) else 0
         _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude))
+    elif fmt == "parquet":
+        _parquet_files(path, ExpectedFeatures.of(clf), tuple(exclude), where)
 
 
 def check_chunk_rows(chunk_rows) -> None:
@@ -412,6 +414,30 @@ def _parquet_columns(schema) -> list[str]:
 
 
 def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclude, where: str):
+    opened, features = _parquet_files(path, expected, exclude, where)
+    meta = pd.DataFrame({c: np.empty(0) for c in features})
+    parts = []
+    for file, name, f in opened:
+        groups, rows, first_row = [], 0, 1
+        for i in range(f.metadata.num_row_groups):
+            groups.append(i)
+            rows += f.metadata.row_group(i).num_rows
+            if rows >= chunk_rows or i == f.metadata.num_row_groups - 1:
+                parts.append(
+                    dask.delayed(_parquet_chunk, pure=True)(
+                        str(file), groups, features, name, first_row
+                    )
+                )
+                groups, first_row, rows = [], first_row + rows, 0
+    if not sum(f.metadata.num_rows for _, _, f in opened):
+        raise DataError(f"{where} has no rows")
+    return dd.from_delayed(parts, meta=meta)
+
+
+def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
+    """``(opened, features)``: a Parquet file's or directory's files, each ``(path, name,
+    ParquetFile)``, and the feature columns, every file's schema checked against the model
+    (from their footers: no row is read)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -453,20 +479,4 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
                 raise DataError(
                     f"{name}: column {column!r} holds {kind} values; features must be numeric"
                 )
-    meta = pd.DataFrame({c: np.empty(0) for c in features})
-    parts = []
-    for file, name, f in opened:
-        groups, rows, first_row = [], 0, 1
-        for i in range(f.metadata.num_row_groups):
-            groups.append(i)
-            rows += f.metadata.row_group(i).num_rows
-            if rows >= chunk_rows or i == f.metadata.num_row_groups - 1:
-                parts.append(
-                    dask.delayed(_parquet_chunk, pure=True)(
-                        str(file), groups, features, name, first_row
-                    )
-                )
-                groups, first_row, rows = [], first_row + rows, 0
-    if not sum(f.metadata.num_rows for _, _, f in opened):
-        raise DataError(f"{where} has no rows")
-    return dd.from_delayed(parts, meta=meta)
+    return opened, features
