@@ -150,6 +150,31 @@ def test_reproduce_out_that_is_a_file_is_refused_before_the_computation(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+def test_train_classifier_saves_what_score_takes(tmp_path, capsys):
+    """A user's trial: train --out saves a bare model, which score refuses; going from one to
+    the other took Python. --classifier saves the calibrated classifier score takes: loaded,
+    it is an AttentiveClassifier whose model was fitted on the fit part of the training rows
+    (its support vectors are training rows none of which it held out), with a guarantee."""
+    from attentive.data import load_dataset
+    from attentive.estimator import calibration_split
+    from attentive.scale import load_classifier
+
+    path = tmp_path / "clf.skops"
+    argv = ["train", "mnist-t10k-2v5", "--no-cache", "--data-home", str(tmp_path / "home")]
+    assert main([*argv, "--classifier", str(path), "--delta", "0.02"]) == 0
+    out = capsys.readouterr().out
+    assert f"classifier saved to {path}" in out and "Disagreement ≤ δ" in out
+    clf = load_classifier(path)
+    ds = load_dataset("mnist-t10k-2v5")
+    assert clf.calibration_.delta == 0.02 and not clf.calibration_.fallback
+    _, X_cal, _, _ = calibration_split(ds.X_train, ds.y_train, delta=0.02, random_state=0)
+    assert clf.calibration_.m == X_cal.shape[0]
+    full = clf.with_rule("full").decision_function(ds.X_test[:50])
+    np.testing.assert_allclose(full, clf.estimator_.decision_function(ds.X_test[:50]))
+    assert main([*argv, "--classifier", str(tmp_path / "c2.skops"), "--delta", "1.5"]) == 1
+    assert "delta" in capsys.readouterr().err
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

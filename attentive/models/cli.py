@@ -1,6 +1,8 @@
-"""``python -m attentive train DATASET [--kind K] [--C C] [--gamma G] [--out FILE]``.
+"""``python -m attentive train DATASET [--kind K] [--C C] [--gamma G] [--out FILE]
+[--classifier FILE [--delta D]]``.
 
 Prints an elapsed-time line while training, then what was trained and where it is cached.
+``--classifier`` also fits the calibrated classifier ``python -m attentive score`` takes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from attentive.models.training import (
     model_cache_path,
     train_model,
 )
+from attentive.validation import check_delta
 
 __all__ = ["configure_parser", "elapsed_line", "run"]
 
@@ -39,6 +42,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="retrain even if cached")
     parser.add_argument("--out", default=None, help="also save the model to this .skops file")
+    parser.add_argument(
+        "--classifier",
+        default=None,
+        help="also fit and save, to this .skops file, the classifier `score` takes: "
+        "AttentiveClassifier(model, boundary='calibrated', side='both'), its model trained on "
+        "the training rows less those held out to calibrate",
+    )
+    parser.add_argument(
+        "--delta",
+        type=float,
+        default=0.01,
+        help="with --classifier: the disagreement with the full model to guarantee "
+        "(default 0.01, α = 0.05)",
+    )
     parser.add_argument(
         "--data-home",
         default=None,
@@ -60,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
                 f"--kind {params['kind']} (leave it out)"
             )
         params["gamma"] = _number_or_text(args.gamma)
-    if args.out:
-        check_model_path(args.out)  # (a directory, say, refused before the training)
+    for path in (args.out, args.classifier):
+        if path:
+            check_model_path(path)  # (a directory, say, refused before the training)
+    if args.classifier:
+        check_delta(args.delta)
     dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
     path = model_cache_path(dataset, **params, cache_dir=cache_dir)
@@ -84,13 +104,44 @@ def run(args: argparse.Namespace) -> int:
         print(f"cached at {path}")
     if args.out:
         print(f"saved to {save_model(model, args.out)}")
-        # (score takes a classifier with its rule: this file holds the bare model.)
-        print(
-            "to score files with it (python -m attentive score), wrap it first: "
-            "AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref), saved with "
-            "attentive.models.save_model (docs/scale.md), or export one from the dashboard"
-        )
+        if not args.classifier:
+            # (score takes a classifier with its rule: this file holds the bare model.)
+            print(
+                "to score files with it (python -m attentive score), wrap it first: "
+                "AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref), saved with "
+                "attentive.models.save_model (docs/scale.md); or train with --classifier FILE, "
+                "or export one from the dashboard"
+            )
+    if args.classifier:
+        _save_classifier(dataset, params, args.delta, args.classifier)
     return 0
+
+
+def _save_classifier(dataset, params: dict, delta: float, path) -> None:
+    """Fit and save the calibrated classifier ``score`` takes (its model trained on the fit
+    part of the training rows, the rest held out to calibrate: a guarantee needs examples the
+    model never saw)."""
+    import warnings
+
+    from attentive import AttentiveClassifier
+    from attentive.models.training import make_model
+
+    clf = AttentiveClassifier(
+        make_model(**params), boundary="calibrated", side="both", delta=delta, random_state=0
+    )
+    with elapsed_line(f"fitting the calibrated classifier (δ = {delta:g})"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clf.fit(dataset.X_train, dataset.y_train)
+    guarantee = clf.calibration_.guarantee
+    for w in caught:  # (the fallback's warning is the guarantee's sentence: said once)
+        if issubclass(w.category, UserWarning) and str(w.message) != guarantee:
+            print(f"note: {w.message}")
+    print(guarantee)
+    print(
+        f"classifier saved to {save_model(clf, path)}; score files with it: python -m attentive "
+        f"score --model {path} --input ROWS --output SCORES"
+    )
 
 
 def _number_or_text(value: str) -> float | str:
