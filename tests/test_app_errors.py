@@ -6,6 +6,7 @@ docs/robustness.md names these tests in its bad-input table.
 
 from __future__ import annotations
 
+import io
 import pickle
 import re
 
@@ -59,6 +60,43 @@ def test_malformed_upload_is_reported_and_changes_nothing(state):
     assert "broken.csv" in state.last_error and "'oops' is not a number" in state.last_error
     _unchanged(state, walks)
     assert "file: broken.csv" not in state.param.dataset.objects
+
+
+def test_an_upload_with_a_value_too_large_for_a_kernel_is_refused_and_changes_nothing(state):
+    """A user's trial: one cell of 1e308 in a good CSV made every score NaN; the switch failed
+    half-way (θ's bounds NaN): numbers of the new file beside the old sketch, controls that no
+    longer applied, the previous upload gone. The reader refuses such a value, naming it."""
+    good = _csv([0, 1] * 100)
+    assert state.upload_dataset(good, "good.csv")
+    walks = state.walks
+    frame = pd.read_csv(io.BytesIO(good))
+    frame.loc[5, "f1"] = 1e308
+    assert not state.upload_dataset(frame.to_csv(index=False).encode(), "huge.csv")
+    assert "huge.csv: row 6, column 2 is 1e+308" in state.last_error
+    _unchanged(state, walks, dataset="file: good.csv")
+    assert "file: huge.csv" not in state.param.dataset.objects
+
+
+def test_a_model_whose_scores_are_not_finite_is_refused_and_the_one_in_use_kept(state, monkeypatch):
+    """Whatever makes the scores NaN (the reader's bound aside), the new walk is refused before
+    anything of it is applied: θ's range, the rule and the numbers stay those of the model in
+    use, and the controls go back to it."""
+    import dataclasses
+
+    from attentive.app import state as state_module
+
+    walks, original = state.walks, state_module.walks
+
+    def nan_scores(*args, **kwargs):
+        built = original(*args, **kwargs)
+        return dataclasses.replace(built, full_score=np.full_like(built.full_score, np.nan))
+
+    monkeypatch.setattr(state_module, "walks", nan_scores)
+    bounds = state.param.theta.bounds
+    state.set_controls(seed=5)
+    assert "scores on mnist-t10k-2v5 are not all finite" in state.last_error
+    assert state.walks is walks and state.seed == 0
+    assert state.param.theta.bounds == bounds
 
 
 def test_upload_over_the_limit_is_refused(state, monkeypatch):

@@ -31,7 +31,7 @@ from attentive.app.background import Background
 from attentive.app.controls import DEFAULT_DATASET
 from attentive.app.inputs import parse_gamma, plain, typed, user_message
 from attentive.app.models import DataSource, ModelSource, Walks, content_hash, walks
-from attentive.errors import AttentiveError, InvalidParameterError
+from attentive.errors import AttentiveError, DataError, InvalidParameterError
 
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
 
@@ -231,12 +231,21 @@ class DashboardState(Background):
             else:
                 gamma = parse_gamma(inputs["gamma"])
                 model = ModelSource(inputs["kernel"], float(inputs["C"]), gamma)
-            return walks(data, model, inputs["centering"], int(inputs["seed"]))
+            built = walks(data, model, inputs["centering"], int(inputs["seed"]))
+            if not np.isfinite(built.full_score).all():
+                # (θ's range, the plots and every number would be NaN: refused as a bad input,
+                # the model in use kept)
+                raise DataError(
+                    f"the model's scores on {name} are not all finite numbers (NaN or "
+                    "infinite): its feature values are too large for it; rescale the features"
+                )
+            return built
 
         def done(built: Walks) -> None:
             if self._inputs() == inputs:
+                bounds = rules.theta_range(built)  # θ follows the data
                 self._applied = inputs
-                self.param.theta.bounds = lo, hi = rules.theta_range(built)  # θ follows the data
+                self.param.theta.bounds = lo, hi = bounds
                 theta = self.theta if lo <= self.theta <= hi else 0.0
                 # The new walk's sketch (if known) and the rule for it, in the same update.
                 sketch = sketches.known(built)

@@ -88,19 +88,37 @@ def check_features(X: Any, *, where: str) -> Features:
         raise DataError(f"{where}: no data (shape {X.shape}); expected at least one row and column")
     bad = ~np.isfinite(values)
     if bad.any():
-        if sp.issparse(X):
-            k = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            col = int(X.indices[k])
-            value = X.data[k]
-        else:
-            row, col = (int(i) for i in np.argwhere(bad)[0])
-            value = X[row, col]
+        row, col, value = _first(X, bad)
         raise DataError(
             f"{where}: feature values must be finite numbers, but row {row + 1}, column {col + 1} "
             f"is {value} ({int(bad.sum())} non-finite values in all); remove or impute them"
         )
+    huge = np.abs(values) > MAX_FEATURE_VALUE
+    if huge.any():
+        row, col, value = _first(X, huge)
+        raise DataError(
+            f"{where}: row {row + 1}, column {col + 1} is {value:g} ({int(huge.sum())} "
+            f"value{'s' if huge.sum() > 1 else ''} beyond ±{MAX_FEATURE_VALUE:g} in all): a kernel squares such values and a "
+            "scaler's variance overflows, so every score would be NaN or infinite; rescale "
+            "the column, or remove those rows"
+        )
     return X
+
+
+#: Feature values beyond this size are refused: their squares (a kernel's distances, a scaler's
+#: variance over many rows) overflow float64, whose largest value is about 1.8e308.
+MAX_FEATURE_VALUE = 1e150
+
+
+def _first(X, mask) -> tuple[int, int, float]:
+    """The 0-based row and column of ``X``'s first value where ``mask`` (over its values), and
+    the value."""
+    if sp.issparse(X):
+        k = int(np.flatnonzero(mask)[0])
+        row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        return row, int(X.indices[k]), float(X.data[k])
+    row, col = (int(i) for i in np.argwhere(mask)[0])
+    return row, col, float(X[row, col])
 
 
 def binary_labels(
