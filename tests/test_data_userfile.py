@@ -219,3 +219,19 @@ def test_bad_arguments(problem):
         load_user_file(data, format="libsvm", test_size=1.5)
     with pytest.raises(DataError, match="cannot tell the format"):
         load_user_file(b"1 2 3\n", filename="mystery")
+
+
+def test_a_pandas_index_column_is_refused_not_taken_as_a_feature(problem):
+    """A user's trial: df.to_csv() (its index first, under an empty name) uploaded as 7
+    features instead of 6, and accuracy fell from 84 % to 52 %. The index is named as such; the
+    same rows written with index=False load, and an unnamed column that is data stays one."""
+    import pandas as pd
+
+    X, y = problem
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(label=y)
+    with pytest.raises(DataError, match=r"first column has no name and numbers the rows 0, 1"):
+        load_user_file(frame.to_csv().encode(), filename="with_index.csv")
+    ds = load_user_file(frame.to_csv(index=False).encode(), filename="plain.csv")
+    assert ds.n_features == X.shape[1]
+    data = frame.rename(columns={"f0": ""}).to_csv(index=False).encode()
+    assert load_user_file(data, filename="unnamed.csv").n_features == X.shape[1]

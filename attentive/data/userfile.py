@@ -270,6 +270,17 @@ def _parse_csv(
     frame = parse_csv_rows(
         rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
     )
+    first_column = columns[0]
+    if first_column == "Unnamed: 0" and first_column in features:
+        counter = frame[first_column].to_numpy()
+        if counter.size > 1 and np.all(np.diff(counter) == 1) and counter[0] in (0, 1):
+            # df.to_csv() writes the index first, under an empty name: not a feature.
+            raise DataError(
+                f"{name}: its first column has no name and numbers the rows "
+                f"{int(counter[0])}, {int(counter[0]) + 1}, {int(counter[0]) + 2}, …: the index "
+                "pandas writes with df.to_csv(), not a feature. Write the file with "
+                "df.to_csv(path, index=False), or remove that column"
+            )
     labels = frame[label]
     missing = labels.isna().to_numpy()
     if missing.any():
