@@ -99,6 +99,23 @@ def test_a_model_whose_scores_are_not_finite_is_refused_and_the_one_in_use_kept(
     assert state.param.theta.bounds == bounds
 
 
+def test_the_positive_class_of_one_upload_does_not_block_the_next(state):
+    """A user's trial: three.csv read with positive class 2, then good.csv (labels 0 and 1) was
+    refused ("the positive class '2' is not among the labels found"); a model uploaded next
+    went to three.csv, and clearing the field loaded the refused file. The next file is read
+    with its own labels; the same file uploaded again keeps its class."""
+    three = _csv(list(range(3)) * 30)
+    assert not state.upload_dataset(three, "three.csv")
+    state.positive_class = "2"  # (the retry the notification asks for)
+    assert state.dataset == "file: three.csv"
+    assert state.walks.problem.dataset.positive_meaning.endswith("2")
+    assert state.upload_dataset(three, "three.csv")  # the same file again: the class stays
+    assert state.positive_class == "2"
+    assert state.upload_dataset(_csv([0, 1] * 60), "good.csv")
+    assert state.dataset == "file: good.csv" and state.positive_class == ""
+    assert state.walks.problem.dataset.n_features == 3 and state.n_errors == 1
+
+
 def test_upload_over_the_limit_is_refused(state, monkeypatch):
     monkeypatch.setenv("ATTENTIVE_MAX_UPLOAD_MB", "0.01")
     walks = state.walks

@@ -203,7 +203,7 @@ class DashboardState(Background):
         if preset:
             return self.param.update(preset)  # the update builds once, with the preset
         if "positive_class" in changed and self._pending_upload is not None:
-            return self.upload_dataset(*self._pending_upload)
+            return self.upload_dataset(*self._pending_upload, retry=True)
         self._build(self._inputs())
 
     def _preset(self, changed) -> dict:
@@ -272,9 +272,11 @@ class DashboardState(Background):
         return self._inputs() != self._applied
 
     # -- uploads --------------------------------------------------------------------------------
-    def upload_dataset(self, data: bytes | None, filename: str) -> bool:
+    def upload_dataset(self, data: bytes | None, filename: str, retry: bool = False) -> bool:
         """Add an uploaded LIBSVM/CSV file as a dataset and switch to it. A refused file leaves
-        the choices (kept for a retry with :attr:`positive_class`). True if in use or building."""
+        the choices (kept for a retry with :attr:`positive_class`: ``retry``). Another file than
+        the uploaded one in use is read without the positive class given for that one (its
+        labels are its own). True if in use or building."""
         from attentive.data import max_upload_bytes
 
         limit, name = max_upload_bytes(), controls.UPLOAD_PREFIX + (filename or "upload")
@@ -287,10 +289,15 @@ class DashboardState(Background):
         self._pending_upload = None
         self._uploads[name] = (bytes(data), filename)
         self.param.dataset.objects = [*(o for o in self.param.dataset.objects if o != name), name]
-        if self.dataset == name:
+        # The positive class given for another uploaded file in use is that file's (a shared
+        # address's class, given before its file, is kept).
+        current = self._applied.get("dataset", "")
+        earlier = current.startswith(controls.UPLOAD_PREFIX) and current != name
+        fresh = {"positive_class": ""} if earlier and self.positive_class and not retry else {}
+        if self.dataset == name and not fresh:
             self._build(self._inputs())
         else:
-            self.dataset = name
+            self.param.update(dataset=name, **fresh)
         return self.dataset == name
 
     def upload_model(self, data: bytes | None, filename: str) -> bool:
