@@ -105,7 +105,15 @@ def operating_point(state) -> dict[str, Any]:
         "centering": state.centering,
         "reference_walks": walks.classifier.reference_walks_,
         "seed": state.seed,
-        "delta": None if state.boundary == "budget" else state.delta,
+        # A family's δ' = Φ(−z) of its scale, exactly (the slider shows it on its grid, and a
+        # rule rebuilt from the slider's δ is another); calibrated: the guarantee's δ.
+        "delta": (
+            None
+            if state.boundary == "budget"
+            else state.delta
+            if state.boundary == "calibrated"
+            else rules.nominal_delta(state.rule.scale)
+        ),
         "z": None if state.boundary in ("budget", "calibrated") else state.rule.scale,
         "theta": state.theta,
         "theta_s": metrics["theta_s"],

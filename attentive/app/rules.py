@@ -107,11 +107,17 @@ def is_sketched(kind) -> bool:
 
 
 def snap_delta(delta: float) -> float:
-    """δ on the slider's grid (log10 in steps of 0.01, three significant digits)."""
+    """δ on the slider's grid (log10 in steps of 0.01, three significant digits), where a value
+    of two significant digits lies within half a step, that value: 0.05, not 10**-1.30 =
+    0.0501 (a shared address's δ = 0.05 read "≤ 0.0501" in the guarantee)."""
     lo, hi = DELTA_RANGE
     d = min(hi, max(lo, float(delta)))
     step = round(math.log10(d) / LOG_DELTA_STEP) * LOG_DELTA_STEP
-    return min(hi, max(lo, float(f"{10**step:.3g}")))
+    on_grid = float(f"{10**step:.3g}")
+    rounder = float(f"{on_grid:.2g}")
+    if abs(math.log10(rounder) - step) <= LOG_DELTA_STEP / 2:
+        on_grid = rounder
+    return min(hi, max(lo, on_grid))
 
 
 def delta_steps() -> np.ndarray:
