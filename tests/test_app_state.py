@@ -508,6 +508,24 @@ def test_the_exported_point_names_the_positive_class(state):
     assert point["calibration"]["notes"] == list(clf.calibration_.notes) == []  # (balanced)
 
 
+def test_the_exported_calibrated_classifier_says_it_is_calibrated(state):
+    """A user's trial: the exported calibrated classifier printed as
+    AttentiveClassifier(boundary='curved', delta=0.05): a clone or a refit gave another rule.
+    Its parameters now name the calibrated rule (family, δ, α); its decisions are the same."""
+    from attentive.models import load_model
+
+    report = state.calibration()
+    loaded = load_model(exports.classifier_bytes(state))
+    params = loaded.get_params()
+    assert params["boundary"] == "calibrated" and params["family"] == report.family
+    assert params["delta"] == report.delta == state.delta and params["alpha"] == report.alpha
+    shown = rules.rule_classifier(state.walks, state.rule)
+    assert shown.get_params()["boundary"] == "curved"  # (the dashboard's own copy untouched)
+    X = state.walks.X_test
+    np.testing.assert_array_equal(loaded.predict(X), shown.predict(X))
+    np.testing.assert_array_equal(loaded.evaluate(X).n_evaluated, shown.evaluate(X).n_evaluated)
+
+
 @pytest.mark.parametrize("delta", [0.01, 0.0141])
 def test_a_family_rule_at_any_slider_delta_is_a_row_of_the_table_with_its_numbers(delta):
     """The picker's table has the current rule's own row (its z off the table's quarter steps)

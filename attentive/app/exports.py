@@ -7,6 +7,7 @@ the dashboard shows — so the export cannot disagree with the page.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
 import json
@@ -55,8 +56,21 @@ def _ready(state):
 
 
 def classifier(state):
-    """The fitted :class:`~attentive.AttentiveClassifier` at the current operating point."""
-    return rules.rule_classifier(_ready(state), state.rule)
+    """The fitted :class:`~attentive.AttentiveClassifier` at the current operating point. A
+    calibrated rule's parameters say so (``boundary="calibrated"``, its family, δ and α), as a
+    classifier fitted with them would: the rule was calibrated on a curved classifier's walk,
+    whose parameters (curved, δ = 5 %) a clone or a refit would take otherwise."""
+    clf = rules.rule_classifier(_ready(state), state.rule)
+    report = clf.calibration_
+    if state.boundary != "calibrated" or report is None:
+        return clf
+    clf = copy.copy(clf)  # (the dashboard's cached classifier keeps its own)
+    return clf.set_params(
+        boundary="calibrated",
+        family=report.family if not report.fallback else "auto",
+        delta=report.delta,
+        alpha=report.alpha,
+    )
 
 
 def classifier_bytes(state) -> bytes:
