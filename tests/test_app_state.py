@@ -8,8 +8,10 @@ the snippet run in a subprocess.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -506,6 +508,48 @@ def test_the_exported_point_names_the_positive_class(state):
     }
     assert point["calibration"]["guaranteed"] is True
     assert point["calibration"]["notes"] == list(clf.calibration_.notes) == []  # (balanced)
+
+
+@pytest.mark.parametrize("model", ["trained", "uploaded"])
+def test_the_snippet_of_an_upload_reproduces_its_numbers(tmp_path, model):
+    """A user's trial: for an uploaded file the snippet only loaded the exported classifier,
+    under a header promising the fraction of terms, the disagreement and the accuracy. It now
+    reads the file as the page did and prints them: run beside the exported classifier and the
+    file, it prints the page's numbers (a multiclass file's positive class, an uploaded model
+    for which the file is read, too)."""
+    import skops.io as sio
+    from sklearn.datasets import make_classification
+    from sklearn.svm import SVC
+
+    X, y = make_classification(400, 6, n_informative=4, n_classes=3, random_state=0)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)]).assign(label=y)
+    data = frame.to_csv(index=False).encode()
+    state = DashboardState()
+    assert not state.upload_dataset(data, "mine.csv")  # (three labels: which is positive?)
+    state.positive_class = "2"
+    if model == "uploaded":
+        fitted = SVC(C=2.0).fit(X[:200], y[:200] == 2)
+        assert state.upload_model(sio.dumps(fitted), "svc.skops")
+    state.target = 0.02
+    m = state.numbers()
+    (tmp_path / "mine.csv").write_bytes(data)
+    (tmp_path / "attentive_classifier.skops").write_bytes(exports.classifier_bytes(state))
+    (tmp_path / "snippet.py").write_text(exports.snippet(state))
+    out = subprocess.run(
+        [sys.executable, "snippet.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    ).stdout
+    printed = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
+    assert float(printed["mean fraction of terms"]) == pytest.approx(
+        round(m["mean_evaluated_fraction"], 4)
+    )
+    assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
+    assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
 
 
 def test_the_exported_calibrated_classifier_says_it_is_calibrated(state):

@@ -212,6 +212,51 @@ def operating_points_csv(state) -> io.StringIO:
     return buf
 
 
+_PRINT_NUMBERS = """truth = np.asarray(ds.y_test) == clf.classes_[1]
+frac = early.n_evaluated.mean() / clf.n_terms_
+print("mean fraction of terms", round(frac, 4))
+# With a sketch, the work per example counts it too (full evaluations).
+print("work per example", round(early.work_fraction, 4))
+differ = np.mean(early.positive != full.positive)
+print("disagreement", round(float(differ), 4))
+right = np.mean(early.positive == truth)
+print("accuracy", round(float(right), 4))
+"""
+
+
+def _upload_snippet(state, name: str, uploaded_model: bool, at: str) -> str:
+    """An uploaded file or model: the exported classifier, on the uploaded file split as on the
+    page (``load_user_file``; for an uploaded model the file is read for it, as here)."""
+    filename = name.removeprefix("file: ") if name.startswith("file: ") else None
+    positive = state.positive_class.strip() or None
+    if filename is None:  # a registry dataset with an uploaded model
+        data = f'ds = load_dataset("{name}")'
+        imports = "from attentive.data import load_dataset"
+    else:
+        options = "" if positive is None else f", positive_class={positive!r}"
+        options += ", model=clf" if uploaded_model else ""
+        data = (
+            "# The file you uploaded (its path here), split into train and test as on the page.\n"
+            f'ds = load_user_file("{filename}"{options})'
+        )
+        imports = "from attentive.data import load_user_file"
+    return (
+        f"""import numpy as np
+
+{imports}
+from attentive.models import load_model
+
+# The classifier exported from the page (skops, trusting only the types an exported
+# classifier holds): the model and the rule as shown.
+clf = load_model("attentive_classifier.skops")
+{data}
+early = clf.evaluate(ds.X_test)
+full = clf.with_rule("full", {at}).evaluate(ds.X_test)
+"""
+        + _PRINT_NUMBERS
+    )
+
+
 def snippet(state) -> str:
     """Python that rebuilds the current rule from scratch and prints the numbers shown."""
     walks = _ready(state)
@@ -219,15 +264,10 @@ def snippet(state) -> str:
     src = p.model_source
     rule = state.rule
     name = state.walks_dataset
-    if src.uploaded or name.startswith("file: "):
-        return (
-            "# An uploaded dataset or model: load the exported classifier instead\n"
-            "# (skops, trusting only the types an exported classifier holds).\n"
-            "from attentive.models import load_model\n"
-            'clf = load_model("attentive_classifier.skops")\n'
-        )
-    gamma = repr(src.gamma)
     at = f'side="{rule.side}", threshold={rule.theta!r}'
+    if src.uploaded or name.startswith("file: "):
+        return _upload_snippet(state, name, src.uploaded, at)
+    gamma = repr(src.gamma)
     if rule.kind == "calibrated":
         make_rule = (
             f'rule = clf.with_rule("curved", {at}).calibrate(\n        X_cal, '
@@ -251,7 +291,8 @@ def snippet(state) -> str:
         make_rule = (
             f'rule = clf.with_rule(\n        "{rule.kind}", {at},\n        z={rule.scale!r},\n    )'
         )
-    return f'''import warnings
+    return (
+        f'''import warnings
 
 import numpy as np
 from sklearn.frozen import FrozenEstimator
@@ -281,13 +322,6 @@ with warnings.catch_warnings():
     {make_rule}
 early = rule.evaluate(ds.X_test)
 full = clf.with_rule("full", {at}).evaluate(ds.X_test)
-truth = np.asarray(ds.y_test) == clf.classes_[1]
-frac = early.n_evaluated.mean() / clf.n_terms_
-print("mean fraction of terms", round(frac, 4))
-# With a sketch, the work per example counts it too (full evaluations).
-print("work per example", round(early.work_fraction, 4))
-differ = np.mean(early.positive != full.positive)
-print("disagreement", round(float(differ), 4))
-right = np.mean(early.positive == truth)
-print("accuracy", round(float(right), 4))
 '''
+        + _PRINT_NUMBERS
+    )
