@@ -508,6 +508,23 @@ def test_the_exported_point_names_the_positive_class(state):
     }
     assert point["calibration"]["guaranteed"] is True
     assert point["calibration"]["notes"] == list(clf.calibration_.notes) == []  # (balanced)
+    assert (
+        point["class_names"]
+        == {"negative": "2", "positive": "5"}
+        == dict(zip(("negative", "positive"), ds.class_names, strict=True))
+    )
+
+
+def test_the_exported_point_names_an_uploaded_files_labels():
+    """A user's trial: labels ham / spam exported as classes 0 / 1 with nothing to map them
+    back; the point now gives the data's own names beside the model's classes."""
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(200, 3)), columns=list("abc"))
+    frame["label"] = np.where(frame["a"] + frame["b"] > 0, "spam", "ham")
+    state = DashboardState()
+    assert state.upload_dataset(frame.to_csv(index=False).encode(), "mail.csv")
+    point = exports.operating_point(state)
+    assert point["classes"] == {"negative": 0, "positive": 1}
+    assert point["class_names"] == {"negative": "ham", "positive": "spam"}
 
 
 @pytest.mark.parametrize("model", ["trained", "uploaded"])

@@ -109,6 +109,9 @@ def operating_point(state) -> dict[str, Any]:
         # Which label the decisions call positive, in the dataset's words and as the model's class.
         "positive_class": ds.positive_meaning,
         "classes": {"negative": _plain(clf.classes_[0]), "positive": _plain(clf.classes_[1])},
+        # What the classes are in the data's own words (an uploaded file's labels: the model
+        # was trained on 0 / 1, so its predictions are those).
+        "class_names": {"negative": ds.class_names[0], "positive": ds.class_names[1]},
         "model": type(p.model).__name__,
         "model_fingerprint": model_fingerprint(p.model),
         "kernel": None if source.uploaded else source.kind,
