@@ -334,3 +334,25 @@ def test_an_uploaded_linear_svc_is_described_without_a_gamma():
     described = Controls(state=state)._model_params(state.walks, "upload")
     assert "kernel='linear'" in described and "C=2" in described
     assert "gamma" not in described, described
+
+
+def test_the_dashboards_words_for_what_only_the_command_line_has(state):
+    """A user's trial: an upload's messages named --exclude and --format, which the dashboard
+    does not have; a semicolon-separated CSV was told about its labels' column, not its
+    separator; "1%" in the target field (its placeholder writes "1 %") was refused."""
+    from attentive.app.inputs import user_message
+    from attentive.data.reader import ExpectedFeatures, feature_columns, guess_format
+
+    with pytest.raises(DataError) as info:
+        feature_columns(["a", "b", "c"], 3, ExpectedFeatures(n_features=2), where="f.csv")
+    said = user_message(info.value)
+    assert "--exclude" not in said and "remove the columns that are not features" in said
+    with pytest.raises(DataError) as info:
+        guess_format("rows.pkl", b"\x80\x04", allowed=("libsvm", "csv"))
+    assert "--format" not in user_message(info.value) and "format=" in str(info.value)
+    walks = state.walks
+    assert not state.upload_dataset(b"f0;f1;label\n1;2;0\n3;4;1\n", "eu.csv")
+    assert "separated by semicolons" in state.last_error
+    _unchanged(state, walks)
+    state.set_controls(target="2%")
+    assert state.target == 0.02 and state.n_errors == 1  # (the upload's only)

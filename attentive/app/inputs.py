@@ -16,7 +16,7 @@ import re
 
 import param
 
-from attentive.data.reader import CHOOSE_BASE
+from attentive.data.reader import CHOOSE_BASE, EXCLUDE
 from attentive.data.userfile import LABEL_COLUMN_GUESSES
 from attentive.errors import DataError, DownloadError, InvalidParameterError, UntrustedModelError
 
@@ -41,6 +41,18 @@ def parse_gamma(gamma: str) -> str | float:
     return value
 
 
+# Fields of a rate, which take "1%" for 0.01 as their placeholders write it ("e.g. 0.01 (1 %)").
+PERCENT_FIELDS = ("target", "delta", "alpha")
+
+
+def _percent(text: str):
+    """``"1 %"`` as 0.01; text that is not a number before its % is left as it is (refused)."""
+    try:
+        return float(text.strip()[:-1]) / 100
+    except ValueError:
+        return text
+
+
 def typed(p: param.Parameter, value):
     """``value`` (text from a field or a URL, or already typed) as ``p`` holds it; a word where a
     number belongs raises ValueError. Bounds and choices are param's to check."""
@@ -57,6 +69,8 @@ def typed(p: param.Parameter, value):
             raise ValueError(f"expected a whole number, got {value!r}")
         return int(f)
     if isinstance(p, param.Number):
+        if isinstance(value, str) and value.strip().endswith("%") and p.name in PERCENT_FIELDS:
+            value = _percent(value)
         try:
             f = float(value)
         except (TypeError, ValueError):
@@ -84,6 +98,9 @@ UPLOAD_BASE_HINT = (
 )
 
 
+# Columns that are not features: the dashboard takes the labels' column only.
+UPLOAD_EXCLUDE_HINT = "remove the columns that are not features (or the label) from the file"
+
 LABEL_HINT = (
     "the labels' column is found by its name: name exactly one column "
     + ", ".join(repr(c) for c in LABEL_COLUMN_GUESSES[:-1])
@@ -105,6 +122,11 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace("say which column holds the labels (label_column=...)", LABEL_HINT)
         # The shared reader names the command line's options; the dashboard has none.
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
+        msg = msg.replace(f"name the other columns with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
+        msg = msg.replace(f"name them with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
+        msg = re.sub(
+            r", or pass --format \w+ \(format='\w+'\)( or --format \w+ \(format='\w+'\))*", "", msg
+        )
     # A calibrated rule on an upload too small to hold out calibration rows: in the page's words.
     msg = msg.replace(
         "boundary='calibrated' holds out part of the fit examples to calibrate",

@@ -261,6 +261,15 @@ def _parse_csv(
             f"{name} has no header line; expected a header row and one example per line"
         )
     columns = csv_header(cells, header=True, expected=expected, where=name)
+    for other, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
+        if len(columns) == 1 and other in columns[0] and other != sep:
+            raise DataError(
+                f"{name}: its header is one column, {columns[0][:60]!r}: the file seems to be "
+                f"separated by {word}, and CSV here is separated by "
+                f"{'tabs (.tsv)' if sep == chr(9) else 'commas'}; save it with "
+                f"{'tabs' if sep == chr(9) else 'commas'}"
+                + ("" if sep == "\t" else " (or tab-separated, named .tsv)")
+            )
     if not rest.strip():
         raise DataError(f"{name} has a header but no examples")
     label = _label_column(columns, name, label_column)
