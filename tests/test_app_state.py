@@ -197,6 +197,36 @@ def test_the_picker_field_just_set_decides_and_clears_the_other(state, monkeypat
     assert state.time_budget is None
 
 
+def test_a_time_budget_entered_while_the_rules_are_timed_waits_for_them_and_says_so(
+    monkeypatch,
+):
+    """A user's trial: a budget entered while the rules were being timed (10–15 s) showed in
+    its field while nothing moved, then applied without a word (timed on the session's thread).
+    It now says it waits, and applies when the background brings the times."""
+    jobs = []
+    state = DashboardState(hold_background=True)
+    state.background = lambda job, done, fail: jobs.append((job, done, fail))
+    key = (state.walks, state.side, state.theta, state.sketched)
+    table = rules.tradeoff(*key).table
+    timed = table.assign(us_per_example=table["work_fraction"])
+    monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    rules.rule_times.clear()  # (this walk's times not known yet)
+    before, errors = (state.boundary, state.z), state.n_errors
+    budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
+    state.time_budget = budget
+    assert (state.boundary, state.z) == before  # (nothing timed on the session's thread)
+    assert state.n_errors == errors + 1 and state.error_level == "info"
+    assert "Timing the rules first" in state.last_error and f"{budget:g} µs" in state.last_error
+    state._tables_changed()  # the background's work for this walk, run now
+    while jobs:
+        job, done, _fail = jobs.pop(0)
+        done(job())
+    assert rules.rule_times.peek(*key) is not None
+    row = rules.lowest_within_time(timed, budget)
+    assert (state.boundary, state.z) == (row["family"], float(row["z"]))
+    assert state.time_budget == budget and state.n_errors == errors + 1
+
+
 def test_the_calibrated_default_walks_the_reference_without_own_terms_and_the_snippet_agrees(
     state, tmp_path
 ):

@@ -237,6 +237,6 @@ def note(sketch: Sketch | None, fitting: bool = False) -> str:
     return (
         f"**Sketched rules**: a sketch with {sketch.label} ({sketch.directions}, landmarks) "
         "was chosen on the reference examples. A row's sketch costs "
-        f"{sketch.sketch_cost:.3f} of a full evaluation and each term walked after it "
+        f"{sketch.sketch_cost:.3f} of a full evaluation and each term walked after it costs "
         f"{sketch.term_cost:.2f} plain terms: their work on the tradeoff plot and in the table."
     )

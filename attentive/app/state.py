@@ -64,6 +64,7 @@ class DashboardState(Background):
         self._pending_upload: tuple[bytes, str] | None = None  # kept for a positive class
         self._applied: dict[str, Any] = {}  # the model inputs :attr:`walks` was built from
         self._picked: tuple | None = None  # (boundary, z) that target / time_budget chose
+        self._budget_waiting = False  # a time budget waits for the rules' times (pick)
         self.executor = executor or run_inline
         self.background = None if hold_background else (executor or run_inline)
         self._set_choices()
@@ -72,6 +73,7 @@ class DashboardState(Background):
         self.param.watch(self._rule_inputs_changed, list(controls.RULE_INPUTS))
         self.param.watch(self._forget_pick, ["boundary", "z", "side", "theta", "walks"])
         self.param.watch(self._pick_entered, ["target", "time_budget"])
+        self.param.watch(self._times_in, ["times"])
         self._build(self._inputs())
         if params:
             self.set_controls(**params)
@@ -347,6 +349,18 @@ class DashboardState(Background):
             if field == "target":
                 row = rules.cheapest(*key, self.target)
             else:
+                if rules.rule_times.peek(*key) is None and self.background is not None:
+                    # Timing every rule takes seconds: the budget applies when the background
+                    # has timed them (_times_in), and the page says so meanwhile.
+                    if not self._budget_waiting:
+                        self.report(
+                            f"Timing the rules first (a few seconds): the {self.time_budget:g} "
+                            "µs budget applies then.",
+                            "info",
+                        )
+                    self._budget_waiting = True
+                    return
+                self._budget_waiting = False
                 table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
                 row = rules.lowest_within_time(table, self.time_budget)
         except (AttentiveError, ValueError) as exc:
@@ -356,6 +370,15 @@ class DashboardState(Background):
         self._picked = (str(row["family"]), z)
         asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
         self.select_rule(str(row["family"]), z, **asked)
+
+    def _times_in(self, event) -> None:
+        """Times arrived: a time budget entered while they were computed applies now."""
+        if not self._budget_waiting or event.new is None:
+            return
+        if self.time_budget is None:  # (cleared meanwhile)
+            self._budget_waiting = False
+            return
+        self.pick("time_budget")
 
     def select_rule(self, family: str, z: float, **also) -> None:
         """Move to rule ``family`` at scale ``z``, with the δ slider at its δ' = Φ(−z) (in the
