@@ -527,6 +527,32 @@ def test_an_unsteady_timing_is_taken_again_before_the_card_shows_it(state, monke
         assert state.measured is given[expected_calls - 1]
 
 
+def test_a_rule_picked_by_time_budget_that_the_card_times_over_it_is_said(state, monkeypatch):
+    """A user's trial: a 6 µs budget picked a row shown at 5.9 µs while the card (and the
+    exported point) measured 14.4 µs, without a word. When the card's timing of the rule a
+    budget picked is over the budget, a warning says so and why the two differ; within it,
+    nothing is said."""
+    import dataclasses
+
+    from attentive.app import rules as app_rules
+
+    timed = state.tradeoff.table.assign(us_per_example=state.tradeoff.table["work_fraction"])
+    monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
+    real = app_rules.measure(state.walks, state.rule)
+    for us, warned in ((budget * 2, True), (budget / 2, False)):
+        given = dataclasses.replace(real, seconds=us * 1e-6 * real.n_examples)
+        monkeypatch.setattr(app_rules, "measure", lambda walks, rule, given=given: given)
+        fresh = DashboardState()
+        errors = fresh.n_errors
+        fresh.time_budget = budget  # the pick moves the rule, and the card times it (inline)
+        assert fresh.measured is given and fresh.time_budget == budget
+        assert fresh.n_errors == errors + warned, fresh.last_error
+        if warned:
+            assert fresh.error_level == "warning"
+            assert f"picked for {budget:g} µs per example measures {us:.3g} µs" in fresh.last_error
+
+
 def test_the_exported_point_names_the_positive_class(state):
     point = exports.operating_point(state)
     ds = load_dataset(state.dataset)

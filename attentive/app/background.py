@@ -162,6 +162,19 @@ class Background(Controls):
                 self.background(lambda: job(retry + 1), lambda r: done(r, retry + 1), self.report)
                 return
             self.measured = result
+            budget = self.time_budget
+            if budget is not None and result.us_per_example > budget:
+                # The rule a time budget picked, timed as the card times it, over that budget:
+                # said, not left for the card and the table to contradict each other.
+                self.report(
+                    f"The rule picked for {budget:g} µs per example measures "
+                    f"{result.us_per_example:.3g} µs on the card (the median of "
+                    f"{rules.TIMING_ROUNDS} rounds); the table's times are the fastest of "
+                    f"{rules.TIMED_RUNS} runs at a few rules of each family, the others "
+                    "interpolated, and timings move on a busy machine. A lower budget leaves "
+                    "more room.",
+                    "warning",
+                )
 
         self.background(lambda: job(0), done, self.report)
 
