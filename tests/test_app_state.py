@@ -174,12 +174,23 @@ def test_the_pickers_choose_only_rules_the_delta_slider_can_set():
     assert rules.lowest_within_time(two, 6.0)["z"] == 1.0
 
 
+def _card_within_any_budget(state, monkeypatch) -> None:
+    """The card's timing (rules.measure) at no time at all: where the table's times stand in
+    as the work fractions, a real timing is over every budget (and said: see below)."""
+    import dataclasses
+
+    real = rules.measure(state.walks, state.rule)
+    quick = dataclasses.replace(real, seconds=0.0)
+    monkeypatch.setattr(rules, "measure", lambda walks, rule: quick)
+
+
 def test_the_picker_field_just_set_decides_and_clears_the_other(state, monkeypatch):
     """A time budget entered while a target is set picks by the time budget and clears the
     target (it was ignored: the target always won, and the budget field emptied itself); the
     target entered after it picks by the target again; Enter on a field re-applies that one."""
     timed = state.tradeoff.table.assign(us_per_example=state.tradeoff.table["work_fraction"])
     monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    _card_within_any_budget(state, monkeypatch)
     state.target = 0.3
     by_target = (state.boundary, state.z)
     budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
@@ -210,6 +221,7 @@ def test_a_time_budget_entered_while_the_rules_are_timed_waits_for_them_and_says
     table = rules.tradeoff(*key).table
     timed = table.assign(us_per_example=table["work_fraction"])
     monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    _card_within_any_budget(state, monkeypatch)
     rules.rule_times.clear()  # (this walk's times not known yet)
     before, errors = (state.boundary, state.z), state.n_errors
     budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
