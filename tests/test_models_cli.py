@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,6 +116,18 @@ def test_train_out_that_cannot_be_a_file_is_refused_before_the_training(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # (no .part, no home)
 
 
+def test_a_cache_that_cannot_be_written_is_warned_of_and_the_command_goes_on(tmp_path, capsys):
+    """A review: save_model's own refusals (a models path that is a file) made train fail
+    after the training, where a cache that could not be written was a warning."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models").write_text("x")
+    with pytest.warns(UserWarning, match="could not cache the model"):
+        assert main(["train", "breast-cancer", "--data-home", str(home)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("SVC (") and "cached at" not in out
+
+
 def test_save_model_that_cannot_write_says_so_and_leaves_no_part(tmp_path, monkeypatch):
     from sklearn.svm import SVC
 
@@ -123,7 +136,8 @@ def test_save_model_that_cannot_write_says_so_and_leaves_no_part(tmp_path, monke
 
     model = SVC().fit(np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2)
 
-    def full(*args, **kwargs):
+    def full(model, file, *args, **kwargs):  # (part of the file written, then the disk full)
+        Path(file).write_bytes(b"PK\x03\x04 part")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(persistence._skops_io(), "dump", full)

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         f"{type(model).__name__} ({label}): {terms}, test accuracy {accuracy:.3f}, "
         f"fingerprint {model_fingerprint(model)}"
     )
-    if not args.no_cache:
+    if not args.no_cache and path.is_file():  # (a cache that could not be written: warned)
         print(f"cached at {path}")
     if args.out:
         print(f"saved to {save_model(model, args.out)}")

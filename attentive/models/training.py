@@ -235,6 +235,6 @@ def train_model(
     if cache:
         try:
             save_model(model, path)
-        except OSError as exc:
+        except (OSError, AttentiveError) as exc:  # (save_model names what it could not write)
             warnings.warn(f"could not cache the model at {path}: {exc}", stacklevel=2)
     return model
