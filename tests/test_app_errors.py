@@ -116,6 +116,30 @@ def test_the_positive_class_of_one_upload_does_not_block_the_next(state):
     assert state.walks.problem.dataset.n_features == 3 and state.n_errors == 1
 
 
+def test_each_upload_keeps_its_own_positive_class(state):
+    """A review of the fix above: a multiclass file uploaded after another one was read with
+    the earlier file's class (the failed build's revert put the class back, which retried the
+    file with it), and choosing the earlier file again lost its class (and the file with it).
+    Each file is read with its own class: asked for where it has none yet, restored when it is
+    chosen again."""
+    a = _csv(list(range(3)) * 30)
+    assert not state.upload_dataset(a, "a.csv")
+    state.positive_class = "2"
+    assert state.dataset == "file: a.csv"
+    b = _csv([0, 1, 2, 3] * 25, seed=1)
+    assert not state.upload_dataset(b, "b.csv")  # its own labels: which is positive?
+    assert "labels are not binary (4 labels" in state.last_error
+    assert state.dataset == "file: a.csv" and state.positive_class == "2"  # (a in use)
+    assert "file: b.csv" not in state.param.dataset.objects
+    state.positive_class = "3"  # b's class: b is read with it
+    assert state.dataset == "file: b.csv"
+    assert state.walks.problem.dataset.positive_meaning.endswith("3")
+    state.dataset = "file: a.csv"  # chosen again: read with its own class
+    assert state.positive_class == "2" and state.dataset == "file: a.csv"
+    assert state.walks.problem.dataset.positive_meaning.endswith("2")
+    assert "file: b.csv" in state.param.dataset.objects
+
+
 def test_upload_over_the_limit_is_refused(state, monkeypatch):
     monkeypatch.setenv("ATTENTIVE_MAX_UPLOAD_MB", "0.01")
     walks = state.walks

@@ -65,6 +65,7 @@ class DashboardState(Background):
         self._applied: dict[str, Any] = {}  # the model inputs :attr:`walks` was built from
         self._picked: tuple | None = None  # (boundary, z) that target / time_budget chose
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
+        self._upload_classes: dict[str, str] = {}  # upload → the positive class it was read with
         self.executor = executor or run_inline
         self.background = None if hold_background else (executor or run_inline)
         self._set_choices()
@@ -202,9 +203,16 @@ class DashboardState(Background):
             self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
             return self.param.update(model_source="train", model_file="", **self._preset(changed))
         preset = self._preset(changed) if new_dataset else {}
+        if new_dataset and self.dataset in self._upload_classes and "positive_class" not in changed:
+            # An uploaded file chosen again: the positive class it was read with.
+            remembered = self._upload_classes[self.dataset]
+            if remembered != self.positive_class:
+                preset["positive_class"] = remembered
         if preset:
             return self.param.update(preset)  # the update builds once, with the preset
-        if "positive_class" in changed and self._pending_upload is not None:
+        if "positive_class" in changed and "dataset" not in changed and self._pending_upload:
+            # (the user's class for the file refused for want of one; a failed build's revert
+            # changes the dataset too, and retries nothing)
             return self.upload_dataset(*self._pending_upload, retry=True)
         self._build(self._inputs())
 
@@ -247,6 +255,8 @@ class DashboardState(Background):
             if self._inputs() == inputs:
                 bounds = rules.theta_range(built)  # θ follows the data
                 self._applied = inputs
+                if inputs["dataset"] in self._uploads:
+                    self._upload_classes[inputs["dataset"]] = inputs["positive_class"]
                 self.param.theta.bounds = lo, hi = bounds
                 theta = self.theta if lo <= self.theta <= hi else 0.0
                 # The new walk's sketch (if known) and the rule for it, in the same update.
@@ -295,7 +305,10 @@ class DashboardState(Background):
         # address's class, given before its file, is kept).
         current = self._applied.get("dataset", "")
         earlier = current.startswith(controls.UPLOAD_PREFIX) and current != name
-        fresh = {"positive_class": ""} if earlier and self.positive_class and not retry else {}
+        own = self._upload_classes.get(name, "")  # (this file's, if it was read before)
+        fresh = (
+            {"positive_class": own} if earlier and self.positive_class != own and not retry else {}
+        )
         if self.dataset == name and not fresh:
             self._build(self._inputs())
         else:
