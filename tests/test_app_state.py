@@ -237,6 +237,32 @@ def test_a_time_budget_entered_while_the_rules_are_timed_waits_for_them_and_says
     row = rules.lowest_within_time(timed, budget)
     assert (state.boundary, state.z) == (row["family"], float(row["z"]))
     assert state.time_budget == budget and state.n_errors == errors + 1
+    # (a review) the times on the page serve when the shared cache has let them go: no wait
+    state.time_budget = None
+    state.set_controls(boundary="curved")
+    rules.rule_times.clear()
+    assert state.times is not None
+    state.time_budget = budget
+    assert (state.boundary, state.z) == (row["family"], float(row["z"]))
+    assert not state._budget_waiting
+
+
+def test_a_rule_chosen_while_a_time_budget_waits_is_kept(monkeypatch):
+    """A review: a budget waiting for the times overrode the rule the user chose meanwhile."""
+    jobs = []
+    state = DashboardState(hold_background=True)
+    state.background = lambda job, done, fail: jobs.append((job, done, fail))
+    _card_within_any_budget(state, monkeypatch)
+    rules.rule_times.clear()
+    state.time_budget = 0.5
+    assert state._budget_waiting
+    state.set_controls(boundary="budget", budget=0.3)  # the user's rule, meanwhile
+    assert state.time_budget is None
+    state._tables_changed()
+    while jobs:
+        job, done, _fail = jobs.pop(0)
+        done(job())
+    assert state.boundary == "budget" and state.budget == 0.3
 
 
 def test_the_calibrated_default_walks_the_reference_without_own_terms_and_the_snippet_agrees(

@@ -362,7 +362,11 @@ class DashboardState(Background):
             if field == "target":
                 row = rules.cheapest(*key, self.target)
             else:
-                if rules.rule_times.peek(*key) is None and self.background is not None:
+                # The times of this walk, side and θ: cached, or those on the page (the shared
+                # cache may have let them go); None while the background times them.
+                times = rules.rule_times.peek(*key)
+                times = self.times if times is None else times
+                if times is None and self.background is not None:
                     # Timing every rule takes seconds: the budget applies when the background
                     # has timed them (_times_in), and the page says so meanwhile.
                     if not self._budget_waiting:
@@ -374,7 +378,8 @@ class DashboardState(Background):
                     self._budget_waiting = True
                     return
                 self._budget_waiting = False
-                table = rules.timed_table(rules.tradeoff(*key), rules.rule_times(*key))
+                times = rules.rule_times(*key) if times is None else times
+                table = rules.timed_table(rules.tradeoff(*key), times)
                 row = rules.lowest_within_time(table, self.time_budget)
         except (AttentiveError, ValueError) as exc:
             self.report(exc)
@@ -400,7 +405,11 @@ class DashboardState(Background):
         self.param.update(boundary=family, z=z, delta=rules.delta_of(z), **also)
 
     def _forget_pick(self, *events) -> None:
-        """The rule moved away from the picked one: clear the target and the time budget."""
+        """The rule moved away from the picked one: clear the target and the time budget (one
+        that waits for the rules' times too: the rule moved meanwhile is the user's)."""
+        if self._budget_waiting:
+            self._budget_waiting = False
+            return self.param.update(time_budget=None)
         moved = {e.name for e in events} & {"walks", "side", "theta"}
         if self._picked is not None and (moved or self._picked != (self.boundary, self.z)):
             self._picked = None
