@@ -743,7 +743,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # only the width and feature names are checked here, the rest after its transforms.
             _check_2d(X)
             X, y = validate_data(self, X, y, skip_check_array=True)
-            X, y = _indexable(X), np.asarray(y)
+            X, y = _indexable(_canonical(X)), np.asarray(y)
             check_consistent_length(X, y)
         else:
             X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
@@ -1486,7 +1486,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 validate_data(self, X, skip_check_array=True, reset=False)
             # (A frame for a ColumnTransformer: its columns are the transformer's to check, as
             # the bare pipeline takes them in another order or beside others.)
-            return X
+            return _canonical(X)
         # float32 rows stay float32: the evaluator multiplies them as they are.
         return _canonical(
             validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
