@@ -282,13 +282,15 @@ def _parse_csv(
     first_column = columns[0]
     if first_column == "Unnamed: 0" and first_column in features:
         counter = frame[first_column].to_numpy()
-        if counter.size > 1 and np.all(np.diff(counter) == 1) and counter[0] in (0, 1):
-            # df.to_csv() writes the index first, under an empty name: not a feature.
+        whole = counter.size > 1 and bool(np.all((counter >= 0) & (counter == np.round(counter))))
+        if whole and np.unique(counter).size == counter.size:
+            # df.to_csv() writes the index first, under an empty name (in any order after a
+            # shuffle or a split): not a feature.
+            shown = ", ".join(str(int(v)) for v in counter[:3])
             raise DataError(
-                f"{name}: its first column has no name and numbers the rows "
-                f"{int(counter[0])}, {int(counter[0]) + 1}, {int(counter[0]) + 2}, …: the index "
-                "pandas writes with df.to_csv(), not a feature. Write the file with "
-                "df.to_csv(path, index=False), or remove that column"
+                f"{name}: its first column has no name and numbers the rows ({shown}, …, each "
+                "once): the index pandas writes with df.to_csv(), not a feature. Write the file "
+                "with df.to_csv(path, index=False), or remove that column"
             )
     labels = frame[label]
     missing = labels.isna().to_numpy()
