@@ -241,7 +241,19 @@ def _takes_weights(estimator) -> bool:
     meta-estimators honour it; a pipeline routes them to its steps itself)."""
     from sklearn import get_config
 
-    if not get_config().get("enable_metadata_routing", False) or isinstance(estimator, Pipeline):
+    if not get_config().get("enable_metadata_routing", False):
+        return True
+    if isinstance(estimator, Pipeline):
+        # A step that asks for them gets them; where every step declines them, none is given
+        # (the pipeline would refuse them as routed to no step); a step that said nothing
+        # gets them, and the pipeline asks for its request, as scikit-learn does.
+        router = estimator.get_metadata_routing()
+        if router.consumes("fit", ["sample_weight"]):
+            return True
+        try:
+            router.validate_metadata(method="fit", params={"sample_weight": np.ones(1)})
+        except TypeError:
+            return False
         return True
     routing = getattr(estimator, "get_metadata_routing", None)
     requests = routing().fit.requests if routing is not None else {}

@@ -555,6 +555,15 @@ def test_sample_weight_weighs_the_models_fit_and_is_routed(binary_problem):
         routed = AttentiveClassifier(declined).fit(Xtr, ytr, sample_weight=w)
     own = SVC(gamma=0.1).fit(Xtr, ytr)
     np.testing.assert_allclose(routed.decision_function(Xte[:50]), own.decision_function(Xte[:50]))
+    # and a pipeline whose every step declines them (a review: a TypeError, routed nowhere)
+    with sklearn.config_context(enable_metadata_routing=True):
+        steps = (
+            StandardScaler().set_fit_request(sample_weight=False),
+            SVC(gamma=0.1).set_fit_request(sample_weight=False),
+        )
+        routed = AttentiveClassifier(make_pipeline(*steps)).fit(Xtr, ytr, sample_weight=w)
+    own = make_pipeline(StandardScaler(), SVC(gamma=0.1)).fit(Xtr, ytr)
+    np.testing.assert_allclose(routed.decision_function(Xte[:50]), own.decision_function(Xte[:50]))
 
 
 def test_a_column_transformer_in_front_takes_a_frames_columns_as_the_bare_pipeline_does():
