@@ -375,8 +375,12 @@ def test_the_dashboards_words_for_what_only_the_command_line_has(state):
         guess_format("rows.pkl", b"\x80\x04", allowed=("libsvm", "csv"))
     assert "--format" not in user_message(info.value) and "format=" in str(info.value)
     walks = state.walks
+    row = ",".join(["0.5"] * 5)
+    assert not state.upload_dataset(f"{row}\n{row}\n".encode(), "rows.txt")  # CSV as .txt
+    assert "as in CSV" in state.last_error and "--format" not in state.last_error
+    assert "name it .csv" in state.last_error
     assert not state.upload_dataset(b"f0;f1;label\n1;2;0\n3;4;1\n", "eu.csv")
     assert "separated by semicolons" in state.last_error
     _unchanged(state, walks)
     state.set_controls(target="2%")
-    assert state.target == 0.02 and state.n_errors == 1  # (the upload's only)
+    assert state.target == 0.02 and state.n_errors == 2  # (the uploads' only)

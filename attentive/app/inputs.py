@@ -124,6 +124,7 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
         msg = msg.replace(f"name the other columns with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
         msg = msg.replace(f"name them with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
+        msg = msg.replace("say so (--format csv, format='csv')", "name it .csv")
         msg = re.sub(
             r", or pass --format \w+ \(format='\w+'\)( or --format \w+ \(format='\w+'\))*", "", msg
         )

@@ -474,13 +474,14 @@ def libsvm_zero_based(
                 f"appears and the largest index, {hi}, is below the model's {n_features} features, "
                 "so the file reads either way: zero-based with the first feature always zero "
                 "(scikit-learn's dump_svmlight_file writes zero-based indices by default) or "
-                f"one-based with the last features always zero. Say which: {CHOOSE_BASE}"
+                "one-based with the last features always zero. "
                 + (
-                    f". The largest index is under half the model's {n_features} features: "
-                    "check that the file is one for this model"
+                    f"The largest index is under half the model's {n_features} features: check "
+                    "that the file is one for this model. "
                     if 2 * (hi + 1) < n_features
                     else ""
                 )
+                + f"Say which: {CHOOSE_BASE}"
             )
     elif not zero_based and lo == 0:
         raise DataError(
