@@ -661,6 +661,10 @@ def test_the_snippet_of_an_upload_reproduces_its_numbers(tmp_path, model):
     )
     assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
     assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
+    # any file name is quoted as Python writes it (a review: O"Neil rows.csv broke the code)
+    odd = exports._upload_snippet(state, 'file: O"Neil rows.csv', False, 'side="both"')
+    compile(odd, "snippet.py", "exec")
+    assert repr('O"Neil rows.csv') in odd
 
 
 def test_the_exported_calibrated_classifier_says_it_is_calibrated(state):

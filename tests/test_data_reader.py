@@ -513,6 +513,10 @@ def test_cli_words_for_files_read_as_another_format_or_with_a_comment_first(tmp_
     assert "multilabel" not in message and row not in message  # (cut short)
     with pytest.raises(DataError, match=r"is a Parquet file .*--format parquet"):
         guess_format("d.parquet", b"PAR1\x15\x04", format="libsvm")
+    with pytest.raises(DataError, match=r"rows.csv is a Parquet file .*name it .parquet"):
+        guess_format("rows.csv", b"PAR1\x15\x04")  # (misnamed: a review)
+    with pytest.raises(DataError, match=r"which is not read here"):
+        guess_format("rows.csv", b"PAR1\x15\x04", allowed=("libsvm", "csv"))
     expected = ExpectedFeatures(n_features=3, names=None)
     with pytest.raises(DataError, match="is a comment; CSV files are read without comment"):
         csv_header(["# exported rows"], header=None, expected=expected, where="f")

@@ -157,11 +157,13 @@ def test_train_refuses_a_gamma_that_is_not_positive_and_finite(tmp_path, capsys,
 
 def test_reproduce_out_that_is_a_file_is_refused_before_the_computation(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
-    for out in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "digits-2v5").write_text("x")  # OUT/NAME a file (a review)
+    for out in (tmp_path / "afile", tmp_path / "afile" / "sub", tmp_path / "res"):
         argv = ["reproduce", "--dataset", "digits-2v5", "--quick", "--out", str(out)]
         assert main([*argv, "--data-home", str(tmp_path / "home")]) == 1
-        assert "it names the folder the results go to" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+        assert "--out names the folder the results go to" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "res"]
 
 
 def test_train_classifier_saves_what_score_takes(tmp_path, capsys):

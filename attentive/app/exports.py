@@ -240,7 +240,7 @@ def _upload_snippet(state, name: str, uploaded_model: bool, at: str) -> str:
         options += ", model=clf" if uploaded_model else ""
         data = (
             "# The file you uploaded (its path here), split into train and test as on the page.\n"
-            f'ds = load_user_file("{filename}"{options})'
+            f"ds = load_user_file({filename!r}{options})"
         )
         imports = "from attentive.data import load_user_file"
     return (

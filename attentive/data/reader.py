@@ -226,6 +226,16 @@ def _suffix(name: str) -> str:
     return suffixes[-1] if suffixes else ""
 
 
+def _parquet_as(name: str, other: str, allowed) -> DataError:
+    """A Parquet file about to be read as ``other`` (by its name or the format asked for)."""
+    if "parquet" not in allowed:
+        return DataError(f"{name} is a Parquet file (it starts with PAR1), which is not read here")
+    return DataError(
+        f"{name} is a Parquet file (it starts with PAR1), not {other}: name it .parquet, or "
+        "pass --format parquet (format='parquet')"
+    )
+
+
 def guess_format(
     name: str, head: bytes = b"", *, format: str | None = None, allowed: tuple[str, ...] = FORMATS
 ) -> str:
@@ -243,12 +253,11 @@ def guess_format(
         if format not in allowed:
             raise InvalidParameterError(f"format must be one of {allowed} or None, got {format!r}")
         if head.startswith(b"PAR1") and format != "parquet":
-            raise DataError(
-                f"{name} is a Parquet file (it starts with PAR1), not {format}: read it as "
-                "Parquet (--format parquet, format='parquet', or no format: the file says)"
-            )
+            raise _parquet_as(name, format, allowed)
         return format
     guessed = SUFFIXES.get(_suffix(name))
+    if guessed not in (None, "parquet") and head.startswith(b"PAR1"):
+        raise _parquet_as(name, guessed, allowed)  # (misnamed: its bytes are Parquet's)
     if guessed is None:
         first = next((line for line in head.splitlines() if line.strip()), b"")
         if head.startswith(b"PAR1"):

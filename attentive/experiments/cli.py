@@ -118,14 +118,16 @@ def report_simulation(result: SimulationResult) -> list[str]:
 
 
 def _check_out(folder: Path) -> None:
-    """``--out`` names a folder (made if missing): not an existing file, nor one under a file."""
+    """The results' folder (``--out``/NAME, made if missing): not an existing file, nor one
+    under a file."""
     for where in (folder, *folder.parents):
         if where.exists():
             if not where.is_dir():
                 what = "is a file" if where == folder else f"is under {where}, a file"
                 raise InvalidParameterError(
-                    f"--out {folder} {what}; it names the folder the results go to (made if "
-                    "missing), such as results"
+                    f"the results' folder {folder} {what}; --out names the folder the results "
+                    "go to (each dataset's in a folder of its name, made if missing), such as "
+                    "results"
                 )
             return
 
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
     name = args.dataset
     out = Path(args.out) / name
-    _check_out(Path(args.out))  # (before the computation, not after)
+    _check_out(out)  # (before the computation, not after: OUT/NAME and its parents)
     steps = SIMULATION_STEPS if name == SIMULATION else DATASET_STEPS
     # disable=None: the bar shows on a terminal only
     with tqdm(total=len(steps) + 1, desc=name, unit="step", disable=None, leave=False) as bar:
