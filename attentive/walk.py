@@ -85,8 +85,9 @@ def seeded_rng(random_state) -> np.random.Generator:
     except (TypeError, ValueError):
         # numpy's own message ("SeedSequence expects int ...") does not say which parameter.
         raise InvalidParameterError(
-            "random_state (the permutation seed) must be None, a whole number ≥ 0, a numpy "
-            f"RandomState or a numpy Generator, got {random_state!r}."
+            "random_state (the seed of the terms' order and of a calibration split) must be "
+            "None, a whole number ≥ 0, a numpy RandomState or a numpy Generator, got "
+            f"{random_state!r}."
         ) from None
 
 
