@@ -110,10 +110,21 @@ def test_cheapest_point_meets_the_target_and_the_snippet_reproduces_it(state, tm
     table = state.tradeoff.table
     ok = table[table["disagreement"] <= 0.02]
     assert m["mean_evaluated_fraction"] == pytest.approx(ok["mean_evaluated_fraction"].min())
-    path = tmp_path / "snippet.py"
-    path.write_text(exports.snippet(state))
+    _snippet_prints_the_numbers(state, m, tmp_path)
+
+
+def _snippet_prints_the_numbers(state, m: dict, folder) -> None:
+    """The state's snippet, run in ``folder`` (beside what it reads there), prints the page's
+    fraction of terms, disagreement and accuracy (``m``)."""
+    (folder / "snippet.py").write_text(exports.snippet(state))
     out = subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "snippet.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     ).stdout
     printed = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
     assert float(printed["mean fraction of terms"]) == pytest.approx(
@@ -645,22 +656,7 @@ def test_the_snippet_of_an_upload_reproduces_its_numbers(tmp_path, model):
     m = state.numbers()
     (tmp_path / "mine.csv").write_bytes(data)
     (tmp_path / "attentive_classifier.skops").write_bytes(exports.classifier_bytes(state))
-    (tmp_path / "snippet.py").write_text(exports.snippet(state))
-    out = subprocess.run(
-        [sys.executable, "snippet.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    ).stdout
-    printed = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
-    assert float(printed["mean fraction of terms"]) == pytest.approx(
-        round(m["mean_evaluated_fraction"], 4)
-    )
-    assert float(printed["disagreement"]) == pytest.approx(round(m["disagreement"], 4))
-    assert float(printed["accuracy"]) == pytest.approx(round(m["accuracy_attentive"], 4))
+    _snippet_prints_the_numbers(state, m, tmp_path)
     # any file name is quoted as Python writes it (a review: O"Neil rows.csv broke the code)
     odd = exports._upload_snippet(state, 'file: O"Neil rows.csv', False, 'side="both"')
     compile(odd, "snippet.py", "exec")
