@@ -200,8 +200,9 @@ def calibration_split(
 def _canonical(X):
     """``X`` as it is, or, for a sparse matrix with repeated entries (or unsorted indices), a
     copy with them summed: the walk's sources read a row's stored values as its entries (a row
-    norm is the sum of their squares), and so does libsvm; scipy's own products sum them."""
-    if sp.issparse(X) and not X.has_canonical_format:
+    norm is the sum of their squares), and so does libsvm; scipy's own products sum them. (Other
+    sparse formats are converted, or refused, by what takes them.)"""
+    if sp.issparse(X) and X.format in ("csr", "csc", "coo") and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
     return X

@@ -233,7 +233,8 @@ def test_a_time_budget_entered_while_the_rules_are_timed_waits_for_them_and_says
     timed = table.assign(us_per_example=table["work_fraction"])
     monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
     _card_within_any_budget(state, monkeypatch)
-    rules.rule_times.clear()  # (this walk's times not known yet)
+    rules.rule_times.clear()  # this walk's times not known yet, nor on the page (as while the
+    state.times = None  # background times them; a session before may have left them cached)
     before, errors = (state.boundary, state.z), state.n_errors
     budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))
     state.time_budget = budget
@@ -265,6 +266,7 @@ def test_a_rule_chosen_while_a_time_budget_waits_is_kept(monkeypatch):
     state.background = lambda job, done, fail: jobs.append((job, done, fail))
     _card_within_any_budget(state, monkeypatch)
     rules.rule_times.clear()
+    state.times = None  # (as while the background times them)
     state.time_budget = 0.5
     assert state._budget_waiting
     state.set_controls(boundary="budget", budget=0.3)  # the user's rule, meanwhile
