@@ -177,7 +177,7 @@ class CalibrationReport:
     scan_alpha: float | None = None
     candidates: tuple = ()
     ranking: tuple = ()
-    notes: tuple = ()
+    notes: tuple = ()  # (also the class's: a report saved before notes reads as none)
 
     @property
     def fallback(self) -> bool:

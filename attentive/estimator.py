@@ -395,8 +395,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Required stop-error rate; for ``boundary="calibrated"`` (and :meth:`calibrate`) the
         disagreement rate to guarantee. For the families it is nominal: each boundary is built
         from a model of the walk (the Brownian bridge of SPEC §2 for ``constant``), and where
-        the walk is far from it the measured rate can exceed δ (on a synthetic problem, 8 % at δ = 5 %
-        for a linear-kernel SVC's Constant-STST boundary). Only ``"calibrated"`` guarantees it.
+        the walk is far from it the measured rate can exceed δ (on a synthetic problem, 8 % at
+        δ = 5 % for a linear-kernel SVC's Constant-STST boundary). Only ``"calibrated"``
+        guarantees it.
     threshold : float, default=0.0
         Prediction threshold θ on the ``decision_function`` scale: positive iff ``f(x) ≥ θ``.
     side : {"lower", "upper", "both"}, default="lower"
@@ -1449,10 +1450,10 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _rare_decision_note(self, outcomes, report, delta) -> str | None:
         """Where the calibrated rule decides most of the full model's rarer decision on the
-        calibration set the other way, what to say, up to its advice's end (else None). The guarantee bounds the
-        disagreement over all examples: with δ near the rarer decision's share, a rule that
-        stops every walk at once on the common side meets it (a diagnostic only: nothing is
-        chosen from it)."""
+        calibration set the other way, what to say, up to its advice's end (else None). The
+        guarantee bounds the disagreement over all examples: with δ near the rarer decision's
+        share, a rule that stops every walk at once on the common side meets it (a diagnostic
+        only: nothing is chosen from it)."""
         full = np.asarray(outcomes.full_positive, dtype=bool)
         rare = bool(full.mean() < 0.5)
         held = full == rare

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_size",
     "check_stopped_score",
     "check_threshold",
+    "file_in_the_way",
 ]
 
 SIDES = ("lower", "upper", "both")
@@ -127,3 +129,12 @@ def check_precision(value) -> str | None:
     raise InvalidParameterError(
         f"precision must be one of {', '.join(map(repr, PRECISIONS))} or None, got {value!r}."
     )
+
+
+def file_in_the_way(path: str | Path) -> Path | None:
+    """The file that keeps a folder from being made at ``path``: ``path`` itself or the nearest
+    of its existing parents, where that is not a directory (None: nothing in the way)."""
+    for where in (Path(path), *Path(path).parents):
+        if where.exists():
+            return None if where.is_dir() else where
+    return None

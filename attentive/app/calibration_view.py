@@ -225,9 +225,8 @@ class CalibrationView(pn.viewable.Viewer):
         stale = f" *({stale_note(self.state)})*" if busy else ""
         uploaded = from_upload(walks)
         self.sentence.object = report.guarantee
-        notes = getattr(report, "notes", ())  # (a report saved before notes has none)
-        self.report_notes.object = " ".join(notes)
-        self.report_notes.visible = bool(notes)
+        self.report_notes.object = " ".join(report.notes)
+        self.report_notes.visible = bool(report.notes)
         if uploaded:
             self.alert.alert_type = "warning"
             self.alert.object = f"{NO_GUARANTEE}{stale}"

@@ -166,7 +166,7 @@ def operating_point(state) -> dict[str, Any]:
             # An uploaded model may have seen the held-out examples: no guarantee then.
             "guaranteed": not source.uploaded and not r.fallback,
             # What the calibration set shows beside the guarantee (the rarer decision).
-            "notes": list(getattr(r, "notes", ())),
+            "notes": list(r.notes),
         }
     m = state.measured
     if m is not None:

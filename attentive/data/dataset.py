@@ -98,9 +98,9 @@ def check_features(X: Any, *, where: str) -> Features:
         row, col, value = _first(X, huge)
         raise DataError(
             f"{where}: row {row + 1}, column {col + 1} is {value:g} ({int(huge.sum())} "
-            f"value{'s' if huge.sum() > 1 else ''} beyond ±{MAX_FEATURE_VALUE:g} in all): a kernel squares such values and a "
-            "scaler's variance overflows, so every score would be NaN or infinite; rescale "
-            "the column, or remove those rows"
+            f"value{'s' if huge.sum() > 1 else ''} beyond ±{MAX_FEATURE_VALUE:g} in all): a "
+            "kernel squares such values and a scaler's variance overflows, so every score "
+            "would be NaN or infinite; rescale the column, or remove those rows"
         )
     return X
 

@@ -38,6 +38,7 @@ import io
 import lzma
 import math
 import re
+import sys
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
     "CHOOSE_HEADER",
     "FORMATS",
     "HEAD_BYTES",
+    "HUGE_INDEX",
     "ExpectedFeatures",
     "check_finite_rows",
     "compression_of",
@@ -160,7 +162,7 @@ def decompress(data: bytes, name: str, max_bytes: int | None = None) -> bytes:
     kind = compression_of(data)
     if kind is None:
         return data
-    limit = _HUGE if max_bytes is None else int(max_bytes)
+    limit = sys.maxsize if max_bytes is None else int(max_bytes)
     out = bytearray()
     try:
         rest = data
@@ -295,7 +297,8 @@ def csv_separator(name: str) -> str:
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[9, 10, 11, 12, 13, 32]] = True  # what bytes.split() splits on, as scikit-learn's parser
 _PIECE = 8 << 20
-_HUGE = np.iinfo(np.int64).max
+#: What libsvm_index_range gives for an index of 19 digits or more (it reads no more digits).
+HUGE_INDEX = np.iinfo(np.int64).max
 
 
 def libsvm_index_range(data: bytes) -> tuple[int, int] | None:
@@ -358,7 +361,7 @@ def _piece_index_range(buf: np.ndarray) -> tuple[int, int] | None:
     has_digits = pos != colons - 1
     _bytes_at(buf, pos, c, step)
     huge = (c >= ord("0")) & (c <= ord("9"))  # more than 18 digits: beyond any model
-    value[huge] = _HUGE
+    value[huge] = HUGE_INDEX
     negative = c == ord("-")
     np.negative(value, out=value, where=negative)
     np.subtract(pos, negative | (c == ord("+")), out=pos, casting="unsafe")  # past a sign
@@ -366,7 +369,9 @@ def _piece_index_range(buf: np.ndarray) -> tuple[int, int] | None:
     ok = has_digits & (_SPACE[c] | huge)  # (a huge index's 19th digit is no space)
     if not ok.any():
         return None
-    return int(value.min(where=ok, initial=_HUGE)), int(value.max(where=ok, initial=-_HUGE))
+    return int(value.min(where=ok, initial=HUGE_INDEX)), int(
+        value.max(where=ok, initial=-HUGE_INDEX)
+    )
 
 
 def _bytes_at(buf: np.ndarray, pos: np.ndarray, out: np.ndarray, before: np.ndarray) -> None:
@@ -504,7 +509,7 @@ def libsvm_zero_based(
             base += ", as its header says"
         largest = (
             "a feature index has 19 digits or more"
-            if hi == _HUGE
+            if hi == HUGE_INDEX
             else f"the largest feature index is {hi}, so the file ({base}) has at least {width} "
             "features"
         )

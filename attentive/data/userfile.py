@@ -23,6 +23,7 @@ from attentive.data.libsvm import parse_libsvm
 from attentive.data.reader import (
     BOM,
     HEAD_BYTES,
+    HUGE_INDEX,
     ExpectedFeatures,
     csv_header,
     csv_separator,
@@ -157,7 +158,7 @@ def load_user_file(
             # One line can name feature 999999999: arrays over the features would take gigabytes.
             largest = (
                 "a feature index of 19 digits or more"
-                if index_range[1] >= 10**18  # (libsvm_index_range reads no more digits)
+                if index_range[1] == HUGE_INDEX
                 else f"its largest feature index, {index_range[1]:,}, makes {width:,} features"
             )
             raise DataError(
@@ -261,14 +262,13 @@ def _parse_csv(
             f"{name} has no header line; expected a header row and one example per line"
         )
     columns = csv_header(cells, header=True, expected=expected, where=name)
+    ours = "tabs" if sep == "\t" else "commas"
     for other, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
         if len(columns) == 1 and other in columns[0] and other != sep:
             raise DataError(
                 f"{name}: its header is one column, {columns[0][:60]!r}: the file seems to be "
-                f"separated by {word}, and CSV here is separated by "
-                f"{'tabs (.tsv)' if sep == chr(9) else 'commas'}; save it with "
-                f"{'tabs' if sep == chr(9) else 'commas'}"
-                + ("" if sep == "\t" else " (or tab-separated, named .tsv)")
+                f"separated by {word}, and this file is read as separated by {ours}; save it "
+                "with commas (named .csv) or tabs (named .tsv)"
             )
     if not rest.strip():
         raise DataError(f"{name} has a header but no examples")

@@ -27,6 +27,7 @@ from attentive.experiments.compute import (
     reproduce_dataset,
     reproduce_simulation,
 )
+from attentive.validation import file_in_the_way
 
 __all__ = ["configure_parser", "run"]
 
@@ -120,16 +121,13 @@ def report_simulation(result: SimulationResult) -> list[str]:
 def _check_out(folder: Path) -> None:
     """The results' folder (``--out``/NAME, made if missing): not an existing file, nor one
     under a file."""
-    for where in (folder, *folder.parents):
-        if where.exists():
-            if not where.is_dir():
-                what = "is a file" if where == folder else f"is under {where}, a file"
-                raise InvalidParameterError(
-                    f"the results' folder {folder} {what}; --out names the folder the results "
-                    "go to (each dataset's in a folder of its name, made if missing), such as "
-                    "results"
-                )
-            return
+    blocking = file_in_the_way(folder)
+    if blocking is not None:
+        what = "is a file" if blocking == folder else f"is under {blocking}, a file"
+        raise InvalidParameterError(
+            f"the results' folder {folder} {what}; --out names the folder the results go to "
+            "(each dataset's in a folder of its name, made if missing), such as results"
+        )
 
 
 def run(args: argparse.Namespace) -> int:

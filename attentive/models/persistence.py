@@ -37,6 +37,7 @@ from attentive.errors import (
     UntrustedModelError,
 )
 from attentive.terms import KERNELS, SUPPORTED, SUPPORTED_MODELS, decompose
+from attentive.validation import file_in_the_way
 
 __all__ = [
     "PROJECT_TYPES",
@@ -152,13 +153,11 @@ def check_model_path(path: str | os.PathLike) -> Path:
             f"{path} is a directory; a model is saved to a file: name one, such as "
             f"{path / 'model.skops'}"
         )
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InvalidParameterError(
-                    f"cannot save a model to {path}: {parent} is a file, not a directory"
-                )
-            break
+    blocking = file_in_the_way(path.parent)
+    if blocking is not None:
+        raise InvalidParameterError(
+            f"cannot save a model to {path}: {blocking} is a file, not a directory"
+        )
     return path
 
 
