@@ -584,3 +584,35 @@ def test_a_click_on_a_table_row_moves_the_rule_and_the_delta_slider_with_it():
     assert exports.operating_point(state)["delta"] == pytest.approx(
         rules.nominal_delta(z), rel=1e-5
     )
+
+
+@pytest.mark.parametrize("boundary", ["regression", "budget"])
+def test_the_guarantee_box_keeps_its_place_for_another_rule(boundary):
+    """A click on the tradeoff plot picks a family: the guarantee box disappeared and the plots
+    moved 90 px up under the cursor (a user's trial). The box stays, saying that this rule has
+    no guarantee (a family: the stop-error its δ is, Φ(−z) of its own z) and which rule has one;
+    the calibrated rule's details fold away, and come back with it."""
+    from scipy.stats import norm
+
+    from attentive.app.calibration_view import CalibrationView
+
+    state = DashboardState()
+    view = CalibrationView(state=state)
+    assert view._layout.visible and view.details.visible and "Guarantee" in view.alert.object
+    state.set_controls(boundary=boundary, delta=0.05, z=None)
+    assert state.calibration() is None
+    assert view._layout.visible and not view.details.visible
+    assert view.alert.alert_type == "secondary" and not view.report_notes.visible
+    words = view.alert.object
+    assert words.startswith("**No guarantee for this rule.**") and "*calibrated* rule" in words
+    if boundary == "regression":
+        z = state.rule.scale
+        assert f"regression boundary at z = {z:.3g}" in words
+        assert f"stop-error of δ = {norm.sf(z):.3g}" in words
+        state.set_controls(delta=0.2)  # another family scale: the words follow it
+        assert f"z = {state.rule.scale:.3g}" in view.alert.object
+    else:
+        assert "same number of terms" in words
+    state.set_controls(boundary="calibrated")
+    assert view.details.visible and view.alert.alert_type == "success"
+    assert view.alert.object.startswith("**Guarantee**")

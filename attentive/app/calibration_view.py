@@ -1,8 +1,11 @@
 """The calibrated boundary's views: its α control, its guarantee in words and its calibration table.
 
 Nothing here computes: the report is ``calibration_`` of the calibrated classifier
-(:meth:`DashboardState.calibration`); this module only selects its rows and words. Both views hide
-themselves unless the calibrated boundary is selected. Widgets are created per view instance.
+(:meth:`DashboardState.calibration`); this module only selects its rows and words. The α control
+hides itself unless the calibrated boundary is selected; the guarantee box keeps its place for
+every other rule, saying that it has none (a click on the tradeoff plot, which picks a family,
+moved the plots 90 px up under the cursor when the box went). Widgets are created per view
+instance.
 
 A model uploaded by the user was fitted elsewhere, maybe on the very examples held out here: the
 scan is shown, but the box says plainly that there is no guarantee.
@@ -17,6 +20,7 @@ import param
 from attentive.app.models import from_upload
 from attentive.app.numbers import delta_check, stale_note
 from attentive.app.reactive import bind
+from attentive.app.rules import is_sketched, nominal_delta, scaled_kinds
 from attentive.app.state import DashboardState
 from attentive.app.widgets import help_icon
 
@@ -83,6 +87,27 @@ def guarantee_headline(report) -> str:
         f"≥ {1 - report.alpha:.3g}: the {SIDES.get(report.side, report.side)} "
         f"{report.family} boundary at "
         f"z = {report.chosen_scale:.3g}, chosen on {report.m:,} held-out examples."
+    )
+
+
+def no_guarantee_words(rule) -> str:
+    """In the guarantee box's place for a rule other than the calibrated one: what its δ is,
+    and where a guarantee is to be had."""
+    calibrated = (
+        "The *calibrated* rule (Rule) guarantees its disagreement with the full model "
+        "≤ δ with probability ≥ 1 − α."
+    )
+    if rule.kind in scaled_kinds():
+        family = rule.kind.removeprefix("sketched-")
+        what = f"the sketched {family}" if is_sketched(rule.kind) else f"the {family}"
+        return (
+            f"**No guarantee for this rule.** {what[0].upper()}{what[1:]} boundary at "
+            f"z = {rule.scale:.3g} is built for a stop-error of δ = {nominal_delta(rule.scale):.3g} "
+            f"(the paper's requirement; the test set above measures it). {calibrated}"
+        )
+    return (
+        "**No guarantee for this rule.** The budgeted rule evaluates the same number of terms "
+        f"of every example, whatever they show. {calibrated}"
     )
 
 
@@ -217,10 +242,15 @@ class CalibrationView(pn.viewable.Viewer):
         return [""] * len(row)
 
     def _draw(self, report, busy: bool, walks) -> None:
-        """The guarantee in words and the scan for ``report``; faded while a model trains."""
+        """The guarantee in words and the scan for ``report``; faded while a model trains. For
+        another rule (``report`` None), the box in the same place says it has no guarantee."""
         self._layout.css_classes = ["att-calibration", *(["att-stale"] if busy else [])]
-        self._layout.visible = report is not None
+        self._layout.visible = walks is not None
+        self.details.visible = report is not None
         if report is None:
+            self.alert.alert_type = "secondary"
+            self.alert.object = no_guarantee_words(self.state.rule)
+            self.report_notes.visible = False
             return
         stale = f" *({stale_note(self.state)})*" if busy else ""
         uploaded = from_upload(walks)
