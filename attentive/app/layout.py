@@ -93,6 +93,10 @@ META_VIEWPORT = "width=device-width, initial-scale=1"
 #: A notification's longest message: the advice at the end of a long refusal (an ambiguous LIBSVM
 #: index base, say, ~600 characters) is kept whole; beyond this it is cut with an ellipsis.
 NOTIFICATION_CHARS = 1200
+# Where messages show, and for how long (ms): an error or a warning stays long enough to read;
+# a note (a clicked point moved to the slider's nearest, no model file yet) less long.
+NOTIFICATION_POSITION = "top-right"
+NOTIFICATION_MS = {"error": 15000, "warning": 15000, "info": 8000}
 
 
 def notification_text(message: str) -> str:
@@ -211,7 +215,8 @@ class Dashboard(pn.viewable.Viewer):
         notifications = self._notifications or pn.state.notifications
         if notifications is not None:
             show = getattr(notifications, self.state.error_level)
-            show(notification_text(self.state.last_error), duration=15000)
+            level = self.state.error_level
+            show(notification_text(self.state.last_error), duration=NOTIFICATION_MS[level])
 
     def _session_closed(self, session_context) -> None:
         self._closed = True
@@ -298,6 +303,10 @@ class Dashboard(pn.viewable.Viewer):
         server_log.install()  # a closed tab is not a traceback in the server log
         pn.state.on_session_destroyed(self._session_closed)
         self._notifications = pn.state.notifications
+        if self._notifications is not None:
+            # Top right, over the header's end: at the bottom right (Panel's default) a message
+            # about a point clicked on the tradeoff plot covered that plot's axis for 15 s.
+            self._notifications.position = NOTIFICATION_POSITION
         if pn.state.location is not None:
             self.sync_url(pn.state.location)
 

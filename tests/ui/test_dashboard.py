@@ -399,6 +399,10 @@ def test_malformed_upload_notifies_and_the_app_keeps_working(page, server_url, t
     toast = page.locator(".notyf__toast--error")
     toast.first.wait_for()
     assert "broken.csv" in toast.first.inner_text()
+    # At the top right, over the header's end (at the bottom right a message covered the
+    # tradeoff plot's axis, where a click had just been).
+    box, width = toast.first.bounding_box(), page.viewport_size["width"]
+    assert box["y"] < 150 and box["x"] + box["width"] > width - 60, box
     assert number(page, "evaluated") == before  # the previous state stays
     press(page, "delta", "PageUp", 3)
     wait_for_change(page, "evaluated", before)
