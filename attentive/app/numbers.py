@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import HTMLTemplateFormatter
 
 from attentive.app import controls, exports, rules
 from attentive.app.models import from_upload
@@ -468,17 +469,20 @@ NARROW_CSS = (
     ".att-narrow-only { display: none; } "
     "@media (max-width: 700px) { .att-narrow-only { display: inline; font-weight: 600; } }"
 )
+# (An underscore template, Bokeh's: ``value`` is the cell's; the text takes the table's colour.)
+TERMS_BAR = (
+    '<span style="display: inline-block; position: relative; width: 36px; height: 0.8em; '
+    'margin-right: 6px; vertical-align: -0.05em; background: #8883">'
+    '<span style="position: absolute; left: 0; top: 0; bottom: 0; '
+    'width: <%= Math.max(0, Math.min(1, value)) * 100 %>%; background: #9B3F7A"></span></span>'
+    "<%= value.toFixed(4) %>"
+)
 FOUR_DECIMALS = ("sketch", "work", "disagreement", "accuracy", "stop-error", "precision", "recall")
 TABLE_FORMATS = {
-    # The number at the cell's right, clear of the bar (centred, the bar covered its first digit).
-    "terms": {
-        "type": "progress",
-        "max": 1,
-        "legend": True,
-        "legendAlign": "right",
-        "legendColor": "inherit",  # the table's text colour (black by default: dark theme)
-        "color": "#CC79A766",
-    },
+    # A bar of the fraction on a track of 0 to 1, then the number, clear of the bar (Tabulator's
+    # progress bar centred it over the bar, then wrote 0.209 beside 0.02: four decimals now, as
+    # the other fractions).
+    "terms": HTMLTemplateFormatter(template=TERMS_BAR),
     # Fractions with their four decimals written out: "0.0" beside "0.0015" read as another
     # kind of number (a user's trial).
     **{

@@ -192,6 +192,10 @@ def test_the_deciding_columns_are_in_view_at_1024(browser, server_url, sketched)
         for title in on_demand:
             col = page.locator(f".att-op-table .tabulator-col[tabulator-field='{title}']")
             assert col.count() == 0 or not col.first.is_visible(), title
+        if not sketched:  # four decimals, as the other fractions (the progress bar's: 0.02)
+            cells = page.locator(".att-op-table .tabulator-cell[tabulator-field='terms']")
+            texts = [cells.nth(i).inner_text().strip() for i in range(cells.count())]
+            assert texts and all(re.fullmatch(r"[01]\.\d{4}", t) for t in texts), texts
         # Every deciding column in view: no hint to swipe sideways (a phone's, test_layout).
         assert page.locator(".att-narrow-only").count() == 1
         assert not page.locator(".att-narrow-only").first.is_visible()
