@@ -176,6 +176,17 @@ for _name in URL_PARAMETERS:
     UrlControls.param.add_parameter(_name, param.Parameter(default=None))
 
 
+# The URL's name of each tab (``?tab=``), in the order of tour.TABS.
+TAB_NAMES = ("walks", "pick", "bridge")
+
+
+class TabUrl(param.Parameterized):
+    """The active tab as the URL holds it: a name of :data:`TAB_NAMES`, unchecked (None: not in
+    the URL)."""
+
+    tab = param.Parameter(default=None)
+
+
 class Dashboard(pn.viewable.Viewer):
     """One session's dashboard: a state object and its views.
 
@@ -475,6 +486,8 @@ class Dashboard(pn.viewable.Viewer):
             dynamic=False,
             stylesheets=[TABS_CSS],
         )
+        if self._served and pn.state.location is not None:
+            self._sync_tab(pn.state.location, tabs)
         tour = Tour(state=s, tabs=tabs)
         info.styles = {**info.styles, "flex": "1 1 280px", "width": "auto", "min-width": "0"}
         intro = pn.FlexBox(tour.buttons(), info, align_items="center", sizing_mode="stretch_width")
@@ -489,6 +502,29 @@ class Dashboard(pn.viewable.Viewer):
             ),
             tabs,
         ]
+
+    def _sync_tab(self, location, tabs) -> None:
+        """The active tab in the URL, by name (``?tab=pick``): a shared address opens on the tab
+        it was copied from. A name that is no tab is reported and the first tab shown."""
+        url = TabUrl()
+
+        def to_tabs(event) -> None:
+            if event.new is None or event.new == TAB_NAMES[tabs.active]:
+                return
+            if event.new in TAB_NAMES:
+                tabs.active = TAB_NAMES.index(event.new)
+            else:
+                self._tell(
+                    f"tab={event.new} is not a tab of the page; expected one of "
+                    f"{', '.join(TAB_NAMES)}. The first is shown."
+                )
+
+        def to_url(event) -> None:
+            url.tab = TAB_NAMES[event.new]
+
+        url.param.watch(to_tabs, "tab")
+        tabs.param.watch(to_url, "active")
+        location.sync(url, {"tab": "tab"})
 
     def _bridge_tab(self):
         """The teaching tab: its simulation and plots built after the page has loaded (served),

@@ -381,6 +381,19 @@ def test_guarantee_shows_only_for_the_calibrated_rule(page, server_url):
     assert abs(page.evaluate(PLOT_TOP, TRADEOFF) - top) < 12
 
 
+def test_the_url_holds_the_active_tab(page, server_url):
+    """A shared address opens on the tab it was copied from (it opened on the first whatever
+    the tab: a user's trial); a name that is no tab is reported."""
+    load(page, server_url, "?tab=pick")
+    page.locator(".att-op-table .tabulator-row").first.wait_for()
+    assert page.locator(".att-op-table").first.is_visible()
+    page.get_by_text("Brownian bridge").first.click()
+    wait_for_query(page, "tab", "bridge")
+    load(page, server_url, "?tab=plots")
+    page.locator(".notyf__toast").filter(has_text="tab=plots is not a tab").first.wait_for()
+    assert not page.locator(".att-op-table").first.is_visible()
+
+
 def test_switch_dataset(page, server_url):
     load(page, server_url)
     before = number(page, "stopped")
