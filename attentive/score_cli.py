@@ -86,6 +86,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="the CSV file's first line is a row of data",
     )
     parser.add_argument(
+        "--sep",
+        default=None,
+        metavar="CHAR",
+        help="the CSV file's field separator, one character such as ';' or '|', or 'tab' "
+        "(default: a tab for .tsv files, else a comma)",
+    )
+    parser.add_argument(
         "--exclude",
         default="",
         metavar="COLUMNS",
@@ -133,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             zero_based=args.zero_based,
             header=args.header,
             exclude=tuple(c.strip() for c in args.exclude.split(",") if c.strip()),
+            sep=args.sep,
             progress=False if args.no_progress else None,
             overwrite=args.overwrite,
         )

@@ -15,6 +15,7 @@ import contextlib
 import gzip
 import io
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -224,6 +225,43 @@ def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
     code, err, out = score(client, path, data)  # one chunk of the default 100,000 rows
     assert code == 0, err
     assert_scores_equal_in_memory(out, clf, X)
+
+
+@pytest.mark.parametrize("sep", [";", "|", "tab"])
+@pytest.mark.parametrize("header", [True, False])
+def test_a_csv_file_with_another_separator_scores_with_sep(client, models, tmp_path, sep, header):
+    """``--sep``: a semicolon-separated file (as spreadsheets write it where the comma is the
+    decimal mark) was refused with no way to read it but to rewrite it; now it scores as the
+    same rows with commas, with or without a header, in a file named .txt too. Without the
+    option it is still refused, naming the separator it was read with."""
+    clf, path = models[False]
+    X, _ = make_classification(250, N_FEATURES, n_informative=3, n_redundant=0, random_state=7)
+    char = "\t" if sep == "tab" else sep
+    frame = pd.DataFrame(X, columns=[f"p{i}" for i in range(N_FEATURES)])
+    data = tmp_path / "rows.txt"
+    frame.to_csv(data, index=False, sep=char, header=header, float_format="%.17g")
+    code, err, out = score(client, path, data, "--sep", sep, *(() if header else ("--no-header",)))
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    named = data.rename(tmp_path / "rows.csv")
+    shutil.rmtree(out)
+    code, err, out = score(client, path, named, *(() if header else ("--no-header",)))
+    assert_refused(code, err, out, "--sep")
+
+
+def test_sep_is_refused_where_it_does_not_apply(client, models, tmp_path):
+    """A separator that could be part of a number, or one given for a LIBSVM file, is refused
+    before any work."""
+    _, path = models[False]
+    data = tmp_path / "rows.csv"
+    data.write_text("1;2\n")
+    for bad in (".", "-", "ab", "e", " ", ""):
+        code, err, out = score(client, path, data, "--sep", bad)
+        assert_refused(code, err, out, "the CSV separator must be one character")
+    svm = tmp_path / "rows.svm"
+    svm.write_text("1 1:0.5\n")
+    code, err, out = score(client, path, svm, "--sep", ";")
+    assert_refused(code, err, out, "--sep (sep=) does not apply", "a field separator is CSV's")
 
 
 # -- generated files ------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ __all__ = [
     "HUGE_INDEX",
     "ExpectedFeatures",
     "check_finite_rows",
+    "check_separator",
     "compression_of",
     "csv_header",
     "csv_separator",
@@ -69,8 +70,10 @@ __all__ = [
     "libsvm_stated_base",
     "libsvm_zero_based",
     "merge_index_ranges",
+    "one_column_hint",
     "open_binary",
     "parse_csv_rows",
+    "separated_format",
     "split_csv_line",
 ]
 
@@ -285,12 +288,54 @@ def guess_format(
     return guessed
 
 
-_SEPARATOR_NAMES = {",": "commas", "\t": "tabs"}
+_SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "bars"}
+# What a separator may not be besides a letter or a digit: part of a number, a quote, a comment,
+# a space or a line's end.
+_NOT_SEPARATORS = set(".+-\"'#\r\n ")
 
 
-def csv_separator(name: str) -> str:
-    """A tab for ``.tsv`` files, else a comma."""
+def csv_separator(name: str, sep: str | None = None) -> str:
+    """``sep`` (:func:`check_separator`) when given, else a tab for ``.tsv`` files and a comma
+    for others."""
+    if sep is not None:
+        return check_separator(sep)
     return "\t" if _suffix(name) == ".tsv" else ","
+
+
+#: Suffixes that say text rather than a format: LIBSVM's by default, CSV's when a separator is given.
+GENERIC_TEXT = (".txt", ".dat")
+
+
+def separated_format(name: str, format: str | None) -> str | None:
+    """The format a file is read as when a CSV field separator is given: ``format`` if given,
+    else CSV for a name of no format or of :data:`GENERIC_TEXT` (a ``.csv`` file too), else
+    what the name says (a LIBSVM or Parquet name, for which the separator is refused)."""
+    if format is not None:
+        return format
+    named = SUFFIXES.get(_suffix(name))
+    return "csv" if named is None or _suffix(name) in GENERIC_TEXT else named
+
+
+def one_column_hint(sep: str) -> str:
+    """Where a CSV file's lines read as one column: the separator they were split at."""
+    return (
+        f"; its lines were read as one column, split at {_SEPARATOR_NAMES.get(sep, repr(sep))}: "
+        "is that the file's separator? (another is given with --sep, sep= from Python; a "
+        "LIBSVM file is read as LIBSVM with --format libsvm, format='libsvm')"
+    )
+
+
+def check_separator(sep: str) -> str:
+    """A CSV field separator as given (``--sep``, ``sep=``): one character that cannot be part
+    of a number (``;``, ``|``, ``:``), or ``tab`` / ``\\t`` for a tab."""
+    if isinstance(sep, str) and sep.lower() in ("tab", "\\t"):
+        return "\t"
+    if not isinstance(sep, str) or len(sep) != 1 or sep.isalnum() or sep in _NOT_SEPARATORS:
+        raise InvalidParameterError(
+            "the CSV separator must be one character that is not a letter, a digit, part of a "
+            f"number, a quote, '#' or a space, such as ';' or '|', or 'tab' for a tab; got {sep!r}"
+        )
+    return sep
 
 
 # -- LIBSVM: the index base -----------------------------------------------------------------------
@@ -720,11 +765,7 @@ def feature_columns(
         if len(features) > expected.n_features:
             hint = f"; name the other columns with {EXCLUDE}"
         elif len(columns) == 1 and sep is not None:
-            hint = (
-                f"; its lines were read as one column, split at {_SEPARATOR_NAMES[sep]}: is "
-                "that the file's separator? (a LIBSVM file is read as LIBSVM with --format "
-                "libsvm, format='libsvm' from Python)"
-            )
+            hint = one_column_hint(sep)
         else:
             hint = ""
         plural = "column" if len(features) == 1 else "columns"

@@ -154,6 +154,7 @@ def score_file(
     exclude: tuple[str, ...] = (),
     progress: bool | None = None,
     overwrite: bool = False,
+    sep: str | None = None,
 ) -> ScoreSummary:
     """Score a file with an exported classifier on Dask and write the scores as Parquet.
 
@@ -177,7 +178,13 @@ def score_file(
     # input is decompressed or a cluster started.
     check_chunk_rows(chunk_rows)
     check_options(
-        input, format=format, zero_based=zero_based, header=header, exclude=exclude, name=input.name
+        input,
+        format=format,
+        zero_based=zero_based,
+        header=header,
+        exclude=exclude,
+        name=input.name,
+        sep=sep,
     )
     src, dst = input.resolve(), output.resolve()
     if src == dst or dst in src.parents or src in dst.parents:
@@ -188,7 +195,9 @@ def score_file(
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     # A CSV file's first line, or Parquet schemas, against the model's features, before a
     # cluster is started.
-    check_columns(input, clf, format=format, header=header, exclude=exclude, name=input.name)
+    check_columns(
+        input, clf, format=format, header=header, exclude=exclude, name=input.name, sep=sep
+    )
     copy = cluster = None
     try:
         cluster = None if scheduler else local_cluster(n_workers)
@@ -207,6 +216,7 @@ def score_file(
                 header=header,
                 exclude=exclude,
                 name=input.name,
+                sep=sep,
             )
             return write_scores(
                 score_dask(clf, X),

@@ -30,6 +30,7 @@ from attentive.data.reader import (
     HEAD_BYTES,
     ExpectedFeatures,
     check_finite_rows,
+    check_separator,
     compression_of,
     csv_header,
     csv_separator,
@@ -39,8 +40,10 @@ from attentive.data.reader import (
     libsvm_stated_base,
     libsvm_zero_based,
     merge_index_ranges,
+    one_column_hint,
     open_binary,
     parse_csv_rows,
+    separated_format,
     split_csv_line,
 )
 from attentive.errors import DataError, InvalidParameterError
@@ -60,6 +63,7 @@ def read_input(
     header: bool | None = None,
     exclude: tuple[str, ...] = (),
     name: str | None = None,
+    sep: str | None = None,
 ):
     """The rows of a file as lazy chunks of about ``chunk_rows`` rows, for :func:`score_dask`.
 
@@ -93,6 +97,9 @@ def read_input(
         CSV / Parquet columns that are not features (e.g. a label).
     name : str, optional
         The name to report in messages (default: the file's).
+    sep : str, optional
+        CSV: the field separator, one character (``";"``, ``"|"``) or ``"tab"``; default a tab
+        for ``.tsv`` files, else a comma.
 
     Returns
     -------
@@ -109,14 +116,14 @@ def read_input(
     where = name or path.name
     expected = ExpectedFeatures.of(clf)
     fmt, text, head = _opened(
-        path, where, format, zero_based=zero_based, header=header, exclude=exclude
+        path, where, format, zero_based=zero_based, header=header, exclude=exclude, sep=sep
     )
     if fmt == "parquet":
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     start = len(BOM) if head.startswith(BOM) else 0
     if fmt == "libsvm":
         return _read_libsvm(text, start, expected, chunk_rows, zero_based)
-    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude))
+    return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude), sep)
 
 
 def check_columns(
@@ -127,6 +134,7 @@ def check_columns(
     header: bool | None = None,
     exclude: tuple[str, ...] = (),
     name: str | None = None,
+    sep: str | None = None,
 ) -> None:
     """:func:`read_input`'s checks of a CSV file's first line, or of a Parquet file's (or
     directory's) schemas, against ``clf``'s features (a header, the number of fields, the names,
@@ -134,10 +142,12 @@ def check_columns(
     a file before it starts a cluster. LIBSVM is checked as it is read."""
     path = Path(path)
     where = name or path.name
-    fmt, text, head = _opened(path, where, format, zero_based=None, header=header, exclude=exclude)
+    fmt, text, head = _opened(
+        path, where, format, zero_based=None, header=header, exclude=exclude, sep=sep
+    )
     if fmt == "csv":
         start = len(BOM) if head.startswith(BOM) else 0
-        _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude))
+        _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude), sep)
     elif fmt == "parquet":
         _parquet_files(path, ExpectedFeatures.of(clf), tuple(exclude), where)
 
@@ -156,6 +166,7 @@ def check_options(
     header: bool | None = None,
     exclude: tuple[str, ...] = (),
     name: str | None = None,
+    sep: str | None = None,
 ) -> str:
     """The format :func:`read_input` reads ``path`` as, after the checks it makes before reading
     any rows: the file exists, its format is known, a compressed file is not Parquet, and the
@@ -164,19 +175,29 @@ def check_options(
     option before it decompresses the input or starts a cluster."""
     path = Path(path)
     fmt, _, _ = _opened(
-        path, name or path.name, format, zero_based=zero_based, header=header, exclude=exclude
+        path,
+        name or path.name,
+        format,
+        zero_based=zero_based,
+        header=header,
+        exclude=exclude,
+        sep=sep,
     )
     return fmt
 
 
-def _opened(path: Path, where: str, format, *, zero_based, header, exclude):
+def _opened(path: Path, where: str, format, *, zero_based, header, exclude, sep=None):
     """``(format, text, head)`` of ``path`` (``text`` and ``head`` None for Parquet), the
-    options checked against the format."""
+    options checked against the format (and a separator given, as one)."""
+    if sep is not None:
+        check_separator(sep)
+        if not path.is_dir():
+            format = separated_format(where, format)
     if not path.exists():
         raise DataError(f"input not found: {path}")
     if path.is_dir():
         guess_format(where, format=format or "parquet", allowed=("parquet",))
-        _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
+        _check_options_apply(where, "parquet", header=header, zero_based=zero_based, sep=sep)
         return "parquet", None, None
     with open(path, "rb") as f:
         text = _Text(str(path), compression_of(f.read(8)), where)
@@ -185,10 +206,10 @@ def _opened(path: Path, where: str, format, *, zero_based, header, exclude):
     if fmt == "parquet":
         if text.compression:
             raise DataError(f"{where}: a compressed Parquet file; Parquet compresses its own pages")
-        _check_options_apply(where, "parquet", header=header, zero_based=zero_based)
+        _check_options_apply(where, "parquet", header=header, zero_based=zero_based, sep=sep)
         return "parquet", None, None
     if fmt == "libsvm":
-        _check_options_apply(where, fmt, header=header, exclude=exclude)
+        _check_options_apply(where, fmt, header=header, exclude=exclude, sep=sep)
     else:
         _check_options_apply(where, fmt, zero_based=zero_based)
     return fmt, text, head
@@ -197,11 +218,15 @@ def _opened(path: Path, where: str, format, *, zero_based, header, exclude):
 _FORMAT_NAMES = {"libsvm": "LIBSVM", "csv": "CSV", "parquet": "Parquet"}
 
 
-def _check_options_apply(where: str, fmt: str, *, header=None, exclude=(), zero_based=None):
+def _check_options_apply(
+    where: str, fmt: str, *, header=None, exclude=(), zero_based=None, sep=None
+):
     """Refuse options the file's format has no use for, instead of ignoring them silently."""
     given = []
     if header is not None:
         given.append(("--header / --no-header (header=)", "a header line is CSV's"))
+    if sep is not None:
+        given.append(("--sep (sep=)", "a field separator is CSV's"))
     if exclude:
         given.append(("--exclude (exclude=)", "named columns are CSV's and Parquet's"))
     if zero_based is not None:
@@ -349,13 +374,13 @@ def _csv_chunk(text: _Text, a, b, line, names, features, sep) -> pd.DataFrame:
     return frame[features]
 
 
-def _csv_columns(text: _Text, start, expected, header, exclude):
+def _csv_columns(text: _Text, start, expected, header, exclude, sep=None):
     """What a CSV file's first line says (its separator, the line's start and number, whether it
     names the columns, and which are the features), checked against the model's ``expected``
     features: ``(sep, columns, features, data_start, first_line)``, the rows starting at byte
     ``data_start``, line ``first_line``."""
     where = text.where
-    sep = csv_separator(where)
+    sep = csv_separator(where, sep)
     with open_binary(text.path, text.compression) as f:
         f.seek(start)
         skipped = 0  # blank lines before the first line (pandas skips them too)
@@ -368,9 +393,10 @@ def _csv_columns(text: _Text, start, expected, header, exclude):
     columns = csv_header(cells, header=header, expected=expected, where=where)
     n = expected.n_features
     if columns is None and n is not None and len(cells) != n and expected.names is None:
+        hint = one_column_hint(sep) if len(cells) == 1 else ""
         raise DataError(
             f"{where}, line {skipped + 1}: {len(cells)} fields, but the model expects {n} "
-            "features (the file has no header line)"
+            f"features (the file has no header line){hint}"
         )
     features = feature_columns(columns, len(cells), expected, exclude, where=where, sep=sep)
     if columns is None:  # the first line is a row
@@ -378,10 +404,10 @@ def _csv_columns(text: _Text, start, expected, header, exclude):
     return sep, columns, features, first_start + len(first), skipped + 2
 
 
-def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude):
+def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude, sep=None):
     where = text.where
     sep, columns, features, data_start, first_line = _csv_columns(
-        text, start, expected, header, exclude
+        text, start, expected, header, exclude, sep
     )
     names = columns or features
     chunks = text.chunks(chunk_rows, data_start, first_line)
