@@ -425,7 +425,7 @@ MORE_COLUMNS = {
     "stop_error": "stop-error",
     "precision": "precision",
     "recall": "recall",
-    "speedup_terms": "speed-up (terms)",
+    "speedup_terms": "speed-up",
     "measured": "timed",
 }
 # Every column the table has, from its first draw on: a table without its times (they follow the
@@ -457,7 +457,7 @@ TABLE_TOOLTIPS = {
     "the fraction stopped and called negative; upper, the reverse; both sides, the disagreement.",
     "precision": "Of the test examples the rule calls positive, the fraction that are.",
     "recall": "Of the positive test examples, the fraction the rule calls positive.",
-    "speed-up (terms)": "n / mean terms computed per example.",
+    "speed-up": "The speed-up in terms: n / mean terms computed per example.",
     "timed": "Whether this row's time was run (else interpolated between timed rows).",
 }
 # Their types where not float: a row is "timed" and "current" or not, before the times too.
@@ -478,6 +478,7 @@ TERMS_BAR = (
     "<%= value.toFixed(4) %>"
 )
 FOUR_DECIMALS = ("sketch", "work", "disagreement", "accuracy", "stop-error", "precision", "recall")
+FOUR_DECIMALS += ("δ' = Φ(−z)",)
 TABLE_FORMATS = {
     # A bar of the fraction on a track of 0 to 1, then the number, clear of the bar (Tabulator's
     # progress bar centred it over the bar, then wrote 0.209 beside 0.02: four decimals now, as
@@ -489,8 +490,21 @@ TABLE_FORMATS = {
         name: {"type": "money", "decimal": ".", "thousand": "", "symbol": "", "precision": 4}
         for name in FOUR_DECIMALS
     },
+    # "Show every column": a speed-up with two decimals (3.4049 stood above 3.697), and whether
+    # a row was timed as a tick (the words true / false made the table scroll at 1440 px).
+    "speed-up": {
+        "type": "money",
+        "decimal": ".",
+        "thousand": "",
+        "symbol": "×",
+        "symbolAfter": True,
+        "precision": 2,
+    },
+    "timed": {"type": "tickCross", "crossElement": False},
 }
-TABLE_ALIGN = dict.fromkeys(FOUR_DECIMALS, "right")  # (as numbers stand without a formatter)
+# (As numbers stand without a formatter.)
+TABLE_ALIGN = {**dict.fromkeys(FOUR_DECIMALS, "right"), "speed-up": "right"}
+TABLE_ALIGN["timed"] = "center"
 # Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
 # only (Tabulator's default), a table drawn before its sketched rules arrived cut
 # "sketched-heteroscedastic" to "sketched-cu" and a z of 2.3263 to "2.326".
