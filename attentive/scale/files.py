@@ -177,15 +177,9 @@ def score_file(
     # The input's format and the options given for it, from its first bytes: refused before the
     # input is decompressed or a cluster started.
     check_chunk_rows(chunk_rows)
-    check_options(
-        input,
-        format=format,
-        zero_based=zero_based,
-        header=header,
-        exclude=exclude,
-        name=input.name,
-        sep=sep,
-    )
+    # (How the input is read: the same for every check and for the reading.)
+    reading = dict(format=format, header=header, exclude=exclude, name=input.name, sep=sep)
+    check_options(input, zero_based=zero_based, **reading)
     src, dst = input.resolve(), output.resolve()
     if src == dst or dst in src.parents or src in dst.parents:
         raise InvalidParameterError(
@@ -195,9 +189,7 @@ def score_file(
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     # A CSV file's first line, or Parquet schemas, against the model's features, before a
     # cluster is started.
-    check_columns(
-        input, clf, format=format, header=header, exclude=exclude, name=input.name, sep=sep
-    )
+    check_columns(input, clf, **reading)
     copy = cluster = None
     try:
         cluster = None if scheduler else local_cluster(n_workers)
@@ -208,15 +200,7 @@ def score_file(
             # (After the scheduler answered: a bad address is refused before this work.)
             copy = _decompressed_copy(input, output)
             X = read_input(
-                copy or input,
-                clf,
-                chunk_rows=chunk_rows,
-                format=format,
-                zero_based=zero_based,
-                header=header,
-                exclude=exclude,
-                name=input.name,
-                sep=sep,
+                copy or input, clf, chunk_rows=chunk_rows, zero_based=zero_based, **reading
             )
             return write_scores(
                 score_dask(clf, X),
