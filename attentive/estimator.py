@@ -1295,7 +1295,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         pays its second running sum per walked term (:meth:`_mass_term_cost`)."""
         kept = self._kept_sketch()
         counted = getattr(self, "sketch_costs_", "measured") == "count"
-        mass_extra = self._mass_term_cost(kept) if kept is not None and not counted else 0.0
+        mass_extra = 0.0
+        if kept is not None and not counted:
+            mass_extra = self._mass_term_cost(self.sketched_walk_.sketch.n_features)
         out = {}
         for name, (rates, walked) in self.reference_profile_.items():
             fractions = walked
@@ -1311,14 +1313,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return out
 
     @staticmethod
-    def _mass_term_cost(kept) -> float:
+    def _mass_term_cost(n_features: int) -> float:
         """What a rule on the running mass adds to a walked term at the evaluator's measured
         costs (its second running sum: ``MASS_TERM_NS`` against a term over the sketch's
         features, ``sources/rbf.py``), in units of a full evaluation's term."""
         from attentive.evaluator.sources.rbf import MASS_TERM_NS
         from attentive.evaluator.sources.sketch import _term_ns
 
-        return MASS_TERM_NS / _term_ns(kept.walk.sketch.n_features)
+        return MASS_TERM_NS / _term_ns(n_features)
 
     # -- calibration (SPEC §3) ------------------------------------------------------------------
     def boundary_family(self, family: str | None = None) -> BoundaryFamily:

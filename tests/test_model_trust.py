@@ -31,8 +31,8 @@ from sklearn.svm import SVC
 from skops.io._protocol import PROTOCOL
 
 from attentive import AttentiveClassifier
-from attentive.errors import UnsupportedModelError, UntrustedModelError
-from attentive.models import PROJECT_TYPES, TRUSTED_TYPES, load_model
+from attentive.errors import DataError, UnsupportedModelError, UntrustedModelError
+from attentive.models import PROJECT_TYPES, TRUSTED_TYPES, load_model, save_model
 
 
 def _json(value, ident: int) -> dict:
@@ -289,13 +289,13 @@ def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
     padded = _rewritten(
         raw,
         lambda name, data: (
-            data[:-1] + b', "pad": [' + b"{}, " * (3 << 20) + b"{}]}"
+            data[:-1] + b', "pad": [' + b"{}, " * (9 << 20) + b"{}]}"
             if name == "schema.json"
             else data
         ),
     )
     assert len(padded) < 1 << 20
-    with pytest.raises(UnsupportedModelError, match=r"its schema\.json would take 12 MB"):
+    with pytest.raises(UnsupportedModelError, match=r"its schema\.json would take 36 MB"):
         load_model(padded)
     listed = _rewritten(
         raw, lambda name, data: data.replace(b'"__id__": ', b'"__id__": [1], "x": ', 1)
@@ -624,3 +624,23 @@ def test_a_stopping_rule_of_another_walk_is_refused(damage):
         object.__setattr__(b, "budget", 10**9)
     with pytest.raises(UnsupportedModelError, match="the boundary"):
         load_model(sio.dumps(clf))
+
+
+def test_save_model_refuses_a_file_load_model_would_refuse_for_its_size(tmp_path, monkeypatch):
+    """A model whose schema is beyond what load_model reads was saved without a word, and
+    refused only where it was loaded (by score on a cluster, say): save_model and the
+    dashboard's export refuse it, naming the sizes, and write nothing."""
+    from attentive.models import persistence
+
+    X, y = make_classification(200, 5, random_state=0)
+    model = LogisticRegression().fit(X, y)
+    size = zipfile.ZipFile(io.BytesIO(sio.dumps(model))).getinfo("schema.json").file_size
+    monkeypatch.setattr(persistence, "_SCHEMA_LIMIT", size - 1)
+    path = tmp_path / "model.skops"
+    with pytest.raises(DataError, match=r"more than load_model reads .* could not be loaded"):
+        save_model(model, path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(UnsupportedModelError, match="would take"):
+        load_model(sio.dumps(model))  # (what the check stands for)
+    monkeypatch.setattr(persistence, "_SCHEMA_LIMIT", size)
+    assert load_model(save_model(model, path)).coef_.tolist() == model.coef_.tolist()

@@ -77,7 +77,11 @@ def classifier_bytes(state) -> bytes:
     """:func:`classifier` as a skops file's bytes."""
     import skops.io as sio
 
-    return sio.dumps(classifier(state))
+    from attentive.models.persistence import check_loadable_size
+
+    data = sio.dumps(classifier(state))
+    check_loadable_size(data)  # (the page loads it back, as score and load_model do)
+    return data
 
 
 def operating_point(state) -> dict[str, Any]:

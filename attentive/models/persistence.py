@@ -44,6 +44,7 @@ __all__ = [
     "SUPPORTED_KERNELS",
     "SUPPORTED_MODELS",
     "TRUSTED_TYPES",
+    "check_loadable_size",
     "check_model_path",
     "check_n_features",
     "check_supported_model",
@@ -125,10 +126,12 @@ def save_model(model: Any, path: str | os.PathLike) -> Path:
     """
     check_supported_model(model)
     path = check_model_path(path)
+    data = _skops_io().dumps(model)
+    check_loadable_size(data)
     tmp = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _skops_io().dump(model, tmp)
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -259,9 +262,31 @@ def load_model(
 # refused before skops reads any array.
 _EXPANSION_FACTOR = 20
 _EXPANSION_SLACK = 256 << 20
-# A model's schema.json is kilobytes to a megabyte (a calibrated classifier of MNIST 8 vs rest:
-# 0.67 MB); parsed, JSON takes up to ~25 times its size.
-_SCHEMA_LIMIT = 8 << 20
+# A model's schema.json is kilobytes to a few megabytes (a calibrated classifier of MNIST 8 vs
+# rest: 0.67 MB), but skops writes an object again wherever it is held: a pipeline over 784 named
+# columns (a ColumnTransformer) took 2.5 MB a copy and, held four times by a classifier, 10 MB,
+# which 8 MB refused. Parsed, JSON takes up to ~25 times its size (a model's: 6 times, +195 MB
+# and 1.0 s to load a 33 MB schema). save_model refuses what this refuses (check_loadable_size).
+_SCHEMA_LIMIT = 32 << 20
+
+
+def check_loadable_size(data: bytes) -> None:
+    """Refuse to write a model file (``data``, skops bytes) that :func:`load_model` would refuse
+    for its size: found when saving, not on loading it elsewhere.
+
+    Raises
+    ------
+    DataError
+        Its schema is beyond what :func:`load_model` reads."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        size = archive.getinfo("schema.json").file_size
+    if size > _SCHEMA_LIMIT:
+        raise DataError(
+            f"this model's skops schema would take {size / 2**20:,.0f} MB, more than load_model "
+            f"reads ({_SCHEMA_LIMIT >> 20} MB), so the file could not be loaded: skops writes "
+            "the pipeline again wherever the classifier holds it, column names included; fit "
+            "it on an array without column names, or with fewer steps that name them"
+        )
 
 
 def _check_expansion(data: bytes, name: str) -> None:

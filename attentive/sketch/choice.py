@@ -21,6 +21,7 @@ the fastest's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -119,6 +120,7 @@ class SketchOption:
     statistics: WalkStatistics
     profile: dict
     count_only: bool = False
+    counted: tuple | None = None  # counted_costs, kept where the walk is not (without_walk)
 
     @property
     def total(self) -> float:
@@ -131,7 +133,16 @@ class SketchOption:
         cost model priced the option (``(0, 1)`` without a sketch)."""
         if self.k is None:
             return 0.0, 1.0
+        if self.walk is None:
+            return self.counted
         return self.walk.cost, self.walk.walked_term_cost
+
+    def without_walk(self) -> SketchOption:
+        """This option's numbers without its walk and statistics (arrays of the model's size,
+        and the model's pipeline again: :meth:`SketchChoice.__getstate__`)."""
+        if self.walk is None:
+            return self
+        return dataclasses.replace(self, walk=None, statistics=None, counted=self.counted_costs)
 
     @property
     def counted_total(self) -> float:
@@ -166,6 +177,22 @@ class SketchChoice:
     delta: float
     calibration: tuple | None = None
     kept: SketchOption | None = None
+
+    def __getstate__(self) -> dict:
+        """Saved (skops, pickle, a deep copy), the options keep their numbers, not their walks
+        and statistics (:meth:`SketchOption.without_walk`): every option tried held the model's
+        pipeline in its walk, and a classifier over 784 named columns saved a schema of 33 MB
+        (its ColumnTransformer 12 times) that load_model refused. The kept sketch's walk is the
+        classifier's ``sketched_walk_``."""
+        state = dict(self.__dict__)
+        slim = tuple(o.without_walk() for o in self.options)
+        state["options"] = slim
+        if self.kept is not None:
+            state["kept"] = next(
+                (s for o, s in zip(self.options, slim, strict=True) if o is self.kept),
+                self.kept.without_walk(),
+            )
+        return state
 
     @property
     def best(self) -> SketchOption:
