@@ -4,12 +4,33 @@ sparse rows with dense support vectors, ...): blocks from
 
 from __future__ import annotations
 
+import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.sources import GENERIC, WEAK, register_source
 from attentive.evaluator.sources.base import TermSource
 
-__all__ = ["TermValuesSource", "WeakLearnerSource", "weak_learner_costs"]
+__all__ = [
+    "TermValuesSource",
+    "WeakLearnerSource",
+    "sparse_kernel_costs",
+    "sparse_row_values",
+    "weak_learner_costs",
+]
+
+# A kernel model's term on sparse rows (dense support vectors: scikit-learn's pairwise kernel of
+# the rows held against a block of them), ns: ~2.5 and 0.145 a stored value of the row, and a
+# row per block ~190 and 2.3 a stored value (its norm, the product's call). Fitted to blocks of
+# 4, 16 and 64 terms of rows of 16-313 stored values over 784 columns (one thread, medians of 7,
+# 2026-11-30): 4.8, 13.9, 23.7 and 47.8 ns a term, 225, 360, 575 and 900 a row and block. Priced
+# at the default 2 ns a term and 4 terms a row, a sketched walk of MNIST 2 vs 5 as CSR rows
+# (its sketch's features ~900 ns a row) was predicted at 2.1 of a full evaluation, measured at
+# 0.43, and "auto" evaluated it in full (a user's trial: the same rows as LIBSVM and as CSV got
+# other answers, 2.5-3 times slower than without the sketch).
+SPARSE_TERM_NS = 2.5
+SPARSE_TERM_VALUE_NS = 0.145
+SPARSE_BLOCK_ROW_NS = 190.0
+SPARSE_BLOCK_VALUE_NS = 2.3
 
 # A weak learner's term is its ``predict`` on the rows held: ~20 ns a row and term for
 # scikit-learn's trees given the rows converted (attentive.terms: 17-22 ns at 10-784 columns,
@@ -32,15 +53,42 @@ def weak_learner_costs(X) -> tuple[float, float, float]:
     return WEAK_LEARNER_NS, WEAK_LEARNER_NS + COPY_VALUE_NS * values, CONVERSION_VALUE_NS * values
 
 
+def sparse_row_values(walk, plan) -> float:
+    """The stored values a sparse row of a kernel model holds, as its dense support vectors'
+    non-zeros (the rows a model scores are like those it was fitted on): a price that is the
+    same for every batch of rows, a one-row batch included (whose own count would price the
+    walk and full evaluation of a call at another row's size)."""
+
+    def build():
+        sv = walk.terms.support_vectors
+        nonzero = sv.getnnz() if sp.issparse(sv) else np.count_nonzero(sv)
+        return float(nonzero / max(sv.shape[0], 1))
+
+    return plan.arrays("sparse-row-values", build)
+
+
+def sparse_kernel_costs(values: float) -> tuple[float, float]:
+    """A kernel model's term on sparse rows of ``values`` stored values, ns, and a row carried
+    through a block, in terms (:data:`SPARSE_TERM_NS` and the others)."""
+    term_ns = SPARSE_TERM_NS + SPARSE_TERM_VALUE_NS * values
+    return term_ns, (SPARSE_BLOCK_ROW_NS + SPARSE_BLOCK_VALUE_NS * values) / term_ns
+
+
 @register_source(priority=GENERIC)
 class TermValuesSource(TermSource):
-    """The terms as the decomposition computes them, times the weights."""
+    """The terms as the decomposition computes them, times the weights. A kernel model's on
+    sparse rows are priced as they cost (:func:`sparse_kernel_costs`)."""
 
     kind = "term-values"
 
     @classmethod
     def usable(cls, walk, plan, X, precision):
         return True
+
+    def __init__(self, walk, plan, X):
+        super().__init__(walk, plan, X)
+        if walk.terms.kind == "kernel" and sp.issparse(X):
+            self.term_ns, self.row_cost = sparse_kernel_costs(sparse_row_values(walk, plan))
 
     def block(self, start, stop, out):
         out[:] = self.walk.terms.term_values(self.X, self.plan.order[start:stop]).T
