@@ -187,6 +187,34 @@ class TabUrl(param.Parameterized):
     tab = param.Parameter(default=None)
 
 
+def theme_name(value: str | None) -> str | None:
+    """Panel's name of the theme ``?theme=value`` asks for (``light`` is its ``default``; any
+    case), or None where it names none."""
+    from panel.theme.base import THEMES
+
+    if value is None:
+        return None
+    name = value.strip().strip("'\"").lower()
+    name = "default" if name == "light" else name
+    return name if name in THEMES else None
+
+
+def _query_theme() -> str | None:
+    """The page's ``?theme=`` as it was written, or None."""
+    args = pn.state.session_args
+    value = args.get("theme") if isinstance(args, dict) else None
+    return value[0].decode("utf-8", "replace") if value else None
+
+
+class DashboardTemplate(pn.template.FastListTemplate):
+    """Panel's FastListTemplate, whose ``?theme=`` it has or none: an unknown one (``light``,
+    ``Dark``, a typo) raised a KeyError in its constructor, and the page stayed blank."""
+
+    @staticmethod
+    def _get_theme_from_query_args():
+        return theme_name(_query_theme())
+
+
 class Dashboard(pn.viewable.Viewer):
     """One session's dashboard: a state object and its views.
 
@@ -543,7 +571,10 @@ class Dashboard(pn.viewable.Viewer):
 
     def template(self) -> pn.template.FastListTemplate:
         """The served page: a template with the sidebar, light/dark theme toggle."""
-        template = pn.template.FastListTemplate(
+        asked = _query_theme()
+        if asked is not None and theme_name(asked) is None:
+            self._tell(f"theme={asked} is not a theme of the page; expected dark or light.")
+        template = DashboardTemplate(
             title=TITLE,
             sidebar=self.sidebar(),
             main=self.main(),
