@@ -265,7 +265,8 @@ class TradeoffView(PlotView):
     def _labels(self, f):
         if f.tradeoff is None:
             return {"oracle floor": "oracle floor"}
-        return {"oracle floor": f"oracle floor at {f.tradeoff.oracle_fraction:.2f}"}
+        # (The plain walk's: a sketched rule, drawn beside it, stops before it.)
+        return {"oracle floor": f"oracle floor (plain walk) at {f.tradeoff.oracle_fraction:.2f}"}
 
     def _refresh(self, f) -> None:
         super()._refresh(f)
