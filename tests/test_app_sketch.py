@@ -365,6 +365,17 @@ def test_the_tours_steps_set_the_seed_and_show_no_warning_on_their_own_rule():
         assert check is not None and not check.exceeded, (step.title, check)
 
 
+def test_the_tours_calibrated_steps_state_the_same_rule():
+    """The last step (Pick a threshold) kept the sketched step's δ = 2 %: its guarantee read
+    "≤ 0.02" after the calibrated step's 1 % (a teacher's trial). Every step on the calibrated
+    rule sets δ, side and dataset, so each shows the same guarantee whatever came before."""
+    calibrated = [s for s in STEPS if s.controls.get("boundary") == "calibrated"]
+    assert len(calibrated) >= 2
+    for step in calibrated:
+        assert {"dataset", "side", "delta"} <= set(step.controls), step.title
+    assert len({tuple(sorted(s.controls.items())) for s in calibrated}) == 1
+
+
 def test_the_guided_tour_has_a_sketched_walk_step_where_a_sketch_pays():
     step = next(s for s in STEPS if "sketched walk" in s.title)
     assert step.controls == SKETCHED_VIEW
