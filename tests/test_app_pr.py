@@ -66,3 +66,23 @@ def test_the_current_rules_entry_names_how_its_scores_are_made():
     labels = list(drawn(doc))
     assert any(k.startswith("current rule (budget B: score c + (n/B)·S_B)") for k in labels)
     assert not any("c + τ" in k for k in labels)
+
+
+def test_a_new_model_clears_the_curves_until_its_measurement_comes():
+    """The measurement waits for the rules' timing: after a dataset switch the previous
+    dataset's curves stayed for 4-18 s under its legend (AP 1.000 beside cards of another
+    model: a teacher's trial). A move keeps the nearby rule's curves until its measurement;
+    a new model clears them, the legend saying they are being evaluated."""
+    state = DashboardState()
+    view = PrecisionRecallView(state=state)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    assert all("AP" in k for k in drawn(doc))
+    state.background = lambda job, done, fail: None  # (measurements that never come)
+    state.set_controls(delta=0.05)
+    assert state.measured is None
+    assert all("AP" in k for k in drawn(doc))  # a move: the curves stay
+    assert state.set_controls(dataset="breast-cancer"), state.last_error
+    shown = drawn(doc)
+    assert len(shown) == 3 and all(k.endswith("evaluating…") for k in shown), list(shown)
+    assert all(recall.size == 0 for recall, _ in shown.values())

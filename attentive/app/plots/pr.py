@@ -42,8 +42,9 @@ class PrecisionRecallView(PlotView):
         return self.state.measured
 
     def _watch(self) -> None:
-        # A move clears the measurement (None: nothing is redrawn) and the new one follows it.
-        self.state.param.watch(lambda event: self._on_change(), "measured")
+        # A move clears the measurement (None: nothing is redrawn) and the new one follows it;
+        # a new model clears the curves (_refresh).
+        self.state.param.watch(lambda event: self._on_change(), ["measured", "walks"])
 
     def _build(self, fig) -> None:
         items = {}
@@ -81,3 +82,21 @@ class PrecisionRecallView(PlotView):
 
     def _ranges(self, m):
         return self.RANGES
+
+    def _refresh(self, m) -> None:
+        """As drawn until a measurement follows a move (the curves of a nearby rule), except
+        after a new model or dataset: its curves are cleared and the legend says they are
+        being evaluated (the previous dataset's stayed, AP 1.000 beside cards of another model,
+        until the timing that the measurement waits for was done: 4-18 s, a teacher's trial)."""
+        if m is not None:
+            super()._refresh(m)
+            return
+        walks = self.state.walks
+        drawn = self._drawn_key[0] if isinstance(self._drawn_key, tuple) else None
+        if walks is None or walks.key == drawn:
+            return
+        for method in self.METHODS:
+            self._set_data(self._sources[method], {"recall": col([]), "precision": col([])})
+            label = value(f"{NAMES.get(method, method)}: evaluating…")
+            if self._items[method].label != label:
+                self._items[method].label = label
