@@ -689,7 +689,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ):
             return int(size[0]), int(size[1])
         raise InvalidParameterError(
-            "sketch must be 'auto', 'none' or a pair (k, m) of whole numbers ≥ 1 (principal "
+            "sketch must be 'auto', 'none' or a pair (k, m) of ints ≥ 1 (principal "
             f"directions, landmarks), got {self.sketch!r}."
         )
 

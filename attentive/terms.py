@@ -438,6 +438,12 @@ def supported_entry(model) -> SupportedModel:
     for row in SUPPORTED:
         if isinstance(model, row.model_class):
             return row
+    if type(model).__name__ == "AttentiveClassifier":  # (a pipeline ending in one)
+        raise UnsupportedModelError(
+            "a Pipeline ending in an AttentiveClassifier is not supported here: put the "
+            "pipeline inside the classifier, AttentiveClassifier(make_pipeline(StandardScaler(),"
+            " SVC()), ...), which applies the steps before the model to the rows it walks"
+        )
     raise UnsupportedModelError(
         f"{type(model).__name__} is not supported. Supported: {SUPPORTED_MODELS}."
     )

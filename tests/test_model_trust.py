@@ -644,3 +644,16 @@ def test_save_model_refuses_a_file_load_model_would_refuse_for_its_size(tmp_path
         load_model(sio.dumps(model))  # (what the check stands for)
     monkeypatch.setattr(persistence, "_SCHEMA_LIMIT", size)
     assert load_model(save_model(model, path)).coef_.tolist() == model.coef_.tolist()
+
+
+def test_a_pipeline_ending_in_an_attentive_classifier_is_told_to_go_inside_it(tmp_path):
+    """make_pipeline(StandardScaler(), AttentiveClassifier(SVC())) fits and predicts, but its
+    refusal to save said "AttentiveClassifier is not supported", as if the class were not (a
+    user's trial). It says where the pipeline goes."""
+    X, y = make_classification(200, 5, random_state=0)
+    outside = make_pipeline(StandardScaler(), AttentiveClassifier(SVC(), random_state=0))
+    with pytest.raises(UnsupportedModelError, match=r"put the pipeline inside the classifier"):
+        save_model(outside.fit(X, y), tmp_path / "p.skops")
+    inside = AttentiveClassifier(make_pipeline(StandardScaler(), SVC()), random_state=0)
+    back = load_model(save_model(inside.fit(X, y), tmp_path / "c.skops"))
+    np.testing.assert_array_equal(back.predict(X), outside.predict(X))
