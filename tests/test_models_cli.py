@@ -247,3 +247,17 @@ def test_serve_stops_on_sigterm_and_frees_its_port(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_train_help_names_every_mnist_pair_and_digit_against_the_rest(capsys):
+    """The help listed four MNIST pairs; any pair or digit against the rest trains (a user's
+    trial): the help says so, and the forms it names are datasets."""
+    from attentive.data.registry import _entry
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "mnist-t10k-<a>v<b> for any two digits" in text
+    assert "mnist-t10k-<a>vrest for a digit against the others" in text
+    for name in ("mnist-t10k-1v7", "mnist-t10k-8vrest"):
+        assert "real MNIST t10k" in _entry(name).description

@@ -32,7 +32,11 @@ __all__ = ["configure_parser", "elapsed_line", "run"]
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` command's arguments to ``parser``."""
-    parser.add_argument("dataset", help=f"dataset name: {', '.join(REGISTRY)}")
+    parser.add_argument(
+        "dataset",
+        help=f"dataset name: {', '.join(REGISTRY)}, or mnist-t10k-<a>v<b> for any two digits, "
+        "mnist-t10k-<a>vrest for a digit against the others",
+    )
     parser.add_argument(
         "--kind", choices=KINDS, default=None, help="model (default: the dataset's preset)"
     )
