@@ -3,6 +3,7 @@ pixels, and the strips are the quickest-stopped and longest-walked test examples
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 
@@ -64,6 +65,12 @@ def test_focus_shows_the_current_rules_numbers_for_the_clicked_example():
     t = int(f.n_evaluated[example])
     assert f"data-example='{example}' data-stop='{t}'" in text
     assert f"after {t:,} of {f.n_terms:,} terms" in text
+    # Its share as the cards write it: one term short of all is never 100 % (a teacher's trial
+    # read "after 513 of 514 terms (100%)").
+    n, short = f.n_terms, f.n_evaluated.copy()
+    short[example] = n - 1
+    one_short = view._html(dataclasses.replace(f, n_evaluated=short), state.focus, state.walks)
+    assert f"after {n - 1:,} of {n:,} terms (99." in one_short and "(100%)" not in one_short
     assert f"{float(state.walks.full_score[example]):.4g}" in text
     agreed = bool(f.positive[example]) == bool(f.full_positive[example])
     assert ("<b>yes</b>" in text) == agreed

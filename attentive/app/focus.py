@@ -23,6 +23,7 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
+from attentive.app.numbers import share
 from attentive.app.reactive import bind
 from attentive.app.state import DashboardState
 
@@ -132,7 +133,10 @@ class FocusView(pn.viewable.Viewer):
             t = int(outcome.n_evaluated[focus])
             early, full = bool(outcome.positive[focus]), bool(outcome.full_positive[focus])
             stop = (
-                f"after {t:,} of {n:,} terms ({t / n:.0%})" if t < n else f"never: all {n:,} terms"
+                # (As the cards write it: 513 of 514 is 99.8 %, never 100 %.)
+                f"after {t:,} of {n:,} terms ({share(t, n)})"
+                if t < n
+                else f"never: all {n:,} terms"
             )
             agreed = "yes" if early == full else "no (a disagreement)"
             rows = [
