@@ -171,8 +171,8 @@ class Background(Controls):
                     f"{result.us_per_example:.3g} µs on the card (the median of "
                     f"{rules.TIMING_ROUNDS} rounds); the table's times are the fastest of "
                     f"{rules.TIMED_RUNS} runs at a few rules of each family, the others "
-                    "interpolated, and timings move on a busy machine. A lower budget leaves "
-                    "more room.",
+                    "interpolated, and timings move on a busy machine. To stay within "
+                    f"{budget:g} µs on the card, type a lower budget.",
                     "warning",
                 )
 
