@@ -74,8 +74,10 @@ STEPS = (
         "The boundary",
         "The dashed pink line is the paper's Constant-STST boundary τ (Theorem 1). A walk that "
         "falls below it stops (×) and is called negative: the remaining terms are never "
-        "evaluated. The grey band is the Brownian bridge the boundary assumes for a walk that "
-        "ends at the decision threshold. Click a stop (×) to see that example below the plots.",
+        "evaluated. The grey band is the spread (± z·sd at each t, z = Φ⁻¹(1 − δ)) of the "
+        "Brownian bridge the boundary assumes for a walk that ends at the decision threshold; "
+        "the boundary lies beyond it, because such a walk may cross at any t, and τ bounds the "
+        "chance that it does anywhere. Click a stop (×) to see that example below the plots.",
         PAPER_VIEW,
     ),
     Step(
