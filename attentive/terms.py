@@ -438,11 +438,12 @@ def supported_entry(model) -> SupportedModel:
     for row in SUPPORTED:
         if isinstance(model, row.model_class):
             return row
-    if type(model).__name__ == "AttentiveClassifier":  # (a pipeline ending in one)
+    if type(model).__name__ == "AttentiveClassifier":  # (wrapped, or ending a pipeline)
         raise UnsupportedModelError(
-            "a Pipeline ending in an AttentiveClassifier is not supported here: put the "
-            "pipeline inside the classifier, AttentiveClassifier(make_pipeline(StandardScaler(),"
-            " SVC()), ...), which applies the steps before the model to the rows it walks"
+            "an AttentiveClassifier inside another model or at the end of a Pipeline is not "
+            "supported here: give the classifier the model itself, with the steps before it "
+            "inside, AttentiveClassifier(make_pipeline(StandardScaler(), SVC()), ...), which "
+            "applies them to the rows it walks"
         )
     raise UnsupportedModelError(
         f"{type(model).__name__} is not supported. Supported: {SUPPORTED_MODELS}."

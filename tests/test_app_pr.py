@@ -86,3 +86,9 @@ def test_a_new_model_clears_the_curves_until_its_measurement_comes():
     shown = drawn(doc)
     assert len(shown) == 3 and all(k.endswith("evaluating…") for k in shown), list(shown)
     assert all(recall.size == 0 for recall, _ in shown.values())
+    # The budget rule's entry is its own there too (a stopped score c + τ is not its).
+    state.set_controls(boundary="budget")
+    assert state.set_controls(dataset="mnist-t10k-2v5"), state.last_error
+    labels = list(drawn(doc))
+    assert any(k.startswith("current rule (budget B") for k in labels), labels
+    assert not any("c + τ" in k for k in labels)

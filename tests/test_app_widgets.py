@@ -616,3 +616,36 @@ def test_the_guarantee_box_keeps_its_place_for_another_rule(boundary):
     state.set_controls(boundary="calibrated")
     assert view.details.visible and view.alert.alert_type == "success"
     assert view.alert.object.startswith("**Guarantee**")
+
+
+def test_the_no_guarantee_words_of_an_uploaded_model_promise_none():
+    """For an uploaded model the calibrated rule has no guarantee either (it may have seen the
+    held-out examples): the box of another rule does not send the user to one (a review)."""
+    from attentive.app import rules
+    from attentive.app.calibration_view import no_guarantee_words
+
+    rule = rules.Rule(kind="curved", delta=0.05)
+    assert "guarantees its disagreement" in no_guarantee_words(rule)
+    words = no_guarantee_words(rule, uploaded=True)
+    assert "has none either for an uploaded model" in words
+    assert "guarantees" not in words
+
+
+def test_a_closed_sessions_table_leaves_its_state_to_be_freed():
+    """The terms column's formatter was one Bokeh model shared by every session's table, and
+    Panel's Tabulator hooks each table onto the formatter it is given: every session's state
+    (its uploads, classifiers, outcomes) stayed alive through the table's click handler (a
+    review). Each table has its own formatter, and a table let go of frees its state."""
+    import gc
+    import weakref
+
+    from attentive.app.numbers import OperatingPointTable
+
+    state = DashboardState()
+    table = OperatingPointTable(state=state)
+    other = OperatingPointTable(state=DashboardState())
+    assert table.table.formatters["terms"] is not other.table.formatters["terms"]
+    gone = weakref.ref(state)
+    del state, table
+    gc.collect()
+    assert gone() is None

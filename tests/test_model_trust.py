@@ -297,6 +297,21 @@ def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
     assert len(padded) < 1 << 20
     with pytest.raises(UnsupportedModelError, match=r"its schema\.json would take 36 MB"):
         load_model(padded)
+    # Below the limit but deflated from a few kilobytes (parsed, 32 MB of it took 550 MB): the
+    # schema is refused before it is read, as skops never packs its own that tightly.
+    small = _rewritten(
+        raw,
+        lambda name, data: (
+            data[:-1] + b', "pad": [' + b"{}, " * (3 << 20) + b"{}]}"
+            if name == "schema.json"
+            else data
+        ),
+    )
+    with pytest.raises(UnsupportedModelError, match=r"would take 12 MB from \d+ KB packed"):
+        load_model(small)
+    # What a model's schema is (stored as it is, or deflated 10-20 times) is read.
+    deflated = _rewritten(raw, lambda name, data: data)
+    assert load_model(deflated).coef_.tolist() == load_model(raw).coef_.tolist()
     listed = _rewritten(
         raw, lambda name, data: data.replace(b'"__id__": ', b'"__id__": [1], "x": ', 1)
     )
@@ -637,7 +652,9 @@ def test_save_model_refuses_a_file_load_model_would_refuse_for_its_size(tmp_path
     size = zipfile.ZipFile(io.BytesIO(sio.dumps(model))).getinfo("schema.json").file_size
     monkeypatch.setattr(persistence, "_SCHEMA_LIMIT", size - 1)
     path = tmp_path / "model.skops"
-    with pytest.raises(DataError, match=r"more than load_model reads .* could not be loaded"):
+    with pytest.raises(
+        DataError, match=r"could not be loaded: schema.json would take .* load_model"
+    ):
         save_model(model, path)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(UnsupportedModelError, match="would take"):
@@ -652,8 +669,10 @@ def test_a_pipeline_ending_in_an_attentive_classifier_is_told_to_go_inside_it(tm
     user's trial). It says where the pipeline goes."""
     X, y = make_classification(200, 5, random_state=0)
     outside = make_pipeline(StandardScaler(), AttentiveClassifier(SVC(), random_state=0))
-    with pytest.raises(UnsupportedModelError, match=r"put the pipeline inside the classifier"):
+    with pytest.raises(UnsupportedModelError, match=r"at the end of a Pipeline .* steps before"):
         save_model(outside.fit(X, y), tmp_path / "p.skops")
+    with pytest.raises(UnsupportedModelError, match=r"AttentiveClassifier inside another model"):
+        AttentiveClassifier(AttentiveClassifier(SVC())).fit(X, y)
     inside = AttentiveClassifier(make_pipeline(StandardScaler(), SVC()), random_state=0)
     back = load_model(save_model(inside.fit(X, y), tmp_path / "c.skops"))
     np.testing.assert_array_equal(back.predict(X), outside.predict(X))

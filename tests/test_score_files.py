@@ -230,8 +230,8 @@ def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
 @pytest.mark.parametrize("sep", [";", "|", "tab"])
 @pytest.mark.parametrize("header", [True, False])
 def test_a_csv_file_with_another_separator_scores_with_sep(client, models, tmp_path, sep, header):
-    """``--sep``: a semicolon-separated file (as spreadsheets write it where the comma is the
-    decimal mark) was refused with no way to read it but to rewrite it; now it scores as the
+    """``--sep``: a semicolon-separated file (as some spreadsheets export it) was refused with
+    no way to read it but to rewrite it; now it scores as the
     same rows with commas, with or without a header, in a file named .txt too. Without the
     option it is still refused, naming the separator it was read with."""
     clf, path = models[False]
@@ -255,9 +255,14 @@ def test_sep_is_refused_where_it_does_not_apply(client, models, tmp_path):
     _, path = models[False]
     data = tmp_path / "rows.csv"
     data.write_text("1;2\n")
-    for bad in (".", "-", "ab", "e", " ", ""):
+    for bad in (".", "-", "ab", "e", " ", "", "¦", "\x0b"):
         code, err, out = score(client, path, data, "--sep", bad)
         assert_refused(code, err, out, "the CSV separator must be one character")
+    # Decimal commas are not read: the refusal says what they are.
+    commas = tmp_path / "commas.csv"
+    commas.write_text("p0;p1;p2;p3\n0,5;1,25;-0,75;2,0\n")
+    code, err, out = score(client, path, commas, "--sep", ";", "--header")
+    assert_refused(code, err, out, "'0,5' is not a number (a decimal comma")
     svm = tmp_path / "rows.svm"
     svm.write_text("1 1:0.5\n")
     code, err, out = score(client, path, svm, "--sep", ";")

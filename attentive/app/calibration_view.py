@@ -90,11 +90,14 @@ def guarantee_headline(report) -> str:
     )
 
 
-def no_guarantee_words(rule) -> str:
+def no_guarantee_words(rule, uploaded: bool = False) -> str:
     """In the guarantee box's place for a rule other than the calibrated one: what its δ is,
-    and where a guarantee is to be had."""
+    and where a guarantee is to be had (not for an uploaded model: :data:`NO_GUARANTEE`)."""
     calibrated = (
-        "The *calibrated* rule (Rule) guarantees its disagreement with the full model "
+        "The *calibrated* rule (Rule) has none either for an uploaded model: it was fitted "
+        "elsewhere, perhaps on the examples held out here."
+        if uploaded
+        else "The *calibrated* rule (Rule) guarantees its disagreement with the full model "
         "≤ δ with probability ≥ 1 − α."
     )
     if rule.kind in scaled_kinds():
@@ -249,7 +252,7 @@ class CalibrationView(pn.viewable.Viewer):
         self.details.visible = report is not None
         if report is None:
             self.alert.alert_type = "secondary"
-            self.alert.object = no_guarantee_words(self.state.rule)
+            self.alert.object = no_guarantee_words(self.state.rule, from_upload(walks))
             self.report_notes.visible = False
             return
         stale = f" *({stale_note(self.state)})*" if busy else ""

@@ -188,13 +188,14 @@ class TabUrl(param.Parameterized):
 
 
 def theme_name(value: str | None) -> str | None:
-    """Panel's name of the theme ``?theme=value`` asks for (``light`` is its ``default``; any
-    case), or None where it names none."""
+    """Panel's name of the theme ``?theme=value`` asks for (``light`` is its ``default``), or
+    None where it names none. As Panel's ``config.theme`` reads it (the plots' ink follows
+    that): ``Dark`` is not ``dark`` there, and a dark page took black marks."""
     from panel.theme.base import THEMES
 
     if value is None:
         return None
-    name = value.strip().strip("'\"").lower()
+    name = value.strip("'\"")
     name = "default" if name == "light" else name
     return name if name in THEMES else None
 

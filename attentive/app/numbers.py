@@ -479,11 +479,9 @@ TERMS_BAR = (
 )
 FOUR_DECIMALS = ("sketch", "work", "disagreement", "accuracy", "stop-error", "precision", "recall")
 FOUR_DECIMALS += ("δ' = Φ(−z)",)
+# Tabulator's own formatters (plain dicts, shared by every table); the terms column's Bokeh
+# formatter is made per table (table_formats).
 TABLE_FORMATS = {
-    # A bar of the fraction on a track of 0 to 1, then the number, clear of the bar (Tabulator's
-    # progress bar centred it over the bar, then wrote 0.209 beside 0.02: four decimals now, as
-    # the other fractions).
-    "terms": HTMLTemplateFormatter(template=TERMS_BAR),
     # Fractions with their four decimals written out: "0.0" beside "0.0015" read as another
     # kind of number (a user's trial).
     **{
@@ -504,6 +502,17 @@ TABLE_FORMATS = {
 }
 # (As numbers stand without a formatter.)
 TABLE_ALIGN = {**dict.fromkeys(FOUR_DECIMALS, "right"), "speed-up": "right"}
+
+
+def table_formats() -> dict:
+    """:data:`TABLE_FORMATS` and the terms column's: a bar of the fraction on a track of 0 to 1,
+    then the number, clear of the bar (Tabulator's progress bar centred it over the bar and
+    wrote 0.209 beside 0.02: four decimals now, as the other fractions). A Bokeh formatter, new
+    for each table: Panel's Tabulator hooks every table onto the formatter it is given, and one
+    shared by all sessions kept each session's state alive."""
+    return {"terms": HTMLTemplateFormatter(template=TERMS_BAR), **TABLE_FORMATS}
+
+
 TABLE_ALIGN["timed"] = "center"
 # Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
 # only (Tabulator's default), a table drawn before its sketched rules arrived cut
@@ -579,7 +588,7 @@ class OperatingPointTable(pn.viewable.Viewer):
             layout="fit_data_table",
             sizing_mode="stretch_width",
             hidden_columns=self._hidden_columns(False, False),
-            formatters=TABLE_FORMATS,
+            formatters=table_formats(),
             text_align=TABLE_ALIGN,
             header_tooltips=TABLE_TOOLTIPS,
             configuration=TABLE_CONFIGURATION,

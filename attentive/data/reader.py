@@ -309,10 +309,13 @@ GENERIC_TEXT = (".txt", ".dat")
 def separated_format(name: str, format: str | None) -> str | None:
     """The format a file is read as when a CSV field separator is given: ``format`` if given,
     else CSV for a name of no format or of :data:`GENERIC_TEXT` (a ``.csv`` file too), else
-    what the name says (a LIBSVM or Parquet name, for which the separator is refused)."""
+    what the name says (a LIBSVM or Parquet name, for which the separator is refused); None
+    for a NumPy file's name (``guess_format`` refuses it by name)."""
     if format is not None:
         return format
     named = SUFFIXES.get(_suffix(name))
+    if named is None and _suffix(name) in (".npy", ".npz"):
+        return None  # (guess_format says what a NumPy file is)
     return "csv" if named is None or _suffix(name) in GENERIC_TEXT else named
 
 
@@ -330,7 +333,13 @@ def check_separator(sep: str) -> str:
     of a number (``;``, ``|``, ``:``), or ``tab`` / ``\\t`` for a tab."""
     if isinstance(sep, str) and sep.lower() in ("tab", "\\t"):
         return "\t"
-    if not isinstance(sep, str) or len(sep) != 1 or sep.isalnum() or sep in _NOT_SEPARATORS:
+    if (
+        not isinstance(sep, str)
+        or len(sep) != 1
+        or not (sep.isascii() and sep.isprintable())  # (pandas' C parser: one byte)
+        or sep.isalnum()
+        or sep in _NOT_SEPARATORS
+    ):
         raise InvalidParameterError(
             "the CSV separator must be one character that is not a letter, a digit, part of a "
             f"number, a quote, '#' or a space, such as ';' or '|', or 'tab' for a tab; got {sep!r}"
@@ -872,7 +881,9 @@ def _csv_problem(
                     "finite number"
                 )
             if not _is_number(cell):
-                return f"{at}: {cell!r} is not a number; features must be numeric"
+                comma = sep != "," and _is_number(cell.replace(",", ".", 1))
+                hint = " (a decimal comma: write numbers with a decimal point)" if comma else ""
+                return f"{at}: {cell!r} is not a number{hint}; features must be numeric"
             if not math.isfinite(float(cell)):
                 return f"{at}: {cell} is not a finite number; every feature needs a finite number"
     return None

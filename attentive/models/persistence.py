@@ -266,8 +266,31 @@ _EXPANSION_SLACK = 256 << 20
 # rest: 0.67 MB), but skops writes an object again wherever it is held: a pipeline over 784 named
 # columns (a ColumnTransformer) took 2.5 MB a copy and, held four times by a classifier, 10 MB,
 # which 8 MB refused. Parsed, JSON takes up to ~25 times its size (a model's: 6 times, +195 MB
-# and 1.0 s to load a 33 MB schema). save_model refuses what this refuses (check_loadable_size).
+# and 1.0 s to load a 33 MB schema; 32 MB of "{}, " took 550 MB and 0.9 s). skops stores its
+# schema as it is (or deflated ~10-20 times, with compression=), so beyond _SCHEMA_SMALL a schema
+# must be stored at no more than _SCHEMA_RATIO times its packed size: a few kilobytes deflating
+# to 32 MB (an upload of the dashboard's) are refused before they are parsed. save_model
+# refuses what this refuses (check_loadable_size).
 _SCHEMA_LIMIT = 32 << 20
+_SCHEMA_SMALL = 8 << 20
+_SCHEMA_RATIO = 40
+
+
+def _schema_refusal(info: zipfile.ZipInfo) -> str | None:
+    """Why a schema.json of this size would not be read, or None."""
+    size, packed = info.file_size, max(info.compress_size, 1)
+    if size > _SCHEMA_LIMIT:
+        return (
+            f"its schema.json would take {size / 2**20:,.0f} MB (a model's takes a few, at most "
+            f"{_SCHEMA_LIMIT >> 20} here)"
+        )
+    if size > _SCHEMA_SMALL and size > _SCHEMA_RATIO * packed:
+        return (
+            f"its schema.json would take {size / 2**20:,.0f} MB from {packed / 2**10:,.0f} KB "
+            f"packed (more than {_SCHEMA_SMALL >> 20} MB, at more than {_SCHEMA_RATIO} times "
+            "its packed size)"
+        )
+    return None
 
 
 def check_loadable_size(data: bytes) -> None:
@@ -279,13 +302,14 @@ def check_loadable_size(data: bytes) -> None:
     DataError
         Its schema is beyond what :func:`load_model` reads."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        size = archive.getinfo("schema.json").file_size
-    if size > _SCHEMA_LIMIT:
+        info = archive.getinfo("schema.json")
+    refusal = _schema_refusal(info)
+    if refusal is not None:
         raise DataError(
-            f"this model's skops schema would take {size / 2**20:,.0f} MB, more than load_model "
-            f"reads ({_SCHEMA_LIMIT >> 20} MB), so the file could not be loaded: skops writes "
-            "the pipeline again wherever the classifier holds it, column names included; fit "
-            "it on an array without column names, or with fewer steps that name them"
+            f"this model's skops file could not be loaded: {refusal.removeprefix('its ')}, "
+            "more than load_model reads. skops writes an object again wherever the model holds "
+            "it (a pipeline's steps and column names among them): fewer named columns or steps "
+            "make it smaller"
         )
 
 
@@ -301,14 +325,11 @@ def _check_expansion(data: bytes, name: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             sizes = {info.filename: info.file_size for info in archive.infolist()}
-            if sizes.get("schema.json", 0) > _SCHEMA_LIMIT:
-                raise UnsupportedModelError(
-                    f"{name}: its schema.json would take {sizes['schema.json'] / 2**20:,.0f} MB "
-                    f"(a model's takes a few, at most {_SCHEMA_LIMIT >> 20} here); this is not a "
-                    "model's skops file"
-                )
             if "schema.json" not in sizes:
                 return  # not a skops file: skops says so
+            refusal = _schema_refusal(archive.getinfo("schema.json"))
+            if refusal is not None:
+                raise UnsupportedModelError(f"{name}: {refusal}; too large to load here")
             schema = json.loads(archive.read("schema.json"))
     except (zipfile.BadZipFile, OSError, ValueError, RecursionError):
         return  # damaged: skops names the problem

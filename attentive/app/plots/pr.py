@@ -89,14 +89,18 @@ class PrecisionRecallView(PlotView):
         being evaluated (the previous dataset's stayed, AP 1.000 beside cards of another model,
         until the timing that the measurement waits for was done: 4-18 s, a teacher's trial)."""
         if m is not None:
+            self._cleared = False
             super()._refresh(m)
             return
         walks = self.state.walks
         drawn = self._drawn_key[0] if isinstance(self._drawn_key, tuple) else None
-        if walks is None or walks.key == drawn:
+        if not getattr(self, "_cleared", False) and (walks is None or walks.key == drawn):
             return
+        self._cleared = True
+        self._drawn_key = object()  # (the next measurement's axes are fitted afresh)
+        names = {**NAMES, **(BUDGET_NAMES if self.state.boundary == "budget" else {})}
         for method in self.METHODS:
             self._set_data(self._sources[method], {"recall": col([]), "precision": col([])})
-            label = value(f"{NAMES.get(method, method)}: evaluating…")
+            label = value(f"{names.get(method, method)}: evaluating…")
             if self._items[method].label != label:
                 self._items[method].label = label
