@@ -98,8 +98,11 @@ class SketchOption:
         the families and scales (1 when none gets there).
     family : str or None
         The family that reached it, and ``scale`` its z (None when none did).
-    walk : Walk or SketchedWalk
-    statistics : WalkStatistics
+    walk : Walk or SketchedWalk or None
+    statistics : WalkStatistics or None
+        The option's walk and its reference statistics, as chosen; None in a classifier saved
+        and loaded again, pickled or deep-copied (:meth:`SketchChoice.__getstate__`: the kept
+        sketch's walk is the classifier's ``sketched_walk_``).
     profile : dict
         Each family's tradeoff on the reference profile, ``{name: (disagreement, evaluated
         fraction)}`` per scale of the default grid (:func:`attentive.grid.reference_profile`).
@@ -107,6 +110,8 @@ class SketchOption:
         One of :data:`COUNT_SIZES` priced by a cost model: :attr:`SketchChoice.best` leaves it
         out (it is weighed by the count of multiply-adds, :attr:`counted_total`, where the
         estimator's ``_cheapest_sketch`` says the count decides).
+    counted : tuple or None
+        :attr:`counted_costs`, kept where the walk is not (:meth:`without_walk`).
     """
 
     k: int | None
