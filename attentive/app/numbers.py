@@ -501,7 +501,7 @@ TABLE_FORMATS = {
     "timed": {"type": "tickCross", "crossElement": False},
 }
 # (As numbers stand without a formatter.)
-TABLE_ALIGN = {**dict.fromkeys(FOUR_DECIMALS, "right"), "speed-up": "right"}
+TABLE_ALIGN = {**dict.fromkeys(FOUR_DECIMALS, "right"), "speed-up": "right", "timed": "center"}
 
 
 def table_formats() -> dict:
@@ -513,7 +513,6 @@ def table_formats() -> dict:
     return {"terms": HTMLTemplateFormatter(template=TERMS_BAR), **TABLE_FORMATS}
 
 
-TABLE_ALIGN["timed"] = "center"
 # Column widths are fitted to the data again whenever it changes: fitted to the first rows drawn
 # only (Tabulator's default), a table drawn before its sketched rules arrived cut
 # "sketched-heteroscedastic" to "sketched-cu" and a z of 2.3263 to "2.326".
