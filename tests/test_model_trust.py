@@ -286,29 +286,25 @@ def test_a_tree_held_anywhere_in_the_classifier_is_checked():
 def test_an_outsized_schema_or_unhashable_ids_are_refused_by_name():
     X, y = make_classification(200, 5, random_state=0)
     raw = sio.dumps(LogisticRegression().fit(X, y))
-    padded = _rewritten(
-        raw,
-        lambda name, data: (
-            data[:-1] + b', "pad": [' + b"{}, " * (9 << 20) + b"{}]}"
-            if name == "schema.json"
-            else data
-        ),
-    )
-    assert len(padded) < 1 << 20
+
+    def padded(entries: int) -> bytes:  # the schema padded with that many empty objects
+        return _rewritten(
+            raw,
+            lambda name, data: (
+                data[:-1] + b', "pad": [' + b"{}, " * entries + b"{}]}"
+                if name == "schema.json"
+                else data
+            ),
+        )
+
+    outsized = padded(9 << 20)
+    assert len(outsized) < 1 << 20
     with pytest.raises(UnsupportedModelError, match=r"its schema\.json would take 36 MB"):
-        load_model(padded)
+        load_model(outsized)
     # Below the limit but deflated from a few kilobytes (parsed, 32 MB of it took 550 MB): the
     # schema is refused before it is read, as skops never packs its own that tightly.
-    small = _rewritten(
-        raw,
-        lambda name, data: (
-            data[:-1] + b', "pad": [' + b"{}, " * (3 << 20) + b"{}]}"
-            if name == "schema.json"
-            else data
-        ),
-    )
     with pytest.raises(UnsupportedModelError, match=r"would take 12 MB from \d+ KB packed"):
-        load_model(small)
+        load_model(padded(3 << 20))
     # What a model's schema is (stored as it is, or deflated 10-20 times) is read.
     deflated = _rewritten(raw, lambda name, data: data)
     assert load_model(deflated).coef_.tolist() == load_model(raw).coef_.tolist()
