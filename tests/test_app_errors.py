@@ -384,3 +384,16 @@ def test_the_dashboards_words_for_what_only_the_command_line_has(state):
     _unchanged(state, walks)
     state.set_controls(target="2%")
     assert state.target == 0.02 and state.n_errors == 2  # (the uploads' only)
+
+
+def test_the_one_column_hint_is_worded_for_the_page():
+    """A file read as one column names how another separator is given: the command line's
+    --sep and --format, which the page has not. The page says what it reads instead."""
+    from attentive.data.reader import one_column_hint
+    from attentive.errors import DataError
+
+    library = "rows.csv has 1 feature column, but the model expects 4" + one_column_hint(",")
+    assert "--sep" in library
+    said = user_message(DataError(library))
+    assert "split at commas" in said and "the page splits a .csv file at commas" in said
+    assert "--sep" not in said and "--format" not in said and "sep=" not in said

@@ -16,7 +16,7 @@ import re
 
 import param
 
-from attentive.data.reader import CHOOSE_BASE, EXCLUDE
+from attentive.data.reader import CHOOSE_BASE, EXCLUDE, SEPARATOR_ADVICE
 from attentive.data.userfile import LABEL_COLUMN_GUESSES
 from attentive.errors import DataError, DownloadError, InvalidParameterError, UntrustedModelError
 
@@ -98,6 +98,11 @@ UPLOAD_BASE_HINT = (
 )
 
 
+# The page reads commas (tabs in a .tsv file) and takes a LIBSVM file by its name.
+UPLOAD_SEPARATOR_HINT = (
+    "(the page splits a .csv file at commas and a .tsv file at tabs; a LIBSVM file is read as "
+    "LIBSVM when named .libsvm, .svm or .txt)"
+)
 # Columns that are not features: the dashboard takes the labels' column only.
 UPLOAD_EXCLUDE_HINT = "remove the columns that are not features (or the label) from the file"
 
@@ -124,6 +129,7 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
         msg = msg.replace(f"name the other columns with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
         msg = msg.replace(f"name them with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
+        msg = msg.replace(SEPARATOR_ADVICE, UPLOAD_SEPARATOR_HINT)
         msg = msg.replace("say so (--format csv, format='csv')", "name it .csv")
         msg = re.sub(
             r", or pass --format \w+ \(format='\w+'\)( or --format \w+ \(format='\w+'\))*", "", msg

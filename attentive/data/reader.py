@@ -57,6 +57,7 @@ __all__ = [
     "FORMATS",
     "HEAD_BYTES",
     "HUGE_INDEX",
+    "SEPARATOR_ADVICE",
     "ExpectedFeatures",
     "check_finite_rows",
     "check_separator",
@@ -319,12 +320,18 @@ def separated_format(name: str, format: str | None) -> str | None:
     return "csv" if named is None or _suffix(name) in GENERIC_TEXT else named
 
 
+#: How another separator or format is asked for (the command line's and Python's words).
+SEPARATOR_ADVICE = (
+    "(another is given with --sep, sep= from Python; a LIBSVM file is read as LIBSVM with "
+    "--format libsvm, format='libsvm')"
+)
+
+
 def one_column_hint(sep: str) -> str:
     """Where a CSV file's lines read as one column: the separator they were split at."""
     return (
         f"; its lines were read as one column, split at {_SEPARATOR_NAMES.get(sep, repr(sep))}: "
-        "is that the file's separator? (another is given with --sep, sep= from Python; a "
-        "LIBSVM file is read as LIBSVM with --format libsvm, format='libsvm')"
+        f"is that the file's separator? {SEPARATOR_ADVICE}"
     )
 
 
