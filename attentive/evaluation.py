@@ -127,7 +127,8 @@ def evaluate(
         Examples walked together and walk positions per block; default: chosen automatically,
         or as set by :func:`evaluation_options`.
     n_jobs : int, optional
-        Threads that evaluate chunks of examples in parallel; default: as set by
+        Threads that evaluate chunks of examples in parallel, ``-1`` for every usable core
+        (``-2`` all but one, as scikit-learn reads ``n_jobs``); default: as set by
         :func:`evaluation_options`, else ``$ATTENTIVE_N_JOBS``, else the usable cores (at most 8).
         Small problems always use one, a walk one per 2,048 examples at most, and kernel models
         with sparse support vectors on sparse rows one (their sparse product holds the GIL).
@@ -201,7 +202,7 @@ def evaluation_options(
         (
             check_size(chunk_size, "chunk_size"),
             check_size(block_size, "block_size"),
-            check_size(n_jobs, "n_jobs"),
+            check_size(n_jobs, "n_jobs", negative=True),
             check_precision(precision),
         )
     )

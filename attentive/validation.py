@@ -104,12 +104,22 @@ def check_calibration_size(size) -> None:
         )
 
 
-def check_size(value, name: str) -> int | None:
-    """A positive integer option, or None (automatic)."""
+def check_size(value, name: str, *, negative: bool = False) -> int | None:
+    """A positive integer option, or None (automatic). With ``negative``, a thread count as
+    scikit-learn reads ``n_jobs``: any integer but 0 (``-1`` every usable core)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer or None, got {value!r}.")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        ok = False
+    else:
+        ok = value != 0 if negative else value >= 1
+    if not ok:
+        expected = (
+            "a whole number of threads other than 0 (-1 for every usable core) or None"
+            if negative
+            else "a positive integer or None"
+        )
+        raise InvalidParameterError(f"{name} must be {expected}, got {value!r}.")
     return int(value)
 
 

@@ -723,13 +723,47 @@ def test_default_threads_from_environment(monkeypatch):
     assert default_n_jobs() == 3
     monkeypatch.delenv("ATTENTIVE_N_JOBS")
     assert 1 <= default_n_jobs() <= 8
-    for bad in ("0", "-2", "many"):
+    for bad in ("0", "many", "1.5"):
         monkeypatch.setenv("ATTENTIVE_N_JOBS", bad)
         with pytest.raises(InvalidParameterError, match="ATTENTIVE_N_JOBS"):
             default_n_jobs()
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_negative_thread_counts_count_back_from_the_cores(monkeypatch):
+    """As scikit-learn reads n_jobs: -1 every usable core, -2 all but one, never fewer than one."""
+    from attentive.evaluator import default_n_jobs, threads
+
+    monkeypatch.setattr(threads, "usable_cores", lambda: 6)
+    assert [threads.resolve_n_jobs(v) for v in (3, -1, -2, -6, -50)] == [3, 6, 5, 1, 1]
+    monkeypatch.setenv("ATTENTIVE_N_JOBS", "-1")
+    assert default_n_jobs() == 6
+    monkeypatch.setenv("ATTENTIVE_N_JOBS", "-2")
+    assert default_n_jobs() == 5
+
+
+def test_minus_one_thread_count_evaluates_like_one(problem, monkeypatch):
+    """n_jobs=-1 is accepted everywhere n_jobs is, and runs the threads it resolves to."""
+    from attentive.evaluator import threads
+
+    X, y, Xt = problem
+    walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)
+    boundary = full_boundary(walk.n_terms)
+    Xt = np.repeat(Xt, 40, axis=0)  # past the size below which one thread is used
+    one = evaluate_blocked(walk, Xt, boundary, 0.0, n_jobs=1, chunk_size=64)
+    seen = []
+    original = threads.run_tasks
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    monkeypatch.setattr(
+        "attentive.evaluator.totals.run_tasks",
+        lambda tasks, n_jobs, **kw: seen.append(n_jobs) or original(tasks, n_jobs, **kw),
+    )
+    with evaluation_options(n_jobs=-1):
+        every = evaluate(walk, Xt, boundary, 0.0, chunk_size=64)
+    np.testing.assert_allclose(every.decision, one.decision, rtol=0, atol=1e-12)
+    assert seen and set(seen) == {2}
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, True, "2"])
 def test_bad_thread_counts_are_rejected(problem, bad):
     X, y, Xt = problem
     walk = _walk(SVC(gamma=0.3).fit(X, y), X, y)

@@ -275,8 +275,10 @@ def test_presets_and_defaults():
     ("kwargs", "match"),
     [
         ({"kind": "tree"}, "kind must be one of"),
-        ({"C": 0.0}, "C must be a positive number"),
-        ({"C": "big"}, "C must be a positive number"),
+        ({"C": 0.0}, "C must be a positive finite number"),
+        ({"C": "big"}, "C must be a positive finite number"),
+        ({"C": float("inf")}, "C must be a positive finite number"),
+        ({"C": float("nan")}, "C must be a positive finite number"),
         ({"gamma": -1.0}, "gamma must be"),
         ({"gamma": "wide"}, "gamma must be"),
         ({"kind": "poly", "degree": 0}, "degree must be"),

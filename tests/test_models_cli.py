@@ -156,6 +156,15 @@ def test_train_refuses_a_gamma_that_is_not_positive_and_finite(tmp_path, capsys,
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("C", ["inf", "nan", "0", "-3"])
+def test_train_refuses_a_C_that_is_not_positive_and_finite(tmp_path, capsys, C):
+    args = ["train", "breast-cancer", f"--C={C}", "--no-cache"]
+    assert main([*args, "--data-home", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "C must be a positive finite number" in err
+    assert "Traceback" not in err
+
+
 def test_reproduce_out_that_is_a_file_is_refused_before_the_computation(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "res").mkdir()

@@ -26,6 +26,7 @@ from attentive.evaluator.sources.sketch import SketchedSource, is_sketched
 from attentive.evaluator.threads import (
     PARALLEL_MIN_ELEMENTS,
     default_n_jobs,
+    resolve_n_jobs,
     run_tasks,
     split_rows,
 )
@@ -164,7 +165,8 @@ def evaluate_blocked(
         Walk positions per block; default: from the pilot's survival curve
         (:mod:`attentive.evaluator.pilot`; 16, doubling up to 64, without one).
     n_jobs : int, optional
-        Threads; default :func:`default_n_jobs` (small problems always use one, a walk one per
+        Threads, ``-1`` for every usable core (``-2`` all but one, as scikit-learn reads
+        ``n_jobs``); default :func:`default_n_jobs` (small problems always use one, a walk one per
         :data:`WALK_ROWS_PER_THREAD` rows at most and one where its rows are cheap
         (:data:`THREADED_WALK_NS`), and kernel models with sparse support vectors on sparse rows
         one, whose product holds the GIL).
@@ -208,7 +210,8 @@ def evaluate_blocked(
     """
     chunk_size = check_size(chunk_size, "chunk_size")
     block_size = check_size(block_size, "block_size")
-    n_jobs = check_size(n_jobs, "n_jobs") or default_n_jobs()
+    n_jobs = check_size(n_jobs, "n_jobs", negative=True)
+    n_jobs = default_n_jobs() if n_jobs is None else resolve_n_jobs(n_jobs)
     precision = resolved_precision(precision)
     path = check_path(path)
     n = walk.n_terms

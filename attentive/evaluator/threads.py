@@ -18,31 +18,45 @@ import numpy as np
 
 from attentive.errors import InvalidParameterError
 
-__all__ = ["default_n_jobs", "run_tasks", "split_rows"]
+__all__ = ["default_n_jobs", "resolve_n_jobs", "run_tasks", "split_rows", "usable_cores"]
 
 MAX_JOBS = 8
 PARALLEL_MIN_ELEMENTS = 2**18  # examples × terms below which threads cost more than they save
 ENV_JOBS = "ATTENTIVE_N_JOBS"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def resolve_n_jobs(value: int) -> int:
+    """Threads for ``n_jobs`` as scikit-learn and joblib read it: a positive count as given, a
+    negative one counts back from the usable cores (``-1`` all of them, ``-2`` all but one; at
+    least one). ``value`` is an integer other than 0 (:func:`attentive.validation.check_size`
+    with ``negative=True``)."""
+    return int(value) if value > 0 else max(1, usable_cores() + 1 + int(value))
+
+
 def default_n_jobs() -> int:
-    """Threads used when ``n_jobs`` is not given: ``$ATTENTIVE_N_JOBS``, else the usable cores (≤ 8)."""
+    """Threads used when ``n_jobs`` is not given: ``$ATTENTIVE_N_JOBS`` (read as ``n_jobs`` is:
+    ``-1`` for every usable core), else the usable cores (≤ 8)."""
     env = os.environ.get(ENV_JOBS, "").strip()
     if env:
         try:
             value = int(env)
         except ValueError:
             value = 0
-        if value < 1:
+        if value == 0:
             raise InvalidParameterError(
-                f"environment variable {ENV_JOBS} must be a positive integer, got {env!r}."
+                f"environment variable {ENV_JOBS} must be a whole number of threads other than "
+                f"0 (-1 for every usable core), got {env!r}."
             )
-        return value
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_JOBS))
+        return resolve_n_jobs(value)
+    return max(1, min(usable_cores(), MAX_JOBS))
 
 
 _WORKERS: list = []  # the inboxes of the evaluator's threads; share j of a call runs on the j-th

@@ -22,6 +22,7 @@ from attentive.models.training import (
     GAMMA_KINDS,
     KINDS,
     default_model_params,
+    make_model,
     model_cache_path,
     train_model,
 )
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--kind {params['kind']} (leave it out)"
             )
         params["gamma"] = _number_or_text(args.gamma)
+    make_model(**params)  # (C and gamma checked before the data loads)
     for path in (args.out, args.classifier):
         if path:
             check_model_path(path)  # (a directory, say, refused before the training)

@@ -108,8 +108,9 @@ def _resolve(kind: str, C: float, gamma: str | float, degree: int, coef0: float)
     """Validate training parameters and keep only those that matter for ``kind``."""
     if kind not in KINDS:
         raise InvalidParameterError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
-        raise InvalidParameterError(f"C must be a positive number, got {C!r}")
+    if not isinstance(C, Real) or isinstance(C, bool) or not 0 < C < float("inf"):
+        # (C = inf is a hard margin, which libsvm may never finish on overlapping classes.)
+        raise InvalidParameterError(f"C must be a positive finite number, got {C!r}")
     params: dict[str, Any] = {"kind": kind, "C": float(C)}
     if kind in GAMMA_KINDS:
         if isinstance(gamma, str):
@@ -217,7 +218,7 @@ def train_model(
     Raises
     ------
     InvalidParameterError
-        Unknown ``kind`` or a non-positive ``C`` / ``gamma``.
+        Unknown ``kind``, or a ``C`` / ``gamma`` that is not positive and finite.
     """
     model = make_model(kind, C, gamma, degree, coef0)
     path = model_cache_path(
