@@ -153,3 +153,40 @@ def test_no_mark_is_black_on_the_dark_theme(theme):
         assert "black" not in colours and "#000000" not in colours, colours
     else:
         assert "black" in colours  # the light page keeps its black marks (the test sees them)
+
+
+def test_the_sliders_in_the_url_are_read_back_and_bad_ones_named():
+    """?bridge_n=500 opens the tab at n = 500 (a shared address, or the page the theme switch
+    reloads, keeps the walks); a value the slider cannot take is named with what it expects,
+    and that slider keeps its default."""
+    from attentive.app.plots.bridge import BridgeTab, BridgeUrl, bridge_url_values
+
+    values, problems = bridge_url_values(BridgeUrl(n="500", drift=0.1, delta="0.02"))
+    assert values == {"n": 500, "drift": 0.1, "delta": 0.02} and problems == []
+    for key, raw, expected in [
+        ("n", "50.5", "a whole number from 50 to 3000"),
+        ("n", "inf", "a whole number from 50 to 3000"),
+        ("delta", "nan", "a number from 0.001 to 0.5"),
+        ("delta", 0.9, "a number from 0.001 to 0.5"),
+        ("drift", "abc", "a number from 0.005 to 0.3"),
+        ("drift", True, "a number from 0.005 to 0.3"),
+    ]:
+        good = {"delta": 0.2} if key == "n" else {"n": 300}
+        values, problems = bridge_url_values(BridgeUrl(**{**good, key: raw}))
+        assert values == good
+        (problem,) = problems
+        assert problem.startswith(f"bridge_{key}={raw} is not a value") and expected in problem
+        assert f"The default {BridgeTab.param[key].default:g} is used." in problem
+
+
+def test_a_slider_move_is_written_to_the_url():
+    from attentive.app.plots.bridge import BridgeTab, BridgeUrl
+
+    url = BridgeUrl()
+    tab = BridgeTab(n=200)
+    tab.follow(url)
+    assert (url.n, url.drift, url.delta) == (None, None, None)  # untouched: not in the URL
+    tab.n = 250
+    tab.drift = 0.1 + 0.2 - 0.2  # a slider's step sum: written as the number it shows
+    assert (url.n, url.drift, url.delta) == (250, 0.1, None)
+    assert type(url.n) is int

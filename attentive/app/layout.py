@@ -3,7 +3,7 @@
 :func:`build_dashboard` makes one :class:`Dashboard` per session (``app.py`` calls it from
 ``panel serve``; a notebook calls it and displays it). It wires what only a live session has:
 a background executor with a loading indicator and elapsed time, notifications for every error,
-the URL query (dataset, δ, θ, seed, boundary) and the theme.
+the URL query (dataset, δ, θ, seed, boundary, the tab, the bridge's sliders) and the theme.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from attentive.app.plots import (
     TradeoffView,
     TrajectoryView,
 )
-from attentive.app.plots.bridge import BridgeTab
+from attentive.app.plots.bridge import BRIDGE_URL, BridgeTab, BridgeUrl, bridge_url_values
 from attentive.app.state import DashboardState
 from attentive.app.tour import TABS, Tour
 from attentive.app.widgets import Controls, ExportPanel, SketchNote
@@ -560,9 +560,20 @@ class Dashboard(pn.viewable.Viewer):
         off the path of the first numbers."""
         if not self._served:
             return BridgeTab()
-        return pn.panel(
-            lambda: BridgeTab().__panel__(), defer_load=True, sizing_mode="stretch_width"
-        )
+        location = pn.state.location
+        url = BridgeUrl()
+        if location is not None:
+            location.sync(url, BRIDGE_URL)
+
+        def build():
+            values, problems = bridge_url_values(url)
+            for problem in problems:
+                self._tell(problem)
+            tab = BridgeTab(**values)
+            tab.follow(url)
+            return tab.__panel__()
+
+        return pn.panel(build, defer_load=True, sizing_mode="stretch_width")
 
     def _deferred(self, view: pn.viewable.Viewer):
         """Render ``view`` after the page has loaded (served), so the numbers show first."""

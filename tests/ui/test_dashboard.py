@@ -566,6 +566,34 @@ def test_brownian_bridge_tab_recomputes_on_a_slider_move(page, server_url):
     page.screenshot(path=str(SHOTS / "bridge.png"))
 
 
+def test_the_bridge_sliders_survive_the_theme_switch(page, server_url):
+    """The theme switch reloads the page: the tab and its sliders come back from the URL (they
+    went back to their defaults: a teacher's trial). A value the slider cannot take is told."""
+    load(page, server_url, "?tab=bridge&bridge_n=500")
+    summary = page.locator(".att-bridge p").first
+    summary.wait_for()
+    page.wait_for_function(
+        "(el) => el.textContent.includes('n = 500 ')", arg=summary.element_handle()
+    )
+    press(page, "bridge-drift", "PageUp", 1)
+    query = "() => new URLSearchParams(location.search).get('bridge_drift')"
+    page.wait_for_function(query)
+    page.wait_for_timeout(1000)  # (the keyboard's move settled)
+    drift = float(page.evaluate(query))
+    shown = page.locator(".att-bridge-drift .bk-slider-value").first
+    assert drift > 0.05 and shown.inner_text() == f"{drift:.3f}"  # (its step's decimals)
+    page.locator("#theme-switch").click()  # Panel's toggle: the page reloads, dark
+    page.wait_for_function("() => new URLSearchParams(location.search).get('theme') === 'dark'")
+    summary = page.locator(".att-bridge p").first
+    summary.wait_for()
+    assert "n = 500 " in summary.inner_text()
+    shown = page.locator(".att-bridge-drift .bk-slider-value").first
+    assert shown.inner_text() == f"{drift:.3f}"
+    load(page, server_url, "?tab=bridge&bridge_n=7")
+    page.locator(".notyf__toast").filter(has_text="bridge_n=7 is not a value").first.wait_for()
+    page.locator(".att-bridge p").filter(has_text="n = 1,000 ").first.wait_for()
+
+
 OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
 SIDEBAR_WIDTH = "() => document.getElementById('sidebar').getBoundingClientRect().width"
 INTRO_WIDTH = """() => {

@@ -19,7 +19,7 @@ from bokeh.plotting import figure
 from attentive.app.bridge import N_WALKS, bridge_figures
 from attentive.app.plots.base import COLORS, ink, legend_outside
 
-__all__ = ["BridgeTab"]
+__all__ = ["BRIDGE_URL", "BridgeTab", "BridgeUrl", "bridge_url_values"]
 
 PLOT_HEIGHT = 330
 # The two Figure 3 plots carry their legend above the data area.
@@ -211,12 +211,22 @@ class BridgeTab(pn.viewable.Viewer):
             f"Stopping time grows like n^**{f.slope:.2f}** (Theorem 2: √n, slope 0.5)."
         )
 
+    def follow(self, url: BridgeUrl) -> None:
+        """Write each slider's value to ``url`` when it moves (a shared address, or the page
+        reloaded by the theme switch, opens with the same walks)."""
+
+        def write(event) -> None:
+            setattr(url, event.name, _url_number(event.name, event.new))
+
+        self.param.watch(write, list(BRIDGE_URL))
+
     def __panel__(self):
         # Three to a row where they fit, else wrapped (in a Row they ran 27 px past a phone).
         each = {"sizing_mode": "stretch_width", "styles": {"flex": "1 1 200px", "min-width": "0"}}
         sliders = pn.FlexBox(
+            # (Three decimals: its step is 0.005, and two showed 0.075 as 0.08.)
             pn.widgets.FloatSlider.from_param(
-                self.param.drift, css_classes=["att-bridge-drift"], **each
+                self.param.drift, format="0.000", css_classes=["att-bridge-drift"], **each
             ),
             pn.widgets.IntSlider.from_param(self.param.n, css_classes=["att-bridge-n"], **each),
             pn.widgets.FloatSlider.from_param(self.param.delta, format="0.000", **each),
@@ -229,3 +239,46 @@ class BridgeTab(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         return pn.Column(sliders, self.summary, plots, sizing_mode="stretch_width")
+
+
+#: The tab's sliders in the page's URL (``?bridge_n=500``), apart from the rule's ``delta``.
+BRIDGE_URL = {"drift": "bridge_drift", "n": "bridge_n", "delta": "bridge_delta"}
+
+
+class BridgeUrl(param.Parameterized):
+    """The tab's sliders as the URL holds them, unchecked (None: not in the URL); read with
+    :func:`bridge_url_values`."""
+
+    drift = param.Parameter(default=None)
+    n = param.Parameter(default=None)
+    delta = param.Parameter(default=None)
+
+
+def _url_number(name: str, value):
+    return int(value) if name == "n" else round(float(value), 6)
+
+
+def bridge_url_values(url: BridgeUrl) -> tuple[dict, list[str]]:
+    """The slider values ``url`` holds that the tab can take, and a message for each it cannot
+    (that slider keeps its default)."""
+    values, problems = {}, []
+    for name, key in BRIDGE_URL.items():
+        raw = getattr(url, name)
+        if raw is None:
+            continue
+        spec = BridgeTab.param[name]
+        lo, hi = spec.bounds
+        try:
+            number = float(raw) if not isinstance(raw, bool) else float("nan")
+        except (TypeError, ValueError):
+            number = float("nan")
+        # (NaN and ±inf fail the bounds; a whole n only.)
+        if lo <= number <= hi and (name != "n" or number.is_integer()):
+            values[name] = _url_number(name, number)
+        else:
+            kind = "a whole number" if name == "n" else "a number"
+            problems.append(
+                f"{key}={raw} is not a value of the Brownian bridge's {spec.label}; expected "
+                f"{kind} from {lo:g} to {hi:g}. The default {spec.default:g} is used."
+            )
+    return values, problems
