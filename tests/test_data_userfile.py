@@ -236,3 +236,21 @@ def test_a_pandas_index_column_is_refused_not_taken_as_a_feature(problem):
     assert ds.n_features == X.shape[1]
     data = frame.rename(columns={"f0": ""}).to_csv(index=False).encode()
     assert load_user_file(data, filename="unnamed.csv").n_features == X.shape[1]
+
+
+@pytest.mark.parametrize("column", ["id", "ID", "Index", "row_id"])
+def test_an_identifier_column_is_refused_not_taken_as_a_feature(problem, column):
+    """A column named like an identifier that numbers the rows (in any place, any order) is
+    named as such; one whose values repeat or are not whole numbers stays a feature."""
+    import pandas as pd
+
+    X, y = problem
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(label=y)
+    ids = frame.assign(**{column: np.arange(100, 100 + len(frame))})
+    for written in (ids, ids.sample(frac=1, random_state=0)[[column, *frame.columns]]):
+        data = written.to_csv(index=False).encode()
+        with pytest.raises(DataError, match=rf"column '{column}' numbers the rows \(1"):
+            load_user_file(data, filename="with_ids.csv")
+    for kept in (np.arange(len(frame)) % 5, np.linspace(0, 1, len(frame))):
+        data = frame.assign(**{column: kept}).to_csv(index=False).encode()
+        assert load_user_file(data, filename="kept.csv").n_features == X.shape[1] + 1

@@ -279,19 +279,8 @@ def _parse_csv(
     frame = parse_csv_rows(
         rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
     )
-    first_column = columns[0]
-    if first_column == "Unnamed: 0" and first_column in features:
-        counter = frame[first_column].to_numpy()
-        whole = counter.size > 1 and bool(np.all((counter >= 0) & (counter == np.round(counter))))
-        if whole and np.unique(counter).size == counter.size:
-            # df.to_csv() writes the index first, under an empty name (in any order after a
-            # shuffle or a split): not a feature.
-            shown = ", ".join(str(int(v)) for v in counter[:3])
-            raise DataError(
-                f"{name}: its first column has no name and numbers the rows ({shown}, …, each "
-                "once): the index pandas writes with df.to_csv(), not a feature. Write the file "
-                "with df.to_csv(path, index=False), or remove that column"
-            )
+    for column in features:
+        _refuse_row_numbers(frame, column, name)
     labels = frame[label]
     missing = labels.isna().to_numpy()
     if missing.any():
@@ -301,6 +290,39 @@ def _parse_csv(
     if labels_array.dtype == object:
         labels_array = labels_array.astype(str)
     return frame[features].to_numpy(dtype=np.float64), labels_array, label, features
+
+
+#: Column names (any case) that hold row identifiers, not features, when their values number the
+#: rows (whole numbers, each once); and pandas' name for the index df.to_csv() writes first.
+ID_COLUMN_NAMES = ("id", "index", "row", "row_id", "rowid")
+_PANDAS_INDEX = "Unnamed: 0"
+
+
+def _refuse_row_numbers(frame, column: str, name: str) -> None:
+    """Refuse a feature column that numbers the rows: pandas' index (``df.to_csv()`` writes it
+    first, unnamed) or a column named like an identifier (:data:`ID_COLUMN_NAMES`). Taken as a
+    feature, a user's trial fell from 84 % to 52 % accuracy (the index's spread dwarfs the
+    pixels' under ``gamma="scale"``)."""
+    pandas_index = column == _PANDAS_INDEX
+    if not (pandas_index or column.strip().lower() in ID_COLUMN_NAMES):
+        return
+    counter = frame[column].to_numpy()
+    whole = counter.size > 1 and bool(np.all((counter >= 0) & (counter == np.round(counter))))
+    if not (whole and np.unique(counter).size == counter.size):
+        return
+    shown = ", ".join(str(int(v)) for v in counter[:3])
+    if pandas_index:
+        # (In any order after a shuffle or a split.)
+        raise DataError(
+            f"{name}: its first column has no name and numbers the rows ({shown}, …, each "
+            "once): the index pandas writes with df.to_csv(), not a feature. Write the file "
+            "with df.to_csv(path, index=False), or remove that column"
+        )
+    raise DataError(
+        f"{name}: its column {column!r} numbers the rows ({shown}, …, each once): an "
+        "identifier, not a feature; a model would learn from it. Remove that column (or "
+        "rename it, if it is a feature)"
+    )
 
 
 def _label_column(columns: list[str], name: str, label_column: str | int | None) -> str:
