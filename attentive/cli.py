@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from attentive.errors import AttentiveError
 
@@ -54,10 +55,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"command {args.command!r} is not available in this build", file=sys.stderr)
         return 2
     try:
-        return int(args._run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(args._run(args) or 0)
     except AttentiveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the commands' own lines: ``warning: …`` (not Python's ``file:line:
+    Category: …`` and the source line that raised it)."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
 if __name__ == "__main__":  # pragma: no cover

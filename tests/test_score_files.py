@@ -449,6 +449,50 @@ def test_generated_parquet_files_score_as_in_memory_or_are_refused(client, model
             assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_row_group_far_larger_than_a_chunk_is_read_in_batches_and_told(
+    client, models, tmp_path, monkeypatch
+):
+    """A file written as one row group (pandas' default up to a million rows) is one chunk
+    whatever --chunk-rows says: it is decoded batch by batch (integer, nullable and boolean
+    columns as pandas reads them) and the command says how to write smaller groups."""
+    from attentive.scale import reading
+
+    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 64)  # several batches in the group
+    monkeypatch.setattr(reading, "LARGE_GROUP_ROWS", 100)
+    clf, model_path = models[True]
+    rng = np.random.default_rng(3)
+    n = 1000
+    frame = pd.DataFrame(
+        {
+            "f0": rng.normal(size=n).astype(np.float32),
+            "f1": pd.array(rng.integers(-3, 4, size=n), dtype="Int64"),
+            "f2": rng.integers(0, 2, size=n).astype(bool),
+            "f3": rng.normal(size=n),
+        }
+    )
+    path = tmp_path / "rows.parquet"
+    frame.to_parquet(path)  # one row group
+    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
+    assert code == 0, err
+    assert err.startswith("warning: rows.parquet: a row group holds 1,000 rows, read as one")
+    assert "row_group_size=100" in err and "Traceback" not in err and "UserWarning" not in err
+    read = pd.read_parquet(path).to_numpy(dtype=np.float64)
+    assert_scores_equal_in_memory(out, clf, read)
+    # (The cluster's workers read with the default batch; here, in this process, with 64 rows.)
+    chunk = reading._parquet_chunk(str(path), [0], NAMES, "rows.parquet", 1)
+    np.testing.assert_array_equal(chunk.to_numpy(), read)
+    assert list(chunk.columns) == NAMES and chunk.dtypes.eq(np.float64).all()
+    shutil.rmtree(out)
+    frame.to_parquet(path, row_group_size=100)  # the remedy: no warning
+    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
+    assert code == 0 and err == "", err
+    frame.loc[7, "f1"] = pd.NA  # a null is a missing value, named
+    frame.to_parquet(path)
+    shutil.rmtree(out)
+    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
+    assert_refused(code, err.split("\n", 1)[1], out, "row 8, column 'f1'")
+
+
 def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_path):
     from attentive.errors import DataError
     from attentive.scale import read_input

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -422,11 +423,35 @@ def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude, sep=Non
 
 
 # -- Parquet --------------------------------------------------------------------------------------
+#: Rows decoded at a time into a Parquet chunk's array (a row group is read in batches of these,
+#: not whole: its Arrow table and a pandas copy made three copies of the chunk at once).
+PARQUET_BATCH_ROWS = 16_384
+#: A row group this many times ``--chunk-rows`` (and at least ``LARGE_GROUP_ROWS`` rows) is
+#: told of: a chunk is never smaller than a row group.
+LARGE_GROUP_FACTOR, LARGE_GROUP_ROWS = 4, 500_000
+
+
 def _parquet_chunk(file: str, groups: list[int], columns: list[str], where: str, first_row: int):
+    """Row groups ``groups`` of ``file`` as a float64 frame of ``columns``, decoded batch by batch
+    into one array (peak: the array and a batch, not three copies of the chunk); nulls are NaN,
+    refused by name with any other non-finite value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    frame = pq.ParquetFile(file).read_row_groups(groups, columns=columns).to_pandas()
-    frame = frame.reset_index(drop=True).astype(np.float64)
+    f = pq.ParquetFile(file)
+    n = sum(f.metadata.row_group(g).num_rows for g in groups)
+    X = np.empty((n, len(columns)), dtype=np.float64, order="F")  # (a frame's one block)
+    at = 0
+    for batch in f.iter_batches(
+        batch_size=PARQUET_BATCH_ROWS, row_groups=groups, columns=columns, use_threads=False
+    ):
+        rows = batch.num_rows
+        for j, name in enumerate(columns):
+            values = pc.cast(batch.column(name), pa.float64(), safe=False)
+            X[at : at + rows, j] = values.to_numpy(zero_copy_only=False)
+        at += rows
+    frame = pd.DataFrame(X, columns=columns, copy=False)
     check_finite_rows(frame, where=where, first_row=first_row)
     return frame
 
@@ -444,6 +469,7 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     meta = pd.DataFrame({c: np.empty(0) for c in features})
     parts = []
     for file, name, f in opened:
+        _tell_large_groups(f, name, chunk_rows, len(features))
         groups, rows, first_row = [], 0, 1
         for i in range(f.metadata.num_row_groups):
             groups.append(i)
@@ -458,6 +484,24 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     if not sum(f.metadata.num_rows for _, _, f in opened):
         raise DataError(f"{where} has no rows")
     return dd.from_delayed(parts, meta=meta)
+
+
+def _tell_large_groups(f, name: str, chunk_rows: int, n_features: int) -> None:
+    """Warn where a row group is far larger than a chunk: it is read as one (rows are not split
+    within a row group, as Dask's own reader does not), so a worker holds all of its rows."""
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    largest = max(sizes, default=0)
+    if largest >= max(LARGE_GROUP_FACTOR * chunk_rows, LARGE_GROUP_ROWS):
+        gb = largest * n_features * 8 / 1e9
+        warnings.warn(
+            f"{name}: a row group holds {largest:,} rows, read as one chunk of about {gb:.1f} GB "
+            f"(float64) on a worker, however small --chunk-rows ({chunk_rows:,}); to score in "
+            "chunks of that size, rewrite the file with smaller row groups, e.g. "
+            f"df.to_parquet(path, row_group_size={chunk_rows}) or "
+            f"pyarrow.parquet.write_table(table, path, row_group_size={chunk_rows})",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
