@@ -54,19 +54,22 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_unavailable", None):
         print(f"command {args.command!r} is not available in this build", file=sys.stderr)
         return 2
+    shown_as = warnings.formatwarning
+    warnings.formatwarning = _warning_line
     try:
-        with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
-            return int(args._run(args) or 0)
+        return int(args._run(args) or 0)
     except AttentiveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        warnings.formatwarning = shown_as
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _warning_line(message, category, filename, lineno, line=None) -> str:
     """A warning as the commands' own lines: ``warning: …`` (not Python's ``file:line:
-    Category: …`` and the source line that raised it)."""
-    print(f"warning: {message}", file=sys.stderr if file is None else file)
+    Category: …`` and the source line that raised it). Only its wording: where warnings go
+    (stderr, or a caller's ``catch_warnings(record=True)``) is unchanged."""
+    return f"warning: {message}\n"
 
 
 if __name__ == "__main__":  # pragma: no cover

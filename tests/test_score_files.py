@@ -16,7 +16,10 @@ import gzip
 import io
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -457,11 +460,10 @@ def test_a_row_group_far_larger_than_a_chunk_is_read_in_batches_and_told(
     columns as pandas reads them) and the command says how to write smaller groups."""
     from attentive.scale import reading
 
-    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 64)  # several batches in the group
-    monkeypatch.setattr(reading, "LARGE_GROUP_ROWS", 100)
+    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 4096)  # several batches in the group
     clf, model_path = models[True]
     rng = np.random.default_rng(3)
-    n = 1000
+    n = reading.LARGE_GROUP_ROWS  # (4 features: 16 MB as float64)
     frame = pd.DataFrame(
         {
             "f0": rng.normal(size=n).astype(np.float32),
@@ -472,25 +474,35 @@ def test_a_row_group_far_larger_than_a_chunk_is_read_in_batches_and_told(
     )
     path = tmp_path / "rows.parquet"
     frame.to_parquet(path)  # one row group
-    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
-    assert code == 0, err
-    assert err.startswith("warning: rows.parquet: a row group holds 1,000 rows, read as one")
-    assert "row_group_size=100" in err and "Traceback" not in err and "UserWarning" not in err
+    # As a user sees it (in this process pytest records the warnings instead).
+    argv = ["score", "--model", str(model_path), "--input", str(path), "--chunk-rows", "100000"]
+    out = path.with_name("scores.parquet")
+    argv += ["--output", str(out), "--scheduler", client.scheduler.address, "--no-progress"]
+    run = subprocess.run(
+        [sys.executable, "-m", "attentive", *argv], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    err = run.stderr
+    assert err.startswith("warning: rows.parquet: a row group holds 500,000 rows, read as one")
+    assert "row_group_size=100000" in err and "Traceback" not in err and "UserWarning" not in err
     read = pd.read_parquet(path).to_numpy(dtype=np.float64)
     assert_scores_equal_in_memory(out, clf, read)
-    # (The cluster's workers read with the default batch; here, in this process, with 64 rows.)
+    # (The cluster's workers read with the default batch; here, in this process, 4,096 rows.)
     chunk = reading._parquet_chunk(str(path), [0], NAMES, "rows.parquet", 1)
     np.testing.assert_array_equal(chunk.to_numpy(), read)
     assert list(chunk.columns) == NAMES and chunk.dtypes.eq(np.float64).all()
     shutil.rmtree(out)
-    frame.to_parquet(path, row_group_size=100)  # the remedy: no warning
-    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
+    frame.to_parquet(path, row_group_size=100_000)  # the remedy: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, err, out = score(client, model_path, path, "--chunk-rows", "100000")
     assert code == 0 and err == "", err
     frame.loc[7, "f1"] = pd.NA  # a null is a missing value, named
     frame.to_parquet(path)
     shutil.rmtree(out)
-    code, err, out = score(client, model_path, path, "--chunk-rows", "100")
-    assert_refused(code, err.split("\n", 1)[1], out, "row 8, column 'f1'")
+    with pytest.warns(UserWarning, match="a row group holds 500,000 rows"):
+        code, err, out = score(client, model_path, path, "--chunk-rows", "100000")
+    assert_refused(code, err, out, "row 8, column 'f1'")
 
 
 def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_path):
