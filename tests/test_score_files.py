@@ -536,3 +536,53 @@ def test_read_input_reads_compressed_text_chunk_by_chunk_and_refuses_a_truncated
     data.write_bytes(gzip.compress(text)[:-30])
     with pytest.raises(DataError, match=r"rows\.csv\.gz: compressed file is truncated or corrupt"):
         read_input(data, clf, chunk_rows=7)
+
+
+def test_every_file_of_a_parquet_directory_is_read_whatever_its_name(client, models, tmp_path):
+    """A user's trial: only "*.parquet" was read, so part.1.pq (a Parquet name the docs list),
+    PART.2.PARQUET and Hive's 000000_0 were dropped without a word and the output lost their
+    rows. Hidden files (_SUCCESS, .crc) are still skipped; another file is named, not skipped."""
+    clf, model_path = models[True]
+    X, _ = make_classification(40, N_FEATURES, random_state=4)
+    frame = pd.DataFrame(X, columns=NAMES)
+    folder = tmp_path / "rows"
+    (folder / "sub").mkdir(parents=True)
+    names = ["part.0.parquet", "part.1.pq", "part.2.PARQUET", "part.3", "sub/part.4"]
+    for i, name in enumerate(names):
+        frame.iloc[8 * i : 8 * (i + 1)].to_parquet(folder / name)
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part.0.parquet.crc").write_bytes(b"\x00\x01")
+    code, err, out = score(client, model_path, folder)
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    shutil.rmtree(out)
+    (folder / "notes.txt").write_text("not rows")
+    code, err, out = score(client, model_path, folder)
+    assert_refused(code, err, out, "rows/notes.txt is not a readable Parquet file", "hidden")
+
+
+def test_a_frame_with_integer_column_labels_scores_by_count(client, models, tmp_path):
+    """pd.DataFrame(X).to_parquet(path), the usual dump of an array (its columns named 0, 1, …
+    and stored as text), failed with a Dask traceback (a metadata mismatch, 0 against '0')."""
+    clf, model_path = models[False]
+    X, _ = make_classification(30, N_FEATURES, random_state=5)
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame(X).to_parquet(path)
+    code, err, out = score(client, model_path, path)
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+
+
+def test_a_fullwidth_digit_and_a_file_of_comments_are_named(client, models, tmp_path):
+    """A user's trial: "１.５" (fullwidth digits, which pandas does not read) was refused as
+    "lines from 1 hold cells that are not finite numbers", with no line or column; a LIBSVM file
+    of comments and blank lines only as "the input has no rows", without the file's name."""
+    _, model_path = models[False]
+    path = tmp_path / "rows.csv"
+    path.write_text("0.5,1,2,3\n4,5,１.５,7\n")
+    code, err, out = score(client, model_path, path)
+    assert_refused(code, err, out, "rows.csv, line 2, column '2': '１.５' is not a number")
+    path = tmp_path / "rows.libsvm"
+    path.write_text("# written by hand\n\n# nothing yet\n")
+    code, err, out = score(client, model_path, path)
+    assert_refused(code, err, out, "rows.libsvm has no rows to score")

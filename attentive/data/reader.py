@@ -587,8 +587,11 @@ _NA_TOKENS = frozenset(
     "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|"
     "nan|null|".split("|")
 )
+# (ASCII digits only: pandas reads no others, and a fullwidth "１.５" taken for a number here left
+# the chunk's parse to refuse it without its line and column.)
 _NUMBER = re.compile(
-    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE
+    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)",
+    re.IGNORECASE | re.ASCII,
 )
 
 

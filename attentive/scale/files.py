@@ -210,6 +210,7 @@ def score_file(
                 progress=progress,
                 overwrite=overwrite,
                 started=started,
+                source=Path(input).name,
             )
     finally:
         if cluster is not None:

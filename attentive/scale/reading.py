@@ -513,12 +513,16 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
 
     # A directory's files in natural order (part.2 before part.10), as Dask writes and reads
     # them: the output's rows are the input's in that order (alphabetical put part.10 second).
+    # Every file but hidden ones (a name starting "_" or ".", in any folder: _SUCCESS, .crc,
+    # _metadata), whatever its name, as pyarrow's datasets and Dask read a directory: only
+    # "*.parquet" dropped part.1.pq, PART.2.PARQUET and Hive's 000000_0 without a word.
     files = (
         sorted(
             (
                 p
-                for p in path.rglob("*.parquet")
-                if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
+                for p in path.rglob("*")
+                if p.is_file()
+                and not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
             ),
             key=lambda p: natural_sort_key(p.relative_to(path).as_posix()),
         )
@@ -526,14 +530,23 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
         else [path]
     )
     if not files:
-        raise DataError(f"no Parquet files in {path}")
+        raise DataError(
+            f"no files in {path} (a Parquet directory's files are read except hidden ones, "
+            "whose names start with '_' or '.')"
+        )
     opened = []
     for file in files:
         name = where if file == path else f"{where}/{file.relative_to(path)}"
         try:
             opened.append((file, name, pq.ParquetFile(file)))
         except (pa.ArrowException, OSError) as exc:
-            raise DataError(f"{name} is not a readable Parquet file ({exc})") from None
+            among = (
+                "; every file of a Parquet directory is read, except hidden ones (names "
+                "starting with '_' or '.'): move other files out"
+                if file != path
+                else ""
+            )
+            raise DataError(f"{name} is not a readable Parquet file ({exc}){among}") from None
     schema = opened[0][2].schema_arrow
     columns = _parquet_columns(schema)
     features = feature_columns(columns, len(columns), expected, exclude, where=where)
@@ -547,6 +560,8 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
                 pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
             ):
                 raise DataError(
-                    f"{name}: column {column!r} holds {kind} values; features must be numeric"
+                    f"{name}: column {column!r} holds {kind} values; features must be numeric "
+                    "(files are read as numbers only: score a pipeline that takes text columns "
+                    "with attentive.scale.score_dask on a frame you read, docs/scale.md)"
                 )
     return opened, features

@@ -237,6 +237,7 @@ def write_scores(
     progress: bool | None = None,
     overwrite: bool = False,
     started: float | None = None,
+    source: str = "the input",
 ) -> ScoreSummary:
     """Compute ``scores`` and write them as a Parquet directory, one part per chunk, atomically.
 
@@ -299,7 +300,8 @@ def write_scores(
         counts = client.gather(futures)
         summary = _summary(counts, n_terms, started, output)
         if summary.rows == 0:
-            raise DataError("the input has no rows to score; nothing was written")
+            # (A LIBSVM file of comments and blank lines only is found empty here, not before.)
+            raise DataError(f"{source} has no rows to score; nothing was written")
     except BaseException:
         client.cancel(futures)  # chunks still running would write into a removed directory
         _remove(tmp)
