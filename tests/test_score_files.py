@@ -586,3 +586,15 @@ def test_a_fullwidth_digit_and_a_file_of_comments_are_named(client, models, tmp_
     path.write_text("# written by hand\n\n# nothing yet\n")
     code, err, out = score(client, model_path, path)
     assert_refused(code, err, out, "rows.libsvm has no rows to score")
+
+
+def test_a_line_break_inside_a_quoted_field_is_named_when_it_splits_a_chunk(
+    client, models, tmp_path
+):
+    """A user's trial: such a row (in a column left out with --exclude) was refused, where a
+    chunk's edge split it, as "a truncated or joined line?"."""
+    _, model_path = models[True]
+    path = tmp_path / "rows.csv"
+    path.write_text('id,f0,f1,f2,f3\na,1,2,3,4\n"row\n2",1,2,3,4\nc,1,2,3,4\n')
+    code, err, out = score(client, model_path, path, "--exclude", "id", "--chunk-rows", "1")
+    assert_refused(code, err, out, "a line break inside a quoted field? Each row must be one line")

@@ -880,7 +880,13 @@ def _csv_problem(
         if len(cells) != len(names):
             return (
                 f"{where} is not valid CSV: line {line} has {_fields(len(cells))}, but there are "
-                f"{len(names)} columns (a truncated or joined line?)"
+                f"{len(names)} columns ("
+                + (
+                    "a line break inside a quoted field? Each row must be one line"
+                    if '"' in text
+                    else "a truncated or joined line?"
+                )
+                + ")"
             )
         for i in positions:
             cell = cells[i].strip()
