@@ -133,6 +133,8 @@ def test_missing_and_empty_files(tmp_path):
         (b"1 1:0.5\n1,-1 1:2\n", 2, "label '1,-1' is not a number (several labels, multilabel"),
         (b"1 1:0.5\n-1 2:1 1:3\n", 2, "indices must increase"),
         (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
+        # The old Mac line endings: the file is one line.
+        (b"1 1:0.5 2:1\r-1 1:2\r", 1, "the line holds carriage returns (CR): lines must end"),
     ],
 )
 def test_malformed_libsvm_gives_line_number(content, line, hint):

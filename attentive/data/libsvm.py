@@ -171,5 +171,11 @@ def _locate_error(
                 )
             last = index
         if problem:
+            if "\r" in raw.rstrip(b"\r").decode("utf-8", errors="replace"):
+                # (The CSV reader says it too: csv_cells.)
+                problem += (
+                    "; the line holds carriage returns (CR): lines must end with LF or CR LF "
+                    "(a file saved with the old Mac line endings, CR alone: convert them to LF)"
+                )
             return f"{where}, line {first_line + offset}: {problem} (line starts {head!r}); {_EXPECTED}"
     return None
