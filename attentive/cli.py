@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 import warnings
+from pathlib import Path
 
 from attentive.errors import AttentiveError
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"command {args.command!r} is not available in this build", file=sys.stderr)
         return 2
     shown_as = warnings.formatwarning
-    warnings.formatwarning = _warning_line
+    warnings.formatwarning = _warning_lines(shown_as)
     try:
         return int(args._run(args) or 0)
     except AttentiveError as exc:
@@ -65,12 +66,21 @@ def main(argv: list[str] | None = None) -> int:
         warnings.formatwarning = shown_as
 
 
-def _warning_line(message, category, filename, lineno, line=None) -> str:
-    """A warning as the commands' own lines: ``warning: …`` (not Python's ``file:line:
-    Category: …`` and the source line that raised it). Only its wording: where warnings go
-    (stderr, or a caller's ``catch_warnings(record=True)``) is unchanged."""
-    return f"warning: {message}\n"
+def _warning_lines(other):
+    """How warnings are worded while a command runs: attentive's own (raised from this package)
+    as the commands' lines, ``warning: …`` (not Python's ``file:line: Category: …`` and the
+    source line that raised it); others (numpy's, say) by ``other``, as before. Only the
+    wording: where warnings go (stderr, or a caller's ``catch_warnings(record=True)``) is
+    unchanged."""
+    package = Path(__file__).resolve().parent
 
+    def line(message, category, filename, lineno, line=None) -> str:
+        try:
+            ours = Path(filename).resolve().is_relative_to(package)
+        except (OSError, ValueError):  # (a frozen module's name, say)
+            ours = False
+        if ours:
+            return f"warning: {message}\n"
+        return other(message, category, filename, lineno, line)
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    return line

@@ -179,6 +179,27 @@ def test_the_sliders_in_the_url_are_read_back_and_bad_ones_named():
         assert f"The default {BridgeTab.param[key].default:g} is used." in problem
 
 
+def test_a_refused_value_leaves_the_url_through_panels_location():
+    """Through Panel's own location (it parses ?bridge_n=7 to an int): the refused n is told and
+    replaced by the default in the query, the good drift kept."""
+    from panel.io.location import Location
+
+    from attentive.app.plots.bridge import (
+        BRIDGE_URL,
+        BridgeUrl,
+        bridge_url_reset,
+        bridge_url_values,
+    )
+
+    location = Location(search="?tab=bridge&bridge_n=7&bridge_drift=0.1")
+    url = BridgeUrl()
+    location.sync(url, BRIDGE_URL)
+    values, problems = bridge_url_values(url)
+    assert values == {"drift": 0.1} and len(problems) == 1 and "bridge_n=7" in problems[0]
+    bridge_url_reset(url, values)
+    assert "bridge_n=1000" in location.search and "bridge_drift=0.1" in location.search
+
+
 def test_a_slider_move_is_written_to_the_url():
     from attentive.app.plots.bridge import BridgeTab, BridgeUrl
 

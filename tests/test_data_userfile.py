@@ -133,6 +133,8 @@ def test_missing_and_empty_files(tmp_path):
         (b"1 1:0.5\n1,-1 1:2\n", 2, "label '1,-1' is not a number (several labels, multilabel"),
         (b"1 1:0.5\n-1 2:1 1:3\n", 2, "indices must increase"),
         (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
+        ("1 1:0.5 2:1\n-1 1:２ 2:3\n".encode(), 2, "the value '２' of feature 1 is not a number"),
+        ("1 1:0.5\n-1 ２:3\n".encode(), 2, "'２:3' is not an '<index>:<value>' pair"),
         # The old Mac line endings: the file is one line.
         (b"1 1:0.5 2:1\r-1 1:2\r", 1, "the line holds carriage returns (CR): lines must end"),
     ],
@@ -240,7 +242,7 @@ def test_a_pandas_index_column_is_refused_not_taken_as_a_feature(problem):
     assert load_user_file(data, filename="unnamed.csv").n_features == X.shape[1]
 
 
-@pytest.mark.parametrize("column", ["id", "ID", "Index", "row_id"])
+@pytest.mark.parametrize("column", ["id", "ID", "Index", "row", "row_id", "RowId"])
 def test_an_identifier_column_is_refused_not_taken_as_a_feature(problem, column):
     """A column named like an identifier that numbers the rows (in any place, any order) is
     named as such; one whose values repeat or are not whole numbers stays a feature."""
@@ -256,3 +258,14 @@ def test_an_identifier_column_is_refused_not_taken_as_a_feature(problem, column)
     for kept in (np.arange(len(frame)) % 5, np.linspace(0, 1, len(frame))):
         data = frame.assign(**{column: kept}).to_csv(index=False).encode()
         assert load_user_file(data, filename="kept.csv").n_features == X.shape[1] + 1
+
+
+def test_a_quoted_line_break_is_refused_and_balanced_quotes_are_not_taken_for_one():
+    """An upload read a quoted line break as one row: refused, as the score command refuses it
+    wherever its chunks end. A short line with paired quotes is a truncated line."""
+    data = b'name,a,b,label\nx,1,2,0\n"two\nlines",3,4,1\ny,5,6,1\nz,7,8,0\n'
+    with pytest.raises(DataError, match=r"line 3: a line break inside a quoted field; each row"):
+        load_user_file(data, filename="t.csv", label_column="label")
+    data = b'c,a,b,label\n9,1,2,0\n"8",3\n7,7,8,0\n'
+    with pytest.raises(DataError, match=r"line 3 has 2 fields.*a truncated or joined line"):
+        load_user_file(data, filename="t.csv", label_column="label")

@@ -157,7 +157,14 @@ def test_train_refuses_a_gamma_that_is_not_positive_and_finite(tmp_path, capsys,
 
 
 @pytest.mark.parametrize("C", ["inf", "nan", "0", "-3"])
-def test_train_refuses_a_C_that_is_not_positive_and_finite(tmp_path, capsys, C):
+def test_train_refuses_a_C_that_is_not_positive_and_finite(tmp_path, capsys, monkeypatch, C):
+    """C = inf was trained on (a hard margin libsvm may never finish); every C is refused before
+    the data loads (a download, for most datasets)."""
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the data was loaded before C was checked")
+
+    monkeypatch.setattr("attentive.models.cli.load_dataset", no_loading)
     args = ["train", "breast-cancer", f"--C={C}", "--no-cache"]
     assert main([*args, "--data-home", str(tmp_path)]) == 1
     err = capsys.readouterr().err

@@ -16,7 +16,6 @@ import gzip
 import io
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -457,13 +456,15 @@ def test_a_row_group_far_larger_than_a_chunk_is_read_in_batches_and_told(
 ):
     """A file written as one row group (pandas' default up to a million rows) is one chunk
     whatever --chunk-rows says: it is decoded batch by batch (integer, nullable and boolean
-    columns as pandas reads them) and the command says how to write smaller groups."""
+    columns as pandas reads them) and the command says how to write smaller groups, in its own
+    words (``warning: …``, as a terminal shows it)."""
     from attentive.scale import reading
 
-    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 4096)  # several batches in the group
+    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 64)  # several batches in the group
+    monkeypatch.setattr(reading, "LARGE_GROUP_BYTES", 1000)  # (the real floor: 256 MB)
     clf, model_path = models[True]
     rng = np.random.default_rng(3)
-    n = reading.LARGE_GROUP_ROWS  # (4 features: 16 MB as float64)
+    n = 2000
     frame = pd.DataFrame(
         {
             "f0": rng.normal(size=n).astype(np.float32),
@@ -474,34 +475,35 @@ def test_a_row_group_far_larger_than_a_chunk_is_read_in_batches_and_told(
     )
     path = tmp_path / "rows.parquet"
     frame.to_parquet(path)  # one row group
-    # As a user sees it (in this process pytest records the warnings instead).
-    argv = ["score", "--model", str(model_path), "--input", str(path), "--chunk-rows", "100000"]
-    out = path.with_name("scores.parquet")
-    argv += ["--output", str(out), "--scheduler", client.scheduler.address, "--no-progress"]
-    run = subprocess.run(
-        [sys.executable, "-m", "attentive", *argv], capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr
-    err = run.stderr
-    assert err.startswith("warning: rows.parquet: a row group holds 500,000 rows, read as one")
-    assert "row_group_size=100000" in err and "Traceback" not in err and "UserWarning" not in err
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        # Python's own showwarning, which pytest replaces while a test runs.
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = shown
+        code, err, out = score(client, model_path, path, "--chunk-rows", "100")
+    assert code == 0, err
+    assert err.startswith("warning: rows.parquet: a row group holds up to 2,000 rows, read as")
+    assert "MB (float64)" in err and "row_group_size=100)" in err and err.count("\n") == 1
     read = pd.read_parquet(path).to_numpy(dtype=np.float64)
     assert_scores_equal_in_memory(out, clf, read)
-    # (The cluster's workers read with the default batch; here, in this process, 4,096 rows.)
+    # (The cluster's workers read with the default batch; here, in this process, 64 rows.)
     chunk = reading._parquet_chunk(str(path), [0], NAMES, "rows.parquet", 1)
     np.testing.assert_array_equal(chunk.to_numpy(), read)
     assert list(chunk.columns) == NAMES and chunk.dtypes.eq(np.float64).all()
     shutil.rmtree(out)
-    frame.to_parquet(path, row_group_size=100_000)  # the remedy: no warning
+    frame.to_parquet(path, row_group_size=100)  # the remedy: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        code, err, out = score(client, model_path, path, "--chunk-rows", "100000")
+        code, err, out = score(client, model_path, path, "--chunk-rows", "100")
     assert code == 0 and err == "", err
     frame.loc[7, "f1"] = pd.NA  # a null is a missing value, named
     frame.to_parquet(path)
     shutil.rmtree(out)
-    with pytest.warns(UserWarning, match="a row group holds 500,000 rows"):
-        code, err, out = score(client, model_path, path, "--chunk-rows", "100000")
+    with pytest.warns(UserWarning, match="a row group holds up to 2,000 rows"):
+        code, err, out = score(client, model_path, path, "--chunk-rows", "100")
     assert_refused(code, err, out, "row 8, column 'f1'")
 
 
@@ -559,6 +561,14 @@ def test_every_file_of_a_parquet_directory_is_read_whatever_its_name(client, mod
     (folder / "notes.txt").write_text("not rows")
     code, err, out = score(client, model_path, folder)
     assert_refused(code, err, out, "rows/notes.txt is not a readable Parquet file", "hidden")
+    (folder / "notes.txt").unlink()
+    (folder / "part.5").symlink_to(tmp_path / "gone.parquet")  # a broken link is named
+    code, err, out = score(client, model_path, folder)
+    assert_refused(code, err, out, "rows/part.5 is not a readable Parquet file")
+    (folder / "part.5").unlink()
+    (folder / "more").symlink_to(folder / "sub")  # a link to a folder: its files not read
+    code, err, out = score(client, model_path, folder)
+    assert_refused(code, err, out, "rows/more is a link to a folder")
 
 
 def test_a_frame_with_integer_column_labels_scores_by_count(client, models, tmp_path):
@@ -588,13 +598,17 @@ def test_a_fullwidth_digit_and_a_file_of_comments_are_named(client, models, tmp_
     assert_refused(code, err, out, "rows.libsvm has no rows to score")
 
 
-def test_a_line_break_inside_a_quoted_field_is_named_when_it_splits_a_chunk(
+def test_a_line_break_inside_a_quoted_field_is_refused_wherever_chunks_end(
     client, models, tmp_path
 ):
-    """A user's trial: such a row (in a column left out with --exclude) was refused, where a
-    chunk's edge split it, as "a truncated or joined line?"."""
+    """A user's trial: such a row (in a column left out with --exclude) was read whole, or
+    refused as "a truncated or joined line?" where a chunk's edge split it (--chunk-rows
+    decided which). Refused either way, at the line where the quoted field starts."""
     _, model_path = models[True]
     path = tmp_path / "rows.csv"
     path.write_text('id,f0,f1,f2,f3\na,1,2,3,4\n"row\n2",1,2,3,4\nc,1,2,3,4\n')
-    code, err, out = score(client, model_path, path, "--exclude", "id", "--chunk-rows", "1")
-    assert_refused(code, err, out, "a line break inside a quoted field? Each row must be one line")
+    for chunk_rows in ("1", "2", "100000"):  # split by a chunk's edge, or read whole
+        code, err, out = score(
+            client, model_path, path, "--exclude", "id", "--chunk-rows", chunk_rows
+        )
+        assert_refused(code, err, out, "line 3", "a line break inside a quoted field")

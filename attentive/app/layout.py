@@ -33,7 +33,13 @@ from attentive.app.plots import (
     TradeoffView,
     TrajectoryView,
 )
-from attentive.app.plots.bridge import BRIDGE_URL, BridgeTab, BridgeUrl, bridge_url_values
+from attentive.app.plots.bridge import (
+    BRIDGE_URL,
+    BridgeTab,
+    BridgeUrl,
+    bridge_url_reset,
+    bridge_url_values,
+)
 from attentive.app.state import DashboardState
 from attentive.app.tour import TABS, Tour
 from attentive.app.widgets import Controls, ExportPanel, SketchNote
@@ -569,6 +575,7 @@ class Dashboard(pn.viewable.Viewer):
             values, problems = bridge_url_values(url)
             for problem in problems:
                 self._tell(problem)
+            bridge_url_reset(url, values)  # (told once: not again on each reload)
             tab = BridgeTab(**values)
             tab.follow(url)
             return tab.__panel__()

@@ -21,8 +21,10 @@ from attentive.errors import DataError
 __all__ = ["parse_libsvm", "read_libsvm_rows"]
 
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|nan)"
-_LABEL = re.compile(rf"^(?:{_NUMBER})$", re.IGNORECASE)
-_PAIR = re.compile(r"^([+-]?\d+):(\S+)$")
+# (ASCII digits only, as the parser reads them: a fullwidth "２" passed here and the file was
+# refused without its line.)
+_LABEL = re.compile(rf"^(?:{_NUMBER})$", re.IGNORECASE | re.ASCII)
+_PAIR = re.compile(r"^([+-]?\d+):(\S+)$", re.ASCII)
 _EXPECTED = "expected '<label> <index>:<value> ...' with increasing indices"
 
 
@@ -151,6 +153,8 @@ def _locate_error(
                 break
             index, value = int(match.group(1)), match.group(2)
             try:
+                if not value.isascii():
+                    raise ValueError(value)
                 float(value)
             except ValueError:
                 problem = f"the value {value!r} of feature {index} is not a number"

@@ -843,6 +843,8 @@ def parse_csv_rows(
             _csv_problem(data, names, numeric, where, first_line, sep)
             or f"{where}: lines from {first_line} have {frame.shape[1]} fields, not {len(names)}"
         )
+    if b'"' in data:
+        _refuse_quoted_line_breaks(data, len(frame), where, first_line)
     frame.columns = names
     values = frame[numeric]
     # (pandas reads True / False cells as booleans, a numeric dtype: they are words here, as
@@ -865,6 +867,23 @@ def parse_csv_rows(
     return frame
 
 
+QUOTED_LINE_BREAK = "a line break inside a quoted field"
+
+
+def _refuse_quoted_line_breaks(data: bytes, rows: int, where: str, first_line: int) -> None:
+    """Refuse text that pandas read as fewer rows than it has lines: a quoted field held a line
+    break. Such a row read whole or split in two by where a chunk ended (``--chunk-rows``), so
+    it is refused wherever it lies; the line named is the first whose quotes do not pair."""
+    lines = data.split(b"\n")
+    if rows >= sum(1 for raw in lines if raw.strip()):
+        return
+    line = next(
+        (first_line + i for i, raw in enumerate(lines) if raw.count(b'"') % 2),
+        first_line,
+    )
+    raise DataError(f"{where}, line {line}: {QUOTED_LINE_BREAK}; each row must be one line")
+
+
 def _csv_problem(
     data: bytes, names: list[str], numeric: list[str], where: str, first_line: int, sep: str
 ) -> str | None:
@@ -882,8 +901,8 @@ def _csv_problem(
                 f"{where} is not valid CSV: line {line} has {_fields(len(cells))}, but there are "
                 f"{len(names)} columns ("
                 + (
-                    "a line break inside a quoted field? Each row must be one line"
-                    if '"' in text
+                    f"{QUOTED_LINE_BREAK}? Each row must be one line"
+                    if text.count('"') % 2
                     else "a truncated or joined line?"
                 )
                 + ")"

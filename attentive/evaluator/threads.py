@@ -26,17 +26,22 @@ ENV_JOBS = "ATTENTIVE_N_JOBS"
 
 
 def usable_cores() -> int:
-    """The cores this process may run on."""
+    """The cores this process may run on: its CPU affinity, and a container's CPU quota as
+    joblib reads it (scikit-learn's ``n_jobs=-1``), the lower."""
+    from joblib import cpu_count
+
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, cpu_count()))
 
 
 def resolve_n_jobs(value: int) -> int:
     """Threads for ``n_jobs`` as scikit-learn and joblib read it: a positive count as given, a
     negative one counts back from the usable cores (``-1`` all of them, ``-2`` all but one; at
-    least one). ``value`` is an integer other than 0 (:func:`attentive.validation.check_size`
+    least one). Not held to :data:`MAX_JOBS` as the default is: each thread keeps its scratch
+    arrays (docs/speed.md), so ``-1`` on a 64-core machine keeps 64 of them. ``value`` is an integer other than 0 (:func:`attentive.validation.check_size`
     with ``negative=True``)."""
     return int(value) if value > 0 else max(1, usable_cores() + 1 + int(value))
 

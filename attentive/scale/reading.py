@@ -426,9 +426,9 @@ def _read_csv(text: _Text, start, expected, chunk_rows, header, exclude, sep=Non
 #: Rows decoded at a time into a Parquet chunk's array (a row group is read in batches of these,
 #: not whole: its Arrow table and a pandas copy made three copies of the chunk at once).
 PARQUET_BATCH_ROWS = 16_384
-#: A row group this many times ``--chunk-rows`` (and at least ``LARGE_GROUP_ROWS`` rows) is
-#: told of: a chunk is never smaller than a row group.
-LARGE_GROUP_FACTOR, LARGE_GROUP_ROWS = 4, 500_000
+#: A row group of this many times ``--chunk-rows`` rows and at least ``LARGE_GROUP_BYTES`` as
+#: float64 is told of: a chunk is never smaller than a row group.
+LARGE_GROUP_FACTOR, LARGE_GROUP_BYTES = 4, 2**28
 
 
 def _parquet_chunk(file: str, groups: list[int], columns: list[str], where: str, first_row: int):
@@ -451,6 +451,8 @@ def _parquet_chunk(file: str, groups: list[int], columns: list[str], where: str,
             values = pc.cast(batch.column(name), pa.float64(), safe=False)
             X[at : at + rows, j] = values.to_numpy(zero_copy_only=False)
         at += rows
+    if at != n:
+        raise DataError(f"{where}: its row groups hold {at:,} rows, its footer says {n:,}")
     frame = pd.DataFrame(X, columns=columns, copy=False)
     check_finite_rows(frame, where=where, first_row=first_row)
     return frame
@@ -468,8 +470,8 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     opened, features = _parquet_files(path, expected, exclude, where)
     meta = pd.DataFrame({c: np.empty(0) for c in features})
     parts = []
+    _tell_large_groups(opened, where, chunk_rows, len(features))
     for file, name, f in opened:
-        _tell_large_groups(f, name, chunk_rows, len(features))
         groups, rows, first_row = [], 0, 1
         for i in range(f.metadata.num_row_groups):
             groups.append(i)
@@ -486,22 +488,32 @@ def _read_parquet(path: Path, expected: ExpectedFeatures, chunk_rows: int, exclu
     return dd.from_delayed(parts, meta=meta)
 
 
-def _tell_large_groups(f, name: str, chunk_rows: int, n_features: int) -> None:
-    """Warn where a row group is far larger than a chunk: it is read as one (rows are not split
-    within a row group, as Dask's own reader does not), so a worker holds all of its rows."""
-    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
-    largest = max(sizes, default=0)
-    if largest >= max(LARGE_GROUP_FACTOR * chunk_rows, LARGE_GROUP_ROWS):
-        gb = largest * n_features * 8 / 1e9
-        warnings.warn(
-            f"{name}: a row group holds {largest:,} rows, read as one chunk of about {gb:.1f} GB "
-            f"(float64) on a worker, however small --chunk-rows ({chunk_rows:,}); to score in "
-            "chunks of that size, rewrite the file with smaller row groups, e.g. "
-            f"df.to_parquet(path, row_group_size={chunk_rows}) or "
-            f"pyarrow.parquet.write_table(table, path, row_group_size={chunk_rows})",
-            UserWarning,
-            stacklevel=2,
+def _tell_large_groups(opened, where: str, chunk_rows: int, n_features: int) -> None:
+    """Warn, once for the input, where a row group is far larger than a chunk: it is read as one
+    (rows are not split within a row group, as Dask's own reader does not), so a worker holds
+    all of its rows."""
+    largest, names = 0, []
+    for _, name, f in opened:
+        rows = max(
+            (f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)),
+            default=0,
         )
+        if rows >= LARGE_GROUP_FACTOR * chunk_rows and rows * n_features * 8 >= LARGE_GROUP_BYTES:
+            largest, names = max(largest, rows), [*names, name]
+    if not names:
+        return
+    size = largest * n_features * 8
+    size = f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
+    which = names[0] if len(names) == 1 else f"{where} ({len(names)} files)"
+    warnings.warn(
+        f"{which}: a row group holds up to {largest:,} rows, read as one chunk of about {size} "
+        f"(float64) on a worker, whatever --chunk-rows says ({chunk_rows:,}); to score in "
+        "chunks of that size, rewrite the file with smaller row groups, e.g. "
+        f"df.to_parquet(path, row_group_size={chunk_rows}) or "
+        f"pyarrow.parquet.write_table(table, path, row_group_size={chunk_rows})",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
@@ -521,7 +533,7 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
             (
                 p
                 for p in path.rglob("*")
-                if p.is_file()
+                if (p.is_file() or p.is_symlink())  # (a broken link fails to open, by name)
                 and not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)
             ),
             key=lambda p: natural_sort_key(p.relative_to(path).as_posix()),
@@ -529,6 +541,11 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
         if path.is_dir()
         else [path]
     )
+    for linked in (p for p in files if p.is_dir()):  # (rglob follows no link to a folder)
+        raise DataError(
+            f"{where}/{linked.relative_to(path)} is a link to a folder, whose files would not be "
+            "read: move or copy them into the directory"
+        )
     if not files:
         raise DataError(
             f"no files in {path} (a Parquet directory's files are read except hidden ones, "

@@ -19,7 +19,7 @@ from bokeh.plotting import figure
 from attentive.app.bridge import N_WALKS, bridge_figures
 from attentive.app.plots.base import COLORS, ink, legend_outside
 
-__all__ = ["BRIDGE_URL", "BridgeTab", "BridgeUrl", "bridge_url_values"]
+__all__ = ["BRIDGE_URL", "BridgeTab", "BridgeUrl", "bridge_url_reset", "bridge_url_values"]
 
 PLOT_HEIGHT = 330
 # The two Figure 3 plots carry their legend above the data area.
@@ -282,3 +282,12 @@ def bridge_url_values(url: BridgeUrl) -> tuple[dict, list[str]]:
                 f"{kind} from {lo:g} to {hi:g}. The default {spec.default:g} is used."
             )
     return values, problems
+
+
+def bridge_url_reset(url: BridgeUrl, values: dict) -> None:
+    """Put each slider's default in ``url`` where it holds a value :func:`bridge_url_values`
+    refused (``values`` is what it took): Panel's location keeps a query key set to None, so
+    the refused value stayed and was told again on every reload (the theme switch's)."""
+    for name in BRIDGE_URL:
+        if getattr(url, name) is not None and name not in values:
+            setattr(url, name, _url_number(name, BridgeTab.param[name].default))
