@@ -84,3 +84,7 @@ def _warning_lines(other):
         return other(message, category, filename, lineno, line)
 
     return line
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -41,8 +41,8 @@ def resolve_n_jobs(value: int) -> int:
     """Threads for ``n_jobs`` as scikit-learn and joblib read it: a positive count as given, a
     negative one counts back from the usable cores (``-1`` all of them, ``-2`` all but one; at
     least one). Not held to :data:`MAX_JOBS` as the default is: each thread keeps its scratch
-    arrays (docs/speed.md), so ``-1`` on a 64-core machine keeps 64 of them. ``value`` is an integer other than 0 (:func:`attentive.validation.check_size`
-    with ``negative=True``)."""
+    arrays (docs/speed.md), so ``-1`` on a 64-core machine keeps 64 of them. ``value`` is an
+    integer other than 0 (:func:`attentive.validation.check_size` with ``negative=True``)."""
     return int(value) if value > 0 else max(1, usable_cores() + 1 + int(value))
 
 
