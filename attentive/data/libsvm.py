@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from attentive.data.reader import LINE_ENDS
 from attentive.errors import DataError
 
 __all__ = ["parse_libsvm", "read_libsvm_rows"]
@@ -176,10 +177,6 @@ def _locate_error(
             last = index
         if problem:
             if "\r" in raw.rstrip(b"\r").decode("utf-8", errors="replace"):
-                # (The CSV reader says it too: csv_cells.)
-                problem += (
-                    "; the line holds carriage returns (CR): lines must end with LF or CR LF "
-                    "(a file saved with the old Mac line endings, CR alone: convert them to LF)"
-                )
+                problem += f"; the line holds carriage returns (CR): {LINE_ENDS}"
             return f"{where}, line {first_line + offset}: {problem} (line starts {head!r}); {_EXPECTED}"
     return None

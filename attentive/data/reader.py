@@ -595,6 +595,13 @@ _NUMBER = re.compile(
 )
 
 
+#: What a file whose lines end with CR alone is told (the CSV and LIBSVM readers).
+LINE_ENDS = (
+    "lines must end with LF or CR LF (a file saved with the old Mac line endings, CR alone: "
+    "convert them to LF)"
+)
+
+
 def split_csv_line(line: bytes, sep: str = ",", *, where: str, number: int = 1) -> list[str]:
     """The cells of one CSV line (quotes as the csv module and pandas read them), stripped;
     ``number``: the file's line number of ``line``, for messages (after blank lines, not 1)."""
@@ -614,8 +621,7 @@ def csv_cells(text: str, sep: str = ",", *, where: str) -> list[str]:
     except csv.Error as exc:
         if "\r" in text:
             raise DataError(
-                f"{where}: a carriage return (CR) inside the line; lines must end with LF or "
-                "CR LF (a file saved with the old Mac line endings, CR alone: convert them to LF)"
+                f"{where}: a carriage return (CR) inside the line; {LINE_ENDS}"
             ) from None
         raise DataError(f"{where} is not valid CSV: {exc}") from None
 

@@ -516,6 +516,12 @@ def _tell_large_groups(opened, where: str, chunk_rows: int, n_features: int) -> 
     )
 
 
+#: How a Parquet directory is read, in the messages about its files.
+EVERY_FILE = (
+    "every file of a Parquet directory is read, except hidden ones (names starting with '_' or '.')"
+)
+
+
 def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
     """``(opened, features)``: a Parquet file's or directory's files, each ``(path, name,
     ParquetFile)``, and the feature columns, every file's schema checked against the model
@@ -547,22 +553,14 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
             "read: move or copy them into the directory"
         )
     if not files:
-        raise DataError(
-            f"no files in {path} (a Parquet directory's files are read except hidden ones, "
-            "whose names start with '_' or '.')"
-        )
+        raise DataError(f"no files in {path} ({EVERY_FILE})")
     opened = []
     for file in files:
         name = where if file == path else f"{where}/{file.relative_to(path)}"
         try:
             opened.append((file, name, pq.ParquetFile(file)))
         except (pa.ArrowException, OSError) as exc:
-            among = (
-                "; every file of a Parquet directory is read, except hidden ones (names "
-                "starting with '_' or '.'): move other files out"
-                if file != path
-                else ""
-            )
+            among = f"; {EVERY_FILE}: move other files out" if file != path else ""
             raise DataError(f"{name} is not a readable Parquet file ({exc}){among}") from None
     schema = opened[0][2].schema_arrow
     columns = _parquet_columns(schema)
