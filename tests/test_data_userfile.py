@@ -135,8 +135,6 @@ def test_missing_and_empty_files(tmp_path):
         (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
         ("1 1:0.5 2:1\n-1 1:２ 2:3\n".encode(), 2, "the value '２' of feature 1 is not a number"),
         ("1 1:0.5\n-1 ２:3\n".encode(), 2, "'２:3' is not an '<index>:<value>' pair"),
-        # The old Mac line endings: the file is one line.
-        (b"1 1:0.5 2:1\r-1 1:2\r", 1, "the line holds carriage returns (CR): lines must end"),
     ],
 )
 def test_malformed_libsvm_gives_line_number(content, line, hint):
@@ -144,6 +142,16 @@ def test_malformed_libsvm_gives_line_number(content, line, hint):
         load_user_file(content, filename="bad.libsvm")
     assert f"bad.libsvm, line {line}:" in str(info.value)
     assert hint in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "content", [b"1 1:0.5 2:1\r-1 1:2\r", b"# rows\r1 1:0.5 2:1\r-1 1:2\r", b"1 1:0.5\r-1 1:2"]
+)
+def test_old_mac_line_ends_are_refused_before_a_line_is_read(content):
+    """CR alone ends no line here: the file was one line, refused as a bad row, or as a file of
+    no examples where it started with a comment (a review)."""
+    with pytest.raises(DataError, match=r"bad.libsvm: lines are ended by carriage returns \(CR\)"):
+        load_user_file(content, filename="bad.libsvm")
 
 
 def test_truncated_compressed_upload(problem):

@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,8 @@ from distributed import Client
 
 from attentive import AttentiveClassifier
 from attentive.cli import main
+from attentive.data import load_user_file
+from attentive.errors import DataError
 from attentive.scale import COLUMNS, local_cluster
 
 pytestmark = pytest.mark.slow
@@ -269,6 +272,71 @@ def test_sep_is_refused_where_it_does_not_apply(client, models, tmp_path):
     svm.write_text("1 1:0.5\n")
     code, err, out = score(client, path, svm, "--sep", ";")
     assert_refused(code, err, out, "--sep (sep=) does not apply", "a field separator is CSV's")
+
+
+def test_files_a_spreadsheet_or_an_archiver_wrote_are_named_for_what_they_are(
+    client, models, tmp_path
+):
+    """A data engineer's trial: a semicolon file with decimal commas was refused as a "mixed"
+    header (asking --header / --no-header, which cannot help), Excel's ``sep=;`` first line was
+    read as a header of two columns, and a ZIP archive, UTF-16 text and old Mac line ends (CR
+    alone) as text that is "not UTF-8" or has no rows. Each is named, with what reads it; the
+    file rewritten as told then scores as in memory."""
+    clf, path = models[False]
+    X, _ = make_classification(40, N_FEATURES, n_informative=3, n_redundant=0, random_state=11)
+    frame = pd.DataFrame(X, columns=[f"p{i}" for i in range(N_FEATURES)])
+    points = frame.to_csv(index=False, sep=";", header=False, float_format="%.17g")
+    commas = points.replace(".", ",")
+    data = tmp_path / "rows.csv"
+    data.write_text(commas)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "holds semicolons: pass --sep ';'", "decimal commas")
+    assert "--header or --no-header" not in err
+    code, err, out = score(client, path, data, "--sep", ";")
+    assert_refused(code, err, out, "the first line", "decimal comma", "with a decimal point")
+    data.write_text(points)  # as told: semicolons and points
+    code, err, out = score(client, path, data, "--sep", ";", "--no-header")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    shutil.rmtree(out)
+    # Excel's separator line, before a header; without it the file scores with --sep.
+    named = frame.to_csv(index=False, sep=";", float_format="%.17g")
+    data.write_text("sep=;\n" + named)
+    code, err, out = score(client, path, data, "--sep", ";")
+    assert_refused(code, err, out, "line 1: 'sep=;' is the line Excel writes", "remove the line")
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "remove the line, and pass --sep ';'")
+    # A header of semicolons, read at commas: one column, and which separator it holds.
+    data.write_text(named)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "read as one column", "holds semicolons: pass --sep ';'")
+    plain = frame.to_csv(index=False, float_format="%.17g")
+    for name, content, needed in (
+        ("utf16.csv", plain.encode("utf-16"), "is UTF-16 text"),
+        ("utf16be.csv", plain.encode("utf-16-be"), "holds zero bytes"),
+        ("utf32.csv", plain.encode("utf-32"), "is UTF-32 text"),
+        ("mac.csv", plain.replace("\n", "\r").encode(), "carriage returns (CR) alone"),
+        ("mac.libsvm", b"# rows\r1 1:0.5 2:1\r-1 1:2\r", "carriage returns (CR) alone"),
+    ):
+        data = tmp_path / name
+        data.write_bytes(content)
+        code, err, out = score(client, path, data)
+        assert_refused(code, err, out, f"error: {name}", needed)
+    data = tmp_path / "rows.zip.csv"
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.writestr("rows.csv", plain)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "is a ZIP archive", "unzip it")
+    # An upload is read by the same reader: the same words.
+    labelled = frame.assign(label=np.arange(40) % 2)
+    for content, needed in (
+        (labelled.to_csv(index=False).encode("utf-16"), "is UTF-16 text"),
+        (labelled.to_csv(index=False).replace("\n", "\r").encode(), "(CR) alone"),
+        (labelled.to_csv(index=False, sep=";").replace(".", ",").encode(), "by semicolons"),
+        (b"sep=,\n" + labelled.to_csv(index=False).encode(), "the line Excel writes"),
+    ):
+        with pytest.raises(DataError, match=re.escape(needed)):
+            load_user_file(content, filename="up.csv")
 
 
 # -- generated files ------------------------------------------------------------------------------

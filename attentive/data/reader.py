@@ -73,6 +73,7 @@ __all__ = [
     "merge_index_ranges",
     "one_column_hint",
     "open_binary",
+    "other_separator_hint",
     "parse_csv_rows",
     "separated_format",
     "split_csv_line",
@@ -255,11 +256,14 @@ def guess_format(
     DataError
         Neither the name nor the content says, or the file is of a format not ``allowed``.
     """
+    _refuse_foreign(name, head)
     if format is not None:
         if format not in allowed:
             raise InvalidParameterError(f"format must be one of {allowed} or None, got {format!r}")
         if head.startswith(b"PAR1") and format != "parquet":
             raise _parquet_as(name, format, allowed)
+        if format != "parquet":
+            _refuse_unreadable_text(name, head)
         return format
     guessed = SUFFIXES.get(_suffix(name))
     if guessed not in (None, "parquet") and head.startswith(b"PAR1"):
@@ -286,7 +290,48 @@ def guess_format(
             f"cannot tell the format of {name}: it {what}; name it "
             f"{', '.join(s for s, f in SUFFIXES.items() if f in allowed)}, or pass {names}"
         )
+    if guessed != "parquet":
+        _refuse_unreadable_text(name, head)
     return guessed
+
+
+_ZIP = (b"PK\x03\x04", b"PK\x05\x06")
+# Byte-order marks of UTF-32 and UTF-16 (UTF-32's first: it starts like UTF-16's little-endian).
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _refuse_foreign(name: str, head: bytes) -> None:
+    """Refuse a ZIP archive and text in UTF-16 or UTF-32 by what they are (their first bytes)."""
+    if head.startswith(_ZIP) and _suffix(name) != ".npz":  # (a NumPy .npz is named as one)
+        raise DataError(
+            f"{name} is a ZIP archive (it starts with PK), which is not read here; unzip it and "
+            "give the file inside (gzip, bz2 and xz files are read as they are)"
+        )
+    encoding = next((enc for bom, enc in _WIDE_BOMS if head.startswith(bom)), None)
+    if encoding is not None:
+        raise DataError(
+            f"{name} is {encoding} text (it starts with a {encoding} byte-order mark); text is "
+            f"read as UTF-8: save it as UTF-8 (in Python, read it with encoding='{encoding.lower()}' "
+            "and write it with encoding='utf-8')"
+        )
+
+
+def _refuse_unreadable_text(name: str, head: bytes) -> None:
+    """Refuse text that a LIBSVM or CSV reader would misread: zero bytes in its first line (UTF-16
+    text without a byte-order mark, or a binary file) and lines ended by CR alone."""
+    first = head.split(b"\n", 1)[0]
+    if b"\x00" in first:
+        raise DataError(
+            f"{name}: its first line holds zero bytes, which text does not: is it UTF-16 text or "
+            "a binary file? Text is read as UTF-8, one example per line"
+        )
+    if b"\n" not in head and b"\r" in head.rstrip(b"\r"):
+        raise DataError(f"{name}: lines are ended by carriage returns (CR) alone; {LINE_ENDS}")
 
 
 _SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "bars"}
@@ -327,12 +372,37 @@ SEPARATOR_ADVICE = (
 )
 
 
-def one_column_hint(sep: str) -> str:
-    """Where a CSV file's lines read as one column: the separator they were split at."""
-    return (
-        f"; its lines were read as one column, split at {_SEPARATOR_NAMES.get(sep, repr(sep))}: "
-        f"is that the file's separator? {SEPARATOR_ADVICE}"
+def one_column_hint(sep: str, line: str = "") -> str:
+    """Where a CSV file's lines read as one column: the separator they were split at, and the
+    one the first ``line`` holds instead, if any (:func:`other_separator_hint`)."""
+    split = f"; its lines were read as one column, split at {_SEPARATOR_NAMES.get(sep, repr(sep))}"
+    other = other_separator_hint(line, sep)
+    if other:
+        return f"{split}, but {other}"
+    return f"{split}: is that the file's separator? {SEPARATOR_ADVICE}"
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+", re.ASCII)
+
+
+def other_separator_hint(line: str, sep: str, what: str = "its first line") -> str:
+    """What to pass where a line split at ``sep`` holds another separator (a semicolon, a tab or a
+    bar; ``what`` names the line): that separator, and where its cells hold decimal commas (as a
+    spreadsheet set to a comma-decimal locale writes ``1,5;2,25``), that they must become points.
+    Empty otherwise."""
+    other = next((o for o in (";", "\t", "|") if o != sep and o in line), None)
+    if other is None:
+        return ""
+    shown = "tab" if other == "\t" else other
+    hint = (
+        f"{what} holds {_SEPARATOR_NAMES[other]}: pass --sep {shown!r} (sep={other!r} from Python)"
     )
+    if any(_DECIMAL_COMMA.fullmatch(c.strip()) for c in line.split(other)):
+        hint += (
+            ", and write its numbers with a decimal point: they have decimal commas (such as "
+            "'1,5'), which are not read"
+        )
+    return hint
 
 
 def check_separator(sep: str) -> str:
@@ -609,7 +679,19 @@ def split_csv_line(line: bytes, sep: str = ",", *, where: str, number: int = 1) 
         text = line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: the first line is not UTF-8 text ({exc})") from None
+    excel = _EXCEL_SEP.fullmatch(text.strip())
+    if excel:
+        given = excel.group(1)
+        shown = "tab" if given == "\t" else given
+        raise DataError(
+            f"{where}, line {number}: {text.strip()!r} is the line Excel writes to name a CSV "
+            f"file's separator; it is not read: remove the line"
+            + ("" if given == sep else f", and pass --sep {shown!r} (sep={given!r} from Python)")
+        )
     return [cell.strip() for cell in csv_cells(text, sep, where=f"{where}, line {number}")]
+
+
+_EXCEL_SEP = re.compile(r"sep=(.)", re.IGNORECASE | re.DOTALL)
 
 
 def csv_cells(text: str, sep: str = ",", *, where: str) -> list[str]:
@@ -642,7 +724,12 @@ def _counts_up(cells: list[str]) -> bool:
 
 
 def csv_header(
-    cells: list[str], *, header: bool | None, expected: ExpectedFeatures, where: str
+    cells: list[str],
+    *,
+    header: bool | None,
+    expected: ExpectedFeatures,
+    where: str,
+    sep: str = ",",
 ) -> list[str] | None:
     """The column names a CSV file's first line gives (its ``cells``), or ``None`` when it is data.
 
@@ -651,8 +738,8 @@ def csv_header(
     of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
     header; a line of numbers (and missing values) is data. A mix, and pandas' ``0,1,2,...`` (the
     header of a frame without column names, or a row of data; ``,0,1,...`` with its index) are
-    refused: say which.
-    Empty names become ``Unnamed: i`` as in pandas.
+    refused: say which (or, where the line holds another separator than ``sep``, the one it split
+    at, which it names). Empty names become ``Unnamed: i`` as in pandas.
     """
     if header is not None and not isinstance(header, bool | np.bool_):
         raise InvalidParameterError(f"header must be True, False or None, got {header!r}")
@@ -667,9 +754,16 @@ def csv_header(
         names = [
             bool(c) and not n and c not in _NA_TOKENS for c, n in zip(cells, numbers, strict=True)
         ]
-        shown = ",".join(cells[:8]) + (",..." if len(cells) > 8 else "")
+        joint = "," if sep == "\t" else sep  # (the line as written, a tab shown as a comma)
+        shown = joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
+        comma = next((c for c in cells if _DECIMAL_COMMA.fullmatch(c)), None)
         if expected.names is not None and tuple(cells) == expected.names:
             header = True
+        elif comma is not None and sep != ",":
+            raise DataError(
+                f"{where}: the first line, {shown}, has a number with a decimal comma ({comma!r}), "
+                "which is not read: write numbers with a decimal point"
+            )
         elif cells == [str(i) for i in range(len(cells))]:
             raise DataError(
                 f"{where}: the first line, {shown}, is either the header pandas writes for a "
@@ -695,6 +789,11 @@ def csv_header(
             header = True
         elif not any(names):
             header = False
+        elif other := other_separator_hint(sep.join(cells), sep, "it"):
+            raise DataError(
+                f"{where}: the first line, {shown}, mixes names and numbers when split at "
+                f"{_SEPARATOR_NAMES.get(sep, repr(sep))}, but {other}"
+            )
         else:
             raise DataError(
                 f"{where}: cannot tell whether the first line, {shown}, is a header: it mixes "
@@ -790,7 +889,7 @@ def feature_columns(
         if len(features) > expected.n_features:
             hint = f"; name the other columns with {EXCLUDE}"
         elif len(columns) == 1 and sep is not None:
-            hint = one_column_hint(sep)
+            hint = one_column_hint(sep, columns[0])
         else:
             hint = ""
         plural = "column" if len(features) == 1 else "columns"
@@ -924,6 +1023,8 @@ def _csv_problem(
             if not _is_number(cell):
                 comma = sep != "," and _is_number(cell.replace(",", ".", 1))
                 hint = " (a decimal comma: write numbers with a decimal point)" if comma else ""
+                if other := other_separator_hint(text, sep, "the line"):
+                    hint = f" ({other})"
                 return f"{at}: {cell!r} is not a number{hint}; features must be numeric"
             if not math.isfinite(float(cell)):
                 return f"{at}: {cell} is not a finite number; every feature needs a finite number"

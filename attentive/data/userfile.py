@@ -261,7 +261,7 @@ def _parse_csv(
         raise DataError(
             f"{name} has no header line; expected a header row and one example per line"
         )
-    columns = csv_header(cells, header=True, expected=expected, where=name)
+    columns = csv_header(cells, header=True, expected=expected, where=name, sep=sep)
     ours = "tabs" if sep == "\t" else "commas"
     for other, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
         if len(columns) == 1 and other in columns[0] and other != sep:

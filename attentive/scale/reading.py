@@ -391,10 +391,10 @@ def _csv_columns(text: _Text, start, expected, header, exclude, sep=None):
     if not first:
         raise DataError(f"{where} is empty; expected one example per line")
     cells = split_csv_line(first, sep, where=where, number=skipped + 1)
-    columns = csv_header(cells, header=header, expected=expected, where=where)
+    columns = csv_header(cells, header=header, expected=expected, where=where, sep=sep)
     n = expected.n_features
     if columns is None and n is not None and len(cells) != n and expected.names is None:
-        hint = one_column_hint(sep) if len(cells) == 1 else ""
+        hint = one_column_hint(sep, cells[0]) if len(cells) == 1 else ""
         raise DataError(
             f"{where}, line {skipped + 1}: {len(cells)} fields, but the model expects {n} "
             f"features (the file has no header line){hint}"
