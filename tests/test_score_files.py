@@ -680,3 +680,23 @@ def test_a_line_break_inside_a_quoted_field_is_refused_wherever_chunks_end(
             client, model_path, path, "--exclude", "id", "--chunk-rows", chunk_rows
         )
         assert_refused(code, err, out, "line 3", "a line break inside a quoted field")
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_parquet_file_naming_a_column_twice_is_refused_by_that_name(
+    client, models, tmp_path, named
+):
+    """A data engineer's trial: a Parquet schema may repeat a name (pyarrow writes it); it was
+    refused as lacking the feature the repeat replaced, or for a model without names, read by
+    count. Either way the repeated name is named."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, model_path = models[named]
+    X, _ = make_classification(20, N_FEATURES, random_state=6)
+    names = list(NAMES)
+    names[1] = names[0]
+    data = tmp_path / "rows.parquet"
+    pq.write_table(pa.table([pa.array(X[:, j]) for j in range(N_FEATURES)], names=names), data)
+    code, err, out = score(client, model_path, data)
+    assert_refused(code, err, out, f"rows.parquet names a column more than once: {names[0]!r}")

@@ -852,6 +852,9 @@ def feature_columns(
                 f"({_preview(expected.names)}); give the file a header line naming its columns"
             )
         columns = [str(i) for i in range(n_columns)]
+    repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
+    if repeated:  # (a Parquet schema may repeat a name; a CSV header was checked already)
+        raise DataError(f"{where} names a column more than once: {_preview(repeated)}")
     present = set(columns)
     unknown = [c for c in exclude if c not in present]
     if unknown:
