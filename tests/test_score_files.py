@@ -699,4 +699,84 @@ def test_a_parquet_file_naming_a_column_twice_is_refused_by_that_name(
     data = tmp_path / "rows.parquet"
     pq.write_table(pa.table([pa.array(X[:, j]) for j in range(N_FEATURES)], names=names), data)
     code, err, out = score(client, model_path, data)
-    assert_refused(code, err, out, f"rows.parquet names a column more than once: {names[0]!r}")
+    assert_refused(
+        code, err, out, f"rows.parquet names a feature column more than once: {names[0]!r}"
+    )
+
+
+def test_a_name_with_a_comma_or_a_semicolon_is_a_name_not_a_wrong_separator(
+    client, models, tmp_path
+):
+    """A review of the spreadsheet messages: a header cell such as '1,5' beside names was
+    refused as a decimal comma, a ';' inside a name or a cell made the message say to pass
+    --sep ';' (which broke the read), a repeated column that is excluded was refused, and an
+    upload was told of --sep, which it does not have. Each reads, or gets advice that works."""
+    clf, path = models[False]
+    X, _ = make_classification(30, N_FEATURES, n_informative=3, n_redundant=0, random_state=12)
+    names = ["1,5", "x;y", *[f"p{i}" for i in range(2, N_FEATURES)]]
+    frame = pd.DataFrame(X, columns=names)
+    data = tmp_path / "rows.tsv"
+    frame.to_csv(data, index=False, sep="\t", float_format="%.17g")
+    code, err, out = score(client, path, data)  # '1,5' beside names: a header
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    shutil.rmtree(out)
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False, sep="|", float_format="%.17g")
+    code, err, out = score(client, path, data, "--sep", "|")
+    assert code == 0, err
+    shutil.rmtree(out)
+    # A header mixing a name that holds ';' with numbers: say which, not --sep ';'.
+    mixed = ["a;b", *[str(i) for i in range(N_FEATURES - 1)]]
+    pd.DataFrame(X, columns=mixed).to_csv(data, index=False, float_format="%.17g")
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "--header or --no-header")
+    assert "--sep" not in err
+    code, err, out = score(client, path, data, "--header")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    shutil.rmtree(out)
+    # A bad cell on a line whose other cell holds ';': no --sep advice.
+    _, named_path = models[True]
+    text = pd.DataFrame(X, columns=NAMES).assign(note="x;y").to_csv(index=False)
+    lines = text.splitlines()
+    lines[3] = "oops" + lines[3][lines[3].index(",") :]
+    data.write_text("\n".join(lines) + "\n")
+    code, err, out = score(client, named_path, data, "--exclude", "note")
+    assert_refused(code, err, out, "line 4", "'oops' is not a number; features must be numeric")
+    # Excel's separator line naming a tab is known too.
+    data.write_text("sep=\t\n" + frame.to_csv(index=False, sep="\t"))
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "is the line Excel writes", "pass --sep 'tab'")
+    # A workbook is named as one, not as a ZIP archive to unzip.
+    book = tmp_path / "rows.xlsx"
+    with zipfile.ZipFile(book, "w") as archive:
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+    code, err, out = score(client, path, book, "--format", "csv")
+    assert_refused(code, err, out, "is a spreadsheet workbook", "export the sheet as CSV")
+    # A repeated column that is excluded is not read, so not refused.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        [*(pa.array(X[:, j]) for j in range(N_FEATURES)), pa.array(np.zeros(30))],
+        names=[*[f"f{j}" for j in range(N_FEATURES)], "label"],
+    )
+    table = table.append_column("label", pa.array(np.ones(30)))
+    parquet = tmp_path / "rows.parquet"
+    pq.write_table(table, parquet)
+    code, err, out = score(client, path, parquet, "--exclude", "label")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    # An upload has no separator option: it is told how to save the file.
+    labelled = pd.DataFrame(X, columns=NAMES).assign(label=np.arange(30) % 2)
+    with pytest.raises(DataError, match=r"remove the line \(semicolons: save it with commas"):
+        load_user_file(
+            b"sep=;\n" + labelled.to_csv(index=False, sep=";").encode(), filename="up.csv"
+        )
+    rows = labelled.to_csv(index=False).splitlines()
+    rows[1] = "5;6" + rows[1][rows[1].index(",") :]  # a cell cut by ';'
+    with pytest.raises(DataError) as info:
+        load_user_file(("\n".join(rows) + "\n").encode(), filename="up.csv")
+    assert "'5;6' is not a number; features" in str(info.value)  # (one ';' is no separator)
+    assert "--sep" not in str(info.value)

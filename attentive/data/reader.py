@@ -305,8 +305,19 @@ _WIDE_BOMS = (
 )
 
 
+_WORKBOOKS = (".xlsx", ".xlsm", ".xls", ".ods")
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Excel 97-2003 workbooks (.xls)
+
+
 def _refuse_foreign(name: str, head: bytes) -> None:
-    """Refuse a ZIP archive and text in UTF-16 or UTF-32 by what they are (their first bytes)."""
+    """Refuse a spreadsheet workbook, a ZIP archive and text in UTF-16 or UTF-32 by what they
+    are (their first bytes)."""
+    if head.startswith(_OLE2) or (head.startswith(_ZIP) and _suffix(name) in _WORKBOOKS):
+        raise DataError(
+            f"{name} is a spreadsheet workbook, which is not read here; export the sheet as CSV "
+            "(comma-separated, with a decimal point), or write it as Parquet "
+            "(pandas.read_excel(path).to_parquet('rows.parquet'))"
+        )
     if head.startswith(_ZIP) and _suffix(name) != ".npz":  # (a NumPy .npz is named as one)
         raise DataError(
             f"{name} is a ZIP archive (it starts with PK), which is not read here; unzip it and "
@@ -385,24 +396,35 @@ def one_column_hint(sep: str, line: str = "") -> str:
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+", re.ASCII)
 
 
-def other_separator_hint(line: str, sep: str, what: str = "its first line") -> str:
-    """What to pass where a line split at ``sep`` holds another separator (a semicolon, a tab or a
-    bar; ``what`` names the line): that separator, and where its cells hold decimal commas (as a
-    spreadsheet set to a comma-decimal locale writes ``1,5;2,25``), that they must become points.
-    Empty otherwise."""
-    other = next((o for o in (";", "\t", "|") if o != sep and o in line), None)
-    if other is None:
-        return ""
-    shown = "tab" if other == "\t" else other
-    hint = (
-        f"{what} holds {_SEPARATOR_NAMES[other]}: pass --sep {shown!r} (sep={other!r} from Python)"
-    )
-    if any(_DECIMAL_COMMA.fullmatch(c.strip()) for c in line.split(other)):
-        hint += (
-            ", and write its numbers with a decimal point: they have decimal commas (such as "
-            "'1,5'), which are not read"
+def other_separator_hint(
+    line: str, sep: str, what: str = "its first line", *, upload: bool = False
+) -> str:
+    """What to do where a line split at ``sep`` holds another separator (a semicolon, a tab or a
+    bar; ``what`` names the line) that splits it cleanly (no piece holds ``sep`` but as a decimal
+    comma): pass that separator (an ``upload``: save the file with commas or tabs), and where
+    the pieces hold decimal commas (as a spreadsheet set to a comma-decimal locale writes
+    ``1,5;2,25``), write them with points. Empty otherwise (``;`` inside a name is no sign)."""
+    for other in (";", "\t", "|"):
+        if other == sep or other not in line:
+            continue
+        pieces = [p.strip() for p in line.split(other)]
+        if any(sep in p and not _DECIMAL_COMMA.fullmatch(p) for p in pieces):
+            continue
+        shown = "tab" if other == "\t" else other
+        hint = f"{what} holds {_SEPARATOR_NAMES[other]}: " + (
+            UPLOAD_SEPARATORS if upload else f"pass --sep {shown!r} (sep={other!r} from Python)"
         )
-    return hint
+        if any(_DECIMAL_COMMA.fullmatch(p) for p in pieces):
+            hint += (
+                ", and write its numbers with a decimal point: they have decimal commas (such as "
+                "'1,5'), which are not read"
+            )
+        return hint
+    return ""
+
+
+#: How an upload's separator is chosen: by its name (an upload has no separator option).
+UPLOAD_SEPARATORS = "save it with commas (named .csv) or tabs (named .tsv)"
 
 
 def check_separator(sep: str) -> str:
@@ -672,21 +694,29 @@ LINE_ENDS = (
 )
 
 
-def split_csv_line(line: bytes, sep: str = ",", *, where: str, number: int = 1) -> list[str]:
+def split_csv_line(
+    line: bytes, sep: str = ",", *, where: str, number: int = 1, upload: bool = False
+) -> list[str]:
     """The cells of one CSV line (quotes as the csv module and pandas read them), stripped;
-    ``number``: the file's line number of ``line``, for messages (after blank lines, not 1)."""
+    ``number``: the file's line number of ``line``, for messages (after blank lines, not 1);
+    ``upload``: messages say how an upload's separator is chosen (by its name)."""
     try:
         text = line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: the first line is not UTF-8 text ({exc})") from None
-    excel = _EXCEL_SEP.fullmatch(text.strip())
+    excel = _EXCEL_SEP.fullmatch(text.strip(" "))
     if excel:
         given = excel.group(1)
         shown = "tab" if given == "\t" else given
+        if given == sep:
+            then = ""
+        elif upload:
+            then = f" ({_SEPARATOR_NAMES.get(given, repr(given))}: {UPLOAD_SEPARATORS})"
+        else:
+            then = f", and pass --sep {shown!r} (sep={given!r} from Python)"
         raise DataError(
-            f"{where}, line {number}: {text.strip()!r} is the line Excel writes to name a CSV "
-            f"file's separator; it is not read: remove the line"
-            + ("" if given == sep else f", and pass --sep {shown!r} (sep={given!r} from Python)")
+            f"{where}, line {number}: {text.strip(' ')!r} is the line Excel writes to name a CSV "
+            f"file's separator; it is not read: remove the line{then}"
         )
     return [cell.strip() for cell in csv_cells(text, sep, where=f"{where}, line {number}")]
 
@@ -754,12 +784,14 @@ def csv_header(
         names = [
             bool(c) and not n and c not in _NA_TOKENS for c, n in zip(cells, numbers, strict=True)
         ]
-        joint = "," if sep == "\t" else sep  # (the line as written, a tab shown as a comma)
+        joint = "\\t" if sep == "\t" else sep  # (the line as written, a tab shown as \t)
         shown = joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
-        comma = next((c for c in cells if _DECIMAL_COMMA.fullmatch(c)), None)
+        commas = [bool(_DECIMAL_COMMA.fullmatch(c)) for c in cells]
+        comma = next((c for c, k in zip(cells, commas, strict=True) if k), None)
+        data = all(not name or k for name, k in zip(names, commas, strict=True))
         if expected.names is not None and tuple(cells) == expected.names:
             header = True
-        elif comma is not None and sep != ",":
+        elif comma is not None and sep != "," and data:  # (beside a name, '1,5' is a name)
             raise DataError(
                 f"{where}: the first line, {shown}, has a number with a decimal comma ({comma!r}), "
                 "which is not read: write numbers with a decimal point"
@@ -852,9 +884,6 @@ def feature_columns(
                 f"({_preview(expected.names)}); give the file a header line naming its columns"
             )
         columns = [str(i) for i in range(n_columns)]
-    repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
-    if repeated:  # (a Parquet schema may repeat a name; a CSV header was checked already)
-        raise DataError(f"{where} names a column more than once: {_preview(repeated)}")
     present = set(columns)
     unknown = [c for c in exclude if c not in present]
     if unknown:
@@ -863,6 +892,11 @@ def feature_columns(
         )
     excluded = set(exclude)
     features = [c for c in columns if c not in excluded]
+    # (A Parquet schema may repeat a name; a CSV header was checked already. A repeated column
+    # that is not a feature is not read.)
+    repeated = sorted(c for c, k in Counter(features).items() if k > 1)
+    if repeated:
+        raise DataError(f"{where} names a feature column more than once: {_preview(repeated)}")
     if expected.names is not None:
         names = list(expected.names)
         if features != names:
@@ -918,11 +952,13 @@ def parse_csv_rows(
     where: str,
     first_line: int,
     sep: str = ",",
+    upload: bool = False,
 ) -> pd.DataFrame:
     """Rows of CSV text (no header line) as a frame with columns ``names``; the ``numeric``
     columns as float64, every value finite; the others as read.
 
-    ``first_line`` is the file's line number of the text's first line, for messages.
+    ``first_line`` is the file's line number of the text's first line, for messages;
+    ``upload``: messages say how an upload's separator is chosen (by its name).
 
     Raises
     ------
@@ -933,7 +969,7 @@ def parse_csv_rows(
     if b"\r" in data.replace(b"\r\n", b""):
         # A lone CR: pandas would end a line there, and the rows would not be the file's lines.
         raise DataError(
-            _csv_problem(data, names, numeric, where, first_line, sep)
+            _csv_problem(data, names, numeric, where, first_line, sep, upload)
             or f"{where}: lines from {first_line} hold a carriage return (CR) inside a line"
         )
     try:
@@ -943,12 +979,12 @@ def parse_csv_rows(
         return pd.DataFrame({c: np.empty(0) if c in floats else [] for c in names})
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(
-            _csv_problem(data, names, numeric, where, first_line, sep)
+            _csv_problem(data, names, numeric, where, first_line, sep, upload)
             or f"{where} is not valid CSV: {exc}".rstrip()
         ) from None
     if frame.shape[1] != len(names):
         raise DataError(
-            _csv_problem(data, names, numeric, where, first_line, sep)
+            _csv_problem(data, names, numeric, where, first_line, sep, upload)
             or f"{where}: lines from {first_line} have {frame.shape[1]} fields, not {len(names)}"
         )
     if b'"' in data:
@@ -966,7 +1002,7 @@ def parse_csv_rows(
         ok = bool(np.isfinite(array).all())
     if not ok:
         raise DataError(
-            _csv_problem(data, names, numeric, where, first_line, sep)
+            _csv_problem(data, names, numeric, where, first_line, sep, upload)
             or f"{where}: lines from {first_line} hold cells that are not finite numbers"
         )
     if len(numeric) == len(names):
@@ -993,7 +1029,13 @@ def _refuse_quoted_line_breaks(data: bytes, rows: int, where: str, first_line: i
 
 
 def _csv_problem(
-    data: bytes, names: list[str], numeric: list[str], where: str, first_line: int, sep: str
+    data: bytes,
+    names: list[str],
+    numeric: list[str],
+    where: str,
+    first_line: int,
+    sep: str,
+    upload: bool = False,
 ) -> str | None:
     """Describe the first line of CSV text that pandas could not read into finite numbers."""
     where_is = {c: i for i, c in enumerate(names)}
@@ -1026,7 +1068,8 @@ def _csv_problem(
             if not _is_number(cell):
                 comma = sep != "," and _is_number(cell.replace(",", ".", 1))
                 hint = " (a decimal comma: write numbers with a decimal point)" if comma else ""
-                if other := other_separator_hint(text, sep, "the line"):
+                other = other_separator_hint(text, sep, "the line", upload=upload)
+                if other and any(o in cell for o in (";", "\t", "|")):  # (the cell spans it)
                     hint = f" ({other})"
                 return f"{at}: {cell!r} is not a number{hint}; features must be numeric"
             if not math.isfinite(float(cell)):

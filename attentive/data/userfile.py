@@ -256,7 +256,7 @@ def _parse_csv(
     while not first.strip() and rest:  # blank lines before the header (pandas skips them too)
         first, _, rest = rest.partition(b"\n")
         header_line += 1
-    cells = split_csv_line(first, sep, where=name, number=header_line)
+    cells = split_csv_line(first, sep, where=name, number=header_line, upload=True)
     if not any(cells):
         raise DataError(
             f"{name} has no header line; expected a header row and one example per line"
@@ -277,7 +277,13 @@ def _parse_csv(
         raise DataError(f"{name}: only the label column {label!r}; expected feature columns too")
     features = feature_columns(columns, len(columns), expected, (label,), where=name, sep=sep)
     frame = parse_csv_rows(
-        rest, names=columns, numeric=features, where=name, first_line=header_line + 1, sep=sep
+        rest,
+        names=columns,
+        numeric=features,
+        where=name,
+        first_line=header_line + 1,
+        sep=sep,
+        upload=True,
     )
     for column in features:
         _refuse_row_numbers(frame, column, name)
