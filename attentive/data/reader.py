@@ -9,7 +9,9 @@ Dask) make every decision about a file here, so a file means the same rows where
   ``.bz2`` or ``.xz`` suffix is looked through), else from the content; compression from the
   first bytes, never from the name.
 - **Text**: a UTF-8 byte-order mark at the start is skipped, CRLF line ends are read as LF, blank
-  lines hold no row.
+  lines hold no row; UTF-16 and UTF-32 text, CR-only line ends, ZIP archives, spreadsheet
+  workbooks and Excel's ``sep=`` line are refused by what they are (:func:`guess_format`,
+  :func:`split_csv_line`).
 - **LIBSVM index base** (:func:`libsvm_zero_based`): a file whose header states its base
   (``# Column indices are zero-based``, as ``dump_svmlight_file(..., comment=...)`` writes it,
   :func:`libsvm_stated_base`) is read as it says; else a file whose indices include 0 is zero-based;
@@ -768,8 +770,9 @@ def csv_header(
     of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
     header; a line of numbers (and missing values) is data. A mix, and pandas' ``0,1,2,...`` (the
     header of a frame without column names, or a row of data; ``,0,1,...`` with its index) are
-    refused: say which (or, where the line holds another separator than ``sep``, the one it split
-    at, which it names). Empty names become ``Unnamed: i`` as in pandas.
+    refused: say which (or, where the line holds another separator than ``sep`` that splits it
+    cleanly, the one it split at, which it names); so is a line of numbers some of which have a
+    decimal comma (``1,5``: a name beside names). Empty names become ``Unnamed: i`` as in pandas.
     """
     if header is not None and not isinstance(header, bool | np.bool_):
         raise InvalidParameterError(f"header must be True, False or None, got {header!r}")
