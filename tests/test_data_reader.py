@@ -491,8 +491,11 @@ def test_a_first_line_counting_up_by_one_is_refused_as_ambiguous(line):
 def test_true_and_false_cells_are_words_in_any_chunk(rows):
     """pandas reads a column of True / False as booleans (a numeric dtype), so a chunk holding
     only those became 1.0 / 0.0 while one that mixed them with numbers was refused: the same
-    file was read or refused by its chunking. Both are refused, naming the cell."""
-    with pytest.raises(DataError, match=r"line \d+, column 'b': 'True' is not a number"):
+    file was read or refused by its chunking. Both are refused, naming the cell and how to
+    write it (a data engineer's trial: Parquet's booleans read as 1 / 0, CSV's refused bare)."""
+    with pytest.raises(
+        DataError, match=r"line \d+, column 'b': 'True' is not a number \(a boolean: write it as 1"
+    ):
         parse_csv_rows(
             rows, names=["a", "b", "c"], numeric=["a", "b", "c"], where="f", first_line=1
         )

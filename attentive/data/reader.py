@@ -1071,6 +1071,8 @@ def _csv_problem(
             if not _is_number(cell):
                 comma = sep != "," and _is_number(cell.replace(",", ".", 1))
                 hint = " (a decimal comma: write numbers with a decimal point)" if comma else ""
+                if cell.lower() in ("true", "false"):
+                    hint = " (a boolean: write it as 1 or 0; a Parquet file's booleans are read so)"
                 other = other_separator_hint(text, sep, "the line", upload=upload)
                 if other and any(o in cell for o in (";", "\t", "|")):  # (the cell spans it)
                     hint = f" ({other})"
