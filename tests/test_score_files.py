@@ -687,8 +687,8 @@ def test_a_parquet_file_naming_a_column_twice_is_refused_by_that_name(
     client, models, tmp_path, named
 ):
     """A data engineer's trial: a Parquet schema may repeat a name (pyarrow writes it); it was
-    refused as lacking the feature the repeat replaced, or for a model without names, read by
-    count. Either way the repeated name is named."""
+    refused as lacking the feature the repeat replaced, or, for a model without names, failed
+    with a raw KeyError. Either way the repeated name is named."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
