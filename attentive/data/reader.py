@@ -59,7 +59,10 @@ __all__ = [
     "FORMATS",
     "HEAD_BYTES",
     "HUGE_INDEX",
+    "OTHER_SEPARATORS",
     "SEPARATOR_ADVICE",
+    "SEPARATOR_NAMES",
+    "UPLOAD_SEPARATORS",
     "ExpectedFeatures",
     "check_finite_rows",
     "check_separator",
@@ -347,7 +350,11 @@ def _refuse_unreadable_text(name: str, head: bytes) -> None:
         raise DataError(f"{name}: lines are ended by carriage returns (CR) alone; {LINE_ENDS}")
 
 
-_SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "bars"}
+SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "bars"}
+#: Separators a file split at another may hold, in the order they are looked for.
+OTHER_SEPARATORS = (";", "\t", "|")
+#: How an upload's separator is chosen: by its name (an upload has no separator option).
+UPLOAD_SEPARATORS = "save it with commas (named .csv) or tabs (named .tsv)"
 # What a separator may not be besides a letter or a digit: part of a number, a quote, a comment,
 # a space or a line's end.
 _NOT_SEPARATORS = set(".+-\"'#\r\n ")
@@ -388,7 +395,7 @@ SEPARATOR_ADVICE = (
 def one_column_hint(sep: str, line: str = "") -> str:
     """Where a CSV file's lines read as one column: the separator they were split at, and the
     one the first ``line`` holds instead, if any (:func:`other_separator_hint`)."""
-    split = f"; its lines were read as one column, split at {_SEPARATOR_NAMES.get(sep, repr(sep))}"
+    split = f"; its lines were read as one column, split at {SEPARATOR_NAMES.get(sep, repr(sep))}"
     other = other_separator_hint(line, sep)
     if other:
         return f"{split}, but {other}"
@@ -406,14 +413,14 @@ def other_separator_hint(
     comma): pass that separator (an ``upload``: save the file with commas or tabs), and where
     the pieces hold decimal commas (as a spreadsheet set to a comma-decimal locale writes
     ``1,5;2,25``), write them with points. Empty otherwise (``;`` inside a name is no sign)."""
-    for other in (";", "\t", "|"):
+    for other in OTHER_SEPARATORS:
         if other == sep or other not in line:
             continue
         pieces = [p.strip() for p in line.split(other)]
         if any(sep in p and not _DECIMAL_COMMA.fullmatch(p) for p in pieces):
             continue
         shown = "tab" if other == "\t" else other
-        hint = f"{what} holds {_SEPARATOR_NAMES[other]}: " + (
+        hint = f"{what} holds {SEPARATOR_NAMES[other]}: " + (
             UPLOAD_SEPARATORS if upload else f"pass --sep {shown!r} (sep={other!r} from Python)"
         )
         if any(_DECIMAL_COMMA.fullmatch(p) for p in pieces):
@@ -423,10 +430,6 @@ def other_separator_hint(
             )
         return hint
     return ""
-
-
-#: How an upload's separator is chosen: by its name (an upload has no separator option).
-UPLOAD_SEPARATORS = "save it with commas (named .csv) or tabs (named .tsv)"
 
 
 def check_separator(sep: str) -> str:
@@ -713,7 +716,7 @@ def split_csv_line(
         if given == sep:
             then = ""
         elif upload:
-            then = f" ({_SEPARATOR_NAMES.get(given, repr(given))}: {UPLOAD_SEPARATORS})"
+            then = f" ({SEPARATOR_NAMES.get(given, repr(given))}: {UPLOAD_SEPARATORS})"
         else:
             then = f", and pass --sep {shown!r} (sep={given!r} from Python)"
         raise DataError(
@@ -827,7 +830,7 @@ def csv_header(
         elif other := other_separator_hint(sep.join(cells), sep, "it"):
             raise DataError(
                 f"{where}: the first line, {shown}, mixes names and numbers when split at "
-                f"{_SEPARATOR_NAMES.get(sep, repr(sep))}, but {other}"
+                f"{SEPARATOR_NAMES.get(sep, repr(sep))}, but {other}"
             )
         else:
             raise DataError(
@@ -1073,9 +1076,9 @@ def _csv_problem(
                 hint = " (a decimal comma: write numbers with a decimal point)" if comma else ""
                 if cell.lower() in ("true", "false"):
                     hint = " (a boolean: write it as 1 or 0; a Parquet file's booleans are read so)"
-                other = other_separator_hint(text, sep, "the line", upload=upload)
-                if other and any(o in cell for o in (";", "\t", "|")):  # (the cell spans it)
-                    hint = f" ({other})"
+                if any(o in cell for o in OTHER_SEPARATORS):  # (the cell spans a separator)
+                    other = other_separator_hint(text, sep, "the line", upload=upload)
+                    hint = f" ({other})" if other else hint
                 return f"{at}: {cell!r} is not a number{hint}; features must be numeric"
             if not math.isfinite(float(cell)):
                 return f"{at}: {cell} is not a finite number; every feature needs a finite number"

@@ -24,6 +24,9 @@ from attentive.data.reader import (
     BOM,
     HEAD_BYTES,
     HUGE_INDEX,
+    OTHER_SEPARATORS,
+    SEPARATOR_NAMES,
+    UPLOAD_SEPARATORS,
     ExpectedFeatures,
     csv_header,
     csv_separator,
@@ -262,13 +265,12 @@ def _parse_csv(
             f"{name} has no header line; expected a header row and one example per line"
         )
     columns = csv_header(cells, header=True, expected=expected, where=name, sep=sep)
-    ours = "tabs" if sep == "\t" else "commas"
-    for other, word in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
+    for other in OTHER_SEPARATORS:
         if len(columns) == 1 and other in columns[0] and other != sep:
             raise DataError(
                 f"{name}: its header is one column, {columns[0][:60]!r}: the file seems to be "
-                f"separated by {word}, and this file is read as separated by {ours}; save it "
-                "with commas (named .csv) or tabs (named .tsv)"
+                f"separated by {SEPARATOR_NAMES[other]}, and this file is read as separated by "
+                f"{SEPARATOR_NAMES[sep]}; {UPLOAD_SEPARATORS}"
             )
     if not rest.strip():
         raise DataError(f"{name} has a header but no examples")
