@@ -419,6 +419,47 @@ def test_served_first_page_computes_the_numbers_and_holds_the_tables_and_the_tim
     assert state.tradeoff.theta_s == pytest.approx(state.walk_figure().theta_s)
 
 
+def test_the_plots_held_back_from_the_first_page_arrive_in_one_change_of_its_document(
+    monkeypatch,
+):
+    """Served, the first page carries the walks plot; the other three plots and the Brownian
+    bridge tab are put in once the browser has loaded it, all at once: Bokeh walks the page's
+    ~1,000 models once for them, not once for each (a page load's server time, measured)."""
+    import panel as pn
+    from bokeh.document import Document
+    from bokeh.document.models import DocumentModelManager
+    from panel.io.state import set_curdoc
+
+    from attentive.app.layout import build_dashboard
+
+    doc = Document()
+    walks = []
+    recompute = DocumentModelManager.recompute
+
+    def counted(self):
+        walks.append(len(self._models))
+        return recompute(self)
+
+    with set_curdoc(doc):
+        dash = build_dashboard(served=True)
+        dash.template().server_doc(doc)
+        titles = {
+            m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")
+        }
+        assert any(t.startswith("Walks") for t in titles)
+        assert not any(t.startswith(("Tradeoff", "Precision", "Theory")) for t in titles)
+        holders = [holder for holder, _ in dash._pending]
+        assert len(holders) == 4 and all(h.loading and not h.objects for h in holders)
+        monkeypatch.setattr(DocumentModelManager, "recompute", counted)
+        dash._fill_deferred()
+    assert len(walks) == 1
+    assert all(not h.loading and len(h.objects) == 1 for h in holders) and not dash._pending
+    titles = {m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")}
+    for start in ("Tradeoff", "Precision", "Theory", "Simulated walks", "(a) ", "(b) "):
+        assert any(t.startswith(start) for t in titles), (start, sorted(titles))
+    pn.state.clear_caches()
+
+
 def test_the_calibration_split_is_the_estimators():
     """The dashboard holds out the examples AttentiveClassifier(boundary="calibrated") holds
     out at δ = 1 %, α = 5 % (473 of MNIST 2 vs 5's 1,251: 30 % raised so that one

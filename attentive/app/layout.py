@@ -242,6 +242,7 @@ class Dashboard(pn.viewable.Viewer):
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
         self._loaded = False  # served: the browser has loaded the page
+        self._pending: list = []  # served: (holder, build) filled once the page has loaded
         self._untold: list[str] = []  # warnings for when it has
         self._plots: list = []
         self.state.param.watch(self._notify_error, "n_errors")
@@ -344,6 +345,7 @@ class Dashboard(pn.viewable.Viewer):
         holding the view. The tables and the timing the first page's state held start once the
         browser has loaded the page (its numbers), so that they do not delay sending it."""
         self.state.executor = self.run_in_background
+        pn.state.onload(self._fill_deferred)
         pn.state.onload(self._start_background)
         self._served = True
         server_log.install()  # a closed tab is not a traceback in the server log
@@ -355,6 +357,16 @@ class Dashboard(pn.viewable.Viewer):
             self._notifications.position = NOTIFICATION_POSITION
         if pn.state.location is not None:
             self.sync_url(pn.state.location)
+
+    def _fill_deferred(self) -> None:
+        """Put the views :meth:`_deferred` held back into the page, in one change of the
+        document: each view placed on its own made Bokeh walk the whole page's models again (four
+        walks of ~1,000 models a page load)."""
+        pending, self._pending = self._pending, []
+        with pn.state.curdoc.models.freeze():
+            for holder, build in pending:
+                holder.objects = [build()]
+                holder.loading = False
 
     def _start_background(self) -> None:
         self._loaded = True
@@ -499,7 +511,9 @@ class Dashboard(pn.viewable.Viewer):
         plots = pn.FlexBox(
             *(
                 pn.Column(
-                    view if i == 0 else self._deferred(view), **card, styles={"flex": "1 1 460px"}
+                    view if i == 0 or not self._served else self._deferred(view.__panel__),
+                    **card,
+                    styles={"flex": "1 1 460px"},
                 )
                 for i, view in enumerate(self._plots)
             ),
@@ -580,13 +594,14 @@ class Dashboard(pn.viewable.Viewer):
             tab.follow(url)
             return tab.__panel__()
 
-        return pn.panel(build, defer_load=True, sizing_mode="stretch_width")
+        return self._deferred(build, sizing_mode="stretch_width")
 
-    def _deferred(self, view: pn.viewable.Viewer):
-        """Render ``view`` after the page has loaded (served), so the numbers show first."""
-        if not self._served:
-            return view
-        return pn.panel(view.__panel__, defer_load=True, sizing_mode="stretch_both")
+    def _deferred(self, build, sizing_mode: str = "stretch_both"):
+        """A holder that ``build()`` fills once the browser has loaded the page (served), so
+        the numbers show first (:meth:`_fill_deferred`)."""
+        holder = pn.Column(sizing_mode=sizing_mode, loading=True)
+        self._pending.append((holder, build))
+        return holder
 
     def template(self) -> pn.template.FastListTemplate:
         """The served page: a template with the sidebar, light/dark theme toggle."""
