@@ -133,6 +133,60 @@ def _selects_columns(estimator) -> bool:
     return isinstance(estimator, Pipeline) and isinstance(estimator.steps[0][1], ColumnTransformer)
 
 
+def _check_frozen_names(clf, model) -> None:
+    """The reference rows' columns against those a frozen ``model`` was fitted on, by name.
+
+    The model reads columns by position: a frame of its columns in another order would be read
+    as other features (wrong scores, no error), so it is refused, as the model's own ``predict``
+    refuses it. Rows without names (an array) are taken as the model's columns, in its order, with
+    scikit-learn's warning; ``feature_names_in_`` is then the model's, so that a frame given to
+    ``predict`` later is checked against them."""
+    expected = getattr(model, "feature_names_in_", None)
+    if expected is None:
+        return
+    expected = np.asarray(expected, dtype=object)
+    got = getattr(clf, "feature_names_in_", None)
+    name = type(getattr(model, "estimator", model)).__name__
+    if got is None:
+        warnings.warn(
+            f"X does not have valid feature names, but the frozen {name} was fitted with "
+            "feature names: X's columns are taken as the model's, in its order.",
+            UserWarning,
+            stacklevel=3,
+        )
+        clf.feature_names_in_ = expected
+        return
+    if len(got) == len(expected) and all(a == b for a, b in zip(got, expected, strict=True)):
+        return
+    missing = [c for c in expected if c not in set(got)]
+    unseen = [c for c in got if c not in set(expected)]
+    if missing or unseen:
+        what = "; ".join(
+            part
+            for part in (
+                f"missing {_some(missing)}" if missing else "",
+                f"not the model's: {_some(unseen)}" if unseen else "",
+            )
+            if part
+        )
+    else:
+        i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b)
+        what = (
+            f"the same columns in another order: column {i} is {got[i]!r}, the model's "
+            f"{expected[i]!r}"
+        )
+    raise InvalidParameterError(
+        f"X's columns are not those the frozen {name} was fitted on ({what}); it reads columns "
+        "by position, so they would be read as other features. Pass "
+        "X[model.feature_names_in_] (the model's columns in its order)."
+    )
+
+
+def _some(names: list, shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(repr(n) for n in names[:shown]) + more
+
+
 def _calibration_examples(calibration_size, delta, alpha, n_examples: int):
     """``calibration_size`` resolved for ``n_examples`` fit examples (``"auto"``: see the class
     docstring)."""
@@ -830,6 +884,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     f"{type(self.estimator.estimator).__name__} was fitted on {int(width)}; "
                     "fit with reference rows like those the model was trained on."
                 )
+            if not by_name:
+                _check_frozen_names(self, self.estimator)
             if self.boundary == "calibrated":
                 warnings.warn(
                     "boundary='calibrated' holds out part of the fit data to calibrate, but the "
