@@ -54,6 +54,37 @@ def test_with_rule_predicts_as_a_classifier_fitted_with_those_parameters(fitted,
     assert clf.boundary == "curved" and clf.boundary_.kind == "curved"
 
 
+def test_with_rule_starts_from_the_fitted_rule_and_owns_its_model_parameters():
+    """``set_params`` after ``fit`` moves the parameters, not the fitted rule (``predict`` keeps
+    it until a refit): ``with_rule()`` took the moved ones (another family at another δ, other
+    decisions) and now starts from the fitted rule. The copy's model parameters are its own: a
+    ``set_params`` on the copy changed the original's (one shared object)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(n_samples=700, n_features=8, random_state=2)
+    clf = AttentiveClassifier(
+        make_pipeline(StandardScaler(), SVC(gamma=0.2)),
+        boundary="constant",
+        delta=0.05,
+        random_state=0,
+    ).fit(X[:500], y[:500])
+    before = clf.evaluate(X[500:])
+    clf.set_params(boundary="curved", delta=0.4)
+    same = clf.with_rule()
+    assert same.boundary == "constant" and same.delta == 0.05
+    np.testing.assert_array_equal(same.boundary_.lower, clf.boundary_.lower)
+    after = same.evaluate(X[500:])
+    np.testing.assert_array_equal(after.n_evaluated, before.n_evaluated)
+    np.testing.assert_array_equal(after.decision, before.decision)
+    # A δ given, the family is still the fitted one; the copy's with_rule() starts from its own.
+    moved = clf.with_rule(delta=0.2)
+    assert moved.boundary == "constant" and moved.with_rule().delta == 0.2
+    moved.set_params(estimator__svc__C=5.0)
+    assert clf.get_params()["estimator__svc__C"] == 1.0
+    assert moved.estimator_ is clf.estimator_  # (the fitted model is shared)
+
+
 def test_with_rule_at_a_scale_and_its_errors(fitted):
     clf = fitted[0]
     moved = clf.with_rule("regression", z=-0.4, side="both")
