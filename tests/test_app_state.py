@@ -454,6 +454,16 @@ def test_the_plots_held_back_from_the_first_page_arrive_in_one_change_of_its_doc
         dash._fill_deferred()
     assert len(walks) == 1
     assert all(not h.loading and len(h.objects) == 1 for h in holders) and not dash._pending
+    # A view that cannot be drawn is told, in its place and as a notification; the others come.
+    with set_curdoc(Document()):
+        broken = build_dashboard(served=True)
+        broken.template().server_doc(pn.state.curdoc)
+        (first, _), *rest = broken._pending
+        broken._pending[0] = (first, lambda: 1 / 0)
+        broken._fill_deferred()
+    assert isinstance(first.objects[0], pn.pane.Alert) and not first.loading
+    assert "ZeroDivisionError" in broken.state.last_error
+    assert all(not h.loading and not isinstance(h.objects[0], pn.pane.Alert) for h, _ in rest)
     titles = {m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")}
     for start in ("Tradeoff", "Precision", "Theory", "Simulated walks", "(a) ", "(b) "):
         assert any(t.startswith(start) for t in titles), (start, sorted(titles))

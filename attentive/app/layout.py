@@ -365,7 +365,16 @@ class Dashboard(pn.viewable.Viewer):
         pending, self._pending = self._pending, []
         with pn.state.curdoc.models.freeze():
             for holder, build in pending:
-                holder.objects = [build()]
+                try:
+                    view = build()
+                except Exception as exc:  # told; the other views and the tables still come
+                    self.state.report(exc)
+                    view = pn.pane.Alert(
+                        "This view could not be drawn (the notification says why); the rest of "
+                        "the page works.",
+                        alert_type="danger",
+                    )
+                holder.objects = [view]
                 holder.loading = False
 
     def _start_background(self) -> None:
