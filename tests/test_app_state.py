@@ -423,8 +423,10 @@ def test_the_plots_held_back_from_the_first_page_arrive_in_one_change_of_its_doc
     monkeypatch,
 ):
     """Served, the first page carries the walks plot; the other three plots and the Brownian
-    bridge tab are put in once the browser has loaded it, all at once: Bokeh walks the page's
-    ~1,000 models once for them, not once for each (a page load's server time, measured)."""
+    bridge tab are put in once the browser has loaded it (Panel's onload, after the background
+    work is started), all at once: Bokeh walks the page's ~1,000 models once for them, not once
+    for each (a page load's server time, measured). A view that cannot be drawn is told and the
+    others still come; where no page is to load (a script's document), nothing is held back."""
     import panel as pn
     from bokeh.document import Document
     from bokeh.document.models import DocumentModelManager
@@ -432,7 +434,12 @@ def test_the_plots_held_back_from_the_first_page_arrive_in_one_change_of_its_doc
 
     from attentive.app.layout import build_dashboard
 
-    doc = Document()
+    def titles(doc) -> set[str]:
+        return {m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")}
+
+    def spinning(template) -> list:
+        return [c for part in template.main for c in part.select(pn.Column) if c.loading]
+
     walks = []
     recompute = DocumentModelManager.recompute
 
@@ -440,34 +447,50 @@ def test_the_plots_held_back_from_the_first_page_arrive_in_one_change_of_its_doc
         walks.append(len(self._models))
         return recompute(self)
 
-    with set_curdoc(doc):
-        dash = build_dashboard(served=True)
-        dash.template().server_doc(doc)
-        titles = {
-            m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")
-        }
-        assert any(t.startswith("Walks") for t in titles)
-        assert not any(t.startswith(("Tradeoff", "Precision", "Theory")) for t in titles)
-        holders = [holder for holder, _ in dash._pending]
-        assert len(holders) == 4 and all(h.loading and not h.objects for h in holders)
-        monkeypatch.setattr(DocumentModelManager, "recompute", counted)
-        dash._fill_deferred()
-    assert len(walks) == 1
-    assert all(not h.loading and len(h.objects) == 1 for h in holders) and not dash._pending
-    # A view that cannot be drawn is told, in its place and as a notification; the others come.
-    with set_curdoc(Document()):
-        broken = build_dashboard(served=True)
-        broken.template().server_doc(pn.state.curdoc)
-        (first, _), *rest = broken._pending
-        broken._pending[0] = (first, lambda: 1 / 0)
-        broken._fill_deferred()
-    assert isinstance(first.objects[0], pn.pane.Alert) and not first.loading
-    assert "ZeroDivisionError" in broken.state.last_error
-    assert all(not h.loading and not isinstance(h.objects[0], pn.pane.Alert) for h, _ in rest)
-    titles = {m.title.text for m in doc.models if getattr(getattr(m, "title", None), "text", "")}
-    for start in ("Tradeoff", "Precision", "Theory", "Simulated walks", "(a) ", "(b) "):
-        assert any(t.startswith(start) for t in titles), (start, sorted(titles))
-    pn.state.clear_caches()
+    def served_page(doc, queued):
+        """A page whose browser has not loaded it yet: Panel queues the onload callbacks."""
+        with monkeypatch.context() as m:
+            m.setattr(pn.state, "onload", lambda callback, threaded=False: queued.append(callback))
+            dash = build_dashboard(served=True)
+            template = dash.template()
+            template.server_doc(doc)
+        return dash, template
+
+    doc, queued = Document(), []
+    try:
+        with set_curdoc(doc):
+            _, template = served_page(doc, queued)
+            assert any(t.startswith("Walks") for t in titles(doc))
+            assert not any(t.startswith(("Tradeoff", "Precision", "Theory")) for t in titles(doc))
+            held = spinning(template)
+            assert len(held) == 4 and not any(h.objects for h in held)
+            assert [cb.__name__ for cb in queued] == ["_start_background", "_fill_deferred"]
+            with monkeypatch.context() as m:
+                m.setattr(DocumentModelManager, "recompute", counted)
+                queued[-1]()  # the page has loaded (the tables' threads are not started here)
+        assert len(walks) == 1
+        assert not spinning(template) and all(len(h.objects) == 1 for h in held)
+        for start in ("Tradeoff", "Precision", "Theory", "Simulated walks", "(a) ", "(b) "):
+            assert any(t.startswith(start) for t in titles(doc)), (start, sorted(titles(doc)))
+        # A view that cannot be drawn is told, in its place and as a notification.
+        broken_doc, queued = Document(), []
+        with set_curdoc(broken_doc):
+            broken, template = served_page(broken_doc, queued)
+            held = spinning(template)
+            first, _ = broken._pending[0]
+            broken._pending[0] = (first, lambda: 1 / 0)
+            queued[-1]()
+        assert isinstance(first.objects[0], pn.pane.Alert) and not spinning(template)
+        assert "ZeroDivisionError" in broken.state.last_error
+        assert [isinstance(h.objects[0], pn.pane.Alert) for h in held].count(True) == 1
+        # Built where no browser is to load a page: every view at once.
+        plain_doc = Document()
+        with set_curdoc(plain_doc):
+            template = build_dashboard(served=True).template()
+            template.server_doc(plain_doc)
+        assert not spinning(template) and any(t.startswith("Theory") for t in titles(plain_doc))
+    finally:
+        pn.state.clear_caches()
 
 
 def test_the_calibration_split_is_the_estimators():

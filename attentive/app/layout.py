@@ -9,6 +9,7 @@ the URL query (dataset, δ, θ, seed, boundary, the tab, the bridge's sliders) a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import json
 import time
@@ -345,7 +346,6 @@ class Dashboard(pn.viewable.Viewer):
         holding the view. The tables and the timing the first page's state held start once the
         browser has loaded the page (its numbers), so that they do not delay sending it."""
         self.state.executor = self.run_in_background
-        pn.state.onload(self._fill_deferred)
         pn.state.onload(self._start_background)
         self._served = True
         server_log.install()  # a closed tab is not a traceback in the server log
@@ -361,21 +361,26 @@ class Dashboard(pn.viewable.Viewer):
     def _fill_deferred(self) -> None:
         """Put the views :meth:`_deferred` held back into the page, in one change of the
         document: each view placed on its own made Bokeh walk the whole page's models again (four
-        walks of ~1,000 models a page load)."""
+        walks of ~1,000 models a page load). A view that cannot be drawn is told, in its place
+        and as a notification, and the others still come (nothing escapes the document's
+        freeze, which Bokeh would leave frozen)."""
         pending, self._pending = self._pending, []
-        with pn.state.curdoc.models.freeze():
+        doc = pn.state.curdoc
+        with doc.models.freeze() if doc is not None else contextlib.nullcontext():
             for holder, build in pending:
                 try:
-                    view = build()
-                except Exception as exc:  # told; the other views and the tables still come
+                    holder.objects = [build()]
+                except Exception as exc:
                     self.state.report(exc)
-                    view = pn.pane.Alert(
-                        "This view could not be drawn (the notification says why); the rest of "
-                        "the page works.",
-                        alert_type="danger",
-                    )
-                holder.objects = [view]
-                holder.loading = False
+                    holder.objects = [
+                        pn.pane.Alert(
+                            "This view could not be drawn (the notification says why); the "
+                            "rest of the page works.",
+                            alert_type="danger",
+                        )
+                    ]
+                finally:
+                    holder.loading = False
 
     def _start_background(self) -> None:
         self._loaded = True
@@ -610,6 +615,10 @@ class Dashboard(pn.viewable.Viewer):
         the numbers show first (:meth:`_fill_deferred`)."""
         holder = pn.Column(sizing_mode=sizing_mode, loading=True)
         self._pending.append((holder, build))
+        if len(self._pending) == 1:
+            # (After _start_background, whose work waits in threads. Where no page is to load,
+            # a script's document, Panel calls it at once: the holder is filled here.)
+            pn.state.onload(self._fill_deferred)
         return holder
 
     def template(self) -> pn.template.FastListTemplate:
