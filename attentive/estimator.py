@@ -126,11 +126,15 @@ def _passes_raw_input(estimator) -> bool:
 
 
 def _selects_columns(estimator) -> bool:
-    """Whether the model's first step is a ColumnTransformer: it takes a frame's columns by name,
-    in any order and beside others, and names the missing ones itself."""
-    while isinstance(estimator, FrozenEstimator):
-        estimator = estimator.estimator
-    return isinstance(estimator, Pipeline) and isinstance(estimator.steps[0][1], ColumnTransformer)
+    """Whether the model's first step (inside nested pipelines) is a ColumnTransformer: it takes
+    a frame's columns by name, in any order and beside others, and names the missing ones
+    itself."""
+    while True:
+        while isinstance(estimator, FrozenEstimator):
+            estimator = estimator.estimator
+        if not isinstance(estimator, Pipeline):
+            return isinstance(estimator, ColumnTransformer)
+        estimator = estimator.steps[0][1]
 
 
 def _check_frozen_names(clf, model) -> None:
@@ -138,13 +142,13 @@ def _check_frozen_names(clf, model) -> None:
 
     The model reads columns by position: a frame of its columns in another order would be read
     as other features (wrong scores, no error), so it is refused, as the model's own ``predict``
-    refuses it. Rows without names (an array) are taken as the model's columns, in its order, with
-    scikit-learn's warning; ``feature_names_in_`` is then the model's, so that a frame given to
-    ``predict`` later is checked against them."""
+    refuses it. Rows without names (an array) are taken as the model's columns, in its order,
+    with scikit-learn's warning, and the names are kept (``_model_names``) so that a frame given
+    to ``predict`` later is checked against them (:func:`_check_model_names`); arrays stay
+    unchecked, as they were given at fit."""
     expected = getattr(model, "feature_names_in_", None)
     if expected is None:
         return
-    expected = np.asarray(expected, dtype=object)
     got = getattr(clf, "feature_names_in_", None)
     name = type(getattr(model, "estimator", model)).__name__
     if got is None:
@@ -154,14 +158,43 @@ def _check_frozen_names(clf, model) -> None:
             UserWarning,
             stacklevel=3,
         )
-        clf.feature_names_in_ = expected
+        clf._model_names = [str(c) for c in expected]
         return
-    if len(got) == len(expected) and all(a == b for a, b in zip(got, expected, strict=True)):
+    what = _names_differ(list(got), list(expected))
+    if what is not None:
+        raise InvalidParameterError(
+            f"X's columns are not those the frozen {name} was fitted on ({what}); it reads "
+            "columns by position, so they would be read as other features. Pass "
+            "X[model.feature_names_in_] (the model's columns in its order)."
+        )
+
+
+def _check_model_names(clf, X) -> None:
+    """A frame given to a classifier fitted on arrays for a frozen model fitted on a frame: its
+    columns by name against the model's (:func:`_check_frozen_names`), as the model's own
+    ``predict`` checks them."""
+    expected = getattr(clf, "_model_names", None)
+    columns = getattr(X, "columns", None)
+    if expected is None or columns is None or not all(isinstance(c, str) for c in columns):
         return
-    missing = [c for c in expected if c not in set(got)]
-    unseen = [c for c in got if c not in set(expected)]
+    what = _names_differ(list(columns), expected)
+    if what is not None:
+        raise ValueError(  # (a ValueError, as scikit-learn's own check raises)
+            f"X's columns are not those the model was fitted on ({what}); it reads columns by "
+            "position, so they would be read as other features. Pass X[names] with the "
+            "model's columns in its order (estimator_.feature_names_in_)."
+        )
+
+
+def _names_differ(got: list, expected: list) -> str | None:
+    """How the column names ``got`` differ from ``expected`` (None: the same, in order)."""
+    if got == expected:
+        return None
+    have, want = set(got), set(expected)
+    missing = [c for c in expected if c not in have]
+    unseen = [c for c in got if c not in want]
     if missing or unseen:
-        what = "; ".join(
+        return "; ".join(
             part
             for part in (
                 f"missing {_some(missing)}" if missing else "",
@@ -169,16 +202,11 @@ def _check_frozen_names(clf, model) -> None:
             )
             if part
         )
-    else:
-        i = next(i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b)
-        what = (
-            f"the same columns in another order: column {i} is {got[i]!r}, the model's "
-            f"{expected[i]!r}"
-        )
-    raise InvalidParameterError(
-        f"X's columns are not those the frozen {name} was fitted on ({what}); it reads columns "
-        "by position, so they would be read as other features. Pass "
-        "X[model.feature_names_in_] (the model's columns in its order)."
+    i = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)
+    if i is None:  # (a repeated name)
+        return f"{len(got)} columns where the model has {len(expected)}"
+    return (
+        f"the same columns in another order: column {i} is {got[i]!r}, the model's {expected[i]!r}"
     )
 
 
@@ -1561,6 +1589,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :func:`attentive.evaluator.rejects_non_finite` says so (see :meth:`_evaluate`)."""
         if self._is_plain_valid_input(X, evaluator_checks_finite):
             return _canonical(X)
+        _check_model_names(self, X)
         if _passes_raw_input(self.estimator_):
             _check_not_a_row(X, getattr(self, "feature_names_in_", None))
             _check_2d(X)
@@ -1673,7 +1702,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """A copy of this fitted classifier with another stopping rule, without refitting.
 
         The fitted model, the walk (centering, order) and the reference statistics are shared
-        (the model's parameters are the copy's own: ``set_params`` on one leaves the other);
+        (the model's parameters are the copy's own: ``set_params`` on one leaves the other; a
+        ``FrozenEstimator`` is the same object in both, as ``clone`` keeps it);
         only the rule changes. This is how to move along a tradeoff (δ, θ, side, family) as the dashboard
         does; the copy predicts exactly as a classifier fitted with those parameters would
         (except a ``tau``: see below).
