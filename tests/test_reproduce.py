@@ -12,6 +12,7 @@ import ast
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import holoviews as hv
@@ -248,6 +249,35 @@ def test_cli_missing_download_is_an_error(tmp_path, capsys):
     assert main(argv) == 1
     assert "mnist" in capsys.readouterr().err.lower()
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_an_unwritable_folder_and_a_negative_seed_before_computing(
+    tmp_path, capsys, monkeypatch
+):
+    """A results folder that cannot be written is told before the computation (it was a
+    traceback after it, the work lost), and folders made for results that did not come are
+    removed; a negative seed is an error, not numpy's traceback."""
+    from attentive.experiments import cli
+
+    computed = []
+    monkeypatch.setattr(cli, "reproduce_simulation", lambda **kw: computed.append(kw))
+    real_temporary = tempfile.TemporaryFile
+
+    def refused(*args, dir=None, **kwargs):
+        if dir is not None and "locked" in str(dir):
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_temporary(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(cli.tempfile, "TemporaryFile", refused)
+    out = tmp_path / "locked" / "deeper"
+    assert main(["reproduce", "--dataset", "simulation", "--quick", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write the results to {out / 'simulation'} (Permission denied)" in err
+    assert not computed and not (tmp_path / "locked").exists()
+    argv = ["reproduce", "--dataset", "simulation", "--seed", "-1", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    assert "--seed must be a whole number ≥ 0, got -1" in capsys.readouterr().err
+    assert not computed and not (tmp_path / "simulation").exists()
 
 
 # ----------------------------------------------------------------------------- pieces

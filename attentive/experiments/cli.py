@@ -15,6 +15,8 @@ A tqdm bar shows the experiment's steps on a terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import tempfile
 from pathlib import Path
 
 from attentive.errors import InvalidParameterError
@@ -118,9 +120,10 @@ def report_simulation(result: SimulationResult) -> list[str]:
     return lines
 
 
-def _check_out(folder: Path) -> None:
-    """The results' folder (``--out``/NAME, made if missing): not an existing file, nor one
-    under a file."""
+def _check_out(folder: Path) -> list[Path]:
+    """The results' folder (``--out``/NAME): not an existing file, nor one under a file, and one
+    this process can write in (made if missing, and a file made and removed there), before the
+    computation. The folders made here, the deepest first."""
     blocking = file_in_the_way(folder)
     if blocking is not None:
         what = "is a file" if blocking == folder else f"is under {blocking}, a file"
@@ -128,17 +131,47 @@ def _check_out(folder: Path) -> None:
             f"the results' folder {folder} {what}; --out names the folder the results go to "
             "(each dataset's in a folder of its name, made if missing), such as results"
         )
+    made = [f for f in (folder, *folder.parents) if not f.is_dir()]  # (deepest first)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        _remove_empty(made)
+        raise InvalidParameterError(
+            f"cannot write the results to {folder} ({exc.strerror or exc}); pass --out a folder "
+            "you can write in"
+        ) from exc
+    return made
 
 
 def run(args: argparse.Namespace) -> int:
     """Reproduce one dataset's Figure 4 or the Figure 3 simulation; returns the exit status."""
+    name = args.dataset
+    if args.seed < 0:
+        raise InvalidParameterError(f"--seed must be a whole number ≥ 0, got {args.seed}")
+    out = Path(args.out) / name
+    made = _check_out(out)  # (before the computation, not after: OUT/NAME and its parents)
+    try:
+        return _reproduce(args, name, out)
+    except BaseException:
+        _remove_empty(made)  # (folders made for results that did not come)
+        raise
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove those of ``folders`` (the deepest first) that exist and are empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
+def _reproduce(args: argparse.Namespace, name: str, out: Path) -> int:
     from tqdm.auto import tqdm
 
     from attentive.experiments.output import write_dataset_result, write_simulation_result
 
-    name = args.dataset
-    out = Path(args.out) / name
-    _check_out(out)  # (before the computation, not after: OUT/NAME and its parents)
     steps = SIMULATION_STEPS if name == SIMULATION else DATASET_STEPS
     # disable=None: the bar shows on a terminal only
     with tqdm(total=len(steps) + 1, desc=name, unit="step", disable=None, leave=False) as bar:
