@@ -41,6 +41,31 @@ def test_datasets_info(tmp_path, capsys):
     assert "breast-cancer: 398 train / 171 test, 30 dense features" in out
 
 
+def test_datasets_info_describes_what_is_not_downloaded_without_downloading(
+    tmp_path, capsys, monkeypatch
+):
+    """info reads what is here: a dataset not downloaded is described from the registry and
+    the download named (it tried every mirror and failed offline, or fetched it silently
+    online); with no names it describes every dataset and succeeds offline. list takes no
+    names (it ignored them)."""
+    from attentive.data import registry
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("info must not download")
+
+    monkeypatch.setattr(registry, "fetch", no_network)
+    assert main(["datasets", "info", "mnist-2v5", "--data-home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "mnist-2v5: not downloaded yet (4 file(s) into" in out
+    assert "python -m attentive datasets download mnist-2v5" in out
+    assert main(["datasets", "info", "--data-home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "breast-cancer: 398 train / 171 test" in out and "gisette: not downloaded yet" in out
+    assert not any(tmp_path.iterdir())  # nothing fetched, nothing half-written
+    assert main(["datasets", "list", "digits-2v5", "--data-home", str(tmp_path)]) == 1
+    assert "datasets list takes no names" in capsys.readouterr().err
+
+
 def test_unknown_dataset_is_a_clean_error(tmp_path, capsys):
     assert main(["datasets", "info", "nope", "--data-home", str(tmp_path)]) == 1
     assert "unknown dataset 'nope'; known datasets: digits-2v5" in capsys.readouterr().err

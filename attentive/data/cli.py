@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from attentive.data.dataset import data_home
 from attentive.data.registry import REGISTRY, list_datasets, load_dataset
+from attentive.errors import InvalidParameterError
 
 __all__ = ["configure_parser", "run"]
 
@@ -16,10 +18,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         default="list",
         choices=("list", "info", "download"),
-        help="list the datasets (default), describe some, or download them into the cache",
+        help="list the datasets (default), describe some (from what is here: info downloads "
+        "nothing), or download them into the cache",
     )
     parser.add_argument(
-        "names", nargs="*", metavar="NAME", help=f"dataset names: {', '.join(REGISTRY)}"
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"dataset names: {', '.join(REGISTRY)}, or mnist-t10k-<a>v<b> for any two digits, "
+        "mnist-t10k-<a>vrest for a digit against the others (info: default every dataset; "
+        "download: every one not shipped)",
     )
     parser.add_argument(
         "--data-home", default=None, help="download cache (default: $ATTENTIVE_DATA or ./data)"
@@ -31,19 +39,32 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """List, describe or download datasets; returns the exit status."""
+    infos = {info.name: info for info in list_datasets(args.data_home)}
     if args.action == "list":
-        for info in list_datasets(args.data_home):
+        if args.names:
+            raise InvalidParameterError(
+                "datasets list takes no names (it lists every dataset); describe some with "
+                f"python -m attentive datasets info {' '.join(args.names)}"
+            )
+        for info in infos.values():
             state = "offline" if info.offline else ("cached" if info.cached else "download")
             print(f"{info.name:<18} {state:<9} {info.description}")
         return 0
-    names = args.names or [
-        i.name for i in list_datasets(args.data_home) if args.action == "info" or not i.offline
-    ]
+    names = args.names or [i.name for i in infos.values() if args.action == "info" or not i.offline]
     for name in names:
+        info = infos.get(name)
+        if args.action == "info" and info is not None and not info.cached:
+            # Described, not downloaded: info reads what is here.
+            print(
+                f"{name}: not downloaded yet ({len(info.files)} file(s) into "
+                f"{data_home(args.data_home)}; python -m attentive datasets download {name})"
+            )
+            print(f"  {info.description}")
+            continue
         dataset = load_dataset(
             name,
             data_home=args.data_home,
-            download=True,
+            download=args.action == "download",
             base_url=args.mirror,
             progress=True,
         )
