@@ -233,6 +233,22 @@ def test_train_classifier_saves_what_score_takes(tmp_path, capsys):
     assert "delta" in capsys.readouterr().err
 
 
+def test_train_refuses_options_that_would_do_nothing_or_overwrite_each_other(tmp_path, capsys):
+    """A researcher's trial: --delta without --classifier was accepted and did nothing (a
+    guarantee asked for and not given); --out and --classifier naming one file saved the model,
+    said so, then overwrote it with the classifier. Both refused before any training."""
+    home = tmp_path / "home"
+    argv = ["train", "digits-2v5", "--no-cache", "--data-home", str(home)]
+    assert main([*argv, "--delta", "0.05"]) == 1
+    assert "--delta is the guarantee of the classifier --classifier FILE saves" in (
+        capsys.readouterr().err
+    )
+    same = str(tmp_path / "same.skops")
+    assert main([*argv, "--out", same, "--classifier", same]) == 1
+    assert f"--out and --classifier name the same file, {same}" in capsys.readouterr().err
+    assert not (tmp_path / "same.skops").exists() and not home.exists()
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

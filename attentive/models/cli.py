@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TextIO
 
 from attentive.data.registry import REGISTRY, load_dataset
@@ -57,7 +58,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--delta",
         type=float,
-        default=0.01,
+        default=None,
         help="with --classifier: the disagreement with the full model to guarantee "
         "(default 0.01, α = 0.05)",
     )
@@ -66,6 +67,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="data and model cache (default: $ATTENTIVE_DATA or ./data)",
     )
+
+
+#: --classifier's guarantee by default (with α = 0.05).
+DEFAULT_DELTA = 0.01
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,7 +91,18 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.out, args.classifier):
         if path:
             check_model_path(path)  # (a directory, say, refused before the training)
+    if args.out and args.classifier and Path(args.out).resolve() == Path(args.classifier).resolve():
+        raise InvalidParameterError(
+            f"--out and --classifier name the same file, {args.out}: the classifier would "
+            "overwrite the model; name two files"
+        )
+    if args.delta is not None and not args.classifier:
+        raise InvalidParameterError(
+            "--delta is the guarantee of the classifier --classifier FILE saves; without "
+            "--classifier it does nothing (add --classifier FILE, or leave --delta out)"
+        )
     if args.classifier:
+        args.delta = DEFAULT_DELTA if args.delta is None else args.delta
         check_delta(args.delta)
     dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
