@@ -82,12 +82,13 @@ def report_dataset(result: DatasetResult) -> list[str]:
     if c["n_worse"]:
         lines.append(
             f"  below {c['limit']:.0%}: attentive worse at {c['n_worse']}/{c['n_compared']} "
-            f"points, by up to {c['max_excess']:.1%} (at {c['max_excess_fraction']:.0%} evaluated)"
+            f"points, by up to {100 * c['max_excess']:.1f} percentage points of stop-error (at "
+            f"{c['max_excess_fraction']:.0%} evaluated)"
         )
     if c["n_compared"]:
         lines.append(
             f"  below {c['limit']:.0%}: mean attentive − budgeted stop-error "
-            f"{c['mean_difference']:+.1%}"
+            f"{100 * c['mean_difference']:+.1f} percentage points"
         )
     for level, sv in s["savings"].items():
         families = ", ".join(f"{k} {v:.1%}" for k, v in sv["family_fractions"].items())
