@@ -341,7 +341,7 @@ def stopping_time_plot(
         delta = float(stopping_time["delta"].iloc[0])
     return _panel(
         hv.Overlay(layers),
-        title="(b) stopping time grows like √n" + (f" (δ = {delta:g})" if delta else ""),
+        title="(b) E[T] grows like √n" + (f" (δ = {delta:g})" if delta else ""),
         xlabel="n (number of terms)",
         ylabel="mean stopping time",
         legend="top_left",

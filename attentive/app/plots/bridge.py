@@ -152,7 +152,7 @@ class BridgeTab(pn.viewable.Viewer):
     def _time_figure(self):
         """The paper's Figure 3 (b) (attentive.plots.stopping_time_plot), drawn in place."""
         fig = _figure(
-            "(b) stopping time grows like √n", "n (number of terms)", "mean stopping time", log=True
+            "(b) E[T] grows like √n", "n (number of terms)", "mean stopping time", log=True
         )
         self._time_points = ColumnDataSource({"n": [], "mean": [], "truncated": []})
         self._fits = ColumnDataSource({"n": [], "mean": [], "truncated": []})
@@ -203,12 +203,13 @@ class BridgeTab(pn.viewable.Viewer):
         for key, item in self._fit_items.items():
             item.label = value(f"fit: slope {fits[key][2]:.2f}")
         self._times.xaxis.ticker.ticks = [int(n) for n in f.ns]
-        self._times.title.text = f"(b) stopping time grows like √n (δ = {f.delta:g})"
+        self._times.title.text = f"(b) E[T] grows like √n (δ = {f.delta:g})"
         stopped = f.stop_t.size
         self.summary.object = (
             f"τ(δ = {f.delta:g}) = **{f.tau:.1f}** for n = {f.n:,} (V = n). "
             f"{stopped} of {N_WALKS} walks crossed τ before n. "
-            f"Stopping time grows like n^**{f.slope:.2f}** (Theorem 2: √n, slope 0.5)."
+            f"E[T] grows like n^**{f.slope:.2f}** (Theorem 2: √n, slope 0.5); E[min(T, n)], "
+            f"what a walk of n terms pays, like n^**{fits['truncated'][2]:.2f}** here."
         )
 
     def follow(self, url: BridgeUrl) -> None:
