@@ -836,6 +836,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         check_model_kind(self.estimator)  # (before a fit that would only be refused)
+        self.__dict__.pop("_model_names", None)  # (an earlier fit's frozen model's)
         # A data frame's rows as the model fits them (with its feature names, as a pipeline's
         # first step gets them): its estimator_ then takes frames without a warning.
         named = X if hasattr(X, "columns") and not _passes_raw_input(self.estimator) else None

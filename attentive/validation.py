@@ -27,6 +27,7 @@ __all__ = [
     "check_size",
     "check_stopped_score",
     "check_threshold",
+    "expected_feature_names",
     "file_in_the_way",
 ]
 
@@ -148,3 +149,14 @@ def file_in_the_way(path: str | Path) -> Path | None:
         if where.exists():
             return None if where.is_dir() else where
     return None
+
+
+def expected_feature_names(model) -> tuple[str, ...] | None:
+    """The column names a fitted model reads a frame or a file's header by: its
+    ``feature_names_in_``, or, for an ``AttentiveClassifier`` fitted on arrays around a frozen
+    model fitted on a frame, that model's names (``_model_names``: the classifier has none of its
+    own, and the model reads columns by position). None: by position only."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        names = getattr(model, "_model_names", None)
+    return None if names is None else tuple(str(name) for name in names)

@@ -57,13 +57,21 @@ def test_datasets_info_describes_what_is_not_downloaded_without_downloading(
     assert main(["datasets", "info", "mnist-2v5", "--data-home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "mnist-2v5: not downloaded yet (4 file(s) into" in out
-    assert "python -m attentive datasets download mnist-2v5" in out
+    assert f"python -m attentive datasets download mnist-2v5 --data-home {tmp_path})" in out
     assert main(["datasets", "info", "--data-home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "breast-cancer: 398 train / 171 test" in out and "gisette: not downloaded yet" in out
     assert not any(tmp_path.iterdir())  # nothing fetched, nothing half-written
     assert main(["datasets", "list", "digits-2v5", "--data-home", str(tmp_path)]) == 1
     assert "datasets list takes no names" in capsys.readouterr().err
+    # What is here is read as it is: no download asked for, even where one could be made.
+    from attentive.data import cli
+
+    asked = []
+    real = cli.load_dataset
+    monkeypatch.setattr(cli, "load_dataset", lambda *a, **k: asked.append(k) or real(*a, **k))
+    assert main(["datasets", "info", "digits-2v5", "--data-home", str(tmp_path)]) == 0
+    assert asked and not any(k["download"] for k in asked)
 
 
 def test_unknown_dataset_is_a_clean_error(tmp_path, capsys):

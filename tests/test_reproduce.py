@@ -268,7 +268,7 @@ def test_cli_refuses_an_unwritable_folder_and_a_negative_seed_before_computing(
             raise PermissionError(13, "Permission denied", str(dir))
         return real_temporary(*args, dir=dir, **kwargs)
 
-    monkeypatch.setattr(cli.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
     out = tmp_path / "locked" / "deeper"
     assert main(["reproduce", "--dataset", "simulation", "--quick", "--out", str(out)]) == 1
     err = capsys.readouterr().err

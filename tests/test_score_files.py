@@ -232,6 +232,38 @@ def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
     assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_frozen_models_names_decide_the_columns_read_by_every_path(client, tmp_path):
+    """A classifier fitted on arrays around a frozen model fitted on a frame reads files and
+    frames by that model's names, as its predict does: a file or a frame with the columns in
+    another order is refused by score and read by name by score_dask (a review found both
+    reading them by position, labels off on ~1/3 of the rows, while predict refused them)."""
+    import dask.dataframe as dd
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    from attentive.scale import score_dask
+
+    X, y = make_classification(300, N_FEATURES, n_informative=3, n_redundant=0, random_state=1)
+    frame = pd.DataFrame(X, columns=NAMES)
+    model = LogisticRegression().fit(frame, y)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        clf = AttentiveClassifier(FrozenEstimator(model), early_stopping=False).fit(X, y)
+    path = tmp_path / "clf.skops"
+    sio.dump(clf, path)
+    reversed_ = frame[NAMES[::-1]]
+    data = tmp_path / "reversed.csv"
+    reversed_.to_csv(data, index=False)
+    code, err, _ = score(client, path, data)
+    assert code == 1 and "has the model's features in another order" in err, err
+    data = tmp_path / "named.csv"
+    frame.to_csv(data, index=False)
+    code, err, out = score(client, path, data)
+    assert code == 0, err
+    np.testing.assert_array_equal(pd.read_parquet(out)["label"].to_numpy(), model.predict(X))
+    scores = score_dask(clf, dd.from_pandas(reversed_, npartitions=2)).compute()
+    np.testing.assert_array_equal(scores["label"].to_numpy(), model.predict(frame))
+
+
 @pytest.mark.parametrize("sep", [";", "|", "tab"])
 @pytest.mark.parametrize("header", [True, False])
 def test_a_csv_file_with_another_separator_scores_with_sep(client, models, tmp_path, sep, header):

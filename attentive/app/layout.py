@@ -387,7 +387,10 @@ class Dashboard(pn.viewable.Viewer):
         for message in self._untold:
             self.state.report(message, "warning")
         self._untold = []
-        self.state.start_background(self.in_background)
+        try:
+            self.state.start_background(self.in_background)
+        except Exception as exc:  # told; the held-back views still come (the next callback)
+            self.state.report(exc)
 
     def _tell(self, message: str) -> None:
         """A warning now, or once the page has loaded (a notification sent while the page is

@@ -55,9 +55,11 @@ def run(args: argparse.Namespace) -> int:
         info = infos.get(name)
         if args.action == "info" and info is not None and not info.cached:
             # Described, not downloaded: info reads what is here.
+            home = "" if args.data_home is None else f" --data-home {args.data_home}"
             print(
                 f"{name}: not downloaded yet ({len(info.files)} file(s) into "
-                f"{data_home(args.data_home)}; python -m attentive datasets download {name})"
+                f"{data_home(args.data_home)}; python -m attentive datasets download {name}"
+                f"{home})"
             )
             print(f"  {info.description}")
             continue

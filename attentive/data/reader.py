@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from attentive.errors import DataError, InvalidParameterError
+from attentive.validation import expected_feature_names
 
 __all__ = [
     "BOM",
@@ -137,11 +138,7 @@ class ExpectedFeatures:
         if isinstance(model, ExpectedFeatures):
             return model
         n = getattr(model, "n_features_in_", None)
-        names = getattr(model, "feature_names_in_", None)
-        return cls(
-            None if n is None else int(n),
-            None if names is None else tuple(str(name) for name in names),
-        )
+        return cls(None if n is None else int(n), expected_feature_names(model))
 
 
 # -- format and compression -----------------------------------------------------------------------

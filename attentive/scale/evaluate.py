@@ -30,6 +30,7 @@ from attentive.data.reader import _preview
 from attentive.errors import FeatureMismatchError, InvalidParameterError
 from attentive.estimator import AttentiveClassifier
 from attentive.evaluation import Evaluation, evaluation_options
+from attentive.validation import expected_feature_names
 
 __all__ = ["COLUMNS", "evaluation_frame", "parallel_post_fit", "score_dask", "scores_meta"]
 
@@ -130,9 +131,13 @@ def _score_block(clf, block, start, n_jobs) -> pd.DataFrame:
 
 
 def _score_partition(frame: pd.DataFrame, clf, n_jobs) -> pd.DataFrame:
-    names = getattr(clf, "feature_names_in_", None)
+    names = expected_feature_names(clf)
     if names is not None:
         X = frame[list(names)]  # validate_data checks names and order
+        if getattr(clf, "feature_names_in_", None) is None:
+            # Fitted on arrays around a frozen model fitted on a frame: that model's columns,
+            # in its order, as the arrays it was fitted on.
+            X = X.to_numpy(dtype=np.float64)
     elif len(frame.columns) and all(isinstance(t, pd.SparseDtype) for t in frame.dtypes):
         X = frame.sparse.to_coo().tocsr()
     else:
@@ -143,7 +148,7 @@ def _score_partition(frame: pd.DataFrame, clf, n_jobs) -> pd.DataFrame:
 def _check_frame_columns(clf, columns: list) -> None:
     """Refuse a DataFrame without the classifier's features, before anything is computed: by
     name (the missing ones named) for a classifier fitted with names, else by count."""
-    names = getattr(clf, "feature_names_in_", None)
+    names = expected_feature_names(clf)
     if names is not None:
         present = set(columns)  # as the partitions are indexed (frame[names])
         missing = [str(n) for n in names if n not in present]
