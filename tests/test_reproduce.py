@@ -280,6 +280,45 @@ def test_cli_refuses_an_unwritable_folder_and_a_negative_seed_before_computing(
     assert not computed and not (tmp_path / "simulation").exists()
 
 
+def test_a_run_stopped_or_refused_while_writing_keeps_the_earlier_results(
+    tmp_path, capsys, monkeypatch
+):
+    """A review: the files were written in place one after the other, so a run stopped or
+    failing while writing left a summary of one run beside a table of another, and a full
+    disk or Ctrl-C ended in a traceback. Now a run's files replace the earlier ones only once
+    all are written; a refusal is an error of the command, an interrupt says nothing was
+    written."""
+    import attentive.plots
+    from attentive.experiments import cli
+
+    argv = ["reproduce", "--dataset", "simulation", "--quick", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    folder = tmp_path / "simulation"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert set(before) == {"decision_error.csv", "stopping_time.csv", "summary.json", "figure3.png"}
+    result = cli.reproduce_simulation(quick=True, seed=1)
+    monkeypatch.setattr(cli, "reproduce_simulation", lambda **kw: result)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(attentive.plots, "save_png", full_disk)  # the last file written
+    assert main(argv) == 1
+    assert f"cannot write the results to {folder} (No space left on device)" in (
+        capsys.readouterr().err
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["simulation"]  # no staging left
+
+    def stopped(**kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "reproduce_simulation", stopped)
+    assert main(argv) == 130
+    assert f"interrupted: {folder} was not written" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
 # ----------------------------------------------------------------------------- pieces
 
 

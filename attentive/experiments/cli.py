@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import tempfile
 from pathlib import Path
 
@@ -155,9 +156,27 @@ def run(args: argparse.Namespace) -> int:
     made = _check_out(out)  # (before the computation, not after: OUT/NAME and its parents)
     try:
         return _reproduce(args, name, out)
+    except KeyboardInterrupt:
+        _remove_empty(made)
+        print(
+            f"interrupted: {out} was not written (earlier results there are kept)", file=sys.stderr
+        )
+        return 130
     except BaseException:
         _remove_empty(made)  # (folders made for results that did not come)
         raise
+
+
+def _written(write, result, out: Path) -> dict:
+    """``write(result, out)``; a file system's refusal (a full disk, say) as an error of the
+    command, not a traceback (nothing of the run written: :mod:`attentive.experiments.output`)."""
+    try:
+        return write(result, out)
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"cannot write the results to {out} ({exc.strerror or exc}); earlier results there "
+            "are kept"
+        ) from exc
 
 
 def _remove_empty(folders: list[Path]) -> None:
@@ -183,7 +202,7 @@ def _reproduce(args: argparse.Namespace, name: str, out: Path) -> int:
 
         if name == SIMULATION:
             result = reproduce_simulation(quick=args.quick, seed=args.seed, progress=progress)
-            paths = write_simulation_result(result, out)
+            paths = _written(write_simulation_result, result, out)
             lines = report_simulation(result)
         else:
             result = reproduce_dataset(
@@ -196,7 +215,7 @@ def _reproduce(args: argparse.Namespace, name: str, out: Path) -> int:
                 cache=not args.no_cache,
                 progress=progress,
             )
-            paths = write_dataset_result(result, out)
+            paths = _written(write_dataset_result, result, out)
             lines = report_dataset(result)
         progress("files")
     print("\n".join(lines))

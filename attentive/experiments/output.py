@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,18 +47,28 @@ def write_json(path, data: dict) -> None:
 
 
 def _write(out_dir, frames: dict, summary: dict, figure, figure_name: str) -> dict[str, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, frame in frames.items():
-        paths[name] = out / f"{name}.csv"
-        frame.to_csv(paths[name], index=False)
-    paths["summary"] = out / "summary.json"
-    write_json(paths["summary"], summary)
+    """Every file written into a folder of its own beside ``out_dir`` first, then each moved
+    over its earlier version (``os.replace``): a run stopped or failing while it writes leaves
+    the earlier results as they were, not some of them replaced (a summary of one run beside a
+    table of another)."""
     from attentive.plots import save_png  # the view layer: HoloViews through matplotlib
 
-    paths["figure"] = save_png(figure, out / figure_name, dpi=PNG_DPI)
-    return paths
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        names = {}
+        for name, frame in frames.items():
+            names[name] = f"{name}.csv"
+            frame.to_csv(staging / names[name], index=False)
+        names["summary"] = "summary.json"
+        write_json(staging / names["summary"], summary)
+        names["figure"] = save_png(figure, staging / figure_name, dpi=PNG_DPI).name
+        for name in names.values():
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {key: out / name for key, name in names.items()}
 
 
 def write_dataset_result(result: DatasetResult, out_dir) -> dict[str, Path]:
