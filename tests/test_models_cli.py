@@ -89,8 +89,16 @@ def test_train_then_load_from_cache(tmp_path, capsys):
     assert len(list((tmp_path / "models").glob("digits-2v5-rbf-*.skops"))) == 1
     assert main(args) == 0
     second = capsys.readouterr()
-    assert "loading kind=rbf" in second.err
+    assert "loading kind=rbf" in second.err and "training" not in second.err
     assert f"fingerprint {fingerprint}" in second.out
+    # A damaged cached file is trained again, and the lines say so (it said "loading" only).
+    (cached,) = (tmp_path / "models").glob("digits-2v5-rbf-*.skops")
+    cached.write_bytes(cached.read_bytes()[:100])
+    with pytest.warns(UserWarning, match="damaged cached model"):
+        assert main(args) == 0
+    third = capsys.readouterr()
+    assert "training kind=rbf, C=1.0, gamma=scale on digits-2v5: done in" in third.err
+    assert f"fingerprint {fingerprint}" in third.out
     # The saved file holds the bare model; the hint printed makes a classifier score takes.
     assert "wrap it first: AttentiveClassifier(FrozenEstimator(model)).fit(X_ref, y_ref)" in (
         second.out

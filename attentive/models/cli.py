@@ -8,6 +8,7 @@ Prints an elapsed-time line while training, then what was trained and where it i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 import time
@@ -17,8 +18,13 @@ from pathlib import Path
 from typing import TextIO
 
 from attentive.data.registry import REGISTRY, load_dataset
-from attentive.errors import InvalidParameterError
-from attentive.models.persistence import check_model_path, model_fingerprint, save_model
+from attentive.errors import AttentiveError, InvalidParameterError
+from attentive.models.persistence import (
+    check_model_path,
+    load_model,
+    model_fingerprint,
+    save_model,
+)
 from attentive.models.training import (
     GAMMA_KINDS,
     KINDS,
@@ -107,10 +113,16 @@ def run(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset, data_home=args.data_home, progress=True)
     cache_dir = None if args.data_home is None else f"{args.data_home}/models"
     path = model_cache_path(dataset, **params, cache_dir=cache_dir)
-    cached = path.is_file() and not args.no_cache
     label = ", ".join(f"{k}={v}" for k, v in params.items())
-    with elapsed_line(f"{'loading' if cached else 'training'} {label} on {dataset.name}"):
-        model = train_model(dataset, **params, cache=not args.no_cache, cache_dir=cache_dir)
+    model = None
+    if path.is_file() and not args.no_cache:
+        with elapsed_line(f"loading {label} on {dataset.name}"):
+            with contextlib.suppress(AttentiveError):  # (damaged: trained again, told below)
+                model = load_model(path, n_features=dataset.n_features)
+    if model is None:
+        # (A damaged cache had been announced as "loading" while it was trained again.)
+        with elapsed_line(f"training {label} on {dataset.name}"):
+            model = train_model(dataset, **params, cache=not args.no_cache, cache_dir=cache_dir)
     n_terms = getattr(model, "support_", None)
     terms = (
         f"{len(n_terms)} support vectors"
