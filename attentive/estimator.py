@@ -175,7 +175,15 @@ def _check_model_names(clf, X) -> None:
     ``predict`` checks them."""
     expected = getattr(clf, "_model_names", None)
     columns = getattr(X, "columns", None)
-    if expected is None or columns is None or not all(isinstance(c, str) for c in columns):
+    if expected is None or columns is None:
+        return
+    if not all(isinstance(c, str) for c in columns):
+        warnings.warn(  # (as the model's own predict warns)
+            "X does not have valid feature names, but the model was fitted with feature names: "
+            "its columns are read by position.",
+            UserWarning,
+            stacklevel=4,
+        )
         return
     what = _names_differ(list(columns), expected)
     if what is not None:

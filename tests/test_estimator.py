@@ -231,6 +231,8 @@ def test_a_frozen_model_fitted_on_named_columns_is_given_them_in_its_order(binar
         bare.predict(test[names[::-1]])
     with pytest.raises(ValueError, match="missing 'f0'"):
         bare.decision_function(test.rename(columns={"f0": "x"}))
+    with pytest.warns(UserWarning, match="read by position"):  # (numbers for names)
+        bare.predict(test.set_axis(range(test.shape[1]), axis=1))
     # A refit forgets the earlier model's names (they had stayed, refusing the new columns).
     other = test.set_axis([f"g{i}" for i in range(test.shape[1])], axis=1)
     bare.set_params(estimator=make()).fit(frame.set_axis(list(other.columns), axis=1), ytr)
