@@ -47,15 +47,15 @@ def write_json(path, data: dict) -> None:
 
 
 def _write(out_dir, frames: dict, summary: dict, figure, figure_name: str) -> dict[str, Path]:
-    """Every file written into a folder of its own beside ``out_dir`` first, then each moved
-    over its earlier version (``os.replace``): a run stopped or failing while it writes leaves
-    the earlier results as they were, not some of them replaced (a summary of one run beside a
-    table of another)."""
+    """Every file written into a hidden folder of its own inside ``out_dir`` first (the folder
+    ``reproduce`` has checked it can write in), then each moved over its earlier version
+    (``os.replace``): a run stopped or failing while it writes leaves the earlier results as
+    they were, not some of them replaced (a summary of one run beside a table of another)."""
     from attentive.plots import save_png  # the view layer: HoloViews through matplotlib
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
     try:
         names = {}
         for name, frame in frames.items():
