@@ -37,6 +37,9 @@ from attentive.validation import check_delta
 
 __all__ = ["configure_parser", "elapsed_line", "run"]
 
+#: --classifier's guarantee by default (with α = 0.05).
+DEFAULT_DELTA = 0.01
+
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` command's arguments to ``parser``."""
@@ -66,17 +69,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="with --classifier: the disagreement with the full model to guarantee "
-        "(default 0.01, α = 0.05)",
+        f"(default {DEFAULT_DELTA:g}, α = 0.05)",
     )
     parser.add_argument(
         "--data-home",
         default=None,
         help="data and model cache (default: $ATTENTIVE_DATA or ./data)",
     )
-
-
-#: --classifier's guarantee by default (with α = 0.05).
-DEFAULT_DELTA = 0.01
 
 
 def run(args: argparse.Namespace) -> int:
