@@ -229,8 +229,8 @@ def _sketched_sources(monkeypatch):
     built = []
     init = module.SketchedSource.__init__
 
-    def spy(self, inner, walk, plan, X):
-        init(self, inner, walk, plan, X)
+    def spy(self, inner, walk, plan, X, features=None):
+        init(self, inner, walk, plan, X, features)
         built.append((inner.kind, self.feature_error))
 
     monkeypatch.setattr(module.SketchedSource, "__init__", spy)
@@ -311,8 +311,8 @@ def test_features_off_by_their_whole_bound_leave_every_stop_as_the_references(
     # The control: the same moves without the features' part of the band change stops.
     banded = module.SketchedSource.__init__
 
-    def unbanded(self, inner, walk, plan, X):
-        banded(self, inner, walk, plan, X)
+    def unbanded(self, inner, walk, plan, X, features=None):
+        banded(self, inner, walk, plan, X, features)
         self.feature_error = 0.0
 
     monkeypatch.setattr(module.SketchedSource, "__init__", unbanded)

@@ -31,6 +31,13 @@ from attentive.evaluator.threads import (
     split_rows,
 )
 from attentive.evaluator.totals import MIN_CHUNK, totals
+from attentive.evaluator.triage import (
+    merged,
+    triage,
+    triage_ns,
+    triage_positions,
+    triageable,
+)
 from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole
 from attentive.heads import TiledRows
 from attentive.outcome import (
@@ -249,11 +256,11 @@ def evaluate_blocked(
     source_cls = source_for(base, base_plan, Xp[:1], precision) if m and n else None
 
     def source_maker(routed):
-        def make_source(Xc, precision=precision, cls=routed, ahead_positions=0):
+        def make_source(Xc, precision=precision, cls=routed, ahead_positions=0, features=None):
             inner = build_source(
                 base, base_plan, Xc, precision, cls=cls, ahead_positions=ahead_positions
             )
-            return SketchedSource(inner, walk, plan, Xc) if sketched else inner
+            return SketchedSource(inner, walk, plan, Xc, features) if sketched else inner
 
         return make_source
 
@@ -272,8 +279,12 @@ def evaluate_blocked(
             full_cls = source_for(base, base_plan, Xp[:1], precision, full=True)
             kind = rows_key(source_cls, full_cls, Xp, precision)
             summed: dict = {}  # (the sample's exact walks, summed once for every kind priced)
+            # A sketched walk's first positions taken with its sketch (attentive.evaluator.
+            # triage), where the pilot prices that cheaper.
+            b = triage_positions(n) if triageable(walk, Xp[:1]) else 0
+            tri = (b, triage_ns(walk, b)) if b else None
             pilot = pilot_for(
-                plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final, summed
+                plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final, summed, tri
             )
             # Another source that walks these rows to the same stops (float32 rows near the
             # pixel grid: the grid's integer products, or the float32 source's without the
@@ -282,7 +293,7 @@ def evaluate_blocked(
                 maker = source_maker(other)
                 kind = rows_key(other, full_cls, Xp, precision)
                 priced = pilot_for(
-                    plan, boundary, thr, kind, Xp, maker, reference, full_cls, final, summed
+                    plan, boundary, thr, kind, Xp, maker, reference, full_cls, final, summed, tri
                 )
                 if pilot is not None and priced is not None and priced.walk_cost < pilot.walk_cost:
                     source_cls, make_source, pilot = other, maker, priced
@@ -336,7 +347,16 @@ def evaluate_blocked(
         )
 
         def walk_chunk(Xc):
-            source = make_source(Xc, ahead_positions=_read_ahead(schedule))
+            if not triaged:
+                return walk_held(Xc)
+            # The first positions with the sketch's pass; the other rows walked from the start.
+            tri = triage(walk, plan, Xc, thr, triaged)
+            if tri.rest.size == 0:
+                return merged(tri, Stops.of_all(*[np.zeros(0, np.int64)] * 4))
+            return merged(tri, walk_held(Xc[tri.rest], tri.features))
+
+        def walk_held(Xc, features=None):
+            source = make_source(Xc, ahead_positions=_read_ahead(schedule), features=features)
             found = source.walk_chunk(thr) if source.walks_itself else None
             if found is not None:
                 return Stops.of_all(*found)
@@ -352,6 +372,7 @@ def evaluate_blocked(
         def task(lo, hi):
             return lambda: walk_chunk(Xp[lo:hi])
 
+        triaged = pilot.triage if pilot is not None else 0
         ranges = split_rows(m, step, jobs)
         for (lo, _hi), res in zip(
             ranges, run_tasks([task(lo, hi) for lo, hi in ranges], jobs, one_blas=True), strict=True

@@ -106,6 +106,9 @@ class Pilot:
         units of one term of a full evaluation.
     term_ns : float
         That unit in ns (one term of a full evaluation on one thread, this machine's model).
+    triage : int
+        The positions a triage takes before the walk (:mod:`attentive.evaluator.triage`; the
+        schedule is then the other rows'), 0 for none: where it is priced cheaper.
     """
 
     stops: np.ndarray
@@ -113,6 +116,7 @@ class Pilot:
     walk_cost: float
     full_cost: float
     term_ns: float
+    triage: int = 0
 
     @property
     def walk_ns(self) -> float:
@@ -163,6 +167,7 @@ def pilot_for(
     full_cls=None,
     final: float | None = None,
     summed: dict | None = None,
+    triage: tuple[int, float] | None = None,
 ) -> Pilot | None:
     """The pilot kept for (walk, boundary, ``kind`` of rows: :func:`rows_key`), made if there
     is none yet.
@@ -175,7 +180,9 @@ def pilot_for(
     takes for the call's rows, where it is not the one walks are routed to; ``final``: the
     threshold ``U_n`` is compared with (a certified source's allowance); ``summed``: a dict the
     caller keeps for the pilots of one call (of several kinds of source), which holds the
-    sample's exact walks once summed (not kept with the pilot: ~3 × 128 × n values)."""
+    sample's exact walks once summed (not kept with the pilot: ~3 × 128 × n values);
+    ``triage``: ``(positions, ns a row)`` of a triage the rows can take (a sketched walk's:
+    :mod:`attentive.evaluator.triage`), priced against the walk without it."""
     kept = plan.pilots(boundary)
     pilot = kept.by_kind.get(kind)
     if pilot is not None:
@@ -215,16 +222,14 @@ def pilot_for(
     schedule, cost = survival_schedule(
         stops, n, source.row_cost, term_cost=term_cost, max_block=source.max_block
     )
-    # In units of a term of full evaluation, with what preparing a row costs the walk's source
-    # beyond what it costs full evaluation's (the double source's augmented copy against the
-    # float32 source's norms: ~0.4 of a full evaluation of 270 terms over 784 features).
+    # In units of a term of full evaluation.
     full_ns = full.full_term_ns or full.term_ns
-    extra = (source.prep_ns - full.prep_ns) / full_ns
     # The positions walked while any of a chunk's rows walks: up to the sample's longest walk.
     sums = 2 if (thr.mass is not None or source.certified) else 1
     reached = int(stops.max(initial=0))
-    extra += POSITION_THREADS * POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
-    extra += WALK_ROW_NS / full_ns
+    shared = POSITION_THREADS * POSITION_NS * sums * reached / (NOMINAL_CHUNK_ROWS * full_ns)
+    shared += WALK_ROW_NS / full_ns
+    redo = 0.0  # what a certified walk leaves to double precision (below)
     if alike and source.certified:
         # What a certified walk leaves to double precision is walked again there (settle):
         # the sample's rows whose band would leave them unsure, and those it holds without one.
@@ -244,23 +249,52 @@ def pilot_for(
                 max_block=exact.max_block,
             )
             exact_ns = (exact_cost + exact.start_cost) * exact.term_ns + exact.prep_ns
-            extra += again * exact_ns / full_ns
+            redo += again * exact_ns / full_ns
             if again * NOMINAL_CHUNK_ROWS > TRIANGULAR_MAX:
                 # Enough of a chunk's rows walked again that their running sums are one
                 # vector operation a position: that walk's positions too, to its longest.
                 longest = int(stops[redone].max())
                 sums = 2 if thr.mass is not None else 1
-                extra += (
+                redo += (
                     POSITION_THREADS * POSITION_NS * sums * longest / (NOMINAL_CHUNK_ROWS * full_ns)
                 )
         if end:  # U_n summed again in double precision
-            extra += end * (n * (exact.full_term_ns or exact.term_ns) + exact.prep_ns) / full_ns
+            redo += end * (n * (exact.full_term_ns or exact.term_ns) + exact.prep_ns) / full_ns
+    # (Preparing a row costs the walk's source beyond what it costs full evaluation's: the
+    # double source's augmented copy against the float32 source's norms, ~0.4 of a full
+    # evaluation of 270 terms over 784 features.)
+    prep = (source.prep_ns - full.prep_ns) / full_ns
+    walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + shared + redo
+    positions = 0
+    if triage is not None and triage[0] > 0:
+        # A triage (attentive.evaluator.triage): every row pays its pass (its features, priced
+        # as the walk's source prices its own, and the first positions); the rows it decides,
+        # the sample's walks stopped by then, nothing more; the others their preparation and
+        # their walk from the start (their features given), in blocks for their stops.
+        b, triage_ns = triage
+        rest = stops[stops > b]
+        share = rest.size / max(1, stops.size)
+        schedule_t, cost_t = schedule, 0.0
+        if rest.size:
+            schedule_t, cost_t = survival_schedule(
+                rest, n, source.row_cost, term_cost=term_cost, max_block=source.max_block
+            )
+        triaged = (
+            (share * cost_t + source.start_cost) * source.term_ns / full_ns
+            + triage_ns / full_ns
+            + (share * source.prep_ns - full.prep_ns) / full_ns
+            + shared
+            + redo
+        )
+        if triaged < walk_cost:
+            walk_cost, schedule, positions = triaged, schedule_t, b
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
-        walk_cost=(cost + source.start_cost) * source.term_ns / full_ns + extra,
+        walk_cost=walk_cost,
         full_cost=float(n),
         term_ns=float(full_ns),
+        triage=positions,
     )
     kept.by_kind[kind] = pilot
     return pilot

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.precision import U32, U64
-from attentive.evaluator.rows import single_row_norms, tile_rows
+from attentive.evaluator.rows import product_tile_rows, single_row_norms, tile_rows
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 from attentive.evaluator.sources.generic import sparse_row_values
@@ -96,7 +96,10 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     m = X.shape[0]
     G = np.empty((m, projection.stacked.shape[1]))
     norms = np.empty(m) if projection.corrected else None
-    T = max(FEATURE_TILE, tile_rows(X.shape[1]))  # (narrow rows: more of them a tile)
+    # (Narrow rows: more of them a tile; few enough for OpenBLAS's small-matrix kernel.)
+    T = product_tile_rows(
+        X.shape[1], projection.stacked.shape[1], max(FEATURE_TILE, tile_rows(X.shape[1]))
+    )
     for lo in range(0, m, T):
         tile = np.asarray(X[lo : lo + T], dtype=np.float64)
         hi = lo + tile.shape[0]
@@ -121,19 +124,17 @@ MAX_FEATURE_ERROR = 1e-4
 #: (:func:`sketch_features`). Fitted, with :data:`SINGLE_FEATURE_READ_NS` and
 #: :data:`FEATURE_READ_NS`, to features of ~7,000 MNIST rows (784 float32 columns: 8 against
 #: the rest, pixels and 2 vs 5 standardised) at (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and
-#: (16, 64), one thread, medians of 15–21, four runs (2026-11-30): float32 296–348, 335–399,
-#: 384–467, 493–572 and 881–998 ns a row, double precision 414–429, 465–508, 522–558, 615–644
-#: and 1,019–1,069; priced now at 306, 343, 421, 585 and 951 (float32), 422, 462, 546, 723 and
-#: 1,114 (−12 % to +19 % of them). The price had been 0.09 and 0.12 ns a multiply-add with
-#: nothing per column, which fitted k = 4 (436 and 554 ns) but put k = 16 at 1,475 and 1,875:
-#: larger sketches looked 1.5–1.8 times dearer than they are.
-SINGLE_MADD_NS = 0.036
-DOUBLE_MADD_NS = 0.04
+#: (16, 64), one thread, medians of 15–21, four runs (2026-11-30): double precision 414–429,
+#: 465–508, 522–558, 615–644 and 1,019–1,069 ns a row; priced at 422, 462, 546, 723 and 1,114.
+#: The float32 features measured 296–998 then, but 1,210 ns a row at (1, 4) and 1,559 at
+#: (4, 16) against the double-precision features' 687 and 898 in the same process
+#: (2026-12-01, 4,096 rows of 2 vs 5 standardised and 3 against the rest, OpenBLAS's own
+#: kernels): a tile's ~49 chunk products are as many small calls. They are priced as the
+#: double-precision ones, not below them.
+SINGLE_MADD_NS = DOUBLE_MADD_NS = 0.04
 #: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion
-#: and its chunks' small products' calls; in double precision the rows' norms too (the float32
-#: features take the norms the float32 source has summed).
-SINGLE_FEATURE_READ_NS = 0.25
-FEATURE_READ_NS = 0.39
+#: and its chunks' small products' calls; in double precision the rows' norms too.
+SINGLE_FEATURE_READ_NS = FEATURE_READ_NS = 0.39
 #: Where ``P``'s rows are coordinates (rows behind a PCA: narrow), a column of the row: its
 #: product with ``x̄`` and its read (fitted to rows of 30–50 columns, as ``FEATURE_ROW_NS``).
 SINGLE_COORDINATE_NS = 0.09
@@ -331,19 +332,21 @@ class SketchedSource(TermSource):
     def usable(cls, walk, plan, X, precision):
         return is_sketched(walk)
 
-    def __init__(self, inner: TermSource, walk, plan, X):
+    def __init__(self, inner: TermSource, walk, plan, X, features=None):
         super().__init__(walk, plan, X)
         self.inner = inner
         self.arrays_ = sketch_arrays(walk, plan)
         # Over float32 products under a band (the certified float32 source) the features come
         # from float32 products too, each row's bound joining its band (row_allowance);
-        # elsewhere they are the reference's to double rounding.
-        single = inner.kind == "rbf-single" and not sp.issparse(X)
-        features, errors = (
-            single_source_features(walk, X, inner)
-            if single
-            else (sketch_features(walk, X), np.zeros(np.shape(X)[0]))
-        )
+        # elsewhere, and where given (a triage's: attentive.evaluator.triage), they are the
+        # reference's to double rounding.
+        single = features is None and inner.kind == "rbf-single" and not sp.issparse(X)
+        if features is not None:
+            errors = np.zeros(np.shape(X)[0])
+        elif single:
+            features, errors = single_source_features(walk, X, inner)
+        else:
+            features, errors = sketch_features(walk, X), np.zeros(np.shape(X)[0])
         # Each row's bound on its features' error (0 where they are the reference's), and the
         # largest of them.
         self.feature_errors = errors

@@ -1,0 +1,236 @@
+"""A sketched walk's first positions, taken with its sketch's one pass over the rows: the rows
+that stop there never go to the exact source.
+
+Most of a sketched walk's rows stop at its first checks (MNIST as float32 pixels / 255, 7,000
+rows, calibrated rule at δ = 1 %: 54–70 % at position 1, 62–75 % by position 4), yet each pays
+the exact source's preparation of its row (a copy on the pixel grid, an augmented float64 copy,
+float32 norms) and a row through its first block. Here the first ``b`` support vectors in walk
+order join the sketch's projection as ``b`` more columns of its product (``X [Pᵀ | x̄ | S_bᵀ]``,
+one read of each tile), so the same pass gives every row's features, start ``F̃(x)`` and its
+first ``b`` exact terms ``|w| e^{−γ(‖x‖² − 2 x · s + ‖s‖²)}``; the statistic at positions
+``1..b`` is then compared with the thresholds as the walk compares it
+(:func:`attentive.evaluator.crossing.certain_crossings`, under a bound on this computation's
+rounding). A row whose crossing there is certain is decided; every other row (no crossing by
+``b``, or one the bound leaves unsure, or a row whose norm is not finite) is walked from the
+start by the source it was routed to, with its features passed on. Stops, sides and labels are
+the walk's; a stop's value is within the bound (double rounding).
+
+Priced by the pilot (:func:`triage_cost`): taken only where the rows it decides save more than
+the ``b`` columns cost every row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from attentive.evaluator.crossing import certain_crossings
+from attentive.evaluator.precision import U64
+from attentive.evaluator.rows import product_tile_rows, tile_rows
+from attentive.evaluator.sources.sketch import (
+    DOUBLE_MADD_NS,
+    FEATURE_TILE,
+    is_sketched,
+    sketch_arrays,
+)
+from attentive.evaluator.walk import Stops
+
+__all__ = [
+    "TRIAGE_POSITIONS",
+    "Triage",
+    "merged",
+    "triage",
+    "triage_ns",
+    "triage_positions",
+    "triageable",
+]
+
+#: Positions a triage takes: the first check decides most of what it can (54–70 % of MNIST's rows
+#: stop at position 1, 62–75 % by 4), and each position is a column of every row's product.
+TRIAGE_POSITIONS = 1
+
+
+#: A triage's cost a row beyond its features and its positions' products, ns: each position's
+#: exponential, the sketched part, the running sums, the crossings, and the rows' bookkeeping.
+#: Measured at 80–230 ns a row over the features (4,096 rows of MNIST 8 and 3 against the rest,
+#: 2 vs 5 standardised, 8 against the rest behind a PCA(50); one thread, medians of 21,
+#: 2026-12-01), of which a position's product is ~30 over 784 columns.
+TRIAGE_ROW_NS = 120.0
+
+
+def triage_ns(walk, positions: int) -> float:
+    """What a row's triage over ``positions`` positions costs beyond its sketch features, ns: a
+    column of the product a position, and :data:`TRIAGE_ROW_NS`. (Its features replace the
+    walk's, and are priced as the walk's source prices its own: the pilot.)"""
+    return positions * DOUBLE_MADD_NS * walk.sketch.n_features + TRIAGE_ROW_NS
+
+
+@dataclass(frozen=True)
+class Triage:
+    """What a triage of a chunk's rows found.
+
+    Attributes
+    ----------
+    decided : Stops
+        The rows (of the chunk) whose walk stops within the first positions, certainly.
+    rest : ndarray of int
+        The chunk's other rows, in order: to be walked from the start.
+    features : ndarray (len(rest), m)
+        Their sketch features, as :func:`attentive.evaluator.sources.sketch.sketch_features`
+        computes them (to double rounding).
+    """
+
+    decided: Stops
+    rest: np.ndarray
+    features: np.ndarray
+
+
+def triageable(walk, X) -> bool:
+    """Whether a triage can take rows ``X`` of ``walk``: a sketched walk of a dense RBF model
+    (the sketch is for those) on dense rows."""
+    if not is_sketched(walk) or sp.issparse(X):
+        return False
+    terms = walk.walk.terms
+    return (
+        terms.kind == "kernel"
+        and terms.kernel == "rbf"
+        and not sp.issparse(terms.support_vectors)
+        and walk.n_terms >= 2
+    )
+
+
+def triage_positions(n_terms: int) -> int:
+    """The positions a triage checks for a walk of ``n_terms`` terms (never the last)."""
+    return max(0, min(TRIAGE_POSITIONS, n_terms - 1))
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    stacked: np.ndarray  # (d, k + 1 + b): the projection's [Pᵀ | x̄], then s_π(1..b)
+    sv_norms2: np.ndarray  # (b,) ‖s‖²
+    sv_norms: np.ndarray  # (b,) ‖s‖
+    log_w: np.ndarray  # (b,) log |w|
+
+
+def _arrays(walk, plan, b: int) -> _Arrays:
+    def build():
+        base = walk.walk
+        S = np.asarray(base.terms.support_vectors, dtype=np.float64)[np.asarray(base.order)[:b]]
+        projection = walk.sketch.projection
+        own = projection.stacked if projection.coordinates is None else projection.stacked[:, -1:]
+        norms2 = np.einsum("ij,ij->i", S, S)
+        with np.errstate(divide="ignore"):
+            log_w = np.log(np.abs(plan.ordered_weights[:b]))
+        return _Arrays(
+            stacked=np.ascontiguousarray(np.column_stack([own, S.T])),
+            sv_norms2=norms2,
+            sv_norms=np.sqrt(norms2),
+            log_w=log_w,
+        )
+
+    return plan.arrays(("triage", b), build)
+
+
+def triage(walk, plan, X, thr, b: int) -> Triage:
+    """The triage of prepared dense rows ``X`` of the sketched ``walk`` (module docstring) over
+    its first ``b`` positions (``1 ≤ b < n``), under the thresholds ``thr``. A row with a NaN or
+    an infinite value gets NaN there, silently: it is left to the walk's source, which refuses
+    it as it always does."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _triage(walk, plan, X, thr, b)
+
+
+def _triage(walk, plan, X, thr, b: int) -> Triage:
+    sketch = walk.sketch
+    projection = sketch.projection
+    gamma = float(walk.walk.terms.kernel_params["gamma"])
+    arrays = _arrays(walk, plan, b)
+    m, d = X.shape
+    k = projection.projected_mean.shape[0]
+    coords = projection.coordinates
+    own = arrays.stacked.shape[1] - b  # the projection's columns in the product
+    G = np.empty((m, k + 1))
+    cross = np.empty((m, b))
+    norms2 = np.empty(m)
+    columns = arrays.stacked.shape[1]
+    T = product_tile_rows(d, columns, max(FEATURE_TILE, tile_rows(d)))
+    product = np.empty((min(m, T), columns))
+    for lo in range(0, m, T):
+        tile = np.asarray(X[lo : lo + T], dtype=np.float64)
+        hi = lo + tile.shape[0]
+        out = np.matmul(tile, arrays.stacked, out=product[: hi - lo])
+        if coords is None:
+            G[lo:hi] = out[:, :own]
+        else:
+            G[lo:hi, :k] = tile[:, coords]
+            G[lo:hi, k] = out[:, 0]
+        cross[lo:hi] = out[:, own:]
+        np.einsum("ij,ij->i", tile, tile, out=norms2[lo:hi])
+    features = projection.features_of(G, norms2 if projection.corrected else None, gamma)
+    sk = sketch_arrays(walk, plan)
+    start = features @ sk.beta - sk.mean_start
+    # The first b exact terms |w| h and what the walk adds at each: |w| (h − h̃), signed.
+    D = norms2[:, None] - 2.0 * cross + arrays.sv_norms2
+    np.maximum(D, 0.0, out=D)
+    mags = np.exp(arrays.log_w - gamma * D)
+    sketched = features @ sk.factors[:b].T
+    signs = plan.weight_signs[:b]
+    U = start[:, None] + np.cumsum((mags - sketched) * signs, axis=1)
+    A = np.cumsum(mags, axis=1)
+    kappa = None if thr.mass is None else thr.mass[:b]
+    V = U if kappa is None else U + kappa * A
+    # A bound on |computed − exact| of V_t, one per position, from the rows' largest values
+    # (a band a little wider than a row's own leaves a few more rows to the walk, no error):
+    # D from float64 sums of d products (≤ (d + 4) u of (‖x‖ + ‖s‖)², doubled), each term's
+    # exponential through it, the features' products and the running sums' rounding as the
+    # sketched source allows them (sources/sketch.py); every row whose norm or statistic is
+    # not finite is left to the walk.
+    finite = np.isfinite(V).all(axis=1) & np.isfinite(norms2)
+    x_max = float(np.sqrt(norms2.max(initial=0.0, where=finite)))
+    dD = 2.0 * (d + 4) * U64 * (x_max + arrays.sv_norms) ** 2
+    mag_max = np.abs(mags).max(axis=0, initial=0.0, where=finite[:, None])
+    sketched_max = np.abs(sketched).max(axis=0, initial=0.0, where=finite[:, None])
+    start_max = float(np.abs(start).max(initial=0.0, where=finite))
+    d_mag = mag_max * (np.expm1(1.0001 * gamma * dD) + 8 * U64) + 2.0**-1021
+    band = np.cumsum(d_mag) * (1.0 if kappa is None else 1.0 + np.abs(kappa))
+    size = start_max + np.cumsum(mag_max + sketched_max)
+    band += 8 * (sketch.m + d + 8) * U64 * (sk.size[:b] + size)  # (features ≤ 1)
+    band *= 2.0
+    if not finite.all():
+        V = V.copy()
+        V[~finite] = np.nan  # (crosses nothing: walked)
+    lower = None if thr.lower is None else thr.lower[:b]
+    upper = None if thr.upper is None else thr.upper[:b]
+    c = certain_crossings(np.ascontiguousarray(V.T), lower, upper, band[:, None])
+    hit = c.walks[c.sure]
+    first = c.first[c.sure]
+    decided_mask = np.zeros(m, dtype=bool)
+    decided_mask[hit] = True
+    rest = np.flatnonzero(~decided_mask)
+    decided = Stops(
+        rows=np.zeros(0, dtype=np.int64),
+        U=np.zeros(0),
+        at=np.column_stack([hit, first + 1]).astype(np.int64),
+        side=c.side[c.sure].astype(np.int8),
+        value=V[hit, first],
+        unsure=np.zeros(0, dtype=np.int64),
+    )
+    return Triage(decided=decided, rest=rest, features=features[rest])
+
+
+def merged(tri: Triage, walked: Stops) -> Stops:
+    """The chunk's :class:`Stops` from a triage and the walk of its other rows (``walked``,
+    whose rows are positions in ``tri.rest``)."""
+    rest = tri.rest
+    return Stops(
+        rows=rest[walked.rows],
+        U=walked.U,
+        at=np.concatenate(
+            [tri.decided.at, np.column_stack([rest[walked.at[:, 0]], walked.at[:, 1]])]
+        ).astype(np.int64),
+        side=np.concatenate([tri.decided.side, walked.side]).astype(np.int8),
+        value=np.concatenate([tri.decided.value, walked.value]),
+        unsure=rest[walked.unsure],
+    )
