@@ -10,6 +10,7 @@ by more than rounding).
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from attentive.errors import NonFiniteInput
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import blocked as blocked_module
 from attentive.evaluator import evaluate_blocked
+from attentive.evaluator import rows as rows_module
 from attentive.evaluator import triage as triage_module
 from attentive.evaluator.plan import thresholds, walk_plan
 from attentive.evaluator.rows import MIN_PRODUCT_TILE, SMALL_PRODUCT, product_tile_rows
@@ -194,8 +196,9 @@ def test_a_row_with_a_missing_value_is_still_refused_after_a_triage(
 
 @pytest.mark.parametrize("d", [2, 50, 784, 5000, 10**6])
 @pytest.mark.parametrize("columns", [1, 9, 10, 17, 65])
-def test_product_tiles_fit_the_small_product_where_they_can(d, columns):
+def test_product_tiles_fit_the_small_product_where_the_blas_has_it(d, columns, monkeypatch):
     most = 128
+    monkeypatch.setattr(rows_module, "small_products", lambda: True)
     rows = product_tile_rows(d, columns, most)
     assert 1 <= rows <= most
     if SMALL_PRODUCT // (d * columns) >= MIN_PRODUCT_TILE:
@@ -203,3 +206,29 @@ def test_product_tiles_fit_the_small_product_where_they_can(d, columns):
         assert rows == most or (rows + 1) * columns * d > SMALL_PRODUCT
     else:
         assert rows == most
+    monkeypatch.setattr(rows_module, "small_products", lambda: False)
+    assert product_tile_rows(d, columns, most) == most
+
+
+def test_the_blas_kernel_is_read_from_threadpoolctl(monkeypatch):
+    """OpenBLAS on SkylakeX (AVX-512) has the small-matrix kernels, on Haswell (AVX2) not; a
+    BLAS that is not OpenBLAS is not assumed to."""
+    from attentive.evaluator import threads
+
+    def reporting(*entries):
+        controller = SimpleNamespace(info=lambda: list(entries))
+        monkeypatch.setattr(threads, "thread_pools", lambda: controller)
+        rows_module.small_products.cache_clear()
+        return rows_module.small_products()
+
+    try:
+        assert reporting({"internal_api": "openblas", "architecture": "SkylakeX"})
+        assert reporting(
+            {"internal_api": "openmp"},
+            {"internal_api": "openblas", "architecture": "SapphireRapids"},
+        )
+        assert not reporting({"internal_api": "openblas", "architecture": "Haswell"})
+        assert not reporting({"internal_api": "mkl", "architecture": None})
+    finally:
+        monkeypatch.undo()
+        rows_module.small_products.cache_clear()

@@ -12,6 +12,7 @@ order.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,22 +51,44 @@ TILE_BYTES = 2**19
 
 # A product of a tile of rows with a few columns (a sketch's projection) is fastest where its
 # rows × columns × d stays within this: OpenBLAS on AVX-512 (its SkylakeX kernels) takes a
-# product of at most 10^6 multiply-adds by its small-matrix kernel, ~3 times faster a
+# product of at most 10^6 multiply-adds by its small-matrix kernel, 2-3 times faster a
 # multiply-add than its packed one at these shapes. Float64 tiles of MNIST rows (784 columns),
 # one thread, medians of 15 (2026-12-01): 9 columns 465 ns a row in tiles of 128 rows, 10
 # columns 1,281 in tiles of 128 and 559 in tiles of 127; 17 columns 1,504 against 693 in tiles
-# of 64; 33 columns 2,001 against 1,155 in tiles of 32. Elsewhere (other kernels) a smaller
-# tile costs a few more calls.
+# of 64; 33 columns 2,001 against 1,155 in tiles of 32. The Haswell kernels (AVX2) have no such
+# path, and smaller tiles cost them more (7,000 rows, 17 columns: 14.8 ms in tiles of 75
+# against 13.4 in tiles of 128; 33 columns 20.9 in tiles of 38 against 15.6): taken only where
+# numpy's OpenBLAS runs one of SMALL_KERNELS.
 SMALL_PRODUCT = 10**6
 MIN_PRODUCT_TILE = 16
+SMALL_KERNELS = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+
+
+@functools.cache
+def small_products() -> bool:
+    """Whether the BLAS numpy's products run on has OpenBLAS's small-matrix kernels (as
+    threadpoolctl reports its architecture): an OpenBLAS of one of :data:`SMALL_KERNELS`."""
+    try:
+        from attentive.evaluator.threads import thread_pools
+
+        info = thread_pools().info()
+    except Exception:  # pragma: no cover - threadpoolctl unable to inspect BLAS
+        return False
+    return any(
+        i.get("internal_api") == "openblas"
+        and str(i.get("architecture") or "").lower() in SMALL_KERNELS
+        for i in info
+    )
 
 
 def product_tile_rows(d: int, columns: int, most: int) -> int:
     """Rows of ``d`` values a tile, for a product with ``columns`` columns: at most ``most``,
-    and few enough for OpenBLAS's small-matrix kernel (:data:`SMALL_PRODUCT`) where that leaves
-    at least :data:`MIN_PRODUCT_TILE`."""
+    and where the BLAS has small-matrix kernels (:func:`small_products`), few enough for them
+    (:data:`SMALL_PRODUCT`) where that leaves at least :data:`MIN_PRODUCT_TILE`."""
     fits = SMALL_PRODUCT // max(1, d * columns)
-    return int(min(most, fits)) if fits >= MIN_PRODUCT_TILE else int(most)
+    if fits >= MIN_PRODUCT_TILE and small_products():
+        return int(min(most, fits))
+    return int(most)
 
 
 def tile_rows(d: int, itemsize: int = 8) -> int:
