@@ -232,3 +232,142 @@ def test_the_blas_kernel_is_read_from_threadpoolctl(monkeypatch):
     finally:
         monkeypatch.undo()
         rows_module.small_products.cache_clear()
+
+
+def _exact_first_statistic(walk, plan, Xp, kappa=None):
+    """V_1 of rows ``Xp`` in long double from the stored float64 parameters: the sketch's
+    features and start, the first exact term and its sketched part (SPEC §3b)."""
+    from attentive.evaluator.sources.sketch import sketch_arrays
+
+    L = np.longdouble
+    sketch, projection = walk.sketch, walk.sketch.projection
+    X = np.asarray(Xp, dtype=np.float64).astype(L)
+    gamma = L(sketch.gamma)
+    G = X @ projection.stacked.astype(L)
+    k = projection.projected_mean.shape[0]
+    U = G[:, :k] - projection.projected_mean.astype(L)
+    D = ((U[:, None, :] - projection.landmarks.astype(L)[None]) ** 2).sum(-1)
+    r = (X * X).sum(1) - 2 * G[:, k] + L(projection.mean_norm) - (U * U).sum(1)
+    a = np.exp(-gamma * (D + np.maximum(r, 0)[:, None]))
+    arrays = sketch_arrays(walk, plan)
+    start = a @ arrays.beta.astype(L) - L(arrays.mean_start)
+    base = walk.walk
+    s = np.asarray(base.terms.support_vectors, dtype=np.float64)[base.order[0]].astype(L)
+    w = L(plan.ordered_weights[0])
+    mag = abs(w) * np.exp(-gamma * ((X - s) ** 2).sum(1))
+    V = start + (mag - a @ arrays.factors[0].astype(L)) * (1 if w >= 0 else -1)
+    return V if kappa is None else V + L(kappa) * mag
+
+
+@pytest.mark.parametrize("offset", [0.0, 30.0, 300.0])
+def test_the_triages_bound_holds_against_long_double_arithmetic(offset):
+    """Every row's statistic at position 1 (a threshold of +∞ decides them all, giving their
+    values) is within the triage's bound of the same statistic in long double, on rows far
+    from the origin too (where the features' correction r(x) cancels badly), with and without
+    a rule on the running mass; and, near the origin, the bound is small enough to decide rows.
+    (Without the features' part of the bound it holds here by a hair at 300: 3.1e-11 against
+    3.3e-11.)"""
+    from test_sketch_paths import _problem
+
+    from attentive.evaluator.plan import Thresholds
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1000, 10))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.5).astype(int)
+    walk, rows = _problem(X + offset, y, 1.0, 8, 32, 600)
+    assert not walk.sketch.on_coordinates
+    Xp = np.asarray(walk.prepare(rows))
+    plan = walk_plan(walk)
+    n = walk.n_terms
+    for kappa in (None, 0.3):
+        thr = Thresholds(
+            lower=np.full(n - 1, np.inf),
+            upper=None,
+            mass=None if kappa is None else np.full(n - 1, kappa),
+        )
+        found = triage(walk, plan, Xp, thr, 1)
+        assert found.decided.at.shape[0] == len(Xp) and found.rest.size == 0
+        order = np.argsort(found.decided.at[:, 0])
+        exact = _exact_first_statistic(walk, plan, Xp, kappa)
+        off = np.abs(found.decided.value[order] - exact).astype(np.float64)
+        assert off.max() <= found.band[0], (off.max(), found.band[0])
+        if offset == 0:  # (far out, the bound grows with ‖x‖²: 5e-6 at 300 in 10 dimensions)
+            assert found.band[0] <= 1e-9 * (1.0 + np.abs(found.decided.value).max())
+
+
+def test_a_walk_after_a_triage_on_two_threads_is_the_references(sketched_walks, monkeypatch):  # noqa: F811
+    """Chunks walked on two threads, each triaged: the reference's stops, sides and labels."""
+    walk, X = sketched_walks["rbf-grid"]
+    calls = _priced(monkeypatch, -1e12)
+    monkeypatch.setattr(blocked_module, "WALK_ROWS_PER_THREAD", 64)
+    monkeypatch.setattr(blocked_module, "THREADED_WALK_NS", -np.inf)
+    monkeypatch.setattr(blocked_module, "PARALLEL_MIN_ELEMENTS", 0)
+    jobs = []
+    run = blocked_module.run_tasks
+
+    def counting(tasks, n_jobs, **kwargs):
+        jobs.append(n_jobs)
+        return run(tasks, n_jobs, **kwargs)
+
+    monkeypatch.setattr(blocked_module, "run_tasks", counting)
+    theta_s = walk.theta_s(0.0)
+    band = 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    for boundary, ref, spread in _references(walk, X, np.random.default_rng(9))[:2]:
+        jobs.clear()
+        calls.clear()
+        ev = evaluate_blocked(walk, X, boundary, theta_s, path="walk", chunk_size=100, n_jobs=2)
+        _same(ev, ref, 1e-9 * spread + band)
+        assert jobs == [2] and len(calls) == 6
+
+
+def test_a_classifier_behind_a_scaler_decides_alike_with_and_without_the_triage(monkeypatch):
+    """The estimator's path (rows through a StandardScaler a tile at a time, the calibrated rule
+    on a sketched family): the triage always taken and never taken give the same stops, sides
+    and labels, and decisions to rounding. Sparse rows are never triaged (their labels are the
+    dense rows')."""
+    import scipy.sparse as sp
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from attentive import AttentiveClassifier
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-3v8")
+    X = np.asarray(ds.X_train, dtype=np.float32)[:900]
+    y = np.asarray(ds.y_train)[:900]
+    rows = np.asarray(ds.X_test, dtype=np.float32)[:500]
+    clf = AttentiveClassifier(
+        make_pipeline(StandardScaler(), SVC(gamma="scale")),
+        boundary="calibrated",
+        family="sketched-regression",
+        sketch=(4, 16),
+        early_stopping=True,
+        random_state=0,
+    ).fit(X, y)
+    outcomes = []
+    for ns in (-1e12, 1e12):
+        calls = _priced(monkeypatch, ns)
+        fresh = clf.with_rule()  # (a new rule: pilots priced again)
+        outcomes.append((fresh.evaluate(rows), list(calls)))
+    (on, on_calls), (off, off_calls) = outcomes
+    assert on_calls and sum(decided for _, decided in on_calls) > 0 and not off_calls
+    np.testing.assert_array_equal(on.n_evaluated, off.n_evaluated)
+    np.testing.assert_array_equal(on.stop_side, off.stop_side)
+    np.testing.assert_array_equal(on.labels, off.labels)
+    np.testing.assert_allclose(on.decision, off.decision, rtol=1e-9, atol=1e-6)
+    plain = AttentiveClassifier(
+        SVC(gamma="scale"),
+        boundary="calibrated",
+        family="sketched-regression",
+        sketch=(4, 16),
+        early_stopping=True,
+        random_state=0,
+    ).fit(X, y)
+    calls = _priced(monkeypatch, -1e12)
+    dense = plain.with_rule().evaluate(rows)
+    assert calls
+    calls.clear()
+    sparse = plain.with_rule().evaluate(sp.csr_matrix(rows))
+    assert not calls
+    np.testing.assert_array_equal(sparse.labels, dense.labels)

@@ -15,8 +15,8 @@ rounding). A row whose crossing there is certain is decided; every other row (no
 start by the source it was routed to, with its features passed on. Stops, sides and labels are
 the walk's; a stop's value is within the bound (double rounding).
 
-Priced by the pilot (:func:`triage_cost`): taken only where the rows it decides save more than
-the ``b`` columns cost every row.
+Priced by the pilot (:func:`attentive.evaluator.pilot.pilot_for`, with :func:`triage_ns`): taken
+only where the rows it decides save more than its pass costs every row.
 """
 
 from __future__ import annotations
@@ -80,11 +80,15 @@ class Triage:
     features : ndarray (len(rest), m)
         Their sketch features, as :func:`attentive.evaluator.sources.sketch.sketch_features`
         computes them (to double rounding).
+    band : ndarray (b,)
+        The bound on the computed statistic's error at each position (a crossing is certain
+        beyond it).
     """
 
     decided: Stops
     rest: np.ndarray
     features: np.ndarray
+    band: np.ndarray
 
 
 def triageable(walk, X) -> bool:
@@ -182,21 +186,32 @@ def _triage(walk, plan, X, thr, b: int) -> Triage:
     kappa = None if thr.mass is None else thr.mass[:b]
     V = U if kappa is None else U + kappa * A
     # A bound on |computed − exact| of V_t, one per position, from the rows' largest values
-    # (a band a little wider than a row's own leaves a few more rows to the walk, no error):
-    # D from float64 sums of d products (≤ (d + 4) u of (‖x‖ + ‖s‖)², doubled), each term's
-    # exponential through it, the features' products and the running sums' rounding as the
-    # sketched source allows them (sources/sketch.py); every row whose norm or statistic is
-    # not finite is left to the walk.
+    # (a band a little wider than a row's own leaves a few more rows to the walk, no error);
+    # every row whose norm or statistic is not finite is left to the walk. u = u64 below.
     finite = np.isfinite(V).all(axis=1) & np.isfinite(norms2)
     x_max = float(np.sqrt(norms2.max(initial=0.0, where=finite)))
+    # - Each first term: D = ‖x‖² − 2 x · s + ‖s‖², float64 sums of d products, off by at most
+    #   (d + 4) u (‖x‖ + ‖s‖)² (doubled), moving |w| e^{−γD} by |w| h (e^{γ ΔD} − 1).
     dD = 2.0 * (d + 4) * U64 * (x_max + arrays.sv_norms) ** 2
     mag_max = np.abs(mags).max(axis=0, initial=0.0, where=finite[:, None])
+    d_mag = mag_max * (np.expm1(1.0001 * gamma * dD) + 8 * U64) + 2.0**-1021
+    # - The features: each D_j = ‖U − L_j‖² + r(x), r = ‖x‖² − 2 x · x̄ + ‖x̄‖² − ‖U‖² (‖U‖ ≤
+    #   ‖x‖ + ‖x̄‖), off by at most 4 (d + k + 8) u (2‖x‖ + 2‖x̄‖ + max‖L‖)², which cancels badly
+    #   for rows far from the origin; a feature (≤ 1) moves by at most e^{γ ΔD} − 1, and the start
+    #   a(x) · β and the sketched parts a(x) · |w| b with it: (‖β‖₁ + Σ_{k≤t} |w| ‖b‖₁) times it.
+    mean_norm = float(np.sqrt(projection.mean_norm))
+    l_max = float(np.sqrt(np.einsum("ij,ij->i", projection.landmarks, projection.landmarks).max()))
+    dF = 4.0 * (d + k + 8) * U64 * (2.0 * x_max + 2.0 * mean_norm + l_max) ** 2
+    d_feature = np.expm1(1.0001 * gamma * dF) + 8 * U64
+    beta_norm = float(np.abs(sk.beta).sum())
+    # - Products and sums in double precision: 8 (m + d + 8) u of the sizes summed.
     sketched_max = np.abs(sketched).max(axis=0, initial=0.0, where=finite[:, None])
     start_max = float(np.abs(start).max(initial=0.0, where=finite))
-    d_mag = mag_max * (np.expm1(1.0001 * gamma * dD) + 8 * U64) + 2.0**-1021
-    band = np.cumsum(d_mag) * (1.0 if kappa is None else 1.0 + np.abs(kappa))
-    size = start_max + np.cumsum(mag_max + sketched_max)
-    band += 8 * (sketch.m + d + 8) * U64 * (sk.size[:b] + size)  # (features ≤ 1)
+    size = start_max + beta_norm + abs(sk.mean_start) + np.cumsum(mag_max + sketched_max)
+    band = np.cumsum(d_mag) + d_feature * (beta_norm + sk.size[:b])
+    band += 8 * (sketch.m + d + 8) * U64 * (sk.size[:b] + size)
+    if kappa is not None:  # V = U + κ A: the terms' error again through κ, and κ A's rounding
+        band += np.abs(kappa) * (np.cumsum(d_mag) + 4 * b * U64 * np.cumsum(mag_max))
     band *= 2.0
     if not finite.all():
         V = V.copy()
@@ -217,7 +232,7 @@ def _triage(walk, plan, X, thr, b: int) -> Triage:
         value=V[hit, first],
         unsure=np.zeros(0, dtype=np.int64),
     )
-    return Triage(decided=decided, rest=rest, features=features[rest])
+    return Triage(decided=decided, rest=rest, features=features[rest], band=band)
 
 
 def merged(tri: Triage, walked: Stops) -> Stops:

@@ -56,13 +56,33 @@ WALK_TERM_NS, MASS_TERM_NS = 1.8, 1.0
 PREP_AUGMENTED, PREP_NORMS, PREP_GRID = 1.35, 0.12, 0.7
 
 
+#: A dense kernel term's product, ns a feature: up to WIDE_FEATURES features, and beyond them,
+#: float32 and float64. Fitted first on one machine (1.5 + 0.0085 d and 1.7 + 0.017 d ns a term:
+#: float32 products of MNIST's shape at ~94 G multiply-adds a second); two machines since (an
+#: Intel Xeon, 2026-11-28: 54 G; an AMD EPYC, 2026-12-01: ~50 G, float64 ~25 G) ran products of
+#: MNIST's shape at half that rate: `np.exp(A @ B)` of 2,675 × 784 against 784 × 196, one
+#: thread, 16.4 ns a term in float32 and 38.0 in float64 (787 × 784 against 784 × 666: 15.6 and
+#: 31.1), where the first fit priced 8.2 and 15.0, so walks of MNIST pairs measured at 0.45 of
+#: a full evaluation were priced at 0.90 and not taken. Over few features the first fit holds
+#: (2,000 × 20 against 200: 0.95 and 1.73 ns a term; 80 features 2.08 and 4.08).
+TERM_NS = {True: (1.5, 0.0085, 0.020), False: (1.7, 0.017, 0.042)}
+
+
+def dense_term_ns(d: int, single: bool) -> float:
+    """A full evaluation's dense RBF term over ``d`` features, ns (float32 products where
+    ``single``): :data:`TERM_NS`' base, its first slope up to :data:`WIDE_FEATURES` features and
+    its second beyond."""
+    base, narrow, wide = TERM_NS[bool(single)]
+    return base + narrow * min(d, WIDE_FEATURES) + wide * max(d - WIDE_FEATURES, 0)
+
+
 def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
     """Set a dense kernel source's costs (in units of one term of a full evaluation) for rows of
     ``d`` features, with float32 (``single``) or float64 products: a full evaluation's term
-    ``1.5 + 0.0085 d`` ns in float32 (``1.7 + 0.017 d`` in float64), a row through a block
-    ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 19 terms. ``prep``: a
+    :func:`dense_term_ns` (at MNIST's ~700 columns ~14 ns in float32), a row through a block
+    ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 10 terms. ``prep``: a
     row's preparation, ns a feature (:attr:`TermSource.prep_ns`)."""
-    term_ns = 1.5 + 0.0085 * d if single else 1.7 + 0.017 * d
+    term_ns = dense_term_ns(d, single)
     row_ns = 20.0 + (0.17 if single else 0.3) * d
     source.term_ns = term_ns
     source.term_cost = 1.0 + WALK_TERM_NS / term_ns
