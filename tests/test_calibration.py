@@ -23,6 +23,7 @@ from attentive.calibration import (
     minimum_calibration_size,
 )
 from attentive.evaluation import apply_boundary, evaluation_options
+from attentive.evaluator.sources.rbf import dense_term_ns
 from attentive.evaluator.sources.sketch import sketch_cost_model
 from attentive.families import family_names, make_family
 from attentive.families.sketched import SketchedFamily, base_family, sketched_names
@@ -509,7 +510,7 @@ def test_calibrated_boundary_holds_out_part_of_fit_data():
 
     # At the measured costs a rule on the running mass also pays its second sum per term.
     d = clf.sketched_walk_.sketch.n_features
-    mass = 1.0 / (1.5 + 0.0085 * d) if clf.sketch_costs_ == "measured" else 0.0
+    mass = 1.0 / dense_term_ns(d, True) if clf.sketch_costs_ == "measured" else 0.0
     cheapest = {}
     for name, (r, f) in clf.reference_profile_.items():
         costs = cost + f * term_cost if name.startswith("sketched-") else f

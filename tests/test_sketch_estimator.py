@@ -29,6 +29,7 @@ from sklearn.svm import SVC, LinearSVC
 from attentive import AttentiveClassifier, InvalidParameterError, family_names
 from attentive.calibration import CalibrationWarning
 from attentive.evaluation import apply_boundary
+from attentive.evaluator.sources.rbf import dense_term_ns
 from attentive.evaluator.sources.sketch import sketch_cost_model
 from attentive.families import make_family
 from attentive.families.sketched import base_family, sketched_names
@@ -187,7 +188,7 @@ def test_auto_ranks_plain_and_sketched_rules_by_their_cost_on_the_reference_set(
         assert kept is choice.best and kept.total < choice.options[0].total  # the sketch pays
         cost, term_cost = sketch_cost_model(clf.n_terms_)(clf.sketched_walk_.sketch)
         d = clf.sketched_walk_.sketch.n_features
-        mass = 1.0 / (1.5 + 0.0085 * d)  # 1 ns against a float32 term over d columns
+        mass = 1.0 / dense_term_ns(d, True)  # 1 ns against a float32 term over d columns
     else:
         assert kept is min(choice.options, key=lambda o: o.counted_total)
         assert kept.counted_total < choice.options[0].counted_total
@@ -261,7 +262,7 @@ def test_costs_rank_a_sketch_that_does_not_pay_after_the_plain_rules(small):
     assert _ranking(walked, delta, point)[0].startswith("sketched-")  # the fractions alone
     # (a rule on the running mass also pays its second sum per walked term, at measured costs)
     d = clf.sketched_walk_.sketch.n_features
-    mass = 1.0 / (1.5 + 0.0085 * d) if clf.sketch_costs_ == "measured" else 0.0
+    mass = 1.0 / dense_term_ns(d, True) if clf.sketch_costs_ == "measured" else 0.0
     costs = {
         n: (
             r,

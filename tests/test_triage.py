@@ -259,14 +259,13 @@ def _exact_first_statistic(walk, plan, Xp, kappa=None):
     return V if kappa is None else V + L(kappa) * mag
 
 
-@pytest.mark.parametrize("offset", [0.0, 30.0, 300.0])
+@pytest.mark.parametrize("offset", [0.0, 30.0, 300.0, 3000.0])
 def test_the_triages_bound_holds_against_long_double_arithmetic(offset):
     """Every row's statistic at position 1 (a threshold of +∞ decides them all, giving their
     values) is within the triage's bound of the same statistic in long double, on rows far
     from the origin too (where the features' correction r(x) cancels badly), with and without
     a rule on the running mass; and, near the origin, the bound is small enough to decide rows.
-    (Without the features' part of the bound it holds here by a hair at 300: 3.1e-11 against
-    3.3e-11.)"""
+    (Without the features' part of the bound it fails at 3,000: 1.12 times the rest of it.)"""
     from test_sketch_paths import _problem
 
     from attentive.evaluator.plan import Thresholds

@@ -213,6 +213,7 @@ def _triage(walk, plan, X, thr, b: int) -> Triage:
     if kappa is not None:  # V = U + κ A: the terms' error again through κ, and κ A's rounding
         band += np.abs(kappa) * (np.cumsum(d_mag) + 4 * b * U64 * np.cumsum(mag_max))
     band *= 2.0
+    band[np.isnan(band)] = np.inf  # (every term underflowing far out: 0 · ∞; decides nothing)
     if not finite.all():
         V = V.copy()
         V[~finite] = np.nan  # (crosses nothing: walked)

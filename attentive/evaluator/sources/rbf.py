@@ -79,7 +79,7 @@ def dense_term_ns(d: int, single: bool) -> float:
 def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
     """Set a dense kernel source's costs (in units of one term of a full evaluation) for rows of
     ``d`` features, with float32 (``single``) or float64 products: a full evaluation's term
-    :func:`dense_term_ns` (at MNIST's ~700 columns ~14 ns in float32), a row through a block
+    :func:`dense_term_ns` (at MNIST's ~700 columns ~15 ns in float32), a row through a block
     ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 10 terms. ``prep``: a
     row's preparation, ns a feature (:attr:`TermSource.prep_ns`)."""
     term_ns = dense_term_ns(d, single)

@@ -250,8 +250,11 @@ def single_source_features(walk, X, inner) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _term_ns(d: int) -> float:
-    """A full evaluation's term over ``d`` features, ns (float32 products: ``dense_costs``)."""
-    return 1.5 + 0.0085 * d
+    """A full evaluation's term over ``d`` features, ns (float32 products, as ``dense_costs``
+    prices them: :func:`attentive.evaluator.sources.rbf.dense_term_ns`)."""
+    from attentive.evaluator.sources.rbf import dense_term_ns
+
+    return dense_term_ns(d, True)
 
 
 #: What a row's features cost whatever their size, ns: the correction ``r(x)``, the clip, the
