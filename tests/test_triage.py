@@ -336,14 +336,18 @@ def test_a_classifier_behind_a_scaler_decides_alike_with_and_without_the_triage(
     X = np.asarray(ds.X_train, dtype=np.float32)[:900]
     y = np.asarray(ds.y_train)[:900]
     rows = np.asarray(ds.X_test, dtype=np.float32)[:500]
-    clf = AttentiveClassifier(
-        make_pipeline(StandardScaler(), SVC(gamma="scale")),
-        boundary="calibrated",
-        family="sketched-regression",
-        sketch=(4, 16),
-        early_stopping=True,
-        random_state=0,
-    ).fit(X, y)
+
+    def fitted(model):
+        return AttentiveClassifier(
+            model,
+            boundary="calibrated",
+            family="sketched-regression",
+            sketch=(4, 16),
+            early_stopping=True,
+            random_state=0,
+        ).fit(X, y)
+
+    clf = fitted(make_pipeline(StandardScaler(), SVC(gamma="scale")))
     outcomes = []
     for ns in (-1e12, 1e12):
         calls = _priced(monkeypatch, ns)
@@ -355,14 +359,7 @@ def test_a_classifier_behind_a_scaler_decides_alike_with_and_without_the_triage(
     np.testing.assert_array_equal(on.stop_side, off.stop_side)
     np.testing.assert_array_equal(on.labels, off.labels)
     np.testing.assert_allclose(on.decision, off.decision, rtol=1e-9, atol=1e-6)
-    plain = AttentiveClassifier(
-        SVC(gamma="scale"),
-        boundary="calibrated",
-        family="sketched-regression",
-        sketch=(4, 16),
-        early_stopping=True,
-        random_state=0,
-    ).fit(X, y)
+    plain = fitted(SVC(gamma="scale"))
     calls = _priced(monkeypatch, -1e12)
     dense = plain.with_rule().evaluate(rows)
     assert calls
