@@ -31,12 +31,16 @@ from attentive.evaluator.plan import expected_remaining, walk_plan
 from attentive.evaluator.rows import (
     GRID_LIMIT,
     NEAR_GRID,
+    VECDOT_COLUMNS,
     exact_single_products,
+    float64_tiles,
     grid_rows,
     grid_scale,
     restricted_rows,
+    row_norms,
     row_on_grid,
     single_row_norms,
+    squared_norms,
 )
 from attentive.evaluator.sources import NotUsable, sources
 from attentive.evaluator.sources.dot import dot_arrays
@@ -542,6 +546,46 @@ def test_single_row_norms_are_within_their_bound_of_the_exact_norms(d):
     big = X[:2].copy()
     big[1, 0] = 1e20
     assert np.isinf(single_row_norms(big)[0][1]) and np.isfinite(single_row_norms(big)[0][0])
+
+
+@pytest.mark.parametrize("d", [1, 10, VECDOT_COLUMNS - 1, VECDOT_COLUMNS, 784])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_squared_norms_and_row_norms_are_within_a_sums_bound_of_the_exact_norms(d, dtype):
+    """|x|² by squared_norms (either way it sums: einsum below VECDOT_COLUMNS, vecdot from it)
+    and by row_norms (float64 whatever the rows, float32 ones converted a tile at a time):
+    within γ_d of the exact sum of squares (rational arithmetic), rows of every size of value;
+    integers whose squares sum below 2^24 come out exact in float32."""
+    rng = np.random.default_rng(d)
+    X = np.concatenate([rng.standard_normal((3, d)) * s for s in (1e-3, 1.0, 1e6)]).astype(dtype)
+    exact = np.array([float(sum(Fraction(float(v)) ** 2 for v in row)) for row in X])
+    u = 2.0**-24 if dtype == np.float32 else 2.0**-53
+    got = squared_norms(X)
+    assert got.dtype == dtype and got.shape == (X.shape[0],)
+    assert np.all(np.abs(got - exact) <= 1.01 * (d + 1) * u * exact)
+    out = np.full(X.shape[0], np.nan, dtype=dtype)
+    assert squared_norms(X, out=out) is out and np.array_equal(out, got)
+    wide = row_norms(X)
+    assert wide.dtype == np.float64
+    assert np.all(np.abs(wide - exact) <= 1.01 * (d + 1) * 2.0**-53 * exact)
+    ints = rng.integers(0, 256, (5, d)).astype(np.float32)[:, : min(d, 256)]
+    exact_ints = (ints.astype(np.int64) ** 2).sum(axis=1)
+    assert np.array_equal(squared_norms(ints), exact_ints.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_float64_tiles_cover_the_rows_once_in_order_as_float64(dtype):
+    """Every row once, in order, as float64 values equal to the rows'; float64 rows as views
+    of themselves (no copy), others in one buffer reused from tile to tile."""
+    X = (np.random.default_rng(0).standard_normal((203, 7)) * 100).astype(dtype)
+    seen, buffers = [], set()
+    for lo, hi, tile in float64_tiles(X, 64):
+        assert tile.dtype == np.float64 and tile.shape == (hi - lo, 7)
+        assert np.array_equal(tile, X[lo:hi].astype(np.float64))
+        assert np.shares_memory(tile, X) == (dtype == np.float64)
+        buffers.add(tile.__array_interface__["data"][0])
+        seen.append((lo, hi))
+    assert seen == [(0, 64), (64, 128), (128, 192), (192, 203)]
+    assert len(buffers) == (4 if dtype == np.float64 else 1)
 
 
 def test_a_grid_on_every_column_walks_on_the_grid(built):

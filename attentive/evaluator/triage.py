@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from attentive.evaluator.crossing import certain_crossings
 from attentive.evaluator.precision import U64
-from attentive.evaluator.rows import product_tile_rows, tile_rows
+from attentive.evaluator.rows import float64_tiles, product_tile_rows, squared_norms, tile_rows
 from attentive.evaluator.sources.sketch import (
     DOUBLE_MADD_NS,
     FEATURE_TILE,
@@ -116,6 +116,7 @@ class _Arrays:
     sv_norms2: np.ndarray  # (b,) ‖s‖²
     sv_norms: np.ndarray  # (b,) ‖s‖
     log_w: np.ndarray  # (b,) log |w|
+    reach: float  # 2‖x̄‖ + max‖L‖: the features' rounding grows with (2‖x‖ + reach)²
 
 
 def _arrays(walk, plan, b: int) -> _Arrays:
@@ -124,14 +125,16 @@ def _arrays(walk, plan, b: int) -> _Arrays:
         S = np.asarray(base.terms.support_vectors, dtype=np.float64)[np.asarray(base.order)[:b]]
         projection = walk.sketch.projection
         own = projection.stacked if projection.coordinates is None else projection.stacked[:, -1:]
-        norms2 = np.einsum("ij,ij->i", S, S)
+        norms2 = squared_norms(S)
         with np.errstate(divide="ignore"):
             log_w = np.log(np.abs(plan.ordered_weights[:b]))
+        landmark_norm = float(np.sqrt(squared_norms(projection.landmarks).max(initial=0.0)))
         return _Arrays(
             stacked=np.ascontiguousarray(np.column_stack([own, S.T])),
             sv_norms2=norms2,
             sv_norms=np.sqrt(norms2),
             log_w=log_w,
+            reach=2.0 * float(np.sqrt(projection.mean_norm)) + landmark_norm,
         )
 
     return plan.arrays(("triage", b), build)
@@ -155,23 +158,19 @@ def _triage(walk, plan, X, thr, b: int) -> Triage:
     k = projection.projected_mean.shape[0]
     coords = projection.coordinates
     own = arrays.stacked.shape[1] - b  # the projection's columns in the product
-    G = np.empty((m, k + 1))
-    cross = np.empty((m, b))
     norms2 = np.empty(m)
     columns = arrays.stacked.shape[1]
     T = product_tile_rows(d, columns, max(FEATURE_TILE, tile_rows(d)))
-    product = np.empty((min(m, T), columns))
-    for lo in range(0, m, T):
-        tile = np.asarray(X[lo : lo + T], dtype=np.float64)
-        hi = lo + tile.shape[0]
-        out = np.matmul(tile, arrays.stacked, out=product[: hi - lo])
-        if coords is None:
-            G[lo:hi] = out[:, :own]
-        else:
+    product = np.empty((m, columns))  # G = X [Pᵀ | x̄] first (x̄'s column alone on coordinates)
+    G = product[:, :own] if coords is None else np.empty((m, k + 1))
+    for lo, hi, tile in float64_tiles(X, T):
+        np.matmul(tile, arrays.stacked, out=product[lo:hi])
+        if coords is not None:
             G[lo:hi, :k] = tile[:, coords]
-            G[lo:hi, k] = out[:, 0]
-        cross[lo:hi] = out[:, own:]
-        np.einsum("ij,ij->i", tile, tile, out=norms2[lo:hi])
+        squared_norms(tile, out=norms2[lo:hi])
+    if coords is not None:
+        G[:, k] = product[:, 0]
+    cross = product[:, own:]
     features = projection.features_of(G, norms2 if projection.corrected else None, gamma)
     sk = sketch_arrays(walk, plan)
     start = features @ sk.beta - sk.mean_start
@@ -199,9 +198,7 @@ def _triage(walk, plan, X, thr, b: int) -> Triage:
     #   ‖x‖ + ‖x̄‖), off by at most 4 (d + k + 8) u (2‖x‖ + 2‖x̄‖ + max‖L‖)², which cancels badly
     #   for rows far from the origin; a feature (≤ 1) moves by at most e^{γ ΔD} − 1, and the start
     #   a(x) · β and the sketched parts a(x) · |w| b with it: (‖β‖₁ + Σ_{k≤t} |w| ‖b‖₁) times it.
-    mean_norm = float(np.sqrt(projection.mean_norm))
-    l_max = float(np.sqrt(np.einsum("ij,ij->i", projection.landmarks, projection.landmarks).max()))
-    dF = 4.0 * (d + k + 8) * U64 * (2.0 * x_max + 2.0 * mean_norm + l_max) ** 2
+    dF = 4.0 * (d + k + 8) * U64 * (2.0 * x_max + arrays.reach) ** 2
     d_feature = np.expm1(1.0001 * gamma * dF) + 8 * U64
     beta_norm = float(np.abs(sk.beta).sum())
     # - Products and sums in double precision: 8 (m + d + 8) u of the sizes summed.

@@ -19,6 +19,7 @@ from attentive.evaluator.precision import rounding_allowance
 from attentive.evaluator.rows import (
     SupportColumns,
     check_finite_rows,
+    squared_norms,
     support_columns,
     tile_rows,
 )
@@ -208,7 +209,7 @@ def augmented_rows(arrays: RBFArrays, X: np.ndarray, idx=None, dtype=np.float64)
     for lo in range(0, m, T):
         hi = min(m, lo + T)
         centred = np.subtract(rows[lo:hi], arrays.centre, out=buf[: hi - lo], dtype=np.float64)
-        np.einsum("ij,ij->i", centred, centred, out=norms2[lo:hi])
+        squared_norms(centred, out=norms2[lo:hi])
         np.multiply(arrays.columns.view(centred), 2.0 * g, out=out[lo:hi, :k])
     check_finite_rows(norms2, rows)
     out[:, k] = 1.0

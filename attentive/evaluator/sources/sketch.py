@@ -28,7 +28,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from attentive.evaluator.precision import U32, U64
-from attentive.evaluator.rows import product_tile_rows, single_row_norms, tile_rows
+from attentive.evaluator.rows import (
+    float64_tiles,
+    product_tile_rows,
+    single_row_norms,
+    squared_norms,
+    tile_rows,
+)
 from attentive.evaluator.scratch import scratch
 from attentive.evaluator.sources.base import TermSource
 from attentive.evaluator.sources.generic import sparse_row_values
@@ -100,12 +106,10 @@ def sketch_features(walk, X: np.ndarray) -> np.ndarray:
     T = product_tile_rows(
         X.shape[1], projection.stacked.shape[1], max(FEATURE_TILE, tile_rows(X.shape[1]))
     )
-    for lo in range(0, m, T):
-        tile = np.asarray(X[lo : lo + T], dtype=np.float64)
-        hi = lo + tile.shape[0]
+    for lo, hi, tile in float64_tiles(X, T):
         projection.products(tile, out=G[lo:hi])
         if norms is not None:
-            np.einsum("ij,ij->i", tile, tile, out=norms[lo:hi])
+            squared_norms(tile, out=norms[lo:hi])
     return projection.features_of(G, norms, sketch.gamma)
 
 
@@ -121,9 +125,8 @@ SINGLE_CHUNK = 16
 MAX_FEATURE_ERROR = 1e-4
 #: A multiply-add of a dense projection (``P x`` over the row's d columns, and ``x · x̄``), ns:
 #: :func:`single_features`' float32 products by chunks, and the double-precision features
-#: (:func:`sketch_features`). Fitted, with :data:`SINGLE_FEATURE_READ_NS` and
-#: :data:`FEATURE_READ_NS`, to features of ~7,000 MNIST rows (784 float32 columns: 8 against
-#: the rest, pixels and 2 vs 5 standardised) at (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and
+#: (:func:`sketch_features`). Fitted, with :data:`FEATURE_READ_NS`, to features of ~7,000
+#: MNIST rows (784 float32 columns: 8 against the rest, pixels and 2 vs 5 standardised) at (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and
 #: (16, 64), one thread, medians of 15–21, four runs (2026-11-30): double precision 414–429,
 #: 465–508, 522–558, 615–644 and 1,019–1,069 ns a row; priced at 422, 462, 546, 723 and 1,114.
 #: The float32 features measured 296–998 then, but 1,210 ns a row at (1, 4) and 1,559 at
@@ -131,10 +134,12 @@ MAX_FEATURE_ERROR = 1e-4
 #: (2026-12-01, 4,096 rows of 2 vs 5 standardised and 3 against the rest, OpenBLAS's own
 #: kernels): a tile's ~49 chunk products are as many small calls. They are priced as the
 #: double-precision ones, not below them.
-SINGLE_MADD_NS = DOUBLE_MADD_NS = 0.04
+DOUBLE_MADD_NS = 0.04
 #: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion
-#: and its chunks' small products' calls; in double precision the rows' norms too.
-SINGLE_FEATURE_READ_NS = FEATURE_READ_NS = 0.39
+#: and its chunks' small products' calls; in double precision the rows' norms too. (One price
+#: for float32 and double-precision features since 2026-12-01: the float32 ones had their own,
+#: ``SINGLE_FEATURE_READ_NS`` and ``SINGLE_MADD_NS``, until they measured no cheaper.)
+FEATURE_READ_NS = 0.39
 #: Where ``P``'s rows are coordinates (rows behind a PCA: narrow), a column of the row: its
 #: product with ``x̄`` and its read (fitted to rows of 30–50 columns, as ``FEATURE_ROW_NS``).
 SINGLE_COORDINATE_NS = 0.09
@@ -292,13 +297,8 @@ def _features_ns(sketch, single: bool = False) -> float:
     d, k, m = sketch.n_features, sketch.k, sketch.m
     if sketch.on_coordinates:
         projection = (SINGLE_COORDINATE_NS if single else COORDINATE_NS) * d + 1.0 * k
-    else:
-        read, madd = (
-            (SINGLE_FEATURE_READ_NS, SINGLE_MADD_NS)
-            if single
-            else (FEATURE_READ_NS, DOUBLE_MADD_NS)
-        )
-        projection = read * d + madd * (k + 1) * d
+    else:  # (float32 features by chunks are priced as the double-precision ones: above)
+        projection = FEATURE_READ_NS * d + DOUBLE_MADD_NS * (k + 1) * d
     return projection + 0.1 * m * k + 2.0 * m + FEATURE_ROW_NS
 
 
