@@ -25,6 +25,7 @@ from attentive.evaluator.scratch import scratch
 __all__ = [
     "GRID_LIMIT",
     "TILE_BYTES",
+    "VECDOT_COLUMNS",
     "SupportColumns",
     "as_rows",
     "block_product",
@@ -137,7 +138,10 @@ def squared_norms(X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``|x|²`` of each row of a 2-D array, in its dtype (every product summed once, in some
     order: the bounds that cover a sum of ``d`` products hold)."""
     if _vecdot is not None and X.shape[1] >= VECDOT_COLUMNS:
-        return _vecdot(X, X, out=out)
+        # As silent as einsum: a finite row whose squares overflow has an infinite norm, and
+        # its callers decide what that means (check_finite_rows evaluates such rows).
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _vecdot(X, X, out=out)
     return np.einsum("ij,ij->i", X, X, out=out)
 
 
@@ -154,7 +158,7 @@ def float64_tiles(X: np.ndarray, T: int):
             yield lo, hi, X[lo:hi]
         else:
             tile = buf[: hi - lo]
-            tile[...] = X[lo:hi]
+            np.copyto(tile, X[lo:hi], casting="same_kind")  # (complex rows are refused)
             yield lo, hi, tile
 
 

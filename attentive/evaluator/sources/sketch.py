@@ -126,8 +126,8 @@ MAX_FEATURE_ERROR = 1e-4
 #: A multiply-add of a dense projection (``P x`` over the row's d columns, and ``x · x̄``), ns:
 #: :func:`single_features`' float32 products by chunks, and the double-precision features
 #: (:func:`sketch_features`). Fitted, with :data:`FEATURE_READ_NS`, to features of ~7,000
-#: MNIST rows (784 float32 columns: 8 against the rest, pixels and 2 vs 5 standardised) at (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and
-#: (16, 64), one thread, medians of 15–21, four runs (2026-11-30): double precision 414–429,
+#: MNIST rows (784 float32 columns: 8 against the rest, pixels and 2 vs 5 standardised) at
+#: (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and (16, 64), one thread, medians of 15–21, four runs (2026-11-30): double precision 414–429,
 #: 465–508, 522–558, 615–644 and 1,019–1,069 ns a row; priced at 422, 462, 546, 723 and 1,114.
 #: The float32 features measured 296–998 then, but 1,210 ns a row at (1, 4) and 1,559 at
 #: (4, 16) against the double-precision features' 687 and 898 in the same process
@@ -136,9 +136,10 @@ MAX_FEATURE_ERROR = 1e-4
 #: double-precision ones, not below them.
 DOUBLE_MADD_NS = 0.04
 #: What reading a dense row costs the features, ns a column, whatever k: the tile's conversion
-#: and its chunks' small products' calls; in double precision the rows' norms too. (One price
-#: for float32 and double-precision features since 2026-12-01: the float32 ones had their own,
-#: ``SINGLE_FEATURE_READ_NS`` and ``SINGLE_MADD_NS``, until they measured no cheaper.)
+#: to float64 and the rows' norms (fitted to the double-precision features; the float32 ones,
+#: whose chunks' small products are as many calls, had their own price,
+#: ``SINGLE_FEATURE_READ_NS`` and ``SINGLE_MADD_NS``, until 2026-12-01, when they measured no
+#: cheaper).
 FEATURE_READ_NS = 0.39
 #: Where ``P``'s rows are coordinates (rows behind a PCA: narrow), a column of the row: its
 #: product with ``x̄`` and its read (fitted to rows of 30–50 columns, as ``FEATURE_ROW_NS``).
