@@ -127,8 +127,9 @@ MAX_FEATURE_ERROR = 1e-4
 #: :func:`single_features`' float32 products by chunks, and the double-precision features
 #: (:func:`sketch_features`). Fitted, with :data:`FEATURE_READ_NS`, to features of ~7,000
 #: MNIST rows (784 float32 columns: 8 against the rest, pixels and 2 vs 5 standardised) at
-#: (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and (16, 64), one thread, medians of 15–21, four runs (2026-11-30): double precision 414–429,
-#: 465–508, 522–558, 615–644 and 1,019–1,069 ns a row; priced at 422, 462, 546, 723 and 1,114.
+#: (k, m) = (1, 4), (2, 8), (4, 16), (8, 32) and (16, 64), one thread, medians of 15–21, four
+#: runs (2026-11-30): double precision 414–429, 465–508, 522–558, 615–644 and 1,019–1,069 ns a
+#: row; priced at 422, 462, 546, 723 and 1,114.
 #: The float32 features measured 296–998 then, but 1,210 ns a row at (1, 4) and 1,559 at
 #: (4, 16) against the double-precision features' 687 and 898 in the same process
 #: (2026-12-01, 4,096 rows of 2 vs 5 standardised and 3 against the rest, OpenBLAS's own
