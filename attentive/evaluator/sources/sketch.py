@@ -294,7 +294,7 @@ def _features_ns(sketch, single: bool = False) -> float:
     """A row's sketch features, ns: reading its d columns and the projection over them (k + 1
     products of d multiply-adds: ``P x`` and ``x · x̄``), the m distances in k dimensions and m
     exponentials, and :data:`FEATURE_ROW_NS`. ``single``: the projection in float32 by chunks
-    (:func:`single_features`), its bound a few operations a row. Where ``P``'s rows are
+    (:func:`single_features`), priced as the double-precision one except on coordinates. Where ``P``'s rows are
     coordinates the product is ``x · x̄`` alone, and the k values are copied (~1 ns each)."""
     d, k, m = sketch.n_features, sketch.k, sketch.m
     if sketch.on_coordinates:
