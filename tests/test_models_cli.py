@@ -58,6 +58,14 @@ def test_datasets_info_describes_what_is_not_downloaded_without_downloading(
     out = capsys.readouterr().out
     assert "mnist-2v5: not downloaded yet (4 file(s) into" in out
     assert f"python -m attentive datasets download mnist-2v5 --data-home {tmp_path})" in out
+    # The download it names takes the mirror this command was given.
+    mirror = "http://127.0.0.1:9/my mirror/"
+    assert (
+        main(["datasets", "info", "mnist-2v5", "--data-home", str(tmp_path), "--mirror", mirror])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert f"datasets download mnist-2v5 --data-home {tmp_path} --mirror '{mirror}')" in out, out
     assert main(["datasets", "info", "--data-home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "breast-cancer: 398 train / 171 test" in out and "gisette: not downloaded yet" in out

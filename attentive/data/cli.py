@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from attentive.data.dataset import data_home
 from attentive.data.registry import REGISTRY, list_datasets, load_dataset
@@ -55,11 +56,16 @@ def run(args: argparse.Namespace) -> int:
         info = infos.get(name)
         if args.action == "info" and info is not None and not info.cached:
             # Described, not downloaded: info reads what is here.
-            home = "" if args.data_home is None else f" --data-home {args.data_home}"
+            # (the download command as this one was given: its cache and its mirror)
+            options = "".join(
+                f" {flag} {shlex.quote(str(value))}"
+                for flag, value in (("--data-home", args.data_home), ("--mirror", args.mirror))
+                if value is not None
+            )
             print(
                 f"{name}: not downloaded yet ({len(info.files)} file(s) into "
                 f"{data_home(args.data_home)}; python -m attentive datasets download {name}"
-                f"{home})"
+                f"{options})"
             )
             print(f"  {info.description}")
             continue
