@@ -22,6 +22,7 @@ from panel.io.resources import CDN_DIST
 from panel.util import parse_query
 
 from attentive.app import server_log
+from attentive.app.address import AddressInPlace
 from attentive.app.calibration_view import CalibrationControls, CalibrationView
 from attentive.app.comm import KernelChangesStay, send_in_order
 from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
@@ -631,7 +632,8 @@ class Dashboard(pn.viewable.Viewer):
             self._tell(f"theme={asked} is not a theme of the page; expected dark or light.")
         template = DashboardTemplate(
             title=TITLE,
-            sidebar=self.sidebar(),
+            # (with the component that keeps the controls' moves out of the browser's history)
+            sidebar=[*self.sidebar(), AddressInPlace()],
             main=self.main(),
             sidebar_width=330,
             accent_base_color=COLORS["attentive"],

@@ -128,6 +128,20 @@ def wait_for_numbers(page, expected: dict[str, str], timeout: float = 120.0) -> 
     assert shown == expected, f"{page.url} shows {shown}, expected {expected}"
 
 
+def settled_number(page, key: str, quiet: float = 3.0, timeout: float = 120.0) -> str:
+    """The card ``key`` once it has not changed for ``quiet`` seconds: moves made in a row
+    arrive as updates in turn, each drawing the card anew."""
+    last, since = number(page, key), time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() - since < quiet:
+        assert time.monotonic() < deadline, f"the {key} card never settled (last {last!r})"
+        page.wait_for_timeout(250)
+        now = number(page, key)
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
 def evaluated_terms(text: str) -> tuple[float, int]:
     """'180.8 of 686 (26%)' → (180.8, 686)."""
     mean, n = re.match(r"([\d,.]+) of ([\d,]+)", text).groups()
@@ -251,6 +265,7 @@ def test_default_is_mnist_calibrated_and_matches_the_exported_classifier(page, s
 def test_controls_move_numbers_and_the_url_holds_them(page, server_url):
     load(page, server_url)
     wait_for_plots(page)
+    entries = page.evaluate("() => history.length")
     before = number(page, "evaluated")
     # The permutation seed changes the order, so the walks and where they stop.
     seed_input = page.locator(".att-seed input")
@@ -286,6 +301,9 @@ def test_controls_move_numbers_and_the_url_holds_them(page, server_url):
     # session opened on the URL alone.
     expected = expected_numbers(query(page))
     wait_for_numbers(page, expected)
+    # The address followed every move in place: no history entry a move, whose Back would give
+    # an address the page does not show (Panel's location pushes one a change, and reads none).
+    assert page.evaluate("() => history.length") == entries
     url = page.url
     page.goto("about:blank")
     page.goto(url)
