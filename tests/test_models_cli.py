@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -57,7 +58,8 @@ def test_datasets_info_describes_what_is_not_downloaded_without_downloading(
     assert main(["datasets", "info", "mnist-2v5", "--data-home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "mnist-2v5: not downloaded yet (4 file(s) into" in out
-    assert f"python -m attentive datasets download mnist-2v5 --data-home {tmp_path})" in out
+    home = shlex.quote(str(tmp_path))
+    assert f"python -m attentive datasets download mnist-2v5 --data-home {home})" in out
     # The download it names takes the mirror this command was given.
     mirror = "http://127.0.0.1:9/my mirror/"
     assert (
@@ -65,7 +67,7 @@ def test_datasets_info_describes_what_is_not_downloaded_without_downloading(
         == 0
     )
     out = capsys.readouterr().out
-    assert f"datasets download mnist-2v5 --data-home {tmp_path} --mirror '{mirror}')" in out, out
+    assert f"datasets download mnist-2v5 --data-home {home} --mirror '{mirror}')" in out, out
     assert main(["datasets", "info", "--data-home", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "breast-cancer: 398 train / 171 test" in out and "gisette: not downloaded yet" in out

@@ -10,7 +10,10 @@ showed another), and took as many presses to leave the page.
 it, it wraps ``history.pushState`` so that an address that differs from the current one only in
 its query or fragment (the same path) replaces the current entry: the address always holds the
 state shown (a copied or reloaded address gives the same dashboard), and Back leaves the page.
-A change of path (none that the dashboard makes) still adds an entry.
+A change of path (none that the dashboard makes) still adds an entry, and so does the header's
+theme toggle, which loads the page anew (Back then gives the other theme, at the same address).
+tests/test_app_address.py fails when Panel's location reads the history back (the component can
+go then).
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ class AddressInPlace(JSComponent):
       const push = history.pushState.bind(history);
       const replace = history.replaceState.bind(history);
       history.pushState = function (state, unused, url) {{
-        let samePath = false;
+        // (no address given keeps the current one: the same path)
+        let samePath = url == null;
         try {{
-          samePath = new URL(url, window.location.href).pathname === window.location.pathname;
+          samePath ||= new URL(url, window.location.href).pathname === window.location.pathname;
         }} catch (e) {{}}
         return samePath ? replace(state, unused, url) : push(state, unused, url);
       }};

@@ -128,20 +128,6 @@ def wait_for_numbers(page, expected: dict[str, str], timeout: float = 120.0) -> 
     assert shown == expected, f"{page.url} shows {shown}, expected {expected}"
 
 
-def settled_number(page, key: str, quiet: float = 3.0, timeout: float = 120.0) -> str:
-    """The card ``key`` once it has not changed for ``quiet`` seconds: moves made in a row
-    arrive as updates in turn, each drawing the card anew."""
-    last, since = number(page, key), time.monotonic()
-    deadline = since + timeout
-    while time.monotonic() - since < quiet:
-        assert time.monotonic() < deadline, f"the {key} card never settled (last {last!r})"
-        page.wait_for_timeout(250)
-        now = number(page, key)
-        if now != last:
-            last, since = now, time.monotonic()
-    return last
-
-
 def evaluated_terms(text: str) -> tuple[float, int]:
     """'180.8 of 686 (26%)' → (180.8, 686)."""
     mean, n = re.match(r"([\d,.]+) of ([\d,]+)", text).groups()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from attentive.app import rules
 from attentive.app.plots.walks import BRIDGE
 from tests.ui.test_dashboard import (
     LEGEND,
@@ -13,13 +14,13 @@ from tests.ui.test_dashboard import (
     TAP_POINT,
     WALKS,
     evaluated_terms,
+    expected_numbers,
     load,
     number,
     percent,
     query,
-    settled_number,
     slider_handle,
-    wait_for_change,
+    wait_for_numbers,
     wait_for_plots,
     wait_for_query,
 )
@@ -59,17 +60,19 @@ def test_the_paper_view_shows_the_papers_walks_where_delta_trades_error_for_term
     before = number(page, "evaluated")
     before_terms = evaluated_terms(before)[0]
     before_error = percent(number(page, "stop_error"))
-    delta = query(page)["delta"]
+    start = float(query(page)["delta"])
     handle = slider_handle(page, "delta")
     handle.focus()
     for _ in range(4):
         handle.press("PageUp")
-    wait_for_change(page, "evaluated", before)  # read before the move: it may come at once
-    # Four presses are up to four updates in turn: on a loaded machine the card was read after
-    # the first (one step of δ: a term fewer, the same error). The address follows once the page
-    # is idle; the card is read when it has settled.
-    until(page, lambda: query(page).get("delta") != delta, timeout=120)
-    after_terms = evaluated_terms(settled_number(page, "evaluated"))[0]
+    # Four presses are up to four updates, answered in turn: on a loaded machine the card was
+    # read after the first (one step of δ: a term fewer, the same error). The handle is where
+    # the last press put it at once; the card is read once it shows that δ's numbers.
+    delta = rules.delta_steps()[round(float(handle.get_attribute("aria-valuenow")))]
+    assert delta > start
+    until(page, lambda: float(query(page).get("delta", "nan")) == pytest.approx(delta), 120)
+    wait_for_numbers(page, expected_numbers(query(page)))
+    after_terms = evaluated_terms(number(page, "evaluated"))[0]
     after_error = percent(number(page, "stop_error"))
     assert after_terms < before_terms and after_error > before_error
 
