@@ -18,7 +18,7 @@ go then).
 
 from __future__ import annotations
 
-from panel.custom import JSComponent
+from attentive.app.hidden import HiddenScript
 
 __all__ = ["AddressInPlace"]
 
@@ -26,7 +26,7 @@ __all__ = ["AddressInPlace"]
 WRAPPED = "attentiveAddressInPlace"
 
 
-class AddressInPlace(JSComponent):
+class AddressInPlace(HiddenScript):
     """Query changes replace the page's history entry instead of adding one (see module)."""
 
     _esm = f"""
@@ -47,10 +47,3 @@ class AddressInPlace(JSComponent):
       history['{WRAPPED}'] = true;
     }}
     """
-
-    def __init__(self, **params):
-        params.setdefault("width", 0)
-        params.setdefault("height", 0)
-        params.setdefault("margin", 0)
-        params.setdefault("sizing_mode", "fixed")
-        super().__init__(**params)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import weakref
 
-from panel.custom import JSComponent
+from attentive.app.hidden import HiddenScript
 
 __all__ = ["KernelChangesStay", "send_in_order"]
 
@@ -53,7 +53,7 @@ COMM_MANAGER = "panel.models.comm_manager.CommManager"
 WRAPPED = "attentiveKernelChangesStay"
 
 
-class KernelChangesStay(JSComponent):
+class KernelChangesStay(HiddenScript):
     """Stops a notebook's page from sending the kernel's own changes back to it (see module)."""
 
     _esm = f"""
@@ -72,13 +72,6 @@ class KernelChangesStay(JSComponent):
       manager.prototype['{WRAPPED}'] = true;
     }}
     """
-
-    def __init__(self, **params):
-        params.setdefault("width", 0)
-        params.setdefault("height", 0)
-        params.setdefault("margin", 0)
-        params.setdefault("sizing_mode", "fixed")
-        super().__init__(**params)
 
 
 # Seconds between tries while a document's comm is closed (Panel's own retry delay).
