@@ -200,6 +200,54 @@ def test_a_refused_value_leaves_the_url_through_panels_location():
     assert "bridge_n=1000" in location.search and "bridge_drift=0.1" in location.search
 
 
+def test_a_value_between_the_sliders_steps_goes_to_the_nearest_step_and_into_the_url():
+    """A slider holds only its steps (n: 50, 100, ... 3000): a URL value between two steps is
+    taken at the nearest one, as δ's slider snaps a typed δ, and the address then holds it. The
+    nearest step is found here by a search over every step."""
+    from panel.io.location import Location
+
+    from attentive.app.plots.bridge import (
+        BRIDGE_URL,
+        BridgeTab,
+        BridgeUrl,
+        bridge_url_reset,
+        bridge_url_values,
+    )
+
+    def nearest(name, number):
+        spec = BridgeTab.param[name]
+        lo, hi = spec.bounds
+        grid = lo + spec.step * np.arange(round((hi - lo) / spec.step) + 1)
+        return float(grid[np.argmin(np.abs(grid - number))])
+
+    for name, raw in [
+        ("n", "777"),
+        ("n", "774"),
+        ("n", "2999"),
+        ("n", "51"),
+        ("drift", "0.123"),
+        ("drift", "0.0051"),
+        ("delta", "0.0124"),
+        ("delta", "0.4996"),
+    ]:
+        values, problems = bridge_url_values(BridgeUrl(**{name: raw}))
+        assert problems == []
+        assert values[name] == pytest.approx(nearest(name, float(raw)), abs=1e-9), (name, raw)
+        assert values[name] != float(raw)
+    for n in range(50, 3001, 50):  # every step is its own
+        assert bridge_url_values(BridgeUrl(n=str(n)))[0] == {"n": n}
+
+    location = Location(search="?tab=bridge&bridge_n=777&bridge_drift=0.1&bridge_delta=0.0124")
+    url = BridgeUrl()
+    location.sync(url, BRIDGE_URL)
+    values, problems = bridge_url_values(url)
+    assert values == {"n": 800, "drift": 0.1, "delta": 0.012} and problems == []
+    bridge_url_reset(url, values)
+    for held in ("bridge_n=800", "bridge_drift=0.1", "bridge_delta=0.012"):
+        assert held in location.search, location.search
+    assert type(url.n) is int
+
+
 def test_a_slider_move_is_written_to_the_url():
     from attentive.app.plots.bridge import BridgeTab, BridgeUrl
 

@@ -607,7 +607,7 @@ class Dashboard(pn.viewable.Viewer):
             values, problems = bridge_url_values(url)
             for problem in problems:
                 self._tell(problem)
-            bridge_url_reset(url, values)  # (told once: not again on each reload)
+            bridge_url_reset(url, values)  # (told once, not on each reload; snapped values shown)
             tab = BridgeTab(**values)
             tab.follow(url)
             return tab.__panel__()

@@ -10,6 +10,8 @@ in the cell's output on a few fast moves)."""
 
 from __future__ import annotations
 
+import math
+
 import panel as pn
 import param
 from bokeh.core.properties import value
@@ -259,9 +261,19 @@ def _url_number(name: str, value):
     return int(value) if name == "n" else round(float(value), 6)
 
 
+def _on_grid(spec, number: float) -> float:
+    """``number`` (within ``spec``'s bounds) on its slider's grid: the nearest of ``lo + k
+    step``, as δ's slider snaps a typed δ: the tab then holds, and the address names, a value
+    its slider can show and return to."""
+    lo, hi = spec.bounds
+    steps = math.floor((number - lo) / spec.step + 0.5)
+    return min(hi, lo + steps * spec.step)
+
+
 def bridge_url_values(url: BridgeUrl) -> tuple[dict, list[str]]:
-    """The slider values ``url`` holds that the tab can take, and a message for each it cannot
-    (that slider keeps its default)."""
+    """The slider values ``url`` holds that the tab can take, on the slider's grid (a value
+    between two steps goes to the nearest), and a message for each it cannot take (that slider
+    keeps its default)."""
     values, problems = {}, []
     for name, key in BRIDGE_URL.items():
         raw = getattr(url, name)
@@ -275,7 +287,7 @@ def bridge_url_values(url: BridgeUrl) -> tuple[dict, list[str]]:
             number = float("nan")
         # (NaN and ±inf fail the bounds; a whole n only.)
         if lo <= number <= hi and (name != "n" or number.is_integer()):
-            values[name] = _url_number(name, number)
+            values[name] = _url_number(name, _on_grid(spec, number))
         else:
             kind = "a whole number" if name == "n" else "a number"
             problems.append(
@@ -286,9 +298,11 @@ def bridge_url_values(url: BridgeUrl) -> tuple[dict, list[str]]:
 
 
 def bridge_url_reset(url: BridgeUrl, values: dict) -> None:
-    """Put each slider's default in ``url`` where it holds a value :func:`bridge_url_values`
-    refused (``values`` is what it took): Panel's location keeps a query key set to None, so
-    the refused value stayed and was told again on every reload (the theme switch's)."""
+    """Put in ``url`` the value each slider it names takes: the default where
+    :func:`bridge_url_values` refused the value (``values`` is what it took; Panel's location
+    keeps a query key set to None, so the refused value stayed and was told again on every
+    reload, the theme switch's), the value on the slider's grid where it snapped one."""
     for name in BRIDGE_URL:
-        if getattr(url, name) is not None and name not in values:
-            setattr(url, name, _url_number(name, BridgeTab.param[name].default))
+        if getattr(url, name) is not None:
+            in_use = values.get(name, BridgeTab.param[name].default)
+            setattr(url, name, _url_number(name, in_use))
