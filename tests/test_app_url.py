@@ -9,6 +9,7 @@ import panel as pn
 import pytest
 from panel.io.location import Location
 from panel.util import parse_query
+from scipy.stats import norm
 
 from attentive.app import background, figures, rules
 from attentive.app.layout import Dashboard
@@ -358,10 +359,41 @@ def test_a_z_off_the_slider_reopens_exactly():
     z = 1.05
     assert all(abs(rules.z_of(d) - z) > 1e-6 for d in rules.delta_steps())
     first = Dashboard(state=DashboardState())
-    first.sync_url(url(f"?boundary=curved&z={z}"))
+    loc = url(f"?boundary=curved&z={z}")
+    first.sync_url(loc)
     assert first.state.n_errors == 0, first.state.last_error
     assert (first.state.boundary, first.state.z) == ("curved", z)
     assert first.state.numbers() == DashboardState(boundary="curved", z=z).numbers()
+    # The δ slider names that rule: its δ' = Φ(−z), on the slider's grid (not the default
+    # δ the page had, which the address then held beside z).
+    assert abs(np.log10(first.state.delta) - np.log10(norm.sf(z))) <= 0.005
+    assert loc.query_params["delta"] == first.state.delta and loc.query_params["z"] == z
+
+
+def test_an_address_whose_delta_and_z_disagree_runs_one_rule_and_the_slider_names_it():
+    """An address the dashboard wrote holds δ = Φ(−z) (on the slider's grid); a hand-edited one
+    may not. A family rule then runs at z, the exact scale, the δ slider shows z's δ', and a
+    warning names both values; a calibrated rule takes no z and keeps δ, z following it."""
+    z, delta = 2.5, 0.05
+    dash = Dashboard(state=DashboardState())
+    loc = url(f"?boundary=curved&delta={delta}&z={z}")
+    dash.sync_url(loc)
+    s = dash.state
+    assert (s.boundary, s.z) == ("curved", z)
+    assert abs(np.log10(s.delta) - np.log10(norm.sf(z))) <= 0.005
+    assert s.numbers() == DashboardState(boundary="curved", z=z).numbers()
+    assert s.n_errors == 1 and s.error_level == "warning"
+    assert f"δ = {delta:g} and z = {z:g}" in s.last_error and "z, the exact scale" in s.last_error
+    assert loc.query_params["delta"] == s.delta and loc.query_params["z"] == z
+
+    dash = Dashboard(state=DashboardState())
+    loc = url(f"?boundary=calibrated&delta=0.02&z={z}")
+    dash.sync_url(loc)
+    s = dash.state
+    assert s.n_errors == 0, s.last_error
+    assert s.delta == 0.02 and s.z == pytest.approx(norm.isf(0.02), abs=0.01)
+    assert s.numbers() == DashboardState(boundary="calibrated", delta=0.02).numbers()
+    assert loc.query_params["z"] == s.z
 
 
 @pytest.mark.parametrize("query", ["", "?boundary=curved&delta=0.01", "?gamma=0.05&C=1.0"])

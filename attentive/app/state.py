@@ -81,11 +81,20 @@ class DashboardState(Background):
 
     # -- what the views draw -------------------------------------------------------------------
     def _rule_inputs_changed(self, *events) -> None:
-        """The rule's controls as one :attr:`rule` (one recompute per move); a δ moved alone
-        makes the family's scale δ's."""
+        """The rule's controls as one :attr:`rule` (one recompute per move). δ and the family's
+        scale z stay in step, δ = Φ(−z) on the slider's grid, so the slider names the rule that
+        runs: a δ moved alone makes z δ's, and a z moved alone (an address's exact scale) puts
+        the δ slider at its δ'. Moved together and disagreeing (a hand-edited address), a family
+        rule keeps z, the exact scale a picked rule reopens at, and says so; the other rules
+        (calibrated, budget, full) take no z and keep δ."""
         moved = {e.name for e in events}
-        if "delta" in moved and "z" not in moved and rules.delta_of(self.z) != self.delta:
-            self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
+        if moved & {"delta", "z"} and rules.delta_of(self.z) != self.delta:
+            if "z" in moved and ("delta" not in moved or self.boundary in rules.scaled_kinds()):
+                if "delta" in moved:
+                    self.report(self._disagreeing(), "warning")
+                self.delta = rules.delta_of(self.z)  # this watcher runs again for δ
+            else:
+                self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
             return
         put_back = {} if self.building else self._refused(self.sketch)
         if put_back:
@@ -93,6 +102,16 @@ class DashboardState(Background):
         rule = self._rule_of(self.sketch)
         if rule != self.rule:
             self.rule = rule
+
+    def _disagreeing(self) -> str:
+        """Why a δ given with a z that is not its scale was not used (a family rule)."""
+        kept = rules.delta_of(self.z)
+        return (
+            f"δ = {self.delta:g} and z = {self.z:g} name different scales of the "
+            f"{self.boundary} boundary (z = {self.z:g} is δ' = Φ(−z) ≈ {kept:g}): z, the exact "
+            f"scale a picked rule keeps, is used, and the δ slider shows {kept:g}. To use "
+            f"δ = {self.delta:g}, move the slider or leave z out of the address."
+        )
 
     @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
