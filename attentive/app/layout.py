@@ -243,6 +243,7 @@ class Dashboard(pn.viewable.Viewer):
         self._served = False
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
+        self._told: set[str] = set()  # other warnings about the URL already given
         self._loaded = False  # served: the browser has loaded the page
         self._pending: list = []  # served: (holder, build) filled once the page has loaded
         self._untold: list[str] = []  # warnings for when it has
@@ -440,6 +441,11 @@ class Dashboard(pn.viewable.Viewer):
         if self._pushing:
             return
         values = {e.name: e.new for e in events if e.new != url_value(getattr(self.state, e.name))}
+        if values.keys() & {"delta", "z"}:
+            # δ and z are settled as the address holds them both (DashboardState.one_scale),
+            # whichever of them differs from the state: the browser sends its address again.
+            address = parse_query(self._location.search or "")
+            values.update({k: address[k] for k in ("delta", "z") if k in address})
         if values:
             self._from_url(values)
         self._push([e.name for e in events])  # the URL says what was applied
@@ -486,6 +492,10 @@ class Dashboard(pn.viewable.Viewer):
                     f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not "
                     "kept when the page reloads: upload it again."
                 )
+        query, disagree = self.state.one_scale(query)
+        if disagree is not None and disagree not in self._told:  # (told once, as above)
+            self._told.add(disagree)
+            self._tell(disagree)
         model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
         if model:

@@ -89,9 +89,8 @@ class DashboardState(Background):
         (calibrated, budget, full) take no z and keep δ."""
         moved = {e.name for e in events}
         if moved & {"delta", "z"} and rules.delta_of(self.z) != self.delta:
+            # (Both moved: code's choice; an address's pair is settled first, one_scale.)
             if "z" in moved and ("delta" not in moved or self.boundary in rules.scaled_kinds()):
-                if "delta" in moved:
-                    self.report(self._disagreeing(), "warning")
                 self.delta = rules.delta_of(self.z)  # this watcher runs again for δ
             else:
                 self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
@@ -103,15 +102,40 @@ class DashboardState(Background):
         if rule != self.rule:
             self.rule = rule
 
-    def _disagreeing(self) -> str:
-        """Why a δ given with a z that is not its scale was not used (a family rule)."""
-        kept = rules.delta_of(self.z)
-        return (
-            f"δ = {self.delta:g} and z = {self.z:g} name different scales of the "
-            f"{self.boundary} boundary (z = {self.z:g} is δ' = Φ(−z) ≈ {kept:g}): z, the exact "
-            f"scale a picked rule keeps, is used, and the δ slider shows {kept:g}. To use "
-            f"δ = {self.delta:g}, move the slider or leave z out of the address."
+    def one_scale(self, values: dict) -> tuple[dict, str | None]:
+        """Controls from an address (``values``, as :meth:`set_controls` takes them) with one of
+        δ and z left out where it holds both and they disagree (a hand-edited address: the
+        dashboard writes δ = Φ(−z) on the slider's grid), and a warning to give, or None.
+
+        A family rule keeps z, the exact scale a picked rule reopens at (δ then follows it),
+        and the warning names both; the other rules (calibrated, budget, full) take no z and
+        keep δ (z follows it). Settled on the address's pair as a whole, so an address sent
+        again gives the same rule whichever of the two the state already holds."""
+        if "delta" not in values or "z" not in values:
+            return values, None
+        pair = []
+        for name in ("delta", "z"):
+            p = self.param[name]
+            try:
+                number = float(typed(p, values[name]))
+            except (TypeError, ValueError):
+                return values, None  # (set_controls reports it)
+            if not p.bounds[0] <= number <= p.bounds[1]:
+                return values, None  # (likewise)
+            pair.append(p.snap(number))
+        delta, z = pair
+        if rules.delta_of(z) == delta:
+            return values, None
+        boundary = values.get("boundary", self.boundary)
+        if boundary not in rules.scaled_kinds():
+            return {k: v for k, v in values.items() if k != "z"}, None
+        kept = rules.delta_of(z)
+        message = (
+            f"The address gives δ = {delta:g} and z = {z:g}, which disagree (z = {z:g} means "
+            f"δ ≈ {kept:g}). The {boundary} rule uses z = {z:g}, and the δ slider now shows "
+            f"{kept:g}. To use δ = {delta:g}, move the slider or remove z from the address."
         )
+        return {k: v for k, v in values.items() if k != "delta"}, message
 
     @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
