@@ -372,38 +372,29 @@ def test_a_z_off_the_slider_reopens_exactly():
 
 def test_an_address_whose_delta_and_z_disagree_runs_one_rule_and_the_slider_names_it():
     """An address the dashboard wrote holds δ = Φ(−z) (on the slider's grid); a hand-edited one
-    may not. A family rule then runs at z, the exact scale, the δ slider shows z's δ', and a
-    warning names both values; a calibrated rule takes no z and keeps δ, z following it. The
-    browser sends its address again as it connects: the same rule, and no second warning,
-    whether or not the address's δ is the one the page had (0.01, the default)."""
+    may not, most likely its δ, the control the page shows. δ is then used and z follows it; for
+    a family rule, which runs at z, a warning names both values, and the calibrated rule takes
+    no z (nothing to tell). The browser sends its address again as it connects: the same rule
+    and no second warning, whether or not the address's δ is the page's (0.01, the default)."""
     z = 2.5
-    for delta in (0.05, 0.01):
-        query = f"?boundary=curved&delta={delta}&z={z}"
-        dash = Dashboard(state=DashboardState())
-        loc = url(query)
-        dash.sync_url(loc)
-        for _ in range(2):
-            s = dash.state
-            assert (s.boundary, s.z) == ("curved", z)
-            assert abs(np.log10(s.delta) - np.log10(norm.sf(z))) <= 0.005
-            assert s.n_errors == 1 and s.error_level == "warning"
-            assert f"δ = {delta:g} and z = {z:g}, which disagree" in s.last_error
-            assert loc.query_params["delta"] == s.delta and loc.query_params["z"] == z
-            loc.search = query  # sent again
-        assert s.numbers() == DashboardState(boundary="curved", z=z).numbers()
-
-    for delta in (0.02, 0.01):
-        query = f"?boundary=calibrated&delta={delta}&z={z}"
-        dash = Dashboard(state=DashboardState())
-        loc = url(query)
-        dash.sync_url(loc)
-        for _ in range(2):
-            s = dash.state
-            assert s.n_errors == 0, s.last_error
-            assert s.delta == delta and s.z == pytest.approx(norm.isf(delta), abs=0.01)
-            assert loc.query_params["z"] == s.z
-            loc.search = query
-        assert s.numbers() == DashboardState(boundary="calibrated", delta=delta).numbers()
+    for boundary, told in [("curved", True), ("calibrated", False)]:
+        for delta in (0.05, 0.01):
+            query = f"?boundary={boundary}&delta={delta}&z={z}"
+            dash = Dashboard(state=DashboardState())
+            loc = url(query)
+            dash.sync_url(loc)
+            for _ in range(2):
+                s = dash.state
+                assert (s.boundary, s.delta) == (boundary, delta)
+                assert s.z == pytest.approx(norm.isf(delta), abs=0.01)
+                assert s.n_errors == int(told), s.last_error
+                if told:
+                    assert s.error_level == "warning"
+                    assert f"δ = {delta:g} and z = {z:g}, which disagree" in s.last_error
+                    assert "remove δ from the address" in s.last_error
+                assert loc.query_params["delta"] == delta and loc.query_params["z"] == s.z
+                loc.search = query  # sent again
+            assert s.numbers() == DashboardState(boundary=boundary, delta=delta).numbers()
 
 
 @pytest.mark.parametrize("query", ["", "?boundary=curved&delta=0.01", "?gamma=0.05&C=1.0"])

@@ -83,17 +83,15 @@ class DashboardState(Background):
     def _rule_inputs_changed(self, *events) -> None:
         """The rule's controls as one :attr:`rule` (one recompute per move). δ and the family's
         scale z stay in step, δ = Φ(−z) on the slider's grid, so the slider names the rule that
-        runs: a δ moved alone makes z δ's, and a z moved alone (an address's exact scale) puts
-        the δ slider at its δ'. Moved together and disagreeing (a hand-edited address), a family
-        rule keeps z, the exact scale a picked rule reopens at, and says so; the other rules
-        (calibrated, budget, full) take no z and keep δ."""
+        runs: a z moved alone (an address's exact scale, off the slider) puts the δ slider at
+        its δ'; a moved δ makes z δ's. (An address holding a δ and a z that disagree is settled
+        before it gets here, :meth:`one_scale`.)"""
         moved = {e.name for e in events}
         if moved & {"delta", "z"} and rules.delta_of(self.z) != self.delta:
-            # (Both moved: code's choice; an address's pair is settled first, one_scale.)
-            if "z" in moved and ("delta" not in moved or self.boundary in rules.scaled_kinds()):
-                self.delta = rules.delta_of(self.z)  # this watcher runs again for δ
-            else:
+            if "delta" in moved:
                 self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
+            else:
+                self.delta = rules.delta_of(self.z)  # this watcher runs again for δ
             return
         put_back = {} if self.building else self._refused(self.sketch)
         if put_back:
@@ -103,14 +101,14 @@ class DashboardState(Background):
             self.rule = rule
 
     def one_scale(self, values: dict) -> tuple[dict, str | None]:
-        """Controls from an address (``values``, as :meth:`set_controls` takes them) with one of
-        δ and z left out where it holds both and they disagree (a hand-edited address: the
-        dashboard writes δ = Φ(−z) on the slider's grid), and a warning to give, or None.
+        """Controls from an address (``values``, as :meth:`set_controls` takes them) without z
+        where it holds a δ and a z that disagree, and a warning to give, or None.
 
-        A family rule keeps z, the exact scale a picked rule reopens at (δ then follows it),
-        and the warning names both; the other rules (calibrated, budget, full) take no z and
-        keep δ (z follows it). Settled on the address's pair as a whole, so an address sent
-        again gives the same rule whichever of the two the state already holds."""
+        The dashboard writes δ = Φ(−z) on the slider's grid, so a pair that disagrees is a hand
+        edit, most likely of δ, the control the page shows: δ is used (z follows it). For a
+        family rule, which runs at z, the warning names both and how to keep z; the calibrated
+        and budget rules take no z (nothing to tell). Settled on the address's pair as a whole,
+        so an address sent again gives the same rule whichever of the two the state holds."""
         if "delta" not in values or "z" not in values:
             return values, None
         pair = []
@@ -126,16 +124,19 @@ class DashboardState(Background):
         delta, z = pair
         if rules.delta_of(z) == delta:
             return values, None
-        boundary = values.get("boundary", self.boundary)
+        without_z = {k: v for k, v in values.items() if k != "z"}
+        boundary = values.get("boundary")
+        if boundary not in self.param["boundary"].objects:  # (refused by set_controls)
+            boundary = self.boundary
         if boundary not in rules.scaled_kinds():
-            return {k: v for k, v in values.items() if k != "z"}, None
-        kept = rules.delta_of(z)
+            return without_z, None
+        used = rules.snap_z(rules.z_of(delta))
         message = (
             f"The address gives δ = {delta:g} and z = {z:g}, which disagree (z = {z:g} means "
-            f"δ ≈ {kept:g}). The {boundary} rule uses z = {z:g}, and the δ slider now shows "
-            f"{kept:g}. To use δ = {delta:g}, move the slider or remove z from the address."
+            f"δ ≈ {rules.delta_of(z):g}). The {boundary} rule uses δ = {delta:g} (z = "
+            f"{used:.2f}). To use z = {z:g}, remove δ from the address."
         )
-        return {k: v for k, v in values.items() if k != "delta"}, message
+        return without_z, message
 
     @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
