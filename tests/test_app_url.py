@@ -80,11 +80,20 @@ def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
 )
 def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, value, words):
     before = getattr(dash.state, name)
-    dash.sync_url(url(f"?{name}={value}"))
+    query = f"?{name}={value}"
+    loc = url(query)
+    dash.sync_url(loc)
     s = dash.state
     assert s.n_errors == 1, s.last_error
     assert words in s.last_error and "parameter" not in s.last_error, s.last_error
     assert getattr(s, name) == before
+    # The address now holds the value in use; the browser sends its own again as it connects
+    # (and may send it once more): the refusal is not told again, and nothing changes.
+    assert parse_query(loc.search)[name] == before
+    for _ in range(2):
+        loc.search = query
+        assert s.n_errors == 1, s.last_error
+        assert getattr(s, name) == before
 
 
 def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again_once(dash):
@@ -395,6 +404,36 @@ def test_an_address_whose_delta_and_z_disagree_runs_one_rule_and_the_slider_name
                 assert loc.query_params["delta"] == delta and loc.query_params["z"] == s.z
                 loc.search = query  # sent again
             assert s.numbers() == DashboardState(boundary=boundary, delta=delta).numbers()
+
+
+@pytest.mark.parametrize(
+    ("boundary", "z", "delta"),
+    [("curved", 5.0, 1e-4), ("constant", -1.0, 0.5), ("calibrated", 5.0, 1e-4)],
+)
+def test_a_z_beyond_the_delta_slider_runs_at_the_sliders_end_and_says_so(boundary, z, delta):
+    """The δ slider, the address and the card name the rule that runs (the pickers choose among
+    the slider's scales): an address's z beyond the slider's range (δ' = Φ(−z) below 0.01 % or
+    above 50 %) is put at the slider's nearest end, δ there; a family rule, which runs at z,
+    says so once, the calibrated rule takes no z and says nothing."""
+    query = f"?boundary={boundary}&z={z}"
+    dash = Dashboard(state=DashboardState())
+    loc = url(query)
+    dash.sync_url(loc)
+    told = boundary != "calibrated"
+    for _ in range(2):
+        s = dash.state
+        assert (s.boundary, s.delta) == (boundary, delta)
+        assert s.z == pytest.approx(norm.isf(delta), abs=1e-9)
+        assert rules.settable(s.z)
+        assert s.n_errors == int(told), s.last_error
+        if told:
+            assert s.error_level == "warning"
+            assert f"z = {z:g}" in s.last_error and "slider" in s.last_error, s.last_error
+            assert f"z = {s.z:.2f}" in s.last_error, s.last_error
+        assert loc.query_params["delta"] == delta and loc.query_params["z"] == s.z
+        loc.search = query  # sent again
+    expected = DashboardState(boundary=boundary, delta=delta)
+    assert s.numbers() == expected.numbers()
 
 
 @pytest.mark.parametrize("query", ["", "?boundary=curved&delta=0.01", "?gamma=0.05&C=1.0"])

@@ -244,6 +244,7 @@ class Dashboard(pn.viewable.Viewer):
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
         self._told: set[str] = set()  # other warnings about the URL already given
+        self._handled: dict = {}  # the address's values handled (applied, snapped or refused)
         self._loaded = False  # served: the browser has loaded the page
         self._pending: list = []  # served: (holder, build) filled once the page has loaded
         self._untold: list[str] = []  # warnings for when it has
@@ -441,6 +442,12 @@ class Dashboard(pn.viewable.Viewer):
         if self._pushing:
             return
         values = {e.name: e.new for e in events if e.new != url_value(getattr(self.state, e.name))}
+        # The browser sends its address again as it connects (and may once more): a value of it
+        # handled already (applied, snapped, or refused and told) is not handled again.
+        values = {
+            k: v for k, v in values.items() if k not in self._handled or self._handled[k] != v
+        }
+        self._handled.update(values)
         if values.keys() & {"delta", "z"}:
             # δ and z are settled as the address holds them both (DashboardState.one_scale),
             # whichever of them differs from the state: the browser sends its address again.

@@ -101,18 +101,20 @@ class DashboardState(Background):
             self.rule = rule
 
     def one_scale(self, values: dict) -> tuple[dict, str | None]:
-        """Controls from an address (``values``, as :meth:`set_controls` takes them) without z
-        where it holds a δ and a z that disagree, and a warning to give, or None.
+        """Controls from an address (``values``, as :meth:`set_controls` takes them) that name
+        one rule the δ slider can set, and a warning to give, or None.
 
         The dashboard writes δ = Φ(−z) on the slider's grid, so a pair that disagrees is a hand
-        edit, most likely of δ, the control the page shows: δ is used (z follows it). For a
-        family rule, which runs at z, the warning names both and how to keep z; the calibrated
-        and budget rules take no z (nothing to tell). Settled on the address's pair as a whole,
-        so an address sent again gives the same rule whichever of the two the state holds."""
-        if "delta" not in values or "z" not in values:
-            return values, None
-        pair = []
+        edit, most likely of δ, the control the page shows: δ is used (z follows it). A z beyond
+        the slider's range (:data:`rules.SLIDER_Z`: δ' below 0.01 % or above 50 %, which no
+        picker chooses either) is put at the slider's nearest end. For a family rule, which runs
+        at z, the warning names what the address gave and what runs; the calibrated and budget
+        rules take no z (nothing to tell). Settled on the address as a whole, so an address sent
+        again gives the same rule whichever of its values the state holds."""
+        pair = {}
         for name in ("delta", "z"):
+            if name not in values:
+                continue
             p = self.param[name]
             try:
                 number = float(typed(p, values[name]))
@@ -120,23 +122,34 @@ class DashboardState(Background):
                 return values, None  # (set_controls reports it)
             if not p.bounds[0] <= number <= p.bounds[1]:
                 return values, None  # (likewise)
-            pair.append(p.snap(number))
-        delta, z = pair
-        if rules.delta_of(z) == delta:
+            pair[name] = p.snap(number)
+        if "z" not in pair:
             return values, None
-        without_z = {k: v for k, v in values.items() if k != "z"}
         boundary = values.get("boundary")
         if boundary not in self.param["boundary"].objects:  # (refused by set_controls)
             boundary = self.boundary
-        if boundary not in rules.scaled_kinds():
-            return without_z, None
-        used = rules.snap_z(rules.z_of(delta))
+        scaled = boundary in rules.scaled_kinds()
+        z = pair["z"]
+        if "delta" in pair and rules.delta_of(z) != pair["delta"]:
+            delta = pair["delta"]
+            without_z = {k: v for k, v in values.items() if k != "z"}
+            used = rules.snap_z(rules.z_of(delta))
+            message = (
+                f"The address gives δ = {delta:g} and z = {z:g}, which disagree (z = {z:g} "
+                f"means δ ≈ {rules.delta_of(z):g}). The {boundary} rule uses δ = {delta:g} (z = "
+                f"{used:.2f}). To use z = {z:g}, remove δ from the address."
+            )
+            return without_z, message if scaled else None
+        if rules.settable(z):
+            return values, None
+        lo, hi = rules.SLIDER_Z
+        end = rules.snap_z(lo if z < lo else hi)
         message = (
-            f"The address gives δ = {delta:g} and z = {z:g}, which disagree (z = {z:g} means "
-            f"δ ≈ {rules.delta_of(z):g}). The {boundary} rule uses δ = {delta:g} (z = "
-            f"{used:.2f}). To use z = {z:g}, remove δ from the address."
+            f"The address gives z = {z:g}, beyond the δ slider's range ({rules.slider_span()}: "
+            f"z from {lo:.2f} to {hi:.2f}). The {boundary} rule runs at the slider's end: "
+            f"z = {end:.2f}, δ = {rules.delta_of(end):g}."
         )
-        return without_z, message
+        return {**values, "z": end}, message if scaled else None
 
     @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
