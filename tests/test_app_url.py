@@ -76,7 +76,12 @@ def test_a_delta_off_the_slider_grid_is_snapped_not_refused(dash):
 
 @pytest.mark.parametrize(
     ("name", "value", "words"),
-    [("seed", -5, "at least 0"), ("C", 0, "greater than"), ("delta", "abc", "number")],
+    [
+        ("seed", -5, "at least 0"),
+        ("C", 0, "greater than"),
+        ("delta", "abc", "number"),
+        ("seed", "nan", "seed"),
+    ],
 )
 def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, value, words):
     before = getattr(dash.state, name)
@@ -90,6 +95,7 @@ def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, va
     # The address now holds the value in use; the browser sends its own again as it connects
     # (and may send it once more): the refusal is not told again, and nothing changes.
     assert parse_query(loc.search)[name] == before
+    assert s.n_errors == 1, s.last_error
     for _ in range(2):
         loc.search = query
         assert s.n_errors == 1, s.last_error
@@ -408,28 +414,44 @@ def test_an_address_whose_delta_and_z_disagree_runs_one_rule_and_the_slider_name
 
 @pytest.mark.parametrize(
     ("boundary", "z", "delta"),
-    [("curved", 5.0, 1e-4), ("constant", -1.0, 0.5), ("calibrated", 5.0, 1e-4)],
+    [
+        ("curved", "5", 1e-4),
+        ("constant", "-1", 0.5),
+        ("calibrated", "5", 1e-4),
+        ("regression", "8", 1e-4),  # (beyond z's own bounds, ±6)
+        ("curved", "5&delta=abc", 1e-4),  # (δ refused and told: z alone)
+        ("curved", "5&delta=0.9", 1e-4),  # (δ beyond its range, likewise)
+    ],
 )
 def test_a_z_beyond_the_delta_slider_runs_at_the_sliders_end_and_says_so(boundary, z, delta):
     """The δ slider, the address and the card name the rule that runs (the pickers choose among
     the slider's scales): an address's z beyond the slider's range (δ' = Φ(−z) below 0.01 % or
     above 50 %) is put at the slider's nearest end, δ there; a family rule, which runs at z,
-    says so once, the calibrated rule takes no z and says nothing."""
+    says so once, the calibrated rule runs at δ and says nothing. A δ beside it that is refused
+    is told (once), and z is taken alone."""
     query = f"?boundary={boundary}&z={z}"
+    given = float(z.split("&")[0])
     dash = Dashboard(state=DashboardState())
+    said = []
+    report = dash.state.report
+    dash.state.report = lambda exc, level="error": (said.append((str(exc), level)), report(exc, level))[1]  # fmt: skip
     loc = url(query)
     dash.sync_url(loc)
-    told = boundary != "calibrated"
+    warned = boundary != "calibrated"
+    refused = "delta=" in z
     for _ in range(2):
         s = dash.state
         assert (s.boundary, s.delta) == (boundary, delta)
         assert s.z == pytest.approx(norm.isf(delta), abs=1e-9)
         assert rules.settable(s.z)
-        assert s.n_errors == int(told), s.last_error
-        if told:
-            assert s.error_level == "warning"
-            assert f"z = {z:g}" in s.last_error and "slider" in s.last_error, s.last_error
-            assert f"z = {s.z:.2f}" in s.last_error, s.last_error
+        assert len(said) == int(warned) + int(refused), said
+        warnings = [text for text, level in said if level == "warning"]
+        assert len(warnings) == int(warned), said
+        for text in warnings:
+            assert f"z = {given:g}" in text and "slider" in text, text
+            assert f"z = {s.z:.2f}" in text, text
+        if refused:
+            assert any(level == "error" and "δ" in text for text, level in said), said
         assert loc.query_params["delta"] == delta and loc.query_params["z"] == s.z
         loc.search = query  # sent again
     expected = DashboardState(boundary=boundary, delta=delta)

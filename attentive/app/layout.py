@@ -175,6 +175,12 @@ def url_value(value):
     return parse_query("?" + urlencode({"v": text})).get("v", text)
 
 
+def _as_handled(value) -> str:
+    """An address's value as :meth:`Dashboard._url_to_state` remembers it: its JSON, so that
+    NaN (which equals nothing, itself included) is the same value when the address comes again."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 class UrlControls(param.Parameterized):
     """The controls as the page's URL holds them: any value, unchecked (see
     :meth:`Dashboard.sync_url`)."""
@@ -244,7 +250,8 @@ class Dashboard(pn.viewable.Viewer):
         self._closed = False  # the browser has gone: background results are dropped
         self._told_uploads: set[str] = set()  # upload names in the URL already reported
         self._told: set[str] = set()  # other warnings about the URL already given
-        self._handled: dict = {}  # the address's values handled (applied, snapped or refused)
+        self._handled: dict = {}  # the address's values handled (applied, snapped or refused),
+        # as _as_handled gives them
         self._loaded = False  # served: the browser has loaded the page
         self._pending: list = []  # served: (holder, build) filled once the page has loaded
         self._untold: list[str] = []  # warnings for when it has
@@ -444,10 +451,8 @@ class Dashboard(pn.viewable.Viewer):
         values = {e.name: e.new for e in events if e.new != url_value(getattr(self.state, e.name))}
         # The browser sends its address again as it connects (and may once more): a value of it
         # handled already (applied, snapped, or refused and told) is not handled again.
-        values = {
-            k: v for k, v in values.items() if k not in self._handled or self._handled[k] != v
-        }
-        self._handled.update(values)
+        values = {k: v for k, v in values.items() if self._handled.get(k) != _as_handled(v)}
+        self._handled.update({k: _as_handled(v) for k, v in values.items()})
         if values.keys() & {"delta", "z"}:
             # δ and z are settled as the address holds them both (DashboardState.one_scale),
             # whichever of them differs from the state: the browser sends its address again.

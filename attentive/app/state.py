@@ -109,29 +109,17 @@ class DashboardState(Background):
         the slider's range (:data:`rules.SLIDER_Z`: δ' below 0.01 % or above 50 %, which no
         picker chooses either) is put at the slider's nearest end. For a family rule, which runs
         at z, the warning names what the address gave and what runs; the calibrated and budget
-        rules take no z (nothing to tell). Settled on the address as a whole, so an address sent
-        again gives the same rule whichever of its values the state holds."""
-        pair = {}
-        for name in ("delta", "z"):
-            if name not in values:
-                continue
-            p = self.param[name]
-            try:
-                number = float(typed(p, values[name]))
-            except (TypeError, ValueError):
-                return values, None  # (set_controls reports it)
-            if not p.bounds[0] <= number <= p.bounds[1]:
-                return values, None  # (likewise)
-            pair[name] = p.snap(number)
-        if "z" not in pair:
+        rules run at δ, which the slider shows (nothing to tell). Settled on the address as a
+        whole, so an address sent again gives the same rule whichever of its values the state
+        holds. A δ or z that is not a number is left to :meth:`set_controls`, which reports it."""
+        delta, z = (self._address_number(k, values[k]) if k in values else None for k in ("delta", "z"))  # fmt: skip
+        if z is None:
             return values, None
         boundary = values.get("boundary")
         if boundary not in self.param["boundary"].objects:  # (refused by set_controls)
             boundary = self.boundary
         scaled = boundary in rules.scaled_kinds()
-        z = pair["z"]
-        if "delta" in pair and rules.delta_of(z) != pair["delta"]:
-            delta = pair["delta"]
+        if delta is not None and rules.delta_of(z) != delta:
             without_z = {k: v for k, v in values.items() if k != "z"}
             used = rules.snap_z(rules.z_of(delta))
             message = (
@@ -150,6 +138,22 @@ class DashboardState(Background):
             f"z = {end:.2f}, δ = {rules.delta_of(end):g}."
         )
         return {**values, "z": end}, message if scaled else None
+
+    def _address_number(self, name: str, value) -> float | None:
+        """δ or z from an address as :meth:`one_scale` compares them: δ on the slider's grid
+        (None if it is not a number within the slider's range: refused by
+        :meth:`set_controls`); z on the dashboard's scales within its bounds, as given beyond
+        them (the slider's end, then), None if it is not a number."""
+        p = self.param[name]
+        try:
+            number = float(typed(p, value))
+        except (TypeError, ValueError):
+            return None
+        if math.isnan(number):
+            return None
+        if p.bounds[0] <= number <= p.bounds[1]:
+            return p.snap(number)
+        return number if name == "z" else None
 
     @param.depends("walks", "rule")
     def outcome(self) -> rules.Outcome | None:
