@@ -28,6 +28,20 @@ from attentive.models import load_model, make_model
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
+class Timing:
+    """A stand-in for ``rules.measure``: ``fn``'s timing, with no timing kept (``peek``: None),
+    so that the state asks for one."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, walks, rule):
+        return self.fn(walks, rule)
+
+    def peek(self, walks, rule):
+        return None
+
+
 @pytest.fixture(autouse=True)
 def _offline(offline_data_home):
     """No network; models trained once per test session."""
@@ -192,7 +206,7 @@ def _card_within_any_budget(state, monkeypatch) -> None:
 
     real = rules.measure(state.walks, state.rule)
     quick = dataclasses.replace(real, seconds=0.0)
-    monkeypatch.setattr(rules, "measure", lambda walks, rule: quick)
+    monkeypatch.setattr(rules, "measure", Timing(lambda walks, rule: quick))
 
 
 def test_the_picker_field_just_set_decides_and_clears_the_other(state, monkeypatch):
@@ -385,6 +399,7 @@ def test_served_first_page_computes_the_numbers_and_holds_the_tables_and_the_tim
 
     rules.tradeoff.clear()
     rules.rule_times.clear()
+    rules.measure.clear()
     state = DashboardState(hold_background=True)
     m = state.numbers()
     assert m is not None and m["mean_evaluated_fraction"] < 0.6
@@ -646,7 +661,7 @@ def test_an_unsteady_timing_is_taken_again_before_the_card_shows_it(state, monke
             calls.append(rule)
             return given[len(calls) - 1]
 
-        monkeypatch.setattr(app_rules, "measure", fake)
+        monkeypatch.setattr(app_rules, "measure", Timing(fake))
         state._measure()  # inline: the retries run at once
         assert len(calls) == expected_calls and set(calls) == {state.rule}
         assert state.measured is given[expected_calls - 1]
@@ -667,7 +682,7 @@ def test_a_rule_picked_by_time_budget_that_the_card_times_over_it_is_said(state,
     real = app_rules.measure(state.walks, state.rule)
     for us, warned in ((budget * 2, True), (budget / 2, False)):
         given = dataclasses.replace(real, seconds=us * 1e-6 * real.n_examples)
-        monkeypatch.setattr(app_rules, "measure", lambda walks, rule, given=given: given)
+        monkeypatch.setattr(app_rules, "measure", Timing(lambda walks, rule, given=given: given))
         fresh = DashboardState()
         errors = fresh.n_errors
         fresh.time_budget = budget  # the pick moves the rule, and the card times it (inline)

@@ -339,7 +339,19 @@ def test_a_timing_made_stale_by_a_newer_move_is_not_run(monkeypatch):
     assert state.measured is not None and state.measured.mean_evaluated == pytest.approx(
         float(state.outcome().n_evaluated.mean())
     )
+    # A rule visited again shows the timing kept for it at once (steady: every timing is here),
+    # without a job, and the first page too.
+    monkeypatch.setattr(rules, "STEADY_SPREAD", float("inf"))
+    new_done(new_job())  # (taken again: kept this time)
+    kept = rules.measure.peek(state.walks, state.rule)
+    assert kept is not None
+    jobs.clear()
+    state.set_controls(delta=0.02)
+    state.set_controls(delta=0.05)
+    assert state.measured is kept and len(jobs) == 1
+    assert DashboardState(delta=0.05).measured is kept
     # A move away and back: the first visit's timing is stale too, though its rule is current.
+    rules.measure.clear()
     jobs.clear()
     state.set_controls(delta=0.02)
     state.set_controls(delta=0.05)

@@ -134,16 +134,15 @@ class Background(Controls):
         unsteady (:attr:`rules.Measurement.steady`: the first one of a page is often taken
         while the server draws it) is taken again, :data:`MEASURE_RETRIES` times at most, after
         :data:`MEASURE_RETRY_PAUSE` seconds each, the card saying "timing…" meanwhile; the last
-        is shown whatever it is."""
+        is shown whatever it is. A timing kept for this walk and rule (:func:`rules.measure`:
+        steady, and recent) is shown at once, on the first page too."""
         self.measured = None
         # Each call starts its own chain of timings; an older one (a move away and back, or the
         # call the tables' arrival makes) stops at its next step.
         token = self._measure_token = object()
         w, rule = self.walks, self.rule
-        if w is None or self.background is None:
+        if w is None:
             return
-        if rules.rule_times.peek(w, rule.side, rule.theta, self.sketched) is None:
-            return  # started again when the tables arrive
 
         def current() -> bool:
             return self._measure_token is token and (self.walks, self.rule) == (w, rule)
@@ -176,6 +175,14 @@ class Background(Controls):
                     "warning",
                 )
 
+        kept = rules.measure.peek(w, rule)
+        # (Before the page has loaded, a warning would not show: a time budget's waits for it.)
+        if kept is not None and (self.background is not None or self.time_budget is None):
+            return done(kept)
+        if self.background is None:
+            return
+        if rules.rule_times.peek(w, rule.side, rule.theta, self.sketched) is None:
+            return  # started again when the tables arrive
         self.background(lambda: job(0), done, self.report)
 
     def start_background(self, executor: Callable) -> None:

@@ -74,7 +74,8 @@ def page(browser, served):
     pg.set_default_timeout(30_000)
     pg.goto(served)
     pg.locator(NUMBERS).first.wait_for()
-    # The evaluator's timing follows the numbers (a thread started once the page has loaded):
+    # The evaluator's timing follows the numbers (a thread started once the page has loaded),
+    # or comes with them (a timing kept from an earlier session):
     # wait for it, so that "the numbers did not move" compares settled numbers.
     pg.locator(NUMBERS).filter(has_text="timing…").first.wait_for(state="hidden")
     yield pg
