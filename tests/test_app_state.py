@@ -693,6 +693,37 @@ def test_a_rule_picked_by_time_budget_that_the_card_times_over_it_is_said(state,
             assert f"picked for {budget:g} µs per example measures {us:.3g} µs" in fresh.last_error
 
 
+@pytest.mark.parametrize("move", [{"delta": 0.02}, {"theta": 0.05}, {"side": "lower"}])
+@pytest.mark.parametrize("served", [False, True])
+def test_a_move_from_a_rule_a_time_budget_picked_is_not_told_as_over_the_budget(
+    state, monkeypatch, move, served
+):
+    """The over-budget warning is for the rule the budget picked. A move away clears the
+    budget, but the new rule's timing can come first (inline, or a timing kept from an earlier
+    visit, shown at once): it is the user's rule, and nothing is said of the budget."""
+    timed = state.tradeoff.table.assign(us_per_example=state.tradeoff.table["work_fraction"])
+    monkeypatch.setattr(rules, "timed_table", lambda trade, times: timed)  # times: the work
+    monkeypatch.setattr(rules, "STEADY_SPREAD", float("inf"))  # (every timing kept)
+    budget = float(rules.on_slider(timed)["work_fraction"].quantile(0.5))  # (< 1 µs: below all)
+    errors = state.n_errors
+    state.time_budget = budget  # picked; the card's timing is over it: said
+    assert state.still_picked() and state.n_errors == errors + 1, state.last_error
+    assert f"picked for {budget:g} µs per example measures" in state.last_error
+    away = DashboardState(**{**{k: getattr(state, k) for k in ("boundary", "z", "side", "theta")}, **move})  # fmt: skip
+    assert away.rule != state.rule and away.measured is not None  # (kept: shown at once)
+    if served:
+        jobs = []
+        state.background = lambda job, done, fail: jobs.append((job, done))
+    errors = state.n_errors
+    state.set_controls(**move)
+    if served:
+        for job, done in jobs:
+            done(job())
+    assert state.rule == away.rule and state.time_budget is None and not state.still_picked()
+    assert state.measured is not None and state.measured.us_per_example > budget
+    assert state.n_errors == errors, state.last_error
+
+
 def test_the_exported_point_names_the_positive_class(state):
     point = exports.operating_point(state)
     ds = load_dataset(state.dataset)

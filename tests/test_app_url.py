@@ -349,7 +349,7 @@ def test_a_timing_made_stale_by_a_newer_move_is_not_run(monkeypatch):
     state.set_controls(delta=0.02)
     state.set_controls(delta=0.05)
     assert state.measured is kept and len(jobs) == 1
-    assert DashboardState(delta=0.05).measured is kept
+    assert DashboardState(hold_background=True, delta=0.05).measured is kept
     # A move away and back: the first visit's timing is stale too, though its rule is current.
     rules.measure.clear()
     jobs.clear()

@@ -5,7 +5,8 @@ on demand (SPEC §3b) with the rule a sketched control asks for.
 :class:`Background` is the part of :class:`attentive.app.state.DashboardState` that runs this
 work through :attr:`~Background.background` (inline by default, a thread after a short pause when
 served; ``None`` holds it until :meth:`~Background.start_background`, so the served first page
-sends its numbers first). It uses the state's :meth:`~attentive.app.state.DashboardState.report`
+sends its numbers first; what is cached, tables and a timing kept for the rule, is shown at once,
+on that page too). It uses the state's :meth:`~attentive.app.state.DashboardState.report`
 and ``building``. A result is applied only if the controls still ask for it.
 """
 
@@ -162,7 +163,9 @@ class Background(Controls):
                 return
             self.measured = result
             budget = self.time_budget
-            if budget is not None and result.us_per_example > budget:
+            # (Only for the rule the budget picked: a move away, whose timing may come before
+            # the move has cleared the budget, is the user's rule.)
+            if budget is not None and self.still_picked() and result.us_per_example > budget:
                 # The rule a time budget picked, timed as the card times it, over that budget:
                 # said, not left for the card and the table to contradict each other.
                 self.report(
@@ -189,6 +192,6 @@ class Background(Controls):
         """Start the tables and the timing with ``executor`` (served: once the page has loaded)."""
         self.background = executor
         self._tables_changed()
-        if self.measured is None:  # unless the tables came at once and started it
+        if self.measured is None:  # unless the tables came at once, or a kept timing is shown
             self._measure()
         self._sketch_wanted()

@@ -63,7 +63,8 @@ class DashboardState(Background):
         self._models: dict[str, tuple[bytes, str]] = {}  # content hash → (bytes, file name)
         self._pending_upload: tuple[bytes, str] | None = None  # kept for a positive class
         self._applied: dict[str, Any] = {}  # the model inputs :attr:`walks` was built from
-        self._picked: tuple | None = None  # (boundary, z) that target / time_budget chose
+        # (boundary, z, walks, side, θ) of the rule target / time_budget chose: still_picked
+        self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
         self._upload_classes: dict[str, str] = {}  # upload → the positive class it was read with
         self.executor = executor or run_inline
@@ -446,7 +447,7 @@ class DashboardState(Background):
             self.report(exc)
             return self.param.update(target=None, time_budget=None)
         z = float(row["z"])
-        self._picked = (str(row["family"]), z)
+        self._picked = (str(row["family"]), z, self.walks, self.side, self.theta)
         asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
         self.select_rule(str(row["family"]), z, **asked)
 
@@ -471,10 +472,23 @@ class DashboardState(Background):
         if self._budget_waiting:
             self._budget_waiting = False
             return self.param.update(time_budget=None)
-        moved = {e.name for e in events} & {"walks", "side", "theta"}
-        if self._picked is not None and (moved or self._picked != (self.boundary, self.z)):
+        if self._picked is not None and not self.still_picked():
             self._picked = None
             self.param.update(target=None, time_budget=None)
+
+    def still_picked(self) -> bool:
+        """Whether the rule in use is the one the target or the time budget picked: its family
+        and scale, on the walk, side and θ it was picked on (no move since; also while the
+        watchers of a move run, before :meth:`_forget_pick` has cleared the fields)."""
+        if self._picked is None:
+            return False
+        family, z, walks, side, theta = self._picked
+        return walks is self.walks and (family, z, side, theta) == (
+            self.boundary,
+            self.z,
+            self.side,
+            self.theta,
+        )
 
     def select_point(self, fraction: float, error: float, ranges=None) -> None:
         """The rule nearest a click on the tradeoff plot (x: mean evaluated fraction, y:
