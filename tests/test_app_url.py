@@ -112,7 +112,7 @@ def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again_once(dash):
     assert loc.query_params["dataset"] == "mnist-t10k-2v5"
     assert s.delta == rules.snap_delta(0.02) and s.numbers() != before  # the rest applies
     # The browser sends its address again as it connects: the same upload is not told twice.
-    dash._from_url({"dataset": "file: good.csv", "delta": 0.02})
+    loc.search = "?dataset=file%3A+good.csv&delta=0.02"
     assert s.n_errors == 1
 
 

@@ -248,8 +248,6 @@ class Dashboard(pn.viewable.Viewer):
         self._notifications = pn.state.notifications
         self._served = False
         self._closed = False  # the browser has gone: background results are dropped
-        self._told_uploads: set[str] = set()  # upload names in the URL already reported
-        self._told: set[str] = set()  # other warnings about the URL already given
         self._handled: dict = {}  # the address's values handled (applied, snapped or refused),
         # as _as_handled gives them
         self._loaded = False  # served: the browser has loaded the page
@@ -494,19 +492,17 @@ class Dashboard(pn.viewable.Viewer):
     def _from_url(self, query: dict) -> None:
         """Controls from the URL. Model inputs are applied together (one build); the rule's
         controls wait for that build when it runs in the background, so that they are checked
-        against the new model (θ's range is the new scores')."""
+        against the new model (θ's range is the new scores'). Each value of an address comes
+        here once (:meth:`_url_to_state`), so what it tells is told once."""
         dataset = query.get("dataset")
         if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
             del query["dataset"]  # an uploaded file is not kept across a reload
-            if dataset not in self._told_uploads:  # the browser sends its address twice
-                self._told_uploads.add(dataset)
-                self._tell(
-                    f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not "
-                    "kept when the page reloads: upload it again."
-                )
+            self._tell(
+                f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not kept "
+                "when the page reloads: upload it again."
+            )
         query, disagree = self.state.one_scale(query)
-        if disagree is not None and disagree not in self._told:  # (told once, as above)
-            self._told.add(disagree)
+        if disagree is not None:
             self._tell(disagree)
         model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
