@@ -63,6 +63,11 @@ def jupyterlab(tmp_path_factory):
     docmanager = home / "settings" / "@jupyterlab" / "docmanager-extension"
     docmanager.mkdir(parents=True)
     (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
+    # Nor JupyterLab's own prompt for its news, which sat over the notebook in the screenshot
+    # (the news feed is off: --LabApp.news_url=).
+    apputils = home / "settings" / "@jupyterlab" / "apputils-extension"
+    apputils.mkdir(parents=True)
+    (apputils / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     cmd = [
         sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={REPO}",
