@@ -153,7 +153,7 @@ def test_overwrite_never_removes_the_input_or_a_directory_no_run_wrote(
         (mixed, "a directory that no earlier run wrote"),
     ):
         code, err = _score(model, victim, output, capsys, "--overwrite")
-        assert code == 1 and f"{output} exists and is {what}; overwrite=True" in err, err
+        assert code == 1 and f"{output} exists and is {what}; --overwrite (overwrite=True from Python)" in err, err
     code, err = _score(model, victim, Path("."), capsys, "--overwrite")
     assert code == 1 and "the output . is the input" in err and "holds it" in err, err
     code, err = _score(model, rows, Path("."), capsys, "--overwrite")  # (the input elsewhere)
@@ -234,7 +234,10 @@ def test_overwrite_replaces_an_earlier_runs_output(exported, tmp_path, scheduler
     assert _score(model, rows, out, capsys, *extra)[0] == 0
     first, scores = _tree(out), pd.read_parquet(out)
     code, err = _score(model, rows, out, capsys, *extra)
-    assert code == 1 and "exists; pass overwrite=True (--overwrite)" in err, err
+    assert code == 1 and "exists; pass --overwrite (overwrite=True from Python)" in err, err
+    # "-" is no standard output here (it made a directory named "-": a user's trial).
+    code, err = _score(model, rows, tmp_path / "-", capsys, *extra)
+    assert code == 1 and "not to the standard output" in err, err
     code, err = _score(
         model, rows, out, capsys, "--chunk-rows", "2000", "--scheduler", scheduler, "--overwrite"
     )

@@ -133,6 +133,40 @@ def write_bytes(path: Path, text: bytes, *, bom: bool, crlf: bool, compress: boo
 
 
 # -- the two files that went wrong ----------------------------------------------------------------
+def test_a_libsvm_file_for_a_model_that_knows_its_features_by_name_is_refused_before_work(
+    client, models, tmp_path
+):
+    """LIBSVM numbers its features. A model fitted on named columns got them by position with
+    scikit-learn's "X does not have valid feature names" warnings, and one whose pipeline picks
+    its columns by name (a ColumnTransformer) raised in every chunk, Dask retrying each, then a
+    traceback (a user's trial). Both are refused before any work, as a CSV file without a header
+    line is, saying what reads them; the same rows as a named CSV file score as in memory."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(200, N_FEATURES, n_informative=3, n_redundant=0, random_state=5)
+    frame = pd.DataFrame(X, columns=NAMES)
+    picks = make_pipeline(
+        ColumnTransformer([("s", StandardScaler(), list(NAMES[:3]))]), SVC(gamma="scale")
+    )
+    by_columns = AttentiveClassifier(picks, random_state=0).fit(frame, y)
+    by_columns_path = tmp_path / "by-columns.skops"
+    sio.dump(by_columns, by_columns_path)
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X, y, str(data), zero_based=False)
+    for path in (models[True][1], by_columns_path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (no scikit-learn warning reaches the user)
+            code, err, out = score(client, path, data, "--one-based")
+        assert_refused(code, err, out, "rows.libsvm is LIBSVM", "by name", "f0", "header line")
+    named = tmp_path / "rows.csv"
+    frame.to_csv(named, index=False, float_format="%.17g")
+    code, err, out = score(client, by_columns_path, named)
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, by_columns, X)
+
+
 def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(
     client, models, tmp_path
 ):

@@ -30,6 +30,7 @@ from attentive.data.reader import (
     BOM,
     HEAD_BYTES,
     ExpectedFeatures,
+    _preview,
     check_finite_rows,
     check_separator,
     compression_of,
@@ -123,6 +124,7 @@ def read_input(
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     start = len(BOM) if head.startswith(BOM) else 0
     if fmt == "libsvm":
+        _unnamed_libsvm(expected, where)
         return _read_libsvm(text, start, expected, chunk_rows, zero_based)
     return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude), sep)
 
@@ -140,17 +142,32 @@ def check_columns(
     """:func:`read_input`'s checks of a CSV file's first line, or of a Parquet file's (or
     directory's) schemas, against ``clf``'s features (a header, the number of fields, the names,
     the column types), reading no row: so that :func:`attentive.scale.score_file` refuses such
-    a file before it starts a cluster. LIBSVM is checked as it is read."""
+    a file before it starts a cluster. LIBSVM's rows are checked as they are read; its lack of
+    names, here."""
     path = Path(path)
     where = name or path.name
     fmt, text, head = _opened(
         path, where, format, zero_based=None, header=header, exclude=exclude, sep=sep
     )
-    if fmt == "csv":
+    if fmt == "libsvm":
+        _unnamed_libsvm(ExpectedFeatures.of(clf), where)
+    elif fmt == "csv":
         start = len(BOM) if head.startswith(BOM) else 0
         _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude), sep)
     elif fmt == "parquet":
         _parquet_files(path, ExpectedFeatures.of(clf), tuple(exclude), where)
+
+
+def _unnamed_libsvm(expected: ExpectedFeatures, where: str) -> None:
+    """Refuse LIBSVM rows for a model that knows its features by name: LIBSVM numbers them, and
+    read by position they reached the model with scikit-learn's warnings (a pipeline that picks
+    its columns by name raised mid-run), where a CSV file without a header line is refused."""
+    if expected.names is not None:
+        raise DataError(
+            f"{where} is LIBSVM, whose features have numbers, not names, but the model knows its "
+            f"features by name ({_preview(expected.names)}); score a CSV file with a header line "
+            "naming its columns, or Parquet"
+        )
 
 
 def check_chunk_rows(chunk_rows) -> None:

@@ -119,6 +119,11 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     OutputError
         The directory cannot be created or written to.
     """
+    if Path(output).name == "-":  # (a command's usual name for its standard output)
+        raise InvalidParameterError(
+            f"the output {output} would be a directory named '-': the scores are written as a "
+            "Parquet directory, not to the standard output; name that directory"
+        )
     output = Path(output)
     if not output.name:  # "." or "/": the directory itself, by its name
         output = output.resolve()
@@ -126,8 +131,8 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
         refused = replaceable(output)
         if refused is not None:
             raise InvalidParameterError(
-                f"{output} exists and is {refused}; overwrite=True (--overwrite) replaces only "
-                f"an earlier run's output (a directory of part-*.parquet files and "
+                f"{output} exists and is {refused}; --overwrite (overwrite=True from Python) "
+                f"replaces only an earlier run's output (a directory of part-*.parquet files and "
                 f"{SUMMARY_NAME}) or an empty directory. Name a new output, or remove "
                 f"{output} yourself."
             )
@@ -137,7 +142,9 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
                 f"{output} is the working directory (or holds it): name a new output"
             )
         if not overwrite:
-            raise InvalidParameterError(f"{output} exists; pass overwrite=True (--overwrite).")
+            raise InvalidParameterError(
+                f"{output} exists; pass --overwrite (overwrite=True from Python) to replace it."
+            )
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         probe = output.with_name(f".{output.name}.{uuid.uuid4().hex}.probe")
