@@ -252,7 +252,7 @@ class Dashboard(pn.viewable.Viewer):
         # as _as_handled gives them
         self._loaded = False  # served: the browser has loaded the page
         self._pending: list = []  # served: (holder, build) filled once the page has loaded
-        self._untold: list[str] = []  # warnings for when it has
+        self._untold: list = []  # served: notifications (text, level) for when it has
         self._plots: list = []
         self.state.param.watch(self._notify_error, "n_errors")
         self.status = pn.pane.Markdown(
@@ -267,12 +267,19 @@ class Dashboard(pn.viewable.Viewer):
 
     # -- live-session wiring -----------------------------------------------------------------
     def _notify_error(self, event) -> None:
+        level, text = self.state.error_level, notification_text(self.state.last_error)
+        if self._served and not self._loaded:
+            # A notification sent while the page is being built never shows (a refused value
+            # of the address was told to nobody): it waits for the page.
+            self._untold.append((text, level))
+            return
+        self._show(text, level)
+
+    def _show(self, text: str, level: str) -> None:
         # Captured in the session's own context: errors may arrive from a background task.
         notifications = self._notifications or pn.state.notifications
         if notifications is not None:
-            show = getattr(notifications, self.state.error_level)
-            level = self.state.error_level
-            show(notification_text(self.state.last_error), duration=NOTIFICATION_MS[level])
+            getattr(notifications, level)(text, duration=NOTIFICATION_MS[level])
 
     def _session_closed(self, session_context) -> None:
         self._closed = True
@@ -392,21 +399,17 @@ class Dashboard(pn.viewable.Viewer):
 
     def _start_background(self) -> None:
         self._loaded = True
-        for message in self._untold:
-            self.state.report(message, "warning")
-        self._untold = []
+        untold, self._untold = self._untold, []
+        for text, level in untold:
+            self._show(text, level)
         try:
             self.state.start_background(self.in_background)
         except Exception as exc:  # told; the held-back views still come (the next callback)
             self.state.report(exc)
 
     def _tell(self, message: str) -> None:
-        """A warning now, or once the page has loaded (a notification sent while the page is
-        being built never shows)."""
-        if self._served and not self._loaded:
-            self._untold.append(message)
-        else:
-            self.state.report(message, "warning")
+        """A warning (shown once the page has loaded: :meth:`_notify_error`)."""
+        self.state.report(message, "warning")
 
     def sync_url(self, location) -> None:
         """Keep the page's URL and the state in step (``location`` is Panel's
@@ -592,17 +595,29 @@ class Dashboard(pn.viewable.Viewer):
         """The active tab in the URL, by name (``?tab=pick``): a shared address opens on the tab
         it was copied from. A name that is no tab is reported and the first tab shown."""
         url = TabUrl()
+        told: set = set()  # (the browser sends its address again as it connects)
+
+        def answer() -> None:
+            # The address holds the tab shown, on the next tick (Panel does not echo a value
+            # back while it handles the browser's change of it: _address_set).
+            if not self._closed:
+                url.tab = TAB_NAMES[tabs.active]
+                location.update_query(tab=url.tab)
+                location.param.trigger("search")
 
         def to_tabs(event) -> None:
             if event.new is None or event.new == TAB_NAMES[tabs.active]:
                 return
             if event.new in TAB_NAMES:
                 tabs.active = TAB_NAMES.index(event.new)
-            else:
+                return
+            if event.new not in told:
+                told.add(event.new)
                 self._tell(
                     f"tab={event.new} is not a tab of the page; expected one of "
                     f"{', '.join(TAB_NAMES)}. The first is shown."
                 )
+            pn.state.execute(answer, schedule=True)
 
         def to_url(event) -> None:
             url.tab = TAB_NAMES[event.new]

@@ -378,8 +378,29 @@ def test_the_url_holds_the_active_tab(page, server_url):
     page.get_by_text("Brownian bridge").first.click()
     wait_for_query(page, "tab", "bridge")
     load(page, server_url, "?tab=plots")
-    page.locator(".notyf__toast").filter(has_text="tab=plots is not a tab").first.wait_for()
+    told = page.locator(".notyf__toast").filter(has_text="tab=plots is not a tab")
+    told.first.wait_for()
     assert not page.locator(".att-op-table").first.is_visible()
+    # The address then holds the tab shown (it kept tab=plots, told again on every reload),
+    # and the browser's second sending of its address is not told again.
+    wait_for_query(page, "tab", "walks")
+    page.wait_for_timeout(1500)
+    assert told.count() == 1
+
+
+def test_a_refused_url_value_is_told_on_a_fresh_page(page, server_url):
+    """A shared link's refused values are told as the page opens: they were reported while the
+    page was being built, where a notification never shows, and not again when the browser sent
+    its address a second time (a user's trial: nothing until an unrelated notification came).
+    The address then holds the values in use."""
+    load(page, server_url, "?seed=1.5&side=sideways")
+    toasts = page.locator(".notyf__toast--error")
+    toasts.filter(has_text="Permutation seed").first.wait_for(timeout=30_000)
+    toasts.filter(has_text="Side").first.wait_for(timeout=30_000)
+    wait_for_query(page, "seed", "0")
+    wait_for_query(page, "side", "both")
+    page.wait_for_timeout(1500)
+    assert toasts.count() == 2, toasts.all_inner_texts()
 
 
 @pytest.mark.parametrize("theme", ["purple", "light", "Dark"])
