@@ -153,7 +153,10 @@ def test_overwrite_never_removes_the_input_or_a_directory_no_run_wrote(
         (mixed, "a directory that no earlier run wrote"),
     ):
         code, err = _score(model, victim, output, capsys, "--overwrite")
-        assert code == 1 and f"{output} exists and is {what}; --overwrite (overwrite=True from Python)" in err, err
+        assert (
+            code == 1
+            and f"{output} exists and is {what}; --overwrite (overwrite=True from Python)" in err
+        ), err
     code, err = _score(model, victim, Path("."), capsys, "--overwrite")
     assert code == 1 and "the output . is the input" in err and "holds it" in err, err
     code, err = _score(model, rows, Path("."), capsys, "--overwrite")  # (the input elsewhere)
