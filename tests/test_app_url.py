@@ -535,3 +535,24 @@ def test_a_cleared_target_in_the_url_reopens_without_an_error():
     for d in (dash, again):
         assert d.state.n_errors == 0, d.state.last_error
     assert again.state.numbers() == dash.state.numbers()
+
+
+@pytest.mark.parametrize("value", ["plots", "%5B1%2C2%5D", "%7B%22a%22%3A1%7D"])
+def test_a_tab_the_page_does_not_have_is_told_once_and_answered_with_the_tab_shown(
+    dash, ticks, value
+):
+    """``?tab=plots`` — or a list or an object, which Panel's location reads as JSON (a list was
+    no set member: the watcher raised, Panel dropped it, and nothing was told) — is told once,
+    also when the browser sends its address again, and the address then holds the tab shown."""
+    loc = url(f"?tab={value}")
+    tabs = pn.Tabs(("a", pn.pane.Markdown("a")), ("b", pn.pane.Markdown("b")))
+    tabs.active = 0
+    dash._sync_tab(loc, tabs)
+    s = dash.state
+    assert s.n_errors == 1 and "is not a tab of the page" in s.last_error, s.last_error
+    run_ticks(ticks)
+    assert parse_query(loc.search)["tab"] == "walks" and tabs.active == 0
+    loc.search = f"?tab={value}"  # the browser's second sending of its address
+    run_ticks(ticks)
+    assert s.n_errors == 1, s.last_error
+    assert parse_query(loc.search)["tab"] == "walks"

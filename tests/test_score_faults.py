@@ -241,6 +241,7 @@ def test_overwrite_replaces_an_earlier_runs_output(exported, tmp_path, scheduler
     # "-" is no standard output here (it made a directory named "-": a user's trial).
     code, err = _score(model, rows, tmp_path / "-", capsys, *extra)
     assert code == 1 and "not to the standard output" in err, err
+    assert not (tmp_path / "-").exists()
     code, err = _score(
         model, rows, out, capsys, "--chunk-rows", "2000", "--scheduler", scheduler, "--overwrite"
     )

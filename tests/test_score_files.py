@@ -43,6 +43,7 @@ from attentive.cli import main
 from attentive.data import load_user_file
 from attentive.errors import DataError
 from attentive.scale import COLUMNS, local_cluster
+from attentive.scale.reading import check_columns
 
 pytestmark = pytest.mark.slow
 
@@ -155,11 +156,14 @@ def test_a_libsvm_file_for_a_model_that_knows_its_features_by_name_is_refused_be
     sio.dump(by_columns, by_columns_path)
     data = tmp_path / "rows.libsvm"
     dump_svmlight_file(X, y, str(data), zero_based=False)
-    for path in (models[True][1], by_columns_path):
+    for clf, path in (models[True], (by_columns, by_columns_path)):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # (no scikit-learn warning reaches the user)
             code, err, out = score(client, path, data, "--one-based")
         assert_refused(code, err, out, "rows.libsvm is LIBSVM", "by name", "f0", "header line")
+        # Before any work: the check score_file makes before it starts a cluster refuses it.
+        with pytest.raises(DataError, match="by name"):
+            check_columns(data, clf)
     named = tmp_path / "rows.csv"
     frame.to_csv(named, index=False, float_format="%.17g")
     code, err, out = score(client, by_columns_path, named)

@@ -593,7 +593,8 @@ class Dashboard(pn.viewable.Viewer):
 
     def _sync_tab(self, location, tabs) -> None:
         """The active tab in the URL, by name (``?tab=pick``): a shared address opens on the tab
-        it was copied from. A name that is no tab is reported and the first tab shown."""
+        it was copied from. A name that is no tab is reported (once a session), the first tab
+        shown and the address answered with it."""
         url = TabUrl()
         told: set = set()  # (the browser sends its address again as it connects)
 
@@ -611,8 +612,9 @@ class Dashboard(pn.viewable.Viewer):
             if event.new in TAB_NAMES:
                 tabs.active = TAB_NAMES.index(event.new)
                 return
-            if event.new not in told:
-                told.add(event.new)
+            key = _as_handled(event.new)  # (the location reads JSON: a list is no set member)
+            if key not in told:
+                told.add(key)
                 self._tell(
                     f"tab={event.new} is not a tab of the page; expected one of "
                     f"{', '.join(TAB_NAMES)}. The first is shown."

@@ -159,9 +159,10 @@ def check_columns(
 
 
 def _unnamed_libsvm(expected: ExpectedFeatures, where: str) -> None:
-    """Refuse LIBSVM rows for a model that knows its features by name: LIBSVM numbers them, and
-    read by position they reached the model with scikit-learn's warnings (a pipeline that picks
-    its columns by name raised mid-run), where a CSV file without a header line is refused."""
+    """Refuse LIBSVM rows for a model that knows its features by name, as a CSV file without a
+    header line is: LIBSVM numbers them. Read by position, such rows reached most of these
+    models with scikit-learn's "no valid feature names" warnings, and a pipeline that picks its
+    columns by name raised in every chunk."""
     if expected.names is not None:
         raise DataError(
             f"{where} is LIBSVM, whose features have numbers, not names, but the model knows its "

@@ -115,7 +115,9 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     Raises
     ------
     InvalidParameterError
-        ``output`` exists and ``overwrite`` is False, or it exists and is not replaceable.
+        ``output`` exists and ``overwrite`` is False, or it exists and is not replaceable, or
+        it is named ``-`` (a command's name for its standard output: the scores are a
+        directory).
     OutputError
         The directory cannot be created or written to.
     """
