@@ -593,10 +593,9 @@ class Dashboard(pn.viewable.Viewer):
 
     def _sync_tab(self, location, tabs) -> None:
         """The active tab in the URL, by name (``?tab=pick``): a shared address opens on the tab
-        it was copied from. A name that is no tab is reported (once a session), the first tab
-        shown and the address answered with it."""
+        it was copied from. A name that is no tab is reported (once, as the address's other
+        values are), the first tab shown and the address answered with it."""
         url = TabUrl()
-        told: set = set()  # (the browser sends its address again as it connects)
 
         def answer() -> None:
             # The address holds the tab shown, on the next tick (Panel does not echo a value
@@ -612,9 +611,10 @@ class Dashboard(pn.viewable.Viewer):
             if event.new in TAB_NAMES:
                 tabs.active = TAB_NAMES.index(event.new)
                 return
-            key = _as_handled(event.new)  # (the location reads JSON: a list is no set member)
-            if key not in told:
-                told.add(key)
+            # Told once, as the address's other values are (_url_to_state): the browser sends
+            # its address again as it connects.
+            if self._handled.get("tab") != _as_handled(event.new):
+                self._handled["tab"] = _as_handled(event.new)
                 self._tell(
                     f"tab={event.new} is not a tab of the page; expected one of "
                     f"{', '.join(TAB_NAMES)}. The first is shown."
