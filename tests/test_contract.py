@@ -135,7 +135,10 @@ def test_calibrated_scores_agree_with_predictions_negative_scales_included(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         clf.calibrate(ds.X_train[700:], delta=delta, alpha=0.05, family=family)
-    ev = _agree(clf, ds.X_test)
+    _agree(clf, ds.X_test)  # on the path the pilot chooses (these rows: evaluated in full)
+    # and walked, where the rule's stops are what decides
+    ev = _agree(copy.copy(clf).set_params(early_stopping=True), ds.X_test)
+    assert ev.path == "walk" and ev.stopped.any()
     if delta == 0.2 and family == "curved":
         # Aggressive calibration goes to a negative scale, where the rule's own estimate
         # S_t + M_t lies on the wrong side of θ for many stops: the scores must agree all the

@@ -175,6 +175,50 @@ def test_the_pilot_takes_a_triage_where_walks_stop_at_once_and_not_where_none_ca
     )
 
 
+@pytest.mark.parametrize("kind", ["rbf", "rbf-grid"])
+def test_the_pilot_prices_holding_a_wide_row_for_the_rows_the_walk_holds(
+    sketched_walks,  # noqa: F811
+    monkeypatch,
+    kind,
+):
+    """A row over more than 64 columns costs the walk that holds it from its start
+    ``HELD_COLUMN_NS`` a column (the source's ``held_ns``): without a triage every row, with one
+    the share of the pilot's walks it leaves (stopped past its positions). Priced with and
+    without it, the walk's cost differs by exactly that, in units of a full evaluation's term;
+    rows of 6 features hold for nothing."""
+    from attentive.evaluator.sources import build_source
+    from attentive.evaluator.sources import rbf as rbf_module
+
+    walk, X = sketched_walks[kind]
+    S, _ = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    boundary, _ = _boundary(S, np.random.default_rng(4), "both")
+    plan = walk_plan(walk.walk)
+    held = build_source(walk.walk, plan, X[:1], None).held_ns
+    if kind == "rbf":
+        assert X.shape[1] <= rbf_module.WIDE_FEATURES and held == 0.0
+    else:
+        columns = build_source(walk.walk, plan, X[:1], None).columns.n_columns
+        assert columns > rbf_module.WIDE_FEATURES
+        assert held == rbf_module.HELD_COLUMN_NS * columns > 0
+
+    def pilot(price):
+        monkeypatch.setattr(rbf_module, "HELD_COLUMN_NS", price)
+        b = dataclasses.replace(boundary)  # a boundary of its own: its own pilot
+        evaluate_blocked(walk, X, b, theta_s, path="walk")
+        kept = walk_plan(walk).pilots(b).by_kind  # (the grid's rows price the float32 walk too)
+        (found,) = [p for (source, *_), p in kept.items() if source.kind == kind]
+        return found
+
+    default = rbf_module.HELD_COLUMN_NS
+    priced, free = pilot(default), pilot(0.0)
+    assert priced.triage == free.triage
+    share = np.mean(priced.stops > priced.triage) if priced.triage else 1.0
+    assert priced.walk_cost - free.walk_cost == pytest.approx(
+        share * held / priced.term_ns, rel=1e-9, abs=1e-12
+    )
+
+
 def test_a_row_with_a_missing_value_is_still_refused_after_a_triage(
     sketched_walks,  # noqa: F811
     monkeypatch,

@@ -53,6 +53,11 @@ PILOT_ROWS = 128
 # a walk predicted at 0.85-0.92 of a full evaluation measured 1.17, one predicted at 0.62
 # measured 0.79. At 0.7 the first went to full evaluation and the second still walked; with a
 # walk's rows priced (WALK_ROW_NS) the prediction runs less short, and the margin is 0.75.
+# Since wide rows' holding is priced too (TermSource.held_ns, 2026-12-02), MNIST's walks are
+# predicted within about 30 % either way (docs/speed.md), and the margin stands for a second
+# thread: full evaluation runs 1.6-1.7 times faster on two, a walk little (its small calls
+# queue for the interpreter), so a walk at 0.6-0.7 of a full evaluation on one thread takes
+# 0.8-1.1 of it on two (2 vs 5: 0.59-0.68, and 0.77-1.11).
 WALK_MARGIN = 0.75
 # What a walk spends per row beyond its blocks, its start and its positions: the rows' outcome
 # (stop, side, statistic), the survivors' bookkeeping from block to block, the call's arrays
@@ -264,13 +269,16 @@ def pilot_for(
     # double source's augmented copy against the float32 source's norms, ~0.4 of a full
     # evaluation of 270 terms over 784 features.)
     prep = (source.prep_ns - full.prep_ns) / full_ns
-    walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + shared + redo
+    held = source.held_ns / full_ns  # (every row, held by the walk from its start)
+    walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + held
+    walk_cost += shared + redo
     positions = 0
     if triage is not None and triage[0] > 0:
         # A triage (attentive.evaluator.triage): every row pays its pass (its features, priced
         # as the walk's source prices its own, and the first positions); the rows it decides,
-        # the sample's walks stopped by then, nothing more; the others their preparation and
-        # their walk from the start (their features given), in blocks for their stops.
+        # the sample's walks stopped by then, nothing more; the others their preparation, their
+        # holding (held_ns) and their walk from the start (their features given), in blocks
+        # for their stops.
         b, triage_ns = triage
         rest = stops[stops > b]
         share = rest.size / max(1, stops.size)
@@ -283,6 +291,7 @@ def pilot_for(
             (share * cost_t + source.start_cost) * source.term_ns / full_ns
             + triage_ns / full_ns
             + (share * source.prep_ns - full.prep_ns) / full_ns
+            + share * held
             + shared
             + redo
         )

@@ -78,6 +78,10 @@ class TermSource(ABC):
     full_term_ns : float or None
         A term of full evaluation by :meth:`tile_totals`, in ns, where it differs from
         ``term_ns`` (a source that finishes its terms in float32 there).
+    held_ns : float
+        What a row costs a walk that holds it from its start beyond its preparation and its
+        blocks, in ns (what full evaluation does not pay: a dense kernel source's wide rows,
+        :data:`attentive.evaluator.sources.rbf.HELD_COLUMN_NS`); 0 by default.
     """
 
     kind: ClassVar[str]
@@ -94,6 +98,7 @@ class TermSource(ABC):
     term_ns: float = 2.0  # a full evaluation's term, in ns (what a wrapper's own costs compare to)
     prep_ns: float = 0.0  # a row's preparation before any term, in ns
     full_term_ns: float | None = None  # a term of full evaluation, ns, where not term_ns
+    held_ns: float = 0.0  # a row held by a walk from its start, beyond prep and blocks, ns
     max_block: int = MAX_SURVIVAL_BLOCK
 
     @classmethod

@@ -364,6 +364,7 @@ class SketchedSource(TermSource):
         self._sketched = None
         term_ns = self.term_ns = inner.term_ns
         self.prep_ns = inner.prep_ns
+        self.held_ns = inner.held_ns
         self.full_term_ns = inner.full_term_ns
         self.term_cost = inner.term_cost + _walked_ns(walk.sketch) / term_ns
         self.mass_cost = inner.mass_cost
