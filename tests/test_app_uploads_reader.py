@@ -83,3 +83,28 @@ def test_an_upload_whose_header_states_its_base_is_read_as_it_says():
     ds = state.walks.problem.dataset
     assert ds.n_features == 4 and ds.params["zero_based"] is True
     np.testing.assert_allclose(_sorted(np.vstack([ds.X_train, ds.X_test])), _sorted(X), rtol=1e-15)
+
+
+def test_a_libsvm_upload_is_refused_for_a_model_that_knows_its_features_by_name():
+    """LIBSVM numbers its features: for a model fitted on named columns the dashboard refuses
+    such an upload, as ``python -m attentive score`` does, instead of reaching the model by
+    position; the same rows as a CSV file with a header line naming the columns are taken."""
+    import pandas as pd
+
+    X, y, _ = _problem(zero_column=3)
+    names = [f"px{i}" for i in range(X.shape[1])]
+    model = SVC().fit(pd.DataFrame(X, columns=names), y)
+    state = DashboardState()
+    assert state.upload_dataset(_libsvm(X, y, zero_based=False), "rows.libsvm"), state.last_error
+    walks = state.walks
+    assert not state.upload_model(sio.dumps(model), "svc.skops")
+    message = state.last_error
+    assert "rows.libsvm is LIBSVM" in message and "by name ('px0', 'px1'" in message
+    assert message.endswith("upload a CSV file with a header line naming its columns")
+    assert state.model_source == "train" and state.walks is walks  # nothing the user had lost
+    frame = pd.DataFrame(X, columns=names).assign(label=y)
+    assert state.upload_dataset(frame.to_csv(index=False).encode(), "rows.csv"), state.last_error
+    assert state.upload_model(sio.dumps(model), "svc.skops"), state.last_error
+    ds = state.walks.problem.dataset
+    assert ds.params["feature_names"] == names
+    np.testing.assert_allclose(_sorted(np.vstack([ds.X_train, ds.X_test])), _sorted(X), rtol=1e-15)

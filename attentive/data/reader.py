@@ -77,6 +77,7 @@ __all__ = [
     "libsvm_stated_base",
     "libsvm_zero_based",
     "merge_index_ranges",
+    "nameless_libsvm",
     "one_column_hint",
     "open_binary",
     "other_separator_hint",
@@ -841,6 +842,18 @@ def csv_header(
     if repeated:
         raise DataError(f"{where}: the header names a column more than once: {repeated}")
     return columns
+
+
+def nameless_libsvm(expected: ExpectedFeatures, where: str, instead: str) -> None:
+    """Refuse LIBSVM rows for a model that knows its features by name, as a CSV file without a
+    header line is: LIBSVM numbers them. Read by position, such rows reached most of these
+    models with scikit-learn's "no valid feature names" warnings, and a pipeline that picks its
+    columns by name raised. ``instead``: what to give instead, for the message."""
+    if expected.names is not None:
+        raise DataError(
+            f"{where} is LIBSVM, whose features have numbers, not names, but the model knows its "
+            f"features by name ({_preview(expected.names)}); {instead}"
+        )
 
 
 def feature_columns(

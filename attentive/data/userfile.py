@@ -36,6 +36,7 @@ from attentive.data.reader import (
     libsvm_index_range,
     libsvm_stated_base,
     libsvm_zero_based,
+    nameless_libsvm,
     parse_csv_rows,
     split_csv_line,
 )
@@ -112,7 +113,9 @@ def load_user_file(
     model : fitted estimator, optional
         The model these rows are for (an uploaded one). Its ``n_features_in_`` decides a LIBSVM
         file's index base and width, and its ``feature_names_in_`` (or count) is checked against
-        a CSV file's feature columns (:mod:`attentive.data.reader`). Without one, the file decides.
+        a CSV file's feature columns (:mod:`attentive.data.reader`); a LIBSVM file is refused for
+        a model fitted with feature names (its features have numbers). Without one, the file
+        decides.
     zero_based : bool, optional
         LIBSVM only: whether feature indices start at 0. ``None`` detects it: the base the
         file's header states (``# Column indices are zero-based``); else index 0 present →
@@ -148,6 +151,7 @@ def load_user_file(
     if fmt == "csv":
         X, labels, label_name, columns = _parse_csv(data, name, label_column, expected)
     else:
+        nameless_libsvm(expected, name, "upload a CSV file with a header line naming its columns")
         index_range = libsvm_index_range(data)
         base = libsvm_zero_based(
             index_range,

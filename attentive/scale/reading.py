@@ -30,7 +30,6 @@ from attentive.data.reader import (
     BOM,
     HEAD_BYTES,
     ExpectedFeatures,
-    _preview,
     check_finite_rows,
     check_separator,
     compression_of,
@@ -42,6 +41,7 @@ from attentive.data.reader import (
     libsvm_stated_base,
     libsvm_zero_based,
     merge_index_ranges,
+    nameless_libsvm,
     one_column_hint,
     open_binary,
     parse_csv_rows,
@@ -53,6 +53,8 @@ from attentive.errors import DataError, InvalidParameterError
 __all__ = ["check_chunk_rows", "check_columns", "check_options", "line_chunks", "read_input"]
 
 _SCAN_BYTES = 16 * 1024 * 1024
+# What to score instead of LIBSVM rows for a model that knows its features by name.
+_SCORE_INSTEAD = "score a CSV file with a header line naming its columns, or Parquet"
 
 
 def read_input(
@@ -124,7 +126,7 @@ def read_input(
         return _read_parquet(path, expected, chunk_rows, tuple(exclude), where)
     start = len(BOM) if head.startswith(BOM) else 0
     if fmt == "libsvm":
-        _unnamed_libsvm(expected, where)
+        nameless_libsvm(expected, where, _SCORE_INSTEAD)
         return _read_libsvm(text, start, expected, chunk_rows, zero_based)
     return _read_csv(text, start, expected, chunk_rows, header, tuple(exclude), sep)
 
@@ -150,25 +152,12 @@ def check_columns(
         path, where, format, zero_based=None, header=header, exclude=exclude, sep=sep
     )
     if fmt == "libsvm":
-        _unnamed_libsvm(ExpectedFeatures.of(clf), where)
+        nameless_libsvm(ExpectedFeatures.of(clf), where, _SCORE_INSTEAD)
     elif fmt == "csv":
         start = len(BOM) if head.startswith(BOM) else 0
         _csv_columns(text, start, ExpectedFeatures.of(clf), header, tuple(exclude), sep)
     elif fmt == "parquet":
         _parquet_files(path, ExpectedFeatures.of(clf), tuple(exclude), where)
-
-
-def _unnamed_libsvm(expected: ExpectedFeatures, where: str) -> None:
-    """Refuse LIBSVM rows for a model that knows its features by name, as a CSV file without a
-    header line is: LIBSVM numbers them. Read by position, such rows reached most of these
-    models with scikit-learn's "no valid feature names" warnings, and a pipeline that picks its
-    columns by name raised in every chunk."""
-    if expected.names is not None:
-        raise DataError(
-            f"{where} is LIBSVM, whose features have numbers, not names, but the model knows its "
-            f"features by name ({_preview(expected.names)}); score a CSV file with a header line "
-            "naming its columns, or Parquet"
-        )
 
 
 def check_chunk_rows(chunk_rows) -> None:
