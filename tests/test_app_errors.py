@@ -397,3 +397,28 @@ def test_the_one_column_hint_is_worded_for_the_page():
     said = user_message(DataError(library))
     assert "split at commas" in said and "the page splits a .csv file at commas" in said
     assert "--sep" not in said and "--format" not in said and "sep=" not in said
+
+
+def test_many_notifications_held_back_while_the_page_opened_show_as_one():
+    """An address of many refused values told each one as a notification of its own, stacked
+    over the page; held back until the page loaded, up to three of a level still show one by one,
+    more as one notification that counts them and gives the first six a line each (escaped
+    text kept whole as entities), in the order they came."""
+    from attentive.app.layout import UNTOLD_APART, UNTOLD_LINES, held_back, notification_text
+
+    few = [(notification_text(f"value {i} <refused>"), "warning") for i in range(UNTOLD_APART)]
+    assert held_back(few) == few
+    many = [(notification_text(f"value {i} <refused>"), "warning") for i in range(16)]
+    error = (notification_text("the model failed"), "error")
+    shown = held_back([many[0], error, *many[1:]])
+    assert [level for _, level in shown] == ["warning", "error"] and shown[1] == error
+    text = shown[0][0]
+    lines = text.split("<br>")
+    assert lines[0] == "16 warnings while the page opened:"
+    assert lines[1 : UNTOLD_LINES + 1] == [f"• value {i} &lt;refused&gt;" for i in range(6)]
+    assert lines[-1] == f"… and {16 - UNTOLD_LINES} more." and len(lines) == UNTOLD_LINES + 2
+    # a long line is cut, never inside an entity
+    long = notification_text("x" * 296 + "<tag> and more")
+    ((merged, _),) = held_back([(long, "error")] * 4)
+    line = merged.split("<br>")[1]
+    assert line == "• " + "x" * 296 + "…"

@@ -107,6 +107,47 @@ NOTIFICATION_POSITION = "top-right"
 NOTIFICATION_MS = {"error": 15000, "warning": 15000, "info": 8000}
 
 
+#: Notifications held back while the page was built (an address's refused values, say) show one
+#: by one up to this many of a level; more show as one notification, a line each, up to
+#: UNTOLD_LINES lines (an address of sixteen bad values stacked sixteen over the page).
+UNTOLD_APART = 3
+UNTOLD_LINES = 6
+UNTOLD_LINE_CHARS = 300  # (a line's text beyond this is cut with an ellipsis)
+
+
+def held_back(untold: list) -> list:
+    """The notifications ``(text, level)`` held back while the page was built, as the loaded
+    page shows them: in order, each level's one by one up to :data:`UNTOLD_APART` of them, else
+    one notification that counts them and gives each a line (the first :data:`UNTOLD_LINES`,
+    and how many more). Texts are already :func:`notification_text`'s."""
+    by_level: dict = {}
+    for text, level in untold:
+        by_level.setdefault(level, []).append(text)
+    shown = []
+    for level, texts in by_level.items():
+        if len(texts) <= UNTOLD_APART:
+            shown.extend((text, level) for text in texts)
+            continue
+        kind = {"error": "errors", "warning": "warnings"}.get(level, "notes")
+        lines = [f"{len(texts)} {kind} while the page opened:"]
+        lines += [f"• {_cut_escaped(text, UNTOLD_LINE_CHARS)}" for text in texts[:UNTOLD_LINES]]
+        if len(texts) > UNTOLD_LINES:
+            lines.append(f"… and {len(texts) - UNTOLD_LINES} more.")
+        shown.append(("<br>".join(lines), level))
+    return shown
+
+
+def _cut_escaped(text: str, limit: int) -> str:
+    """Escaped HTML text cut to ``limit`` characters with an ellipsis, never inside an entity."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    amp = cut.rfind("&")
+    if amp > cut.rfind(";"):  # an entity cut in two: cut before it
+        cut = cut[:amp]
+    return cut.rstrip() + "…"
+
+
 def notification_text(message: str) -> str:
     """A message as a notification shows it: notifications render HTML, so its text is escaped
     (a refusal quoting ``'<label> <index>:<value>'`` lost those words as tags), and cut at
@@ -400,7 +441,7 @@ class Dashboard(pn.viewable.Viewer):
     def _start_background(self) -> None:
         self._loaded = True
         untold, self._untold = self._untold, []
-        for text, level in untold:
+        for text, level in held_back(untold):
             self._show(text, level)
         try:
             self.state.start_background(self.in_background)

@@ -403,6 +403,22 @@ def test_a_refused_url_value_is_told_on_a_fresh_page(page, server_url):
     assert toasts.count() == 2, toasts.all_inner_texts()
 
 
+def test_many_refused_url_values_are_told_in_one_notification(page, server_url):
+    """A link of many bad values stacked a notification each over the page (sixteen for every
+    control a user's trial spoiled): more than three of a kind come as one, which counts them
+    and names the first six; the address then holds the values in use."""
+    bad = "C=-4&gamma=abc&kernel=cubic&centering=x&seed=x&z=q&alpha=2&theta=9"
+    load(page, server_url, f"?{bad}")
+    toasts = page.locator(".notyf__toast--error")
+    told = toasts.filter(has_text="8 errors while the page opened:")
+    told.first.wait_for(timeout=30_000)
+    wait_for_query(page, "seed", "0")
+    page.wait_for_timeout(1500)
+    assert toasts.count() == 1, toasts.all_inner_texts()
+    text = told.first.inner_text()
+    assert "gamma must be 'scale'" in text and "… and 2 more." in text, text
+
+
 @pytest.mark.parametrize("theme", ["purple", "light", "Dark"])
 def test_a_theme_the_page_does_not_have_is_told_not_a_blank_page(page, server_url, theme):
     """?theme=light (the other theme's natural name), ?theme=Dark or a typo raised a KeyError
