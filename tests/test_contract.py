@@ -135,7 +135,7 @@ def test_calibrated_scores_agree_with_predictions_negative_scales_included(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         clf.calibrate(ds.X_train[700:], delta=delta, alpha=0.05, family=family)
-    _agree(clf, ds.X_test)  # on the path the pilot chooses (these rows: evaluated in full)
+    _agree(clf, ds.X_test)  # on the path the pilot chooses
     # and walked, where the rule's stops are what decides
     ev = _agree(copy.copy(clf).set_params(early_stopping=True), ds.X_test)
     assert ev.path == "walk" and ev.stopped.any()

@@ -27,7 +27,7 @@ from attentive.evaluator.precision import (
     product_relative_error,
 )
 from attentive.evaluator.sources import rbf_single
-from attentive.evaluator.sources.rbf import HELD_COLUMN_NS
+from attentive.evaluator.sources.rbf import HELD_COLUMN_NS, WIDE_FEATURES
 from attentive.evaluator.sources.rbf_single import RBFSingleSource
 from attentive.evaluator.walk import TRIANGULAR_MAX, whole_sums
 from attentive.terms import decompose
@@ -363,13 +363,14 @@ def test_the_pilot_prices_what_a_certified_walk_leaves_to_double_precision(rbf):
         """The walk per row in ``source``'s terms, in ns: its blocks, and each position up to
         the longest walk at a fixed cost per chunk of rows (one running sum, two with a band),
         paid as POSITION_THREADS threads pay it, one after the other, and a row's own cost (and
-        what holding a row of these 100 columns costs the walk: HELD_COLUMN_NS a column)."""
+        what holding a row of these 100 columns costs the walk: HELD_COLUMN_NS a column beyond
+        the 64th)."""
         _, cost = survival_schedule(
             pilot.stops, n, source.row_cost, term_cost=source.term_cost, max_block=source.max_block
         )
         sums = 2 if source.certified else 1
         per_chunk = POSITION_THREADS * POSITION_NS * sums * pilot.stops.max()
-        held = HELD_COLUMN_NS * source.a.columns.n_columns
+        held = HELD_COLUMN_NS * (source.a.columns.n_columns - WIDE_FEATURES)
         assert source.held_ns == held > 0
         return cost * source.term_ns + per_chunk / NOMINAL_CHUNK_ROWS + WALK_ROW_NS + held
 

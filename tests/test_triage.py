@@ -182,10 +182,11 @@ def test_the_pilot_prices_holding_a_wide_row_for_the_rows_the_walk_holds(
     kind,
 ):
     """A row over more than 64 columns costs the walk that holds it from its start
-    ``HELD_COLUMN_NS`` a column (the source's ``held_ns``): without a triage every row, with one
-    the share of the pilot's walks it leaves (stopped past its positions). Priced with and
-    without it, the walk's cost differs by exactly that, in units of a full evaluation's term;
-    rows of 6 features hold for nothing."""
+    ``HELD_COLUMN_NS`` a column beyond the 64th (the RBF grid and float32 sources' ``held_ns``):
+    without a triage every row, with one the share of the pilot's walks it leaves (stopped past
+    its positions). Priced with and without it, the walk's cost differs by exactly that, in
+    units of a full evaluation's term; rows of 6 features hold for nothing, and the double
+    source's walks (not measured) are not charged."""
     from attentive.evaluator.sources import build_source
     from attentive.evaluator.sources import rbf as rbf_module
 
@@ -200,7 +201,9 @@ def test_the_pilot_prices_holding_a_wide_row_for_the_rows_the_walk_holds(
     else:
         columns = build_source(walk.walk, plan, X[:1], None).columns.n_columns
         assert columns > rbf_module.WIDE_FEATURES
-        assert held == rbf_module.HELD_COLUMN_NS * columns > 0
+        assert held == rbf_module.HELD_COLUMN_NS * (columns - rbf_module.WIDE_FEATURES) > 0
+        double = build_source(walk.walk, plan, X[:1], "double")
+        assert isinstance(double, rbf_module.RBFDoubleSource) and double.held_ns == 0.0
 
     def pilot(price):
         monkeypatch.setattr(rbf_module, "HELD_COLUMN_NS", price)

@@ -79,6 +79,8 @@ WALK_ROWS_PER_THREAD = 2048
 # as long with two threads as with one (5 and 8 against the rest, 2026-11-30), where full
 # evaluation ran 1.5-1.8 times faster; MNIST 8 against the rest on its pixels (~2.9 µs a row)
 # took 0.8-1.16 of one thread's time with two over five runs of one session (a noisy machine).
+# (Priced before a wide row's holding was, TermSource.held_ns: since 2026-12-02 the walks of 3
+# and 0 against the rest, ~1.4 and ~1.0 µs a row before, are priced above it and take two.)
 THREADED_WALK_NS = 2000.0
 
 

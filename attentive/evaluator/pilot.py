@@ -54,10 +54,10 @@ PILOT_ROWS = 128
 # measured 0.79. At 0.7 the first went to full evaluation and the second still walked; with a
 # walk's rows priced (WALK_ROW_NS) the prediction runs less short, and the margin is 0.75.
 # Since wide rows' holding is priced too (TermSource.held_ns, 2026-12-02), MNIST's walks are
-# predicted within about 30 % either way (docs/speed.md), and the margin stands for a second
-# thread: full evaluation runs 1.6-1.7 times faster on two, a walk little (its small calls
-# queue for the interpreter), so a walk at 0.6-0.7 of a full evaluation on one thread takes
-# 0.8-1.1 of it on two (2 vs 5: 0.59-0.68, and 0.77-1.11).
+# predicted within a factor of 1.5 either way (docs/speed.md), and the margin stands for a
+# second thread: full evaluation runs 1.6-1.7 times faster on two, a walk little (its small
+# calls queue for the interpreter), so a walk at 0.6-0.7 of a full evaluation on one thread
+# takes 0.8-1.1 of it on two (2 vs 5: 0.59-0.71, and 0.77-1.11).
 WALK_MARGIN = 0.75
 # What a walk spends per row beyond its blocks, its start and its positions: the rows' outcome
 # (stop, side, statistic), the survivors' bookkeeping from block to block, the call's arrays

@@ -80,8 +80,9 @@ class TermSource(ABC):
         ``term_ns`` (a source that finishes its terms in float32 there).
     held_ns : float
         What a row costs a walk that holds it from its start beyond its preparation and its
-        blocks, in ns (what full evaluation does not pay: a dense kernel source's wide rows,
-        :data:`attentive.evaluator.sources.rbf.HELD_COLUMN_NS`); 0 by default.
+        blocks, in ns (what full evaluation does not pay: the RBF grid and float32 sources' rows
+        over more than 64 columns, :data:`attentive.evaluator.sources.rbf.HELD_COLUMN_NS`); 0 by
+        default.
     """
 
     kind: ClassVar[str]
@@ -90,6 +91,7 @@ class TermSource(ABC):
     exact: ClassVar[type[TermSource] | None] = None
     walks_itself: ClassVar[bool] = False
     reads_ahead: ClassVar[bool] = False
+    holds_wide_rows: ClassVar[bool] = False  # held_ns priced (dense_costs): sources measured
 
     term_cost: float = 1.2
     mass_cost: float = 0.2

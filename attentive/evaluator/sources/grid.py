@@ -132,6 +132,7 @@ class RBFGridSource(_GridRows):
 
     kind = "rbf-grid"
     magnitudes = True
+    holds_wide_rows = True
     exact = RBFDoubleSource
 
     @classmethod

@@ -56,19 +56,21 @@ WALK_TERM_NS, MASS_TERM_NS = 1.8, 1.0
 # (0.1 µs), the grid's conversion to integers (0.55 µs).
 PREP_AUGMENTED, PREP_NORMS, PREP_GRID = 1.35, 0.12, 0.7
 
-# What a row costs the walk that holds it from its start, ns a column over more than
-# WIDE_FEATURES columns, beyond its preparation and its blocks (TermSource.held_ns): every row
-# of a walk without a triage, the rows a triage leaves to the walk with one (attentive.
-# evaluator.triage). Over MNIST's columns the walk's source converts such a row again (onto the
-# pixel grid, or its float32 norms), gathers it from the call's rows after a triage, copies it
-# at every block its walk reaches (keep), and allocates fresh arrays for all of it, whose first
-# touch costs page faults (5 vs 8's walk measured 20 % faster with the allocator keeping its
-# pages). Fitted to the calibrated rule's walks of ten MNIST problems as users prepare them
-# (pairs, a pipeline, one against the rest; 6,500-7,600 rows, one thread, medians of 11,
-# 2026-12-02): priced without it at 0.20-0.63 of a full evaluation, they measured 0.42-1.16, a
-# row so held 1.3-8.6 µs short (median 3.7 µs, over 680-720 columns; docs/speed.md). Narrow rows
-# (MNIST behind a PCA(50), 10-40 features) were priced within 10 % without it and keep 0.
-HELD_COLUMN_NS = 5.0
+# What a row costs the walk that holds it from its start, ns a column beyond WIDE_FEATURES, beyond
+# its preparation and its blocks (TermSource.held_ns; the RBF grid and float32 sources, whose
+# walks were measured): every row of a walk without a triage, the rows a triage leaves to the
+# walk with one (attentive.evaluator.triage). Over MNIST's columns the walk's source converts
+# such a row again (onto the pixel grid, or its float32 norms), gathers it from the call's rows
+# after a triage, copies it at every block its walk reaches (keep), and allocates fresh arrays
+# for all of it, whose first touch costs page faults (5 vs 8's walk measured 20 % faster with
+# the allocator keeping its pages). Fitted to the calibrated rule's walks of ten MNIST problems
+# as users prepare them (pairs, a pipeline, one against the rest; 6,500-7,600 rows, one thread,
+# medians of 11, 2026-12-02): priced without it at 0.20-0.63 of a full evaluation, they
+# measured 0.42-1.16, a row so held 1.3-8.6 µs short (median 3.7 µs, over 680-720 columns;
+# docs/speed.md). Counted from the 65th column, so that it grows from nothing; measured only
+# at MNIST's width, and taken as linear between. Narrow rows (behind a PCA of 30-50
+# components, 10-50 features) were priced within 10 % without it.
+HELD_COLUMN_NS = 5.5
 
 
 #: A dense kernel term's product, ns a feature: up to WIDE_FEATURES features, and beyond them,
@@ -96,8 +98,9 @@ def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
     ``d`` features, with float32 (``single``) or float64 products: a full evaluation's term
     :func:`dense_term_ns` (at MNIST's ~700 columns ~15 ns in float32), a row through a block
     ``20 + 0.17 d`` ns (``20 + 0.3 d``) — at MNIST's ~700 columns about 10 terms. ``prep``: a
-    row's preparation, ns a feature (:attr:`TermSource.prep_ns`). A wide row held by a walk
-    from its start costs :data:`HELD_COLUMN_NS` a column more (:attr:`TermSource.held_ns`)."""
+    row's preparation, ns a feature (:attr:`TermSource.prep_ns`). Where the source
+    ``holds_wide_rows``, a row held by a walk from its start costs :data:`HELD_COLUMN_NS` a
+    column beyond the 64th more (:attr:`TermSource.held_ns`)."""
     term_ns = dense_term_ns(d, single)
     row_ns = 20.0 + (0.17 if single else 0.3) * d
     source.term_ns = term_ns
@@ -105,7 +108,8 @@ def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
     source.mass_cost = MASS_TERM_NS / term_ns
     source.row_cost = row_ns / term_ns
     source.prep_ns = prep * d
-    source.held_ns = HELD_COLUMN_NS * d if d > WIDE_FEATURES else 0.0
+    held = HELD_COLUMN_NS * max(0, d - WIDE_FEATURES) if source.holds_wide_rows else 0.0
+    source.held_ns = held
     source.max_block = max_block_for(d)
 
 

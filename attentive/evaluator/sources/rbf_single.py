@@ -56,6 +56,7 @@ class RBFSingleSource(TermSource):
 
     kind = "rbf-single"
     magnitudes = True
+    holds_wide_rows = True
     certified = True
     exact = RBFDoubleSource
 
