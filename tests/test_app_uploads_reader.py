@@ -3,7 +3,8 @@
 A LIBSVM file cannot always say where its indices start or how many features it has: read on its
 own it follows LIBSVM's convention and its own largest index. Once a model is uploaded beside it,
 the reader decides with the model's width (attentive.data.reader), as ``python -m attentive
-score`` does, and refuses a file that reads either way instead of shifting every feature.
+score`` does, and refuses a file that reads either way instead of shifting every feature; and a
+LIBSVM file for a model that knows its features by name, whose features LIBSVM numbers.
 """
 
 from __future__ import annotations
@@ -100,7 +101,10 @@ def test_a_libsvm_upload_is_refused_for_a_model_that_knows_its_features_by_name(
     assert not state.upload_model(sio.dumps(model), "svc.skops")
     message = state.last_error
     assert "rows.libsvm is LIBSVM" in message and "by name ('px0', 'px1'" in message
-    assert message.endswith("upload a CSV file with a header line naming its columns")
+    assert message.endswith(
+        "the model is not used with it: upload its rows as a CSV file with a header line naming "
+        "its columns"
+    )
     assert state.model_source == "train" and state.walks is walks  # nothing the user had lost
     frame = pd.DataFrame(X, columns=names).assign(label=y)
     assert state.upload_dataset(frame.to_csv(index=False).encode(), "rows.csv"), state.last_error
@@ -108,3 +112,36 @@ def test_a_libsvm_upload_is_refused_for_a_model_that_knows_its_features_by_name(
     ds = state.walks.problem.dataset
     assert ds.params["feature_names"] == names
     np.testing.assert_allclose(_sorted(np.vstack([ds.X_train, ds.X_test])), _sorted(X), rtol=1e-15)
+
+
+def test_a_model_refused_for_a_dataset_still_building_leaves_the_dataset():
+    """Served, builds run in the background: a LIBSVM upload still building when a named model
+    comes makes one build of the two, which fails on their pairing. The page goes back to the
+    model and dataset it had, and keeps the uploaded file among the datasets (it was dropped
+    with the failed build, as a file that could not be read is)."""
+    import pandas as pd
+
+    X, y, _ = _problem(zero_column=3)
+    names = [f"px{i}" for i in range(X.shape[1])]
+    model = SVC().fit(pd.DataFrame(X, columns=names), y)
+    jobs = []
+    state = DashboardState()
+    applied = state.dataset
+    state.executor = lambda job, done, fail: jobs.append((job, done, fail))
+    assert state.upload_dataset(_libsvm(X, y, zero_based=False), "rows.libsvm"), state.last_error
+    upload = state.dataset
+    assert upload != applied and len(jobs) == 1  # building
+    assert state.upload_model(sio.dumps(model), "svc.skops"), state.last_error
+    for job, done, fail in jobs:  # the first superseded, the second the pair's
+        try:
+            result = job()
+        except Exception as exc:
+            fail(exc)
+        else:
+            done(result)
+    assert "rows.libsvm is LIBSVM" in state.last_error
+    assert state.dataset == applied and state.model_source == "train"
+    assert upload in state.param.dataset.objects
+    state.executor = lambda job, done, fail: done(job())
+    state.dataset = upload  # chosen again: its own trained model
+    assert state.dataset == upload and state.walks.problem.dataset.name == "rows.libsvm"

@@ -332,7 +332,12 @@ class DashboardState(Background):
             if self._inputs() != inputs:
                 return  # superseded by a newer request
             self.report(exc)
-            if inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
+            # An uploaded dataset not yet in use is dropped with its failed build — unless an
+            # uploaded model came with it: the file was read alone when it came, so the pairing
+            # failed (a LIBSVM file for a model that knows its features by name, say), and the
+            # file stays for the trained model the page goes back to.
+            ours = inputs.get("model_source") != "upload"
+            if ours and inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
                 self._pending_upload = self._uploads.pop(inputs["dataset"])
                 self.param.dataset.objects = [o for o in self.param.dataset.objects if o != inputs["dataset"]]  # fmt: skip
             if self._applied:  # back to the model in use (its inputs: nothing is rebuilt)

@@ -151,7 +151,12 @@ def load_user_file(
     if fmt == "csv":
         X, labels, label_name, columns = _parse_csv(data, name, label_column, expected)
     else:
-        nameless_libsvm(expected, name, "upload a CSV file with a header line naming its columns")
+        nameless_libsvm(
+            expected,
+            name,
+            "the model is not used with it: upload its rows as a CSV file with a header line "
+            "naming its columns",
+        )
         index_range = libsvm_index_range(data)
         base = libsvm_zero_based(
             index_range,
