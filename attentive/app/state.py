@@ -336,8 +336,8 @@ class DashboardState(Background):
             # uploaded model came with it: the file was read alone when it came, so the pairing
             # failed (a LIBSVM file for a model that knows its features by name, say), and the
             # file stays for the trained model the page goes back to.
-            ours = inputs.get("model_source") != "upload"
-            if ours and inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
+            file_alone = inputs.get("model_source") != "upload"
+            if file_alone and inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
                 self._pending_upload = self._uploads.pop(inputs["dataset"])
                 self.param.dataset.objects = [o for o in self.param.dataset.objects if o != inputs["dataset"]]  # fmt: skip
             if self._applied:  # back to the model in use (its inputs: nothing is rebuilt)
