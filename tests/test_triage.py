@@ -220,6 +220,9 @@ def test_the_pilot_prices_holding_a_wide_row_for_the_rows_the_walk_holds(
     assert priced.walk_cost - free.walk_cost == pytest.approx(
         share * held / priced.term_ns, rel=1e-9, abs=1e-12
     )
+    # the pilot knows that part (a walk's second thread is decided without it)
+    assert free.held_cost == 0.0 and priced.held_cost == pytest.approx(share * held / free.term_ns)
+    assert priced.unheld_walk_ns == pytest.approx(free.walk_ns, rel=1e-12)
 
 
 def test_a_row_with_a_missing_value_is_still_refused_after_a_triage(

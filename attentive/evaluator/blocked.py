@@ -79,8 +79,11 @@ WALK_ROWS_PER_THREAD = 2048
 # as long with two threads as with one (5 and 8 against the rest, 2026-11-30), where full
 # evaluation ran 1.5-1.8 times faster; MNIST 8 against the rest on its pixels (~2.9 µs a row)
 # took 0.8-1.16 of one thread's time with two over five runs of one session (a noisy machine).
-# (Priced before a wide row's holding was, TermSource.held_ns: since 2026-12-02 the walks of 3
-# and 0 against the rest, ~1.4 and ~1.0 µs a row before, are priced above it and take two.)
+# Set before a wide row's holding was priced (TermSource.held_ns), it is compared with the
+# walk's price without that part (Pilot.unheld_walk_ns): with it, the walks of 3 and 0 against
+# the rest (~1.4 and ~1.0 µs a row without) took two threads and ran 8-14 % slower than on one
+# (n_jobs=2, medians of 11, 2026-12-02). Walks priced above it ran from 18 % slower (8 vs the
+# rest) to 11 % faster (9 vs the rest at C = 10) on two threads in the same runs: a noisy trade.
 THREADED_WALK_NS = 2000.0
 
 
@@ -341,7 +344,7 @@ def evaluate_blocked(
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
         one_thread = getattr(source_cls, "single_thread", False)
-        cheap = pilot is not None and pilot.walk_ns < THREADED_WALK_NS
+        cheap = pilot is not None and pilot.unheld_walk_ns < THREADED_WALK_NS
         few = one_thread or cheap or m * n < PARALLEL_MIN_ELEMENTS
         jobs = 1 if few else max(1, min(n_jobs, m // WALK_ROWS_PER_THREAD))
         step = chunk_size or max(

@@ -114,6 +114,9 @@ class Pilot:
     triage : int
         The positions a triage takes before the walk (:mod:`attentive.evaluator.triage`; the
         schedule is then the other rows'), 0 for none: where it is priced cheaper.
+    held_cost : float
+        The part of ``walk_cost`` that the rows it holds from their start add
+        (:attr:`~attentive.evaluator.sources.base.TermSource.held_ns`), same units.
     """
 
     stops: np.ndarray
@@ -122,11 +125,18 @@ class Pilot:
     full_cost: float
     term_ns: float
     triage: int = 0
+    held_cost: float = 0.0
 
     @property
     def walk_ns(self) -> float:
         """Predicted time of a row's walk, ns (one thread)."""
         return self.walk_cost * self.term_ns
+
+    @property
+    def unheld_walk_ns(self) -> float:
+        """:attr:`walk_ns` without its held rows' part: what a walk's second thread is decided
+        on (``blocked.THREADED_WALK_NS`` was set before that part was priced)."""
+        return (self.walk_cost - self.held_cost) * self.term_ns
 
     @property
     def walk_pays(self) -> bool:
@@ -272,7 +282,7 @@ def pilot_for(
     held = source.held_ns / full_ns  # (every row, held by the walk from its start)
     walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + held
     walk_cost += shared + redo
-    positions = 0
+    positions, held_cost = 0, held
     if triage is not None and triage[0] > 0:
         # A triage (attentive.evaluator.triage): every row pays its pass (its features, priced
         # as the walk's source prices its own, and the first positions); the rows it decides,
@@ -296,7 +306,7 @@ def pilot_for(
             + redo
         )
         if triaged < walk_cost:
-            walk_cost, schedule, positions = triaged, schedule_t, b
+            walk_cost, schedule, positions, held_cost = triaged, schedule_t, b, share * held
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
@@ -304,6 +314,7 @@ def pilot_for(
         full_cost=float(n),
         term_ns=float(full_ns),
         triage=positions,
+        held_cost=held_cost,
     )
     kept.by_kind[kind] = pilot
     return pilot
