@@ -121,12 +121,12 @@ def check_output(output: str | os.PathLike, overwrite: bool) -> Path:
     OutputError
         The directory cannot be created or written to.
     """
-    if Path(output).name == "-":  # (a command's usual name for its standard output)
+    output = Path(output)
+    if output.name == "-":  # (a command's usual name for its standard output)
         raise InvalidParameterError(
             f"the output {output} would be a directory named '-': the scores are written as a "
             "Parquet directory, not to the standard output; name that directory"
         )
-    output = Path(output)
     if not output.name:  # "." or "/": the directory itself, by its name
         output = output.resolve()
     if os.path.lexists(output):

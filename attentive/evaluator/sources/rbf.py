@@ -108,8 +108,7 @@ def dense_costs(source, d: int, single: bool, prep: float = 0.0) -> None:
     source.mass_cost = MASS_TERM_NS / term_ns
     source.row_cost = row_ns / term_ns
     source.prep_ns = prep * d
-    held = HELD_COLUMN_NS * max(0, d - WIDE_FEATURES) if source.holds_wide_rows else 0.0
-    source.held_ns = held
+    source.held_ns = HELD_COLUMN_NS * max(0, d - WIDE_FEATURES) if source.holds_wide_rows else 0.0
     source.max_block = max_block_for(d)
 
 
