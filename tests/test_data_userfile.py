@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 
 import numpy as np
 import pytest
@@ -277,3 +278,67 @@ def test_a_quoted_line_break_is_refused_and_balanced_quotes_are_not_taken_for_on
     data = b'c,a,b,label\n9,1,2,0\n"8",3\n7,7,8,0\n'
     with pytest.raises(DataError, match=r"line 3 has 2 fields.*a truncated or joined line"):
         load_user_file(data, filename="t.csv", label_column="label")
+
+
+# ------------------------------------------------------------- a first line that is an example
+
+
+def _lines(problem, *, index=False) -> list[str]:
+    """The problem's examples as CSV lines, the label first (and the row number, ``index``)."""
+    X, y = problem
+    return [
+        ",".join(([str(i)] if index else []) + [str(t), *map(repr, map(float, x))])
+        for i, (x, t) in enumerate(zip(X, y, strict=True))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"1,0.5,-2.25\n0,1.5,3\n1,2,4\n", "a row of numbers"),
+        (b"yes,0.25,1.5\nno,1,2\nyes,3,4\n", "a row of examples (it holds '0.25')"),
+        (b"yes,0,1,1\nno,1,0,0\nyes,1,1,0\n", "a row of examples (it holds '1')"),
+        (b"1\t0.5\t-2.25\n0\t1.5\t3\n", "a row of numbers"),
+    ],
+)
+def test_first_line_of_data_is_refused_not_lost(content, what):
+    """An upload's first line names the columns; an example there was taken as the names and
+    dropped without a word (39 of 40 rows read, the features named '-0.132', ...)."""
+    name = "rows.tsv" if b"\t" in content else "rows.csv"
+    with pytest.raises(DataError, match="the first line, .* is " + re.escape(what)) as caught:
+        load_user_file(content, filename=name, label_column=0)
+    assert "add one as its first line" in str(caught.value)
+
+
+def test_headerless_file_is_refused_then_read_whole_with_a_header(problem):
+    X, _ = problem
+    body = "\n".join(_lines(problem)) + "\n"
+    with pytest.raises(DataError, match="is a row of numbers, not a header"):
+        load_user_file(body.encode(), filename="plain.csv", label_column=0)
+    header = ",".join(["label", *(f"x{j}" for j in range(X.shape[1]))])
+    ds = load_user_file((header + "\n" + body).encode(), filename="plain.csv", label_column=0)
+    got_X, _ = _rows(ds)
+    assert len(got_X) == len(X)  # every example, the first included
+    assert sorted(r.tobytes() for r in got_X) == sorted(r.tobytes() for r in X)
+
+
+@pytest.mark.parametrize(
+    ("first", "label_column"),
+    [
+        ("0,1,2,3,4,5", 0),  # pandas' names of a frame without column names
+        ("label,0,1,2,3,4", "label"),  # numbers as names beside a name, each once
+        ("1,2,3,4,5,6", 0),  # column numbers
+    ],
+)
+def test_headers_of_numbers_are_still_headers(problem, first, label_column):
+    X, _ = problem
+    content = (first + "\n" + "\n".join(_lines(problem)) + "\n").encode()
+    ds = load_user_file(content, filename="named.csv", label_column=label_column)
+    got_X, _ = _rows(ds)
+    assert sorted(r.tobytes() for r in got_X) == sorted(r.tobytes() for r in X)
+
+
+def test_pandas_index_header_is_refused_as_the_index_not_as_data(problem):
+    content = (",0,1,2,3,4,5\n" + "\n".join(_lines(problem, index=True)) + "\n").encode()
+    with pytest.raises(DataError, match="index pandas writes"):
+        load_user_file(content, filename="indexed.csv", label_column="0")

@@ -844,6 +844,49 @@ def csv_header(
     return columns
 
 
+def refuse_data_header(cells: list[str], *, where: str, sep: str = ",") -> None:
+    """Refuse a first line that is a row of examples where a header must come (an upload: its
+    first line names the columns). Taken as names, such a line was one example lost without a
+    word and its values the features' names. A row of numbers is refused, unless it counts up by
+    one (pandas' ``0,1,...`` for a frame without column names, with or without its index first,
+    or ``1,2,...``: column numbers); so is a line beside whose names stands a number that is not
+    whole or one twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is seldom
+    named ``0.25``, and never twice)."""
+    numbers = [c for c in cells if _is_number(c)]
+    if not numbers:
+        return
+    if (
+        cells == [str(i) for i in range(len(cells))]
+        or (
+            len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
+        )
+        or _counts_up(cells)
+    ):
+        return
+    names = [c for c in cells if c and not _is_number(c) and c not in _NA_TOKENS]
+    telling = next((c for c in numbers if not _whole(c)), None)
+    if telling is None:  # (a number twice: ``yes,0,1,1``; a header's names are each once)
+        telling = next((c for i, c in enumerate(numbers) if c in numbers[:i]), None)
+    if names and telling is None:
+        return
+    joint = "\\t" if sep == "\t" else sep
+    shown = joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
+    what = "a row of numbers" if not names else f"a row of examples (it holds {telling!r})"
+    raise DataError(
+        f"{where}: the first line, {shown}, is {what}, not a header: an uploaded CSV file starts "
+        "with a header line naming its columns (the label's and the features', e.g. "
+        "'label,x1,x2,...'); add one as its first line"
+    )
+
+
+def _whole(cell: str) -> bool:
+    try:
+        value = float(cell)
+    except ValueError:  # (not reached: cells here are numbers)
+        return False
+    return bool(np.isfinite(value)) and value == round(value)
+
+
 def nameless_libsvm(expected: ExpectedFeatures, where: str, instead: str) -> None:
     """Refuse LIBSVM rows for a model that knows its features by name, as a CSV file without a
     header line is: LIBSVM numbers them. Read by position, such rows reached most of these

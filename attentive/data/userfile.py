@@ -38,6 +38,7 @@ from attentive.data.reader import (
     libsvm_zero_based,
     nameless_libsvm,
     parse_csv_rows,
+    refuse_data_header,
     split_csv_line,
 )
 from attentive.errors import DataError, InvalidParameterError
@@ -273,6 +274,8 @@ def _parse_csv(
         raise DataError(
             f"{name} has no header line; expected a header row and one example per line"
         )
+    if expected.names is None or tuple(cells) != expected.names:
+        refuse_data_header(cells, where=name, sep=sep)
     columns = csv_header(cells, header=True, expected=expected, where=name, sep=sep)
     for other in OTHER_SEPARATORS:
         if len(columns) == 1 and other in columns[0] and other != sep:
