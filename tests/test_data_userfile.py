@@ -185,15 +185,24 @@ def test_csv_label_column_problems():
         load_user_file(b"a,b,c\n1,2,0\n3,4,\n", filename="t.csv", label_column="c")
 
 
-@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "1e400", "-2E+999"])
 def test_non_finite_features(bad):
     data = f"a,b,label\n1,2,0\n3,4,1\n5,{bad},0\n7,8,1\n".encode()
     # pandas reads 'nan' as a missing cell; inf arrives as a number and is caught as non-finite.
-    what = "the value is missing or NaN" if bad == "nan" else f"{bad} is not a finite number"
+    what = (
+        "the value is missing or NaN"
+        if bad == "nan"
+        else f"{re.escape(bad)} is not a finite number"
+    )
     with pytest.raises(DataError, match=rf"t\.csv, line 4, column 'b': {what}"):
         load_user_file(data, filename="t.csv", test_size=0.5)
-    with pytest.raises(DataError, match=rf"t\.libsvm, line 2: feature 1 is {bad}; .*finite"):
+    # The value as written: one beyond double precision's range was reported as the inf it
+    # is read as.
+    shown = re.escape(bad) + ("" if bad.lstrip("-") in ("nan", "inf") else r" \(beyond double")
+    with pytest.raises(DataError, match=rf"t\.libsvm, line 2: feature 1 is {shown}.*; .*finite"):
         load_user_file(f"1 1:1\n-1 1:{bad}\n".encode(), filename="t.libsvm")
+    with pytest.raises(DataError, match=rf"t\.libsvm, line 4: feature 3 is {shown}.*; .*finite"):
+        load_user_file(f"1 1:1\n# a comment\n\n-1 2:0.5 3:{bad}\n".encode(), filename="t.libsvm")
 
 
 def test_single_class_and_too_few_examples():

@@ -76,9 +76,11 @@ def read_libsvm_rows(
         k = int(bad[0])
         row = int(np.searchsorted(X.indptr, k, side="right") - 1)
         index = int(X.indices[k]) + (0 if zero_based else 1)
+        line = _line_of_row(data, row, first_line)
         raise DataError(
-            f"{where}, line {_line_of_row(data, row, first_line)}: feature {index} is "
-            f"{X.data[k]}; every feature needs a finite number (remove or impute it)"
+            f"{where}, line {line}: feature {index} is "
+            f"{_written(data, line - first_line, index) or X.data[k]}; every feature needs a "
+            "finite number (remove or impute it)"
         )
     return X, labels
 
@@ -118,6 +120,21 @@ def _line_of_row(data: bytes, row: int, first_line: int) -> int:
             if seen == row:
                 return first_line + offset
     return first_line  # not reached for a row the parser found
+
+
+def _written(data: bytes, offset: int, index: int) -> str | None:
+    """The value of feature ``index`` as line ``offset`` (0-based) of the text writes it: a value
+    beyond double precision's range (``1e400``) is read as ``inf``, which the file does not say."""
+    lines = data.split(b"\n")
+    if offset >= len(lines):
+        return None
+    for token in _content(lines[offset]).split()[1:]:
+        key, _, value = token.partition(":")
+        if key.isdigit() and int(key) == index:
+            if value.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+                return value
+            return f"{value} (beyond double precision's range)"
+    return None
 
 
 def _locate_error(
