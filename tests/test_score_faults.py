@@ -261,10 +261,14 @@ def test_a_scheduler_that_cannot_be_reached_is_refused_by_name(exported, tmp_pat
     with socket.socket() as free:  # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+    started = time.perf_counter()
+    # (Dask's own retries would take its connect timeout: refused at once, they do not start.)
+    with dask.config.set({"distributed.comm.timeouts.connect": "20s"}):
         code, err = _score(
             model, rows, tmp_path / "b", capsys, "--scheduler", f"tcp://127.0.0.1:{port}"
         )
+    assert time.perf_counter() - started < 15, "a refused port waited for Dask's timeout"
+    assert "connection refused" in err, err
     assert code == 1 and "cannot connect to the Dask scheduler" in err and "Traceback" not in err, (
         err
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import lzma
 import numbers
 import os
+import socket
 import time
 import uuid
 import zlib
@@ -132,12 +133,43 @@ def _client(scheduler: str | None, cluster):
     if not scheduler:
         return Client(cluster)
     try:
+        _refused(scheduler)
         return Client(scheduler)
     except (OSError, ValueError, TypeError) as exc:  # (TimeoutError is an OSError)
         raise InvalidParameterError(
             f"cannot connect to the Dask scheduler {scheduler!r} ({exc}); expected the address "
             "of a running scheduler, such as tcp://127.0.0.1:8786"
         ) from None
+
+
+#: How long :func:`_refused` waits for a TCP scheduler's port to answer, s.
+PROBE_SECONDS = 5.0
+
+
+def _refused(scheduler: str) -> None:
+    """Raise ``ConnectionRefusedError`` at once where nothing listens on a TCP scheduler's
+    address: Dask's client retried a refused connection until its connect timeout, 30 s by
+    default, before the same refusal. Any other outcome (an answer, a host that does not reply,
+    an address or scheme this does not parse) is left to the client."""
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        scheme, location = parse_address(scheduler)
+        if scheme != "tcp":
+            return
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        return
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
+            return
+    except ConnectionRefusedError:
+        raise ConnectionRefusedError(
+            f"nothing listens on {host}:{port}: connection refused"
+        ) from None
+    except OSError:
+        return
 
 
 def score_file(
