@@ -351,3 +351,18 @@ def test_pandas_index_header_is_refused_as_the_index_not_as_data(problem):
     content = (",0,1,2,3,4,5\n" + "\n".join(_lines(problem, index=True)) + "\n").encode()
     with pytest.raises(DataError, match="index pandas writes"):
         load_user_file(content, filename="indexed.csv", label_column="0")
+
+
+def test_a_file_separated_by_spaces_is_named_so():
+    content = b"label x y\n1 0.5 0.3\n0 0.2 0.1\n1 0.5 0.3\n0 0.2 0.1\n"
+    with pytest.raises(DataError, match=r"seems to be separated by spaces.*commas .* or tabs"):
+        load_user_file(content, filename="spaced.csv")
+    with pytest.raises(DataError, match="seems to be separated by spaces"):
+        load_user_file(content, filename="spaced.csv", label_column="label")
+    # (A name with a space beside others is a name.)
+    ds = load_user_file(
+        b"my label,x y,z\n" + b"1,0.5,0.3\n0,0.2,0.1\n" * 4,
+        filename="named.csv",
+        label_column="my label",
+    )
+    assert ds.n_features == 2

@@ -284,6 +284,11 @@ def _parse_csv(
                 f"separated by {SEPARATOR_NAMES[other]}, and this file is read as separated by "
                 f"{SEPARATOR_NAMES[sep]}; {UPLOAD_SEPARATORS}"
             )
+    if len(columns) == 1 and len(columns[0].split()) > 1:
+        raise DataError(
+            f"{name}: its header is one column, {columns[0][:60]!r}: the file seems to be "
+            f"separated by spaces, which are not read as a separator; {UPLOAD_SEPARATORS}"
+        )
     if not rest.strip():
         raise DataError(f"{name} has a header but no examples")
     label = _label_column(columns, name, label_column)
