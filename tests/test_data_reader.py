@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -483,8 +484,57 @@ def test_a_first_line_counting_up_by_one_is_refused_as_ambiguous(line):
         csv_header(cells, header=None, expected=expected, where="f")
     assert csv_header(cells, header=False, expected=expected, where="f") is None
     assert csv_header(cells, header=True, expected=expected, where="f") == cells
-    # a row of data that does not count up stays data
-    assert csv_header(["1", "2", "4", "5"], header=None, expected=expected, where="f") is None
+    # a row of data that is not whole numbers in increasing order stays data
+    assert csv_header(["1", "2", "2", "5"], header=None, expected=expected, where="f") is None
+    assert csv_header(["5", "2", "4", "1"], header=None, expected=expected, where="f") is None
+    assert csv_header(["1", "2.5", "4", "5"], header=None, expected=expected, where="f") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("33,34,35,36,37,42", "whole numbers in increasing order: it may name the columns"),
+        (",33,34,35,36,37,42", r"frame whose columns are numbers, with its index first.*Unnamed"),
+    ],
+)
+def test_column_numbers_with_gaps_are_refused_as_ambiguous(line, problem):
+    """A user's trial: a frame of MNIST pixels less its constant columns (labels 33, 34, ...,
+    42, ...) written with df.to_csv(index=False): its header was scored as a row of data, every
+    later row's score one line off, with exit status 0."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    with pytest.raises(DataError, match=problem) as info:
+        csv_header(cells, header=None, expected=expected, where="f")
+    assert "--header or --no-header" in str(info.value)
+    assert csv_header(cells, header=False, expected=expected, where="f") is None
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    assert csv_header(cells, header=True, expected=expected, where="f") == named
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("0.0,0.02745098,0.5,0.0", "a row of numbers"),
+        ("yes,0.25,1.5,2", "a row of examples (it holds '0.25')"),
+    ],
+)
+def test_a_header_asked_for_on_a_row_of_data_is_refused(line, what):
+    """--header on a file without one: a row with a repeated value was refused as a header
+    naming a column twice, one without was taken as names and lost."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=4, names=None)
+    with pytest.raises(DataError, match=re.escape(what) + r", not names of columns: drop --header"):
+        csv_header(cells, header=True, expected=expected, where="f")
+
+
+def test_count_mismatches_name_pandas_index_and_a_trailing_separator():
+    expected = ExpectedFeatures(n_features=3, names=None)
+    with pytest.raises(DataError, match=r"first column has no name.*--exclude 'Unnamed: 0'"):
+        feature_columns(["Unnamed: 0", "a", "b", "c"], 4, expected, where="f")
+    with pytest.raises(DataError, match=r"last column has no name.*trailing comma"):
+        feature_columns(["a", "b", "c", "Unnamed: 3"], 4, expected, where="f")
+    with pytest.raises(DataError, match=r"'lable'\] to exclude .*did you mean 'label'\?"):
+        feature_columns(["a", "b", "c", "label"], 4, expected, ("lable",), where="f")
 
 
 @pytest.mark.parametrize("rows", [b"1,True,2\n2,False,3\n", b"1,0.5,2\n2,True,3\n"])

@@ -366,3 +366,16 @@ def test_a_file_separated_by_spaces_is_named_so():
         label_column="my label",
     )
     assert ds.n_features == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "hint"),
+    [
+        (b"a;b;label\n1;2;0\n3;4;1\n", "rows.txt", "--format csv --sep ';'"),
+        (b"a|b|label\n1|2|0\n3|4|1\n", "rows.txt", "--format csv --sep '|'"),
+        (b"# written by hand\n1 1:0.5\n-1 1:2\n", "rows.csv", "--format libsvm"),
+    ],
+)
+def test_a_file_read_as_the_other_format_is_told_how_to_say_which(content, name, hint):
+    with pytest.raises(DataError, match=re.escape(hint)):
+        load_user_file(content, filename=name)

@@ -270,6 +270,34 @@ def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
     assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_frame_of_selected_columns_is_never_scored_a_line_off(client, models, tmp_path):
+    """A user's trial: a frame whose columns are the numbers left after a selection (MNIST
+    pixels less the constant ones: 33, 34, ..., 42, ...) written with df.to_csv(index=False),
+    was scored with its header as a first row and every row one line off, exit status 0. It is
+    refused as ambiguous; said, it is read as said; written with its index, the index is named."""
+    clf, path = models[False]
+    X, _ = make_classification(40, N_FEATURES, n_informative=3, n_redundant=0, random_state=6)
+    labels = [3 + 2 * i + (i > 1) for i in range(N_FEATURES)]  # increasing, with gaps
+    frame = pd.DataFrame(X, columns=labels)
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "whole numbers in increasing order", "--header or --no-header")
+    code, err, out = score(client, path, data, "--header")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+    (tmp_path / "indexed").mkdir()
+    indexed = tmp_path / "indexed" / "rows.csv"  # (its scores beside it)
+    frame.to_csv(indexed)
+    code, err, out = score(client, path, indexed)
+    assert_refused(code, err, out, "with its index first", "--exclude 'Unnamed: 0'")
+    code, err, out = score(client, path, indexed, "--header")
+    assert_refused(code, err, out, "its first column has no name", "--exclude 'Unnamed: 0'")
+    code, err, out = score(client, path, indexed, "--header", "--exclude", "Unnamed: 0")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+
+
 def test_a_frozen_models_names_decide_the_columns_read_by_every_path(client, tmp_path):
     """A classifier fitted on arrays around a frozen model fitted on a frame reads files and
     frames by that model's names, as its predict does: a file or a frame with the columns in

@@ -122,6 +122,15 @@ def _line_of_row(data: bytes, row: int, first_line: int) -> int:
     return first_line  # not reached for a row the parser found
 
 
+def _text_separator(line: str) -> tuple[str, str] | None:
+    """The separator (and its name) of a CSV line that is not split at commas: semicolons or
+    bars (tabs split the line's tokens already)."""
+    for sep, name in ((";", "semicolons"), ("|", "bars")):
+        if line.count(sep) >= 1 and all(part.strip() for part in line.split(sep)):
+            return sep, name
+    return None
+
+
 def _written(data: bytes, offset: int, index: int) -> str | None:
     """The value of feature ``index`` as line ``offset`` (0-based) of the text writes it: a value
     beyond double precision's range (``1e400``) is read as ``inf``, which the file does not say."""
@@ -156,6 +165,12 @@ def _locate_error(
                 problem += (
                     "; its cells are separated by commas, as in CSV: if the file is CSV, say so "
                     "(--format csv, format='csv')"
+                )
+            elif ":" not in line and (other := _text_separator(line)):
+                problem += (
+                    f"; its cells are separated by {other[1]}, as in CSV: if the file is CSV, "
+                    f"say so and name the separator (--format csv --sep '{other[0]}', "
+                    f"format='csv', sep='{other[0]}')"
                 )
             elif "," in tokens[0] and all(_LABEL.match(t) for t in tokens[0].split(",")):
                 problem += " (several labels, multilabel LIBSVM: one label a line is read)"

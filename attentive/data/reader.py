@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import bz2
 import csv
+import difflib
 import gzip
 import io
+import itertools
 import lzma
 import math
 import re
@@ -781,7 +783,8 @@ def csv_header(
         first = ",".join(cells)
         raise DataError(
             f"{where}: the first line, {first[:60]!r}, is a comment; CSV files are read without "
-            "comment lines: remove it (a header line names the columns, without '#')"
+            "comment lines: remove it (a header line names the columns, without '#'); if the "
+            "file is LIBSVM, say so (--format libsvm, format='libsvm')"
         )
     if header is None:
         numbers = [_is_number(c) for c in cells]
@@ -811,6 +814,22 @@ def csv_header(
                 f"{where}: the first line, {shown}, counts up by one: it may name the columns by "
                 "number or be a row of data. Say which: " + CHOOSE_HEADER
             )
+        elif _column_numbers(cells):
+            # 33,34,35,42,...: a frame's integer column labels after a selection (pandas writes
+            # them as the header), or a row of data.
+            raise DataError(
+                f"{where}: the first line, {shown}, is whole numbers in increasing order: it may "
+                "name the columns by number (as pandas writes a frame whose columns were "
+                "selected) or be a row of data. Say which: " + CHOOSE_HEADER
+            )
+        elif len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]):
+            raise DataError(
+                f"{where}: the first line, {shown}, is either the header pandas writes for a "
+                "frame whose columns are numbers, with its index first (df.to_csv()), or a row "
+                "of data missing its first value. Say which: " + CHOOSE_HEADER + "; with a "
+                "header, the index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... "
+                "from Python)"
+            )
         elif (
             len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
         ):
@@ -837,6 +856,14 @@ def csv_header(
             )
     if not header:
         return None
+    if expected.names is None or tuple(cells) != expected.names:
+        what = _data_line(cells)
+        if what is not None:
+            raise DataError(
+                f"{where}: a header line was asked for (--header, header=True), but the first "
+                f"line, {_shown(cells, sep)}, is {what}, not names of columns: drop --header "
+                "(header=True) to read it as data"
+            )
     columns = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
     repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
     if repeated:
@@ -847,36 +874,59 @@ def csv_header(
 def refuse_data_header(cells: list[str], *, where: str, sep: str = ",") -> None:
     """Refuse a first line that is a row of examples where a header must come (an upload: its
     first line names the columns). Taken as names, such a line was one example lost without a
-    word and its values the features' names. A row of numbers is refused, unless it counts up by
-    one (pandas' ``0,1,...`` for a frame without column names, with or without its index first,
-    or ``1,2,...``: column numbers); so is a line beside whose names stands a number that is not
-    whole or one twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is seldom
-    named ``0.25``, and never twice)."""
+    word and its values the features' names (:func:`_data_line` tells such a line)."""
+    what = _data_line(cells)
+    if what is None:
+        return
+    raise DataError(
+        f"{where}: the first line, {_shown(cells, sep)}, is {what}, not a header: an uploaded "
+        "CSV file starts with a header line naming its columns (the label's and the features', "
+        "e.g. 'label,x1,x2,...'); add one as its first line"
+    )
+
+
+def _data_line(cells: list[str]) -> str | None:
+    """What makes a line a row of examples rather than names of columns, or None: a row of
+    numbers, unless it counts up by one (``1,2,...``, ``0.0,1.0,...``) or is whole numbers in
+    increasing order, with or without an empty cell first (pandas' ``0,1,...`` for a frame
+    without column names, ``33,34,42,...`` after a selection of its columns, an index first:
+    column numbers); or a line beside whose
+    names stands a number that is not whole or one twice (``yes,0.25,1.5``, ``yes,0,1,1``: a
+    labelled example; a column is seldom named ``0.25``, and never twice)."""
     numbers = [c for c in cells if _is_number(c)]
     if not numbers:
-        return
+        return None
     if (
-        cells == [str(i) for i in range(len(cells))]
-        or (
-            len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
-        )
-        or _counts_up(cells)
+        _counts_up(cells)
+        or _column_numbers(cells)
+        or (len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]))
     ):
-        return
+        return None
     names = [c for c in cells if c and not _is_number(c) and c not in _NA_TOKENS]
     telling = next((c for c in numbers if not _whole(c)), None)
     if telling is None:  # (a number twice: ``yes,0,1,1``; a header's names are each once)
         telling = next((c for i, c in enumerate(numbers) if c in numbers[:i]), None)
     if names and telling is None:
-        return
+        return None
+    return "a row of numbers" if not names else f"a row of examples (it holds {telling!r})"
+
+
+def _shown(cells: list[str], sep: str) -> str:
+    """A line's first cells as written (a tab shown as ``\\t``)."""
     joint = "\\t" if sep == "\t" else sep
-    shown = joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
-    what = "a row of numbers" if not names else f"a row of examples (it holds {telling!r})"
-    raise DataError(
-        f"{where}: the first line, {shown}, is {what}, not a header: an uploaded CSV file starts "
-        "with a header line naming its columns (the label's and the features', e.g. "
-        "'label,x1,x2,...'); add one as its first line"
-    )
+    return joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
+
+
+_COLUMN_NUMBER = re.compile(r"\d+", re.ASCII)
+
+
+def _column_numbers(cells: list[str]) -> bool:
+    """Whether a line's cells (at least three) are whole numbers written without a point,
+    strictly increasing: a frame's integer column labels, as pandas writes them."""
+    if len(cells) < 3 or not all(_COLUMN_NUMBER.fullmatch(c) for c in cells):
+        return False
+    values = [int(c) for c in cells]
+    return all(a < b for a, b in itertools.pairwise(values))
 
 
 def _whole(cell: str) -> bool:
@@ -946,8 +996,10 @@ def feature_columns(
     present = set(columns)
     unknown = [c for c in exclude if c not in present]
     if unknown:
+        close = [m for c in unknown for m in difflib.get_close_matches(c, columns, n=2)]
+        meant = f"; did you mean {_preview(dict.fromkeys(close))}?" if close else ""
         raise DataError(
-            f"{where}: {unknown} to exclude are not among its columns: {_preview(columns)}"
+            f"{where}: {unknown} to exclude are not among its columns: {_preview(columns)}{meant}"
         )
     excluded = set(exclude)
     features = [c for c in columns if c not in excluded]
@@ -984,6 +1036,17 @@ def feature_columns(
         less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
         if len(features) > expected.n_features:
             hint = f"; name the other columns with {EXCLUDE}"
+            if features[0] == "Unnamed: 0":
+                hint = (
+                    "; its first column has no name: the index pandas writes with df.to_csv()? "
+                    "Exclude it with --exclude 'Unnamed: 0' (exclude=... from Python), or write "
+                    "the file with df.to_csv(path, index=False)"
+                )
+            elif features[-1] == f"Unnamed: {len(columns) - 1}":
+                hint = (
+                    "; its last column has no name: do its lines end with a separator (a "
+                    "trailing comma)? Remove it, or name the other columns with " + EXCLUDE
+                )
         elif len(columns) == 1 and sep is not None:
             hint = one_column_hint(sep, columns[0])
         else:
