@@ -822,14 +822,6 @@ def csv_header(
                 "name the columns by number (as pandas writes a frame whose columns were "
                 "selected) or be a row of data. Say which: " + CHOOSE_HEADER
             )
-        elif len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]):
-            raise DataError(
-                f"{where}: the first line, {shown}, is either the header pandas writes for a "
-                "frame whose columns are numbers, with its index first (df.to_csv()), or a row "
-                "of data missing its first value. Say which: " + CHOOSE_HEADER + "; with a "
-                "header, the index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... "
-                "from Python)"
-            )
         elif (
             len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
         ):
@@ -839,6 +831,14 @@ def csv_header(
                 "frame without column names, with its index first (df.to_csv()), or a row of data "
                 "missing its first value. Say which: " + CHOOSE_HEADER + "; with a header, the "
                 "index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... from Python)"
+            )
+        elif len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]):
+            raise DataError(
+                f"{where}: the first line, {shown}, is either the header pandas writes for a "
+                "frame whose columns are numbers, with its index first (df.to_csv()), or a row "
+                "of data missing its first value. Say which: " + CHOOSE_HEADER + "; with a "
+                "header, the index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... "
+                "from Python)"
             )
         elif any(names) and not any(numbers):
             header = True
@@ -890,9 +890,9 @@ def _data_line(cells: list[str]) -> str | None:
     numbers, unless it counts up by one (``1,2,...``, ``0.0,1.0,...``) or is whole numbers in
     increasing order, with or without an empty cell first (pandas' ``0,1,...`` for a frame
     without column names, ``33,34,42,...`` after a selection of its columns, an index first:
-    column numbers); or a line beside whose
-    names stands a number that is not whole or one twice (``yes,0.25,1.5``, ``yes,0,1,1``: a
-    labelled example; a column is seldom named ``0.25``, and never twice)."""
+    column numbers); or a line beside whose names stands a number that is not whole or one
+    twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is seldom named
+    ``0.25``, and never twice)."""
     numbers = [c for c in cells if _is_number(c)]
     if not numbers:
         return None
