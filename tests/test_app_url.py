@@ -104,16 +104,27 @@ def test_a_bad_url_value_is_reported_once_in_the_dashboards_words(dash, name, va
 
 def test_an_uploaded_files_name_in_the_url_asks_for_the_upload_again_once(dash):
     before = dash.state.numbers()
-    loc = url("?dataset=file%3A+good.csv&delta=0.02")
-    dash.sync_url(loc)
     s = dash.state
+    own = (s.kernel, s.C, s.gamma, s.theta)
+    # (The settings an upload's address carries: its model's and its scores' threshold.)
+    query = "?dataset=file%3A+good.csv&gamma=scale&C=3&theta=0.4&delta=0.02"
+    loc = url(query)
+    dash.sync_url(loc)
     assert s.n_errors == 1 and "upload it again" in s.last_error and "good.csv" in s.last_error
+    assert "mnist-t10k-2v5 is shown with its own model settings" in s.last_error
+    assert "C, gamma, theta were the upload's" in s.last_error
     assert s.dataset == "mnist-t10k-2v5" and s.walks is not None
     assert loc.query_params["dataset"] == "mnist-t10k-2v5"
-    assert s.delta == rules.snap_delta(0.02) and s.numbers() != before  # the rest applies
-    # The browser sends its address again as it connects: the same upload is not told twice.
-    loc.search = "?dataset=file%3A+good.csv&delta=0.02"
+    # The upload's settings are not applied to the dataset shown (gamma=scale trained another
+    # model than its menu's); the rest applies.
+    assert (s.kernel, s.C, s.gamma, s.theta) == own
+    assert loc.query_params["gamma"] == own[2] or str(loc.query_params["gamma"]) == str(own[2])
+    assert s.delta == rules.snap_delta(0.02) and s.numbers() != before
+    # The browser sends its address again as it connects: the same upload is not told twice,
+    # and its settings are not applied then either.
+    loc.search = query
     assert s.n_errors == 1
+    assert (s.kernel, s.C, s.gamma, s.theta) == own
 
 
 @pytest.mark.slow

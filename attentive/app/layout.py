@@ -262,6 +262,12 @@ def _query_theme() -> str | None:
     return value[0].decode("utf-8", "replace") if value else None
 
 
+#: What an address naming an uploaded file says of that file's model and scores, not applied
+#: to the dataset shown instead (:meth:`Dashboard._from_url`).
+UPLOAD_SETTINGS = ("positive_class", "model_source", "model_file", "kernel", "C", "gamma")
+UPLOAD_SETTINGS += ("theta", "budget")
+
+
 class DashboardTemplate(pn.template.FastListTemplate):
     """Panel's FastListTemplate, whose ``?theme=`` it has or none: an unknown one (``light``,
     ``Dark``, a typo) raised a KeyError in its constructor, and the page stayed blank."""
@@ -540,10 +546,18 @@ class Dashboard(pn.viewable.Viewer):
         here once (:meth:`_url_to_state`), so what it tells is told once."""
         dataset = query.get("dataset")
         if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
-            del query["dataset"]  # an uploaded file is not kept across a reload
+            # An uploaded file is not kept across a reload; the model's settings and the
+            # thresholds in the address were the upload's (gamma=scale on its features, θ on
+            # its scores), so the dataset shown keeps its own: applied to it, they trained
+            # another model than the one its menu gives, without a word.
+            dropped = sorted(k for k in query if k in UPLOAD_SETTINGS)
+            for key in ("dataset", *dropped):
+                del query[key]
+            kept = f"{self.state.dataset} is shown with its own model settings"
             self._tell(
                 f"{dataset[len(UPLOAD_PREFIX) :]} was an uploaded file, and uploads are not kept "
-                "when the page reloads: upload it again."
+                f"when the page reloads: upload it again. Meanwhile {kept}"
+                + (f" (the address's {', '.join(dropped)} were the upload's)." if dropped else ".")
             )
         query, disagree = self.state.one_scale(query)
         if disagree is not None:
