@@ -567,3 +567,16 @@ def test_a_tab_the_page_does_not_have_is_told_once_and_answered_with_the_tab_sho
     run_ticks(ticks)
     assert s.n_errors == 1, s.last_error
     assert parse_query(loc.search)["tab"] == "walks"
+
+
+def test_alpha_from_the_slider_reaches_the_address_without_float_noise(dash):
+    """The α slider's steps of 0.005 arrive as sums (0.15599999999999997), which the address
+    held as written; an address's own α keeps its digits."""
+    loc = url("?delta=0.02")
+    dash.sync_url(loc)
+    s = dash.state
+    s.alpha = 0.15599999999999997
+    assert s.alpha == 0.156 and s.rule.alpha == 0.156
+    assert str(loc.query_params["alpha"]) == "0.156"
+    loc.search = "?delta=0.02&alpha=0.0123"
+    assert s.alpha == 0.0123 and s.n_errors == 0, s.last_error

@@ -74,6 +74,7 @@ __all__ = [
     "scale_column",
     "scaled_kinds",
     "settable",
+    "snap_alpha",
     "snap_delta",
     "snap_z",
     "theta_range",
@@ -104,6 +105,13 @@ def scaled_kinds() -> tuple[str, ...]:
 def is_sketched(kind) -> bool:
     """Whether ``kind`` is a sketched rule (a family walked after the sketch, SPEC §3b)."""
     return is_sketched_name(kind)
+
+
+def snap_alpha(alpha: float) -> float:
+    """α as the slider's steps of 0.005 meant it, without a float sum's noise (a step to
+    0.156 arrived as 0.15599999999999997, and the address said so): rounded to 9 significant
+    digits, so an address's own α (0.0123) stays as written."""
+    return float(f"{alpha:.9g}")
 
 
 def snap_delta(delta: float) -> float:
