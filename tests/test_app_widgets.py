@@ -510,6 +510,42 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
     assert "att-miss' data-key='clock-check' title='Every attempt" in busy
 
 
+def test_the_wall_clock_card_says_when_the_rule_a_time_budget_picked_is_over_it(
+    synthetic, monkeypatch
+):
+    """The picker compares the table's times (the fastest of a few runs, interpolated); the card
+    times the rule picked as the median of its rounds, and read 9.9 µs beside a budget of 8. A
+    notification said so and went; the card now says it while the budget holds the rule."""
+    import pandas as pd
+    import param
+
+    from attentive.app.rules import Measurement
+
+    m = Measurement(
+        seconds=0.005, full_seconds=0.008, agrees=True, mean_evaluated=10.0, pr=pd.DataFrame(),
+        average_precision={}, ratios=(1.5, 1.6, 1.7), n_examples=500,
+    )  # fmt: skip
+    us = m.us_per_example  # 10 µs
+    synthetic.set_controls(boundary="budget")  # no δ check on the cards
+    view = HeadlineNumbers(state=synthetic)
+    metrics = synthetic.numbers()
+    picked = {"value": True}
+    monkeypatch.setattr(type(synthetic), "still_picked", lambda self: picked["value"])
+    with param.discard_events(synthetic):  # (set without picking: the rule is the budget's)
+        synthetic.time_budget = us - 2.0
+    over = view._html(metrics, m)
+    assert f"⚠ {us:,.1f} µs per example: over the {us - 2.0:g} µs budget" in over
+    assert "att-miss' data-key='clock-check' title='The budget was met" in over
+    with param.discard_events(synthetic):
+        synthetic.time_budget = us + 2.0
+    within = view._html(metrics, m)
+    assert "budget" not in within and f"{us:,.1f} µs per example" in within
+    with param.discard_events(synthetic):
+        synthetic.time_budget = us - 2.0
+    picked["value"] = False  # the user moved away: the rule is theirs, not the budget's
+    assert "budget" not in view._html(metrics, m)
+
+
 def test_a_share_never_rounds_to_0_or_100_percent_and_rounds_as_the_table_below_1_percent():
     """2.4 of 633 terms is 0.379 %: the card said "0.3%" (rounded down) beside the table's
     0.0038; it says 0.4 % now. Near the ends: never 0 % or 100 % unless exactly."""

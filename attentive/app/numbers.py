@@ -40,6 +40,13 @@ __all__ = [
 # The wall-clock card's second line where the rule takes longer than full evaluation (the guided
 # tour's sketched step explains it in these words).
 SLOWER_WARNING = "walking costs more than full evaluation here"
+# Its second line where the rule a time budget picked times over that budget on the card.
+OVER_BUDGET = "over the {budget:g} µs budget"
+OVER_BUDGET_TITLE = (
+    "The budget was met in the table's times (the fastest of a few runs, interpolated between "
+    "the rules timed); the card times the rule picked as the median of its rounds. Type a "
+    "lower budget to stay within it here."
+)
 # Its second line where no example stops (the rule is full evaluation; the ratio is noise).
 EVERY_TERM = "no example stops: this is full evaluation"
 # Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
@@ -289,7 +296,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
             "speedup": f"{m['speedup_work']:.2f}× in work, with the sketch",
         }
 
-    def _html(self, metrics, measured=None, busy=False) -> str:
+    def _html(self, metrics, measured=None, busy=False, _time_budget=None) -> str:
         if metrics is None:
             return "<div class='att-numbers'>No model yet.</div>"
         stale = " att-stale" if busy else ""
@@ -299,6 +306,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
         # Nothing stops: the rule is full evaluation, and a ratio below 1 is the timing's noise.
         every_term = metrics["n_stopped"] == 0 and not metrics.get("sketch_cost")
         docs = {"stop_error": STOP_ERROR_DOCS[self.state.side]}
+        over = over_budget(self.state, measured)
         cards = "".join(
             self._card(
                 key,
@@ -309,6 +317,7 @@ class HeadlineNumbers(pn.viewable.Viewer):
                 measured,
                 lines.get(key),
                 every_term,
+                over,
             )
             for key, label, doc in NUMBERS
         )
@@ -318,7 +327,15 @@ class HeadlineNumbers(pn.viewable.Viewer):
 
     @staticmethod
     def _card(
-        key, label, doc, value, check: DeltaCheck | None, measured, line=None, every_term=False
+        key,
+        label,
+        doc,
+        value,
+        check: DeltaCheck | None,
+        measured,
+        line=None,
+        every_term=False,
+        over: float | None = None,
     ) -> str:
         flag, miss = "", ""
         if line:
@@ -339,13 +356,16 @@ class HeadlineNumbers(pn.viewable.Viewer):
             if not measured.steady:
                 line = "⚠ " + UNSTEADY.format(spread=_times(measured.spread))
                 title = UNSTEADY_TITLE.format(limit=rules.STEADY_SPREAD)
+            elif over is not None:
+                line = f"⚠ {measured.us_per_example:,.1f} µs per example: {OVER_BUDGET.format(budget=over)}"
+                title = OVER_BUDGET_TITLE
             elif slower:
                 line = f"⚠ {SLOWER_WARNING}"
             else:
                 line = f"{measured.us_per_example:,.1f} µs per example" + (
                     f"; {EVERY_TERM}" if every_term else ""
                 )
-            state = "met" if measured.steady and not slower else "miss"
+            state = "met" if measured.steady and not slower and over is None else "miss"
             flag = (
                 f"<div class='att-check att-{state}' data-key='clock-check'"
                 + (f" title='{html.escape(title, quote=True)}'" if title else "")
@@ -358,11 +378,24 @@ class HeadlineNumbers(pn.viewable.Viewer):
         )
 
     def __panel__(self):
+        # (time_budget: the card's over-budget line goes with the budget that picked the rule.)
         return pn.pane.HTML(
-            bind(self._html, self.state, "numbers", "measured", "busy"),
+            bind(self._html, self.state, "numbers", "measured", "busy", "time_budget"),
             sizing_mode="stretch_width",
             stylesheets=[NUMBER_CSS],
         )
+
+
+def over_budget(state, measured) -> float | None:
+    """The time budget (µs per example) that picked the rule in use, where the card's steady
+    timing of that rule is over it; else None. The table's times that the budget was compared
+    with are the fastest of a few runs, interpolated between timed rules: a rule picked within
+    budget could time over it on the card, and a notification said so, then went, leaving the
+    field's budget beside a card above it."""
+    budget = state.time_budget
+    if measured is None or budget is None or not measured.steady or not state.still_picked():
+        return None
+    return float(budget) if measured.us_per_example > budget else None
 
 
 def _clock(measured) -> str:
