@@ -352,12 +352,8 @@ def _tooltips(model):
 
 
 def test_every_sidebar_tooltip_wraps_and_opens_beside_its_icon(controls):
-    from attentive.app.calibration_view import CalibrationControls
-
     doc = Document()
-    root = pn.Column(
-        controls, CalibrationControls(state=controls.state), ExportPanel(state=controls.state)
-    ).get_root(doc)
+    root = pn.Column(controls, ExportPanel(state=controls.state)).get_root(doc)  # α: in controls
     tips = list(_tooltips(root))
     assert len(tips) >= 11  # side, rule, δ, θ, α, dataset, kernel, C, gamma, seed, downloads …
     for tip in tips:

@@ -22,7 +22,7 @@ from attentive.app.numbers import delta_check, stale_note
 from attentive.app.reactive import bind
 from attentive.app.rules import is_sketched, nominal_delta, scaled_kinds
 from attentive.app.state import DashboardState
-from attentive.app.widgets import help_icon
+from attentive.app.widgets import CalibrationControls
 
 __all__ = ["CalibrationControls", "CalibrationView"]
 
@@ -125,29 +125,6 @@ def calibration_note(report, n_fit: int, uploaded: bool = False) -> str:
         f"α = {report.alpha:.3g}. Family: {report.family}; {report.n_tested} of "
         f"{report.grid.size} scales tested."
     )
-
-
-class CalibrationControls(pn.viewable.Viewer):
-    """The α slider, shown only while the calibrated boundary is selected."""
-
-    state = param.ClassSelector(class_=DashboardState)
-
-    def __panel__(self):
-        p = self.state.param
-        slider = pn.widgets.FloatSlider.from_param(
-            p.alpha,
-            throttled=True,
-            step=0.005,
-            format="0.000",
-            sizing_mode="stretch_width",
-            css_classes=["att-alpha"],
-        )
-        return pn.Row(
-            slider,
-            help_icon(p.alpha.doc),
-            visible=pn.bind(lambda kind: kind == "calibrated", p.boundary),
-            sizing_mode="stretch_width",
-        )
 
 
 class CalibrationView(pn.viewable.Viewer):

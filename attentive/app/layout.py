@@ -23,7 +23,7 @@ from panel.util import parse_query
 
 from attentive.app import server_log
 from attentive.app.address import AddressInPlace
-from attentive.app.calibration_view import CalibrationControls, CalibrationView
+from attentive.app.calibration_view import CalibrationView
 from attentive.app.comm import KernelChangesStay, send_in_order
 from attentive.app.controls import MODEL_INPUTS, UPLOAD_PREFIX, URL_PARAMETERS
 from attentive.app.focus import FocusView
@@ -582,7 +582,6 @@ class Dashboard(pn.viewable.Viewer):
         return [
             pn.Row(self.indicator, self.status),
             Controls(state=self.state),
-            CalibrationControls(state=self.state),
             ExportPanel(state=self.state),
         ]
 

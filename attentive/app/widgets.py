@@ -27,6 +27,7 @@ from attentive.app.state import DashboardState
 from attentive.models.training import GAMMA_KINDS
 
 __all__ = [
+    "CalibrationControls",
     "Controls",
     "EntryInput",
     "ExportPanel",
@@ -335,6 +336,7 @@ class Controls(pn.viewable.Viewer):
             w(RadioButtonGroup, "side", **radio),
             self.delta_row,
             help_row(self.theta_slider, "theta"),
+            CalibrationControls(state=s),
             self.budget_row,
             SketchNote(state=s),
             pn.pane.Markdown("### Data", margin=(0, 10)),
@@ -357,6 +359,31 @@ class Controls(pn.viewable.Viewer):
             w(Select, "centering"),
             help_row(self.seed_input, "seed"),
             help_row(self.trajectory_slider, "n_trajectories"),
+            sizing_mode="stretch_width",
+        )
+
+
+class CalibrationControls(pn.viewable.Viewer):
+    """The α slider, shown only while the calibrated boundary is selected: in the rule's
+    section, under δ and θ (at the sidebar's foot, under "Walk", it was far from the δ it
+    qualifies and the Rule menu that shows it)."""
+
+    state = param.ClassSelector(class_=DashboardState)
+
+    def __panel__(self):
+        p = self.state.param
+        slider = pn.widgets.FloatSlider.from_param(
+            p.alpha,
+            throttled=True,
+            step=0.005,
+            format="0.000",
+            sizing_mode="stretch_width",
+            css_classes=["att-alpha"],
+        )
+        return pn.Row(
+            slider,
+            help_icon(p.alpha.doc),
+            visible=pn.bind(lambda kind: kind == "calibrated", p.boundary),
             sizing_mode="stretch_width",
         )
 
