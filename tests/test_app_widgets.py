@@ -681,3 +681,18 @@ def test_a_closed_sessions_table_leaves_its_state_to_be_freed():
     del state, table
     gc.collect()
     assert gone() is None
+
+
+def test_the_budget_line_reaches_past_the_walks_it_stops(synthetic):
+    """The budget rule's line at B was drawn over the walks' span alone, where every walk's stop
+    cross at B covered it: it now runs past them (the axis, fitted to the walks and θ_S, clips
+    it), so it shows above and below the crosses."""
+    synthetic.set_controls(boundary="budget", budget=0.2)
+    f = synthetic.walk_figure()
+    ys = np.concatenate([f.trajectories["negative"][1], f.trajectories["positive"][1]])
+    ys = ys[np.isfinite(ys)]
+    line = f.budget_line
+    assert set(line["t"]) == {f.budget}
+    assert line["s"].min() < ys.min() - (ys.max() - ys.min())
+    assert line["s"].max() > ys.max() + (ys.max() - ys.min())
+    assert (f.stops["t"] == f.budget).all()  # (the crosses sit on the line)

@@ -141,7 +141,10 @@ def _budget_line(budget: int | None, paths) -> pd.DataFrame:
     ys = np.concatenate([paths["negative"][1], paths["positive"][1]])
     finite = ys[np.isfinite(ys)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
-    return pd.DataFrame({"t": [budget, budget], "s": [lo, hi]})
+    # Over the whole axis (which fits the walks and θ_S; the rest is clipped): over the walks'
+    # span alone, every walk's stop cross at B covered it, and the line was not seen.
+    reach = max(hi - lo, 1e-12)
+    return pd.DataFrame({"t": [budget, budget], "s": [lo - 2 * reach, hi + 2 * reach]})
 
 
 def _boundary_frame(walks: Walks, clf, theta_s: float, delta: float) -> pd.DataFrame:
