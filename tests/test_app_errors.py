@@ -422,3 +422,32 @@ def test_many_notifications_held_back_while_the_page_opened_show_as_one():
     ((merged, _),) = held_back([(long, "error")] * 4)
     line = merged.split("<br>")[1]
     assert line == "• " + "x" * 296 + "…"
+
+
+def test_the_dashboards_words_for_the_readers_hints_of_other_formats_and_columns(state):
+    """The reader's hints name the command line's options (--format, --sep, --exclude); an
+    upload is told what the dashboard can do instead."""
+    from attentive.app.inputs import user_message
+    from attentive.data.reader import ExpectedFeatures, feature_columns
+
+    walks = state.walks
+    # The same named as LIBSVM, a LIBSVM file named as CSV, pandas' index: no options named.
+    for data, name in (
+        (b"f0;f1;label\n1;2;0\n3;4;1\n", "eu.txt"),
+        (b"# by hand\n1 1:0.5\n-1 1:2\n", "rows.csv"),
+    ):
+        assert not state.upload_dataset(data, name)
+        assert "--" not in state.last_error and "format=" not in state.last_error, state.last_error
+    assert "save it with commas (named .csv) or tabs (named .tsv)" in user_message(
+        DataError("x: its cells are separated by semicolons, as in CSV: if the file is CSV, say "
+                  "so and name the separator (--format csv --sep ';', format='csv', sep=';')")
+    )  # fmt: skip
+    with pytest.raises(DataError) as info:
+        feature_columns(["Unnamed: 0", "a", "b"], 3, ExpectedFeatures(n_features=2), where="f")
+    said = user_message(info.value)
+    assert "--exclude" not in said and "df.to_csv(path, index=False)" in said, said
+    with pytest.raises(DataError) as info:
+        feature_columns(["a", "b", "Unnamed: 2"], 3, ExpectedFeatures(n_features=2), where="f")
+    said = user_message(info.value)
+    assert "--exclude" not in said and "trailing comma" in said, said
+    _unchanged(state, walks)

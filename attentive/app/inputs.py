@@ -132,6 +132,16 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace(SEPARATOR_ADVICE, UPLOAD_SEPARATOR_HINT)
         msg = msg.replace("say so (--format csv, format='csv')", "name it .csv")
         msg = re.sub(
+            r"say so and name the separator \(--format csv --sep '.', format='csv', sep='.'\)",
+            "save it with commas (named .csv) or tabs (named .tsv)",
+            msg,
+        )
+        msg = msg.replace("say so (--format libsvm, format='libsvm')", "name it .libsvm")
+        msg = msg.replace(
+            "Exclude it with --exclude 'Unnamed: 0' (exclude=... from Python), or write", "Write"
+        )
+        msg = msg.replace(f"Remove it, or name the other columns with {EXCLUDE}", "Remove it")
+        msg = re.sub(
             r", or pass --format \w+ \(format='\w+'\)( or --format \w+ \(format='\w+'\))*", "", msg
         )
     # A calibrated rule on an upload too small to hold out calibration rows: in the page's words.

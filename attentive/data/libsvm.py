@@ -126,9 +126,19 @@ def _text_separator(line: str) -> tuple[str, str] | None:
     """The separator (and its name) of a CSV line that is not split at commas: semicolons or
     bars (tabs split the line's tokens already)."""
     for sep, name in ((";", "semicolons"), ("|", "bars")):
-        if line.count(sep) >= 1 and all(part.strip() for part in line.split(sep)):
+        if _cells_of(line, sep):
             return sep, name
     return None
+
+
+def _cells_of(line: str, sep: str) -> bool:
+    """Whether ``line`` reads as cells split at ``sep``: two or more, none empty, at most half
+    of them three words or more (a sentence with a comma is prose, a text file that is no
+    data: its clauses are not cells)."""
+    parts = [part.strip() for part in line.split(sep)]
+    if len(parts) < 2 or not all(parts):
+        return False
+    return sum(len(part.split()) >= 3 for part in parts) * 2 <= len(parts)
 
 
 def _written(data: bytes, offset: int, index: int) -> str | None:
@@ -161,7 +171,7 @@ def _locate_error(
         if not _LABEL.match(tokens[0]):
             label = tokens[0] if len(tokens[0]) <= 40 else tokens[0][:37] + "..."
             problem = f"the label {label!r} is not a number"
-            if ":" not in line and "," in line:
+            if ":" not in line and _cells_of(line, ","):
                 problem += (
                     "; its cells are separated by commas, as in CSV: if the file is CSV, say so "
                     "(--format csv, format='csv')"
