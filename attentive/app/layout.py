@@ -66,6 +66,8 @@ TIGHT = "p { margin: 2px 0; }"  # the first screen's text blocks: a plot must fi
 # in ~650 px of blank scroll (the walks tab's height). Inactive tabs take no room instead.
 TABS_CSS = """
 :host > .bk-panel-models-layout-Column[style*="visibility: hidden"] { display: none !important; }
+/* On a phone the three tab names filled the bar's width and the last touched the screen's edge. */
+@media (max-width: 480px) { .bk-tab { padding-left: 6px !important; padding-right: 6px !important; } }
 """
 # Narrow screens (phones): the sidebar starts closed and opens over the main area from the header
 # button, so the main area keeps the whole width. The template's button toggles the class
