@@ -580,3 +580,16 @@ def test_alpha_from_the_slider_reaches_the_address_without_float_noise(dash):
     assert str(loc.query_params["alpha"]) == "0.156"
     loc.search = "?delta=0.02&alpha=0.0123"
     assert s.alpha == 0.0123 and s.n_errors == 0, s.last_error
+
+
+
+def test_an_unsnapped_alpha_with_a_delta_keeps_z_in_step():
+    """An address of an older page (α as 0.15599999999999997) with a δ: snapping α first
+    returned before z followed δ, and the rule ran at the old δ's z under the new δ's slider."""
+    dash = Dashboard(state=DashboardState())
+    loc = url("?boundary=constant&delta=0.02&alpha=0.15599999999999997")
+    dash.sync_url(loc)
+    s = dash.state
+    assert s.alpha == 0.156 and s.delta == rules.snap_delta(0.02)
+    assert rules.delta_of(s.z) == s.delta and s.rule.alpha == 0.156
+    assert s.n_errors == 0, s.last_error

@@ -530,7 +530,12 @@ def test_the_wall_clock_card_says_when_the_rule_a_time_budget_picked_is_over_it(
     with param.discard_events(synthetic):  # (set without picking: the rule is the budget's)
         synthetic.time_budget = us - 2.0
     over = view._html(metrics, m)
-    assert f"⚠ {us:,.1f} µs per example: over the {us - 2.0:g} µs budget" in over
+    assert f"⚠ {us:,.2f} µs per example: over the {us - 2.0:g} µs budget" in over
+    with param.discard_events(synthetic):  # just over, and a large budget: as typed, told apart
+        synthetic.time_budget = us - 0.04
+    assert f"⚠ {us:,.2f} µs per example: over the {us - 0.04:.2f} µs budget" in view._html(
+        metrics, m
+    )
     assert "att-miss' data-key='clock-check' title='The budget was met" in over
     with param.discard_events(synthetic):
         synthetic.time_budget = us + 2.0

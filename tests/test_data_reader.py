@@ -515,16 +515,27 @@ def test_column_numbers_with_gaps_are_refused_as_ambiguous(line, problem):
     ("line", "what"),
     [
         ("0.0,0.02745098,0.5,0.0", "a row of numbers"),
-        ("yes,0.25,1.5,2", "a row of examples (it holds '0.25')"),
+        ("yes,0.25,1.5,1.5", "a row of examples (it holds '0.25')"),
     ],
 )
-def test_a_header_asked_for_on_a_row_of_data_is_refused(line, what):
+def test_a_header_asked_for_on_a_row_of_data_is_told_it_is_one(line, what):
     """--header on a file without one: a row with a repeated value was refused as a header
-    naming a column twice, one without was taken as names and lost."""
+    naming a column twice; it is told to be a row of data."""
     cells = line.split(",")
     expected = ExpectedFeatures(n_features=4, names=None)
-    with pytest.raises(DataError, match=re.escape(what) + r", not names of columns: drop --header"):
+    with pytest.raises(DataError, match=re.escape(what) + r", not names of columns \(it repeats"):
         csv_header(cells, header=True, expected=expected, where="f")
+
+
+@pytest.mark.parametrize("line", ["0", "0,1", ",0", ",0,1", "400.5,401.0,401.5", "1,2"])
+def test_a_header_asked_for_is_the_callers_answer(line):
+    """Asked for, a header is one (pandas' header of a frame of one or two columns, decimal
+    column names such as wavelengths): refused at first as rows of numbers, which left such
+    files no way to be read."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    assert csv_header(cells, header=True, expected=expected, where="f") == named
 
 
 def test_count_mismatches_name_pandas_index_and_a_trailing_separator():

@@ -127,6 +127,7 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace("say which column holds the labels (label_column=...)", LABEL_HINT)
         # The shared reader names the command line's options; the dashboard has none.
         msg = msg.replace(f"Say which: {CHOOSE_BASE}", UPLOAD_BASE_HINT)
+        msg = msg.replace(f"Remove it, or name the other columns with {EXCLUDE}", "Remove it")
         msg = msg.replace(f"name the other columns with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
         msg = msg.replace(f"name them with {EXCLUDE}", UPLOAD_EXCLUDE_HINT)
         msg = msg.replace(SEPARATOR_ADVICE, UPLOAD_SEPARATOR_HINT)
@@ -140,7 +141,6 @@ def user_message(exc: BaseException) -> str:
         msg = msg.replace(
             "Exclude it with --exclude 'Unnamed: 0' (exclude=... from Python), or write", "Write"
         )
-        msg = msg.replace(f"Remove it, or name the other columns with {EXCLUDE}", "Remove it")
         msg = re.sub(
             r", or pass --format \w+ \(format='\w+'\)( or --format \w+ \(format='\w+'\))*", "", msg
         )

@@ -267,7 +267,7 @@ def _query_theme() -> str | None:
 #: What an address naming an uploaded file says of that file's model and scores, not applied
 #: to the dataset shown instead (:meth:`Dashboard._from_url`).
 UPLOAD_SETTINGS = ("positive_class", "model_source", "model_file", "kernel", "C", "gamma")
-UPLOAD_SETTINGS += ("theta", "budget")
+UPLOAD_SETTINGS += ("theta", "budget", "time_budget")
 
 
 class DashboardTemplate(pn.template.FastListTemplate):

@@ -41,7 +41,7 @@ __all__ = [
 # tour's sketched step explains it in these words).
 SLOWER_WARNING = "walking costs more than full evaluation here"
 # Its second line where the rule a time budget picked times over that budget on the card.
-OVER_BUDGET = "over the {budget:g} µs budget"
+OVER_BUDGET = "over the {budget} µs budget"
 OVER_BUDGET_TITLE = (
     "The budget was met in the table's times (the fastest of a few runs, interpolated between "
     "the rules timed); the card times the rule picked as the median of its rounds. Type a "
@@ -357,7 +357,8 @@ class HeadlineNumbers(pn.viewable.Viewer):
                 line = "⚠ " + UNSTEADY.format(spread=_times(measured.spread))
                 title = UNSTEADY_TITLE.format(limit=rules.STEADY_SPREAD)
             elif over is not None:
-                line = f"⚠ {measured.us_per_example:,.1f} µs per example: {OVER_BUDGET.format(budget=over)}"
+                # (Two decimals: 8.04 against a budget of 8 read "8.0 µs … over the 8 µs".)
+                line = f"⚠ {measured.us_per_example:,.2f} µs per example: {OVER_BUDGET.format(budget=_plain(over))}"
                 title = OVER_BUDGET_TITLE
             elif slower:
                 line = f"⚠ {SLOWER_WARNING}"
@@ -396,6 +397,11 @@ def over_budget(state, measured) -> float | None:
     if measured is None or budget is None or not measured.steady or not state.still_picked():
         return None
     return float(budget) if measured.us_per_example > budget else None
+
+
+def _plain(value: float) -> str:
+    """A number as typed, without an exponent: 8, 7.5, 1,234,567."""
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _clock(measured) -> str:

@@ -88,14 +88,16 @@ class DashboardState(Background):
         its δ'; a moved δ makes z δ's. (An address holding a δ and a z that disagree is settled
         before it gets here, :meth:`one_scale`.)"""
         moved = {e.name for e in events}
-        if "alpha" in moved and self.alpha != (snapped := rules.snap_alpha(self.alpha)):
-            self.alpha = snapped  # this watcher runs again for α
-            return
         if moved & {"delta", "z"} and rules.delta_of(self.z) != self.delta:
             if "delta" in moved:
                 self.z = rules.snap_z(rules.z_of(self.delta))  # this watcher runs again for z
             else:
                 self.delta = rules.delta_of(self.z)  # this watcher runs again for δ
+            return
+        # α to the slider's digits (after δ and z: a move of both with an unsnapped α settles z
+        # first, then comes here again).
+        if self.alpha != (snapped := rules.snap_alpha(self.alpha)):
+            self.alpha = snapped  # this watcher runs again for α
             return
         put_back = {} if self.building else self._refused(self.sketch)
         if put_back:

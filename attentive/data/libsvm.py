@@ -132,13 +132,14 @@ def _text_separator(line: str) -> tuple[str, str] | None:
 
 
 def _cells_of(line: str, sep: str) -> bool:
-    """Whether ``line`` reads as cells split at ``sep``: two or more, none empty, at most half
-    of them three words or more (a sentence with a comma is prose, a text file that is no
+    """Whether ``line`` reads as cells split at ``sep``: two or more filled, at most half of
+    them three words or more (a sentence with a comma is prose, a text file that is no
     data: its clauses are not cells)."""
     parts = [part.strip() for part in line.split(sep)]
-    if len(parts) < 2 or not all(parts):
+    filled = [part for part in parts if part]  # (an index's empty name, a missing value)
+    if len(parts) < 2 or len(filled) < 2:
         return False
-    return sum(len(part.split()) >= 3 for part in parts) * 2 <= len(parts)
+    return sum(len(part.split()) >= 3 for part in filled) * 2 <= len(filled)
 
 
 def _written(data: bytes, offset: int, index: int) -> str | None:

@@ -20,8 +20,10 @@ Dask) make every decision about a file here, so a file means the same rows where
   ``dump_svmlight_file`` writes zero-based indices by default, LIBSVM's convention is one-based,
   and a file whose first feature is always zero cannot say which it is.
 - **CSV header** (:func:`csv_header`): a first line without a single number is a header; one of
-  numbers only is data; anything else (a mix, or pandas' ``0,1,2,...`` of an unnamed frame) is
-  refused until the caller says which.
+  numbers only is data, unless it could be column numbers (pandas' ``0,1,2,...`` of an unnamed
+  frame, a line counting up by one, or three or more whole numbers in increasing order, as a
+  frame's integer labels after a selection of its columns); those and a mix of names and
+  numbers are refused until the caller says which.
 - **Columns against the model** (:func:`feature_columns`): by name and order where the model was
   fitted with feature names, else by count.
 - **Cells** (:func:`parse_csv_rows`, :func:`attentive.data.libsvm.read_libsvm_rows`): every feature
@@ -856,25 +858,40 @@ def csv_header(
             )
     if not header:
         return None
-    if expected.names is None or tuple(cells) != expected.names:
-        what = _data_line(cells)
-        if what is not None:
-            raise DataError(
-                f"{where}: a header line was asked for (--header, header=True), but the first "
-                f"line, {_shown(cells, sep)}, is {what}, not names of columns: drop --header "
-                "(header=True) to read it as data"
-            )
     columns = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
     repeated = sorted(c for c, k in Counter(columns).items() if k > 1)
     if repeated:
+        # (Asked for, a header is the caller's answer; a line that names a column twice, and
+        # is numbers, is a row of data, and is said to be.)
+        what = _data_line(cells)
+        if what is not None and all(_is_number(c) for c in repeated):
+            raise DataError(
+                f"{where}: a header line was asked for (--header, header=True), but the first "
+                f"line, {_shown(cells, sep)}, is {what}, not names of columns (it repeats "
+                f"{repeated[0]!r}): drop --header (header=True) to read it as data"
+            )
         raise DataError(f"{where}: the header names a column more than once: {repeated}")
     return columns
 
 
-def refuse_data_header(cells: list[str], *, where: str, sep: str = ",") -> None:
+def libsvm_like(line: str) -> bool:
+    """Whether a line reads as LIBSVM: a label, then ``index:value`` pairs."""
+    tokens = line.split()
+    return len(tokens) >= 2 and all(_PAIR_TOKEN.search(b" " + t.encode()) for t in tokens[1:])
+
+
+def refuse_data_header(
+    cells: list[str], *, where: str, sep: str = ",", label_names: tuple[str, ...] = ()
+) -> None:
     """Refuse a first line that is a row of examples where a header must come (an upload: its
     first line names the columns). Taken as names, such a line was one example lost without a
-    word and its values the features' names (:func:`_data_line` tells such a line)."""
+    word and its values the features' names (:func:`_data_line` tells such a line). A line that
+    names the label's column (``label_names``, any case: the name asked for, or the names the
+    label is found by) is a header, whatever numbers stand beside it (``label,400.5,401.0``:
+    wavelengths)."""
+    wanted = {n.strip().lower() for n in label_names}
+    if any(c.strip().lower() in wanted for c in cells):
+        return
     what = _data_line(cells)
     if what is None:
         return
@@ -887,17 +904,21 @@ def refuse_data_header(cells: list[str], *, where: str, sep: str = ",") -> None:
 
 def _data_line(cells: list[str]) -> str | None:
     """What makes a line a row of examples rather than names of columns, or None: a row of
-    numbers, unless it counts up by one (``1,2,...``, ``0.0,1.0,...``) or is whole numbers in
-    increasing order, with or without an empty cell first (pandas' ``0,1,...`` for a frame
-    without column names, ``33,34,42,...`` after a selection of its columns, an index first:
-    column numbers); or a line beside whose names stands a number that is not whole or one
+    numbers, unless it is pandas' ``0,1,...`` for a frame without column names (any length),
+    counts up by one (``1,2,...``, ``0.0,1.0,...``) or is whole numbers in increasing order,
+    with or without an empty cell first (``33,34,42,...`` after a selection of its columns, an
+    index first: column numbers); or a line beside whose names stands a number that is not whole or one
     twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is seldom named
     ``0.25``, and never twice)."""
     numbers = [c for c in cells if _is_number(c)]
     if not numbers:
         return None
     if (
-        _counts_up(cells)
+        cells == [str(i) for i in range(len(cells))]
+        or (
+            cells[1:] == [str(i) for i in range(len(cells) - 1)] and len(cells) > 1 and not cells[0]
+        )
+        or _counts_up(cells)
         or _column_numbers(cells)
         or (len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]))
     ):

@@ -34,6 +34,7 @@ from attentive.data.reader import (
     feature_columns,
     guess_format,
     libsvm_index_range,
+    libsvm_like,
     libsvm_stated_base,
     libsvm_zero_based,
     nameless_libsvm,
@@ -275,7 +276,8 @@ def _parse_csv(
             f"{name} has no header line; expected a header row and one example per line"
         )
     if expected.names is None or tuple(cells) != expected.names:
-        refuse_data_header(cells, where=name, sep=sep)
+        asked = (label_column,) if isinstance(label_column, str) else ()
+        refuse_data_header(cells, where=name, sep=sep, label_names=(*asked, *LABEL_COLUMN_GUESSES))
     columns = csv_header(cells, header=True, expected=expected, where=name, sep=sep)
     for other in OTHER_SEPARATORS:
         if len(columns) == 1 and other in columns[0] and other != sep:
@@ -284,6 +286,12 @@ def _parse_csv(
                 f"separated by {SEPARATOR_NAMES[other]}, and this file is read as separated by "
                 f"{SEPARATOR_NAMES[sep]}; {UPLOAD_SEPARATORS}"
             )
+    if len(columns) == 1 and ":" in columns[0] and libsvm_like(columns[0]):
+        raise DataError(
+            f"{name}: its first line, {columns[0][:60]!r}, looks like LIBSVM ('<label> "
+            "<index>:<value> ...'), and the file is read as CSV by its name: name it .libsvm to "
+            "read it as LIBSVM"
+        )
     if len(columns) == 1 and len(columns[0].split()) > 1:
         raise DataError(
             f"{name}: its header is one column, {columns[0][:60]!r}: the file seems to be "
