@@ -582,7 +582,6 @@ def test_alpha_from_the_slider_reaches_the_address_without_float_noise(dash):
     assert s.alpha == 0.0123 and s.n_errors == 0, s.last_error
 
 
-
 def test_an_unsnapped_alpha_with_a_delta_keeps_z_in_step():
     """An address of an older page (α as 0.15599999999999997) with a δ: snapping α first
     returned before z followed δ, and the rule ran at the old δ's z under the new δ's slider."""

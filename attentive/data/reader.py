@@ -793,8 +793,7 @@ def csv_header(
         names = [
             bool(c) and not n and c not in _NA_TOKENS for c, n in zip(cells, numbers, strict=True)
         ]
-        joint = "\\t" if sep == "\t" else sep  # (the line as written, a tab shown as \t)
-        shown = joint.join(cells[:8]) + (f"{joint}..." if len(cells) > 8 else "")
+        shown = _shown(cells, sep)
         commas = [bool(_DECIMAL_COMMA.fullmatch(c)) for c in cells]
         comma = next((c for c, k in zip(cells, commas, strict=True) if k), None)
         data = all(not name or k for name, k in zip(names, commas, strict=True))
@@ -907,9 +906,9 @@ def _data_line(cells: list[str]) -> str | None:
     numbers, unless it is pandas' ``0,1,...`` for a frame without column names (any length),
     counts up by one (``1,2,...``, ``0.0,1.0,...``) or is whole numbers in increasing order,
     with or without an empty cell first (``33,34,42,...`` after a selection of its columns, an
-    index first: column numbers); or a line beside whose names stands a number that is not whole or one
-    twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is seldom named
-    ``0.25``, and never twice)."""
+    index first: column numbers); or a line beside whose names stands a number that is not
+    whole or one twice (``yes,0.25,1.5``, ``yes,0,1,1``: a labelled example; a column is
+    seldom named ``0.25``, and never twice)."""
     numbers = [c for c in cells if _is_number(c)]
     if not numbers:
         return None
