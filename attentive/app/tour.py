@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import panel as pn
 import param
+from panel.custom import JSComponent
 
 from attentive.app.numbers import SLOWER_WARNING
 from attentive.app.state import DashboardState
@@ -150,6 +151,25 @@ STEPS = (
 )
 
 
+class CardIntoView(JSComponent):
+    """Nothing to see: drawn just above the tour's card, a new :attr:`scroll` value scrolls the
+    main area so that the card is at the top of the window, with the plots its words are about
+    under it (below the intro and the buttons, the card pushed the walks plot under the fold at
+    1440 × 900). In the page from the start: a custom model first sent later is not
+    registered in the browser."""
+
+    scroll = param.Integer(default=0)
+
+    _esm = """
+    export function render({ model, el }) {
+      // After the new step's card is drawn: a scroll under way when the old card goes is
+      // cut short (the phone's second step stopped 240 px short).
+      model.on('scroll', () => setTimeout(
+        () => el.scrollIntoView({ behavior: 'smooth', block: 'start' }), 250));
+    }
+    """
+
+
 class Tour(pn.viewable.Viewer):
     """The tour's card: the current step's title and text, Back / Next / Close. Opening a step
     sets its controls and shows its tab (``tabs``, the main area's :class:`pn.Tabs`)."""
@@ -218,4 +238,16 @@ class Tour(pn.viewable.Viewer):
         return pn.Row(tour, paper, margin=(0, 0), sizing_mode="fixed", width=290, height=44)
 
     def __panel__(self):
-        return pn.panel(self._card, sizing_mode="stretch_width")
+        into_view = CardIntoView(height=0, margin=0, sizing_mode="stretch_width")
+        self.param.watch(
+            lambda event: (
+                setattr(into_view, "scroll", into_view.scroll + 1) if event.new >= 0 else None
+            ),
+            "step",
+        )
+        return pn.Column(
+            into_view,
+            pn.panel(self._card, sizing_mode="stretch_width"),
+            margin=0,
+            sizing_mode="stretch_width",
+        )

@@ -83,6 +83,13 @@ def test_the_guided_tour_steps_set_the_controls_and_open_their_tab(page, server_
     from attentive.app.tour import STEPS, TABS
 
     card = page.locator(".att-tour").first
+    card.wait_for()
+    # Each step's card is brought to the top of the window, the plots its words are about under
+    # it: below the intro and the buttons it pushed the walks plot under the fold.
+    header = page.locator("#header").first.bounding_box()["height"]
+    until(page, lambda: card.bounding_box()["y"] < header + 40)
+    walks_top = page.locator(".att-walks-plot, .bk-Figure").first
+    assert walks_top.bounding_box()["y"] < page.viewport_size["height"] - 300
     for i, step in enumerate(STEPS):
         card.get_by_text(f"step {i + 1} of {len(STEPS)}: {step.title}").first.wait_for()
         for name in ("dataset", "boundary", "side"):
