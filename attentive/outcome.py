@@ -49,7 +49,9 @@ class Evaluation:
     n_terms : int
     sketch_cost : float
         For a walk after a sketch (SPEC §3b): each example's sketch in units of a full evaluation
-        (``(k·d + m·k + m) / (n·d)``); 0 otherwise. ``n_evaluated`` counts exact terms only.
+        (:func:`attentive.sketch.sketch_cost`: ``((k + 1)·d + m·(k + 2)) / (n·d)``, or
+        ``(d + m·(k + 2)) / (n·d)`` where the directions are coordinates); 0 otherwise.
+        ``n_evaluated`` counts exact terms only.
     walked_term_cost : float
         A walked term's cost in plain terms: ``1 + m/d`` after a sketch (its sketch value), else 1.
     path : {"walk", "full", "budget", "reference"}
@@ -80,9 +82,17 @@ class Evaluation:
         return float(np.mean(self.n_evaluated) / self.n_terms) if self.n_terms else 0.0
 
     @property
+    def work(self) -> np.ndarray:
+        """Each example's work in units of a full evaluation: the sketch (if any) and the exact
+        terms evaluated, each at its cost (``n_evaluated / n_terms`` without a sketch)."""
+        if not self.n_terms:
+            return np.zeros(np.shape(self.n_evaluated))
+        return self.sketch_cost + self.n_evaluated * (self.walked_term_cost / self.n_terms)
+
+    @property
     def work_fraction(self) -> float:
-        """The work per example in units of a full evaluation: the sketch (if any) and the
-        exact terms evaluated, each at its cost (``mean_evaluated_fraction`` without a sketch)."""
+        """The mean of :attr:`work`: the work per example in units of a full evaluation
+        (``mean_evaluated_fraction`` without a sketch)."""
         return self.sketch_cost + self.mean_evaluated_fraction * self.walked_term_cost
 
 

@@ -258,7 +258,41 @@ def test_score_command_on_libsvm_equals_in_memory(client, tmp_path, exported, ca
     assert summary["rows"] == X.shape[0]
     assert summary["stopped_lower"] + summary["stopped_upper"] == expected.stopped.sum()
     assert summary["mean_evaluated_fraction"] == pytest.approx(expected.mean_evaluated_fraction)
+    # Without a sketch, a row's work is its evaluated fraction, and the summary says no more.
+    assert summary["work_fraction"] == pytest.approx(expected.mean_evaluated_fraction)
+    assert "work" not in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.libsvm", "scores.parquet"]
+
+
+def test_score_command_counts_a_sketched_rules_sketch_in_its_work(
+    client, tmp_path, sketched_problem, capsys
+):
+    """``n_evaluated`` counts exact terms only; the sketch of the score is work too: the output's
+    ``work`` column and the summary's mean work include it, as ``Evaluation.work`` does."""
+    clf, X = sketched_problem
+    path = tmp_path / "sketched.skops"
+    sio.dump(clf, path)
+    data = tmp_path / "rows.libsvm"
+    dump_svmlight_file(X, np.zeros(X.shape[0]), str(data), zero_based=False)
+    out = tmp_path / "scores.parquet"
+    argv = ["score", "--model", str(path), "--input", str(data), "--output", str(out)]
+    argv += ["--chunk-rows", "300", "--scheduler", client.scheduler.address, "--no-progress"]
+    assert main(argv) == 0
+    scores = _read_scores(out)
+    assert_same_as_in_memory(scores, clf, X)
+    expected = clf.evaluate(X)
+    assert expected.sketch_cost > 0
+    # Each row's work, by hand: its sketch and its exact terms at their cost.
+    by_hand = (
+        expected.sketch_cost
+        + (scores["n_evaluated"].to_numpy() / clf.n_terms_) * expected.walked_term_cost
+    )
+    np.testing.assert_allclose(scores["work"].to_numpy(), by_hand, rtol=1e-12)
+    summary = pd.read_json(out / "_summary.json", typ="series")
+    assert summary["work_fraction"] == pytest.approx(by_hand.mean(), rel=1e-12)
+    assert summary["work_fraction"] > summary["mean_evaluated_fraction"] + expected.sketch_cost / 2
+    text = capsys.readouterr().out
+    assert f"work {by_hand.mean():.4f} of a full evaluation a row" in text
 
 
 def test_score_file_on_csv_and_parquet_equals_in_memory(client, tmp_path, dense_problem):
@@ -488,6 +522,7 @@ def test_a_part_interrupted_mid_write_is_invisible_to_parquet_readers(tmp_path, 
             "n_evaluated": [3, 10],
             "stopped": [True, False],
             "stop_side": [1, 0],
+            "work": [0.3, 1.0],
         }
     )
     writing._write_part(frame, str(tmp_path / "part-000000.parquet"))

@@ -42,6 +42,7 @@ COLUMNS: dict[str, str] = {
     "n_evaluated": "n_evaluated",
     "stopped": "stopped",
     "stop_side": "stop_side",
+    "work": "work",
 }
 _DTYPES = {
     "decision": np.float64,
@@ -49,6 +50,7 @@ _DTYPES = {
     "n_evaluated": np.int64,
     "stopped": np.bool_,
     "stop_side": np.int8,
+    "work": np.float64,
 }
 
 

@@ -64,6 +64,10 @@ class ScoreSummary:
     n_terms : int
     mean_evaluated_fraction : float
         Mean over rows of terms evaluated / ``n_terms``.
+    work_fraction : float
+        Mean over rows of the work in units of a full evaluation (the ``work`` column): the
+        evaluated fraction, or with a sketched rule, the sketch of the score and the exact
+        terms walked after it (:attr:`attentive.Evaluation.work_fraction`).
     stopped_lower, stopped_upper, not_stopped : int
         Rows stopped on each side of the boundary, and rows evaluated to the end.
     positive : int
@@ -77,6 +81,7 @@ class ScoreSummary:
     chunks: int
     n_terms: int
     mean_evaluated_fraction: float
+    work_fraction: float
     stopped_lower: int
     stopped_upper: int
     not_stopped: int
@@ -89,10 +94,19 @@ class ScoreSummary:
         return (
             f"{self.rows:,} row{'' if self.rows == 1 else 's'} in {self.chunks} "
             f"chunk{'' if self.chunks == 1 else 's'}, {self.seconds:.1f} s ({rate:,.0f} rows/s)\n"
-            f"mean evaluated fraction {self.mean_evaluated_fraction:.4f} of {self.n_terms} terms\n"
+            f"mean evaluated fraction {self.mean_evaluated_fraction:.4f} of {self.n_terms} terms"
+            f"{self._sketched()}\n"
             f"stopped: {self.stopped_lower:,} lower, {self.stopped_upper:,} upper; "
             f"{self.not_stopped:,} evaluated to the end; {self.positive:,} positive\n"
             f"written to {self.output}"
+        )
+
+    def _sketched(self) -> str:
+        if abs(self.work_fraction - self.mean_evaluated_fraction) <= 1e-9:
+            return ""
+        return (
+            f"; work {self.work_fraction:.4f} of a full evaluation a row (the sketch of the "
+            "score, and the exact terms walked after it)"
         )
 
 
@@ -183,7 +197,7 @@ def replaceable(path: Path) -> str | None:
     return "a directory that no earlier run wrote" if path.is_dir() else "a file"
 
 
-def _write_part(frame: pd.DataFrame, path: str) -> dict[str, int]:
+def _write_part(frame: pd.DataFrame, path: str) -> dict[str, float]:
     """Write one chunk's scores to ``path`` (via a unique temporary name) and count its outcomes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -204,6 +218,7 @@ def _write_part(frame: pd.DataFrame, path: str) -> dict[str, int]:
     return {
         "rows": len(frame),
         "evaluated": int(frame["n_evaluated"].sum()),
+        "work": float(frame["work"].sum()),
         "stopped_lower": int((stopped & (side < 0)).sum()),
         "stopped_upper": int((stopped & (side > 0)).sum()),
         "positive": int(frame["positive"].sum()),
@@ -331,7 +346,7 @@ def write_scores(
     return summary
 
 
-def _summary(counts: list[dict[str, int]], n_terms: int, started: float, output) -> ScoreSummary:
+def _summary(counts: list[dict[str, float]], n_terms: int, started: float, output) -> ScoreSummary:
     rows = sum(c["rows"] for c in counts)
     lower = sum(c["stopped_lower"] for c in counts)
     upper = sum(c["stopped_upper"] for c in counts)
@@ -341,6 +356,7 @@ def _summary(counts: list[dict[str, int]], n_terms: int, started: float, output)
         chunks=len(counts),
         n_terms=n_terms,
         mean_evaluated_fraction=evaluated / (rows * n_terms) if rows and n_terms else 0.0,
+        work_fraction=sum(c["work"] for c in counts) / rows if rows else 0.0,
         stopped_lower=lower,
         stopped_upper=upper,
         not_stopped=rows - lower - upper,
