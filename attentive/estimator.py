@@ -8,6 +8,7 @@ families (:mod:`attentive.families`), calibration (:mod:`attentive.calibration`)
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -50,7 +51,7 @@ from attentive.calibration import (
     calibrate_scale,
     calibration_examples_needed,
 )
-from attentive.errors import InvalidParameterError
+from attentive.errors import DataError, InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.evaluator import NonFiniteInput, rejects_non_finite
 from attentive.evaluator.pilot import PILOT_ROWS
@@ -364,6 +365,60 @@ def _weight_name(estimator) -> str:
         name, estimator = estimator.steps[-1]
         names.append(name)
     return "__".join([*names, "sample_weight"])
+
+
+@contextlib.contextmanager
+def _text_named(X, taker: str = "the model"):
+    """scikit-learn's bare "could not convert string to float: 'blue'" for a frame ``X``, named
+    by the value's column and row, with what is expected (``taker``: what takes numbers only)."""
+    try:
+        yield
+    except ValueError as exc:
+        where = _text_cell(X) if "could not convert" in str(exc) else None
+        if where is None:
+            raise
+        raise DataError(
+            f"{where}; {taker} takes numbers only: drop or encode the text columns first (or "
+            "fit a pipeline whose ColumnTransformer encodes them, with a OneHotEncoder say)"
+        ) from None
+
+
+def _validated_numbers(estimator, X, *args, **kwargs):
+    """``validate_data`` for rows the model takes as numbers, a frame's text named
+    (:func:`_text_named`)."""
+    with _text_named(X):
+        return validate_data(estimator, X, *args, **kwargs)
+
+
+def _first_step(estimator) -> str:
+    """What the rows go to first, for :func:`_text_named`: a pipeline's first step, or the
+    model."""
+    if not _passes_raw_input(estimator):
+        return "the model"
+    while isinstance(estimator, FrozenEstimator | Pipeline):
+        if isinstance(estimator, FrozenEstimator):
+            estimator = estimator.estimator
+        else:
+            estimator = estimator.steps[0][1]
+    return f"the pipeline's first step ({type(estimator).__name__})"
+
+
+def _text_cell(X) -> str | None:
+    """The first value of a frame that is not a number, as ``column 'pen', row 'a' ('blue')``;
+    None if ``X`` is not a frame or has none."""
+    if not hasattr(X, "columns") or not hasattr(X, "dtypes"):
+        return None
+    import pandas as pd
+
+    for name, dtype in zip(X.columns, X.dtypes, strict=True):
+        if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+            continue
+        column = X[name]
+        bad = pd.to_numeric(column, errors="coerce").isna() & column.notna()
+        if bad.any():
+            row = bad.to_numpy().argmax()
+            return f"column {name!r}, row {X.index[row]!r}: {column.iloc[row]!r} is not a number"
+    return None
 
 
 def _check_2d(X) -> None:
@@ -856,7 +911,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X, y = _indexable(_canonical(X)), np.asarray(y)
             check_consistent_length(X, y)
         else:
-            X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
+            X, y = _validated_numbers(self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64)
             X = _canonical(X)
         target = type_of_target(y, input_name="y", raise_unknown=True)
         if target != "binary":
@@ -952,7 +1007,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 else {}
             )
             rows = X if named is None else named
-            self.estimator_ = clone(self.estimator).fit(rows, y, **weights)
+            with _text_named(rows, _first_step(self.estimator)):
+                self.estimator_ = clone(self.estimator).fit(rows, y, **weights)
         self.terms_ = decompose(self.estimator_)
         self.classes_ = np.asarray(self.terms_.classes)
         unknown = np.setdiff1d(np.unique(y), self.classes_)
@@ -1610,7 +1666,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return _canonical(X)
         # float32 rows stay float32: the evaluator multiplies them as they are.
         return _canonical(
-            validate_data(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
+            _validated_numbers(self, X, accept_sparse=["csr", "csc"], dtype=_DTYPES, reset=False)
         )
 
     def _evaluate(self, X) -> Evaluation:
@@ -1619,17 +1675,18 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         path = self._early_stopping()
         boundary = full_boundary(self.n_terms_) if path == "full" else self.boundary_
         try:
-            return evaluate(
-                self._walk_of_boundary(boundary),
-                X,
-                boundary,
-                self.theta_s_,
-                precision=self._precision(),
-                threshold=self.threshold_,
-                stopped_score=self.stopped_score,
-                path=path,
-                reference=getattr(self, "pilot_rows_", None),
-            )
+            with _text_named(X, _first_step(self.estimator_)):
+                return evaluate(
+                    self._walk_of_boundary(boundary),
+                    X,
+                    boundary,
+                    self.theta_s_,
+                    precision=self._precision(),
+                    threshold=self.threshold_,
+                    stopped_score=self.stopped_score,
+                    path=path,
+                    reference=getattr(self, "pilot_rows_", None),
+                )
         except NonFiniteInput:
             if self.terms_.head is not None:
                 # What the pipeline's transforms handed the model (a scaler passes NaN on).

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
@@ -446,3 +447,30 @@ def test_nan_is_refused_by_every_method_that_takes_rows_and_behind_a_nested_pipe
     np.testing.assert_array_equal(
         clf.with_rule("full").predict(frame), clf.estimator_.predict(frame)
     )
+
+
+@pytest.mark.parametrize("piped", [False, True], ids=["model", "pipeline"])
+def test_a_text_value_in_a_frame_is_named_by_its_column_and_row(piped):
+    """scikit-learn says only "could not convert string to float: 'n/a'"; the classifier names the
+    value's column and row, and what takes numbers only (fit and every evaluation)."""
+    import pandas as pd
+
+    from attentive.errors import DataError
+
+    rng = np.random.RandomState(0)
+    df = pd.DataFrame(rng.normal(size=(300, 4)), columns=["a", "b", "c", "d"])
+    y = (df.a + df.b > 0).astype(int)
+    model = make_pipeline(StandardScaler(), SVC()) if piped else SVC()
+    taker = "the pipeline's first step \\(StandardScaler\\)" if piped else "the model"
+    stray = df.assign(pen="blue")  # a text column left in by mistake
+    with pytest.raises(DataError, match=f"column 'pen', row 0: 'blue' is not a number; {taker}"):
+        AttentiveClassifier(clone(model), boundary="curved", random_state=0).fit(stray, y)
+    clf = AttentiveClassifier(clone(model), boundary="curved", random_state=0).fit(df, y)
+    bad = df.iloc[:6].astype({"c": object})
+    bad.loc[4, "c"] = "n/a"
+    for method in (clf.predict, clf.decision_function, clf.evaluate):
+        with pytest.raises(DataError, match=f"column 'c', row 4: 'n/a' is not a number; {taker}"):
+            method(bad)
+    # The same frame with the value a number is taken: the refusal is the text's.
+    bad.loc[4, "c"] = 0.25
+    assert clf.predict(bad).shape == (6,)
