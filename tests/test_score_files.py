@@ -171,6 +171,37 @@ def test_a_libsvm_file_for_a_model_that_knows_its_features_by_name_is_refused_be
     assert_scores_equal_in_memory(out, by_columns, X)
 
 
+def test_text_for_a_model_that_encodes_it_says_the_command_reads_numbers_only(
+    client, models, tmp_path
+):
+    """A pipeline whose ColumnTransformer one-hot encodes a text column takes the file as it
+    is (in memory); the command, which reads numbers only, blamed the file ("features must be
+    numeric"). It now says what scores such a model. A model of numbers only is told no more."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, y = make_classification(200, N_FEATURES, n_informative=3, n_redundant=0, random_state=5)
+    frame = pd.DataFrame(X, columns=NAMES).assign(pen=np.resize(["blue", "black"], len(X)))
+    encodes = ColumnTransformer(
+        [("pen", OneHotEncoder(handle_unknown="ignore"), ["pen"]), ("x", "passthrough", NAMES)]
+    )
+    clf = AttentiveClassifier(make_pipeline(encodes, SVC(gamma="scale")), random_state=0)
+    clf.fit(frame, y)
+    assert clf.predict(frame).shape == (len(X),)  # (in memory, the frame is taken)
+    path = tmp_path / "encodes.skops"
+    sio.dump(clf, path)
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "column 'pen'", "ColumnTransformer", "from Python")
+    plain_path = models[True][1]
+    frame[NAMES].assign(**{NAMES[1]: "blue"}).to_csv(data, index=False)
+    code, err, out = score(client, plain_path, data)
+    assert_refused(code, err, out, f"column {NAMES[1]!r}", "features must be numeric")
+    assert "ColumnTransformer" not in err
+
+
 def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(
     client, models, tmp_path
 ):
@@ -681,6 +712,23 @@ def test_a_headerless_file_whose_first_row_is_short_names_that_line(models, tmp_
     data = tmp_path / "rows.csv"
     data.write_text("\n1.5,2.5,3.5\n1,2,3,4\n")
     with pytest.raises(DataError, match=r"rows\.csv, line 2: 3 fields, but the model expects 4"):
+        read_input(data, clf)
+
+
+def test_exclude_on_a_headerless_file_says_it_needs_a_header_whatever_the_count(models, tmp_path):
+    """An id column in front of the features and ``--exclude 0`` on a file without a header: the
+    count (one field too many) was refused first, and ``--exclude`` never mentioned."""
+    from attentive.errors import DataError
+    from attentive.scale import read_input
+
+    clf, _ = models[False]
+    data = tmp_path / "rows.csv"
+    for line in ("7,1.5,2.5,3.5,4.5\n", "1.5,2.5,3.5,4.5\n"):  # an id and 4 features; 4 features
+        data.write_text(line * 3)
+        with pytest.raises(DataError, match=r"no header line, so no column can be excluded"):
+            read_input(data, clf, exclude=("0",))
+    data.write_text("7,1.5,2.5,3.5,4.5\n" * 3)
+    with pytest.raises(DataError, match=r"line 1: 5 fields, but the model expects 4"):
         read_input(data, clf)
 
 

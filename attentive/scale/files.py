@@ -9,6 +9,7 @@ reader, shared with the dashboard's uploads), evaluates it with
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import numbers
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from attentive.data.reader import compression_of, open_binary
 from attentive.errors import DataError, InvalidParameterError
-from attentive.estimator import AttentiveClassifier
+from attentive.estimator import AttentiveClassifier, _selects_columns
 from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
 from attentive.scale.reading import check_chunk_rows, check_columns, check_options, read_input
@@ -197,8 +198,6 @@ def score_file(
     removed at the end. See :func:`~attentive.scale.reading.read_input` and
     :func:`~attentive.scale.writing.write_scores` for the other parameters.
     """
-    from attentive.scale.quiet import QuietDataErrors
-
     started = time.perf_counter()
     _check_workers(n_workers)  # (before any work)
     if n_workers is not None and scheduler:
@@ -219,6 +218,55 @@ def score_file(
         )
     output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
+    with _text_for_the_model(clf):
+        return _score(
+            clf,
+            input,
+            output,
+            scheduler,
+            n_workers,
+            chunk_rows,
+            zero_based,
+            progress,
+            overwrite,
+            started,
+            reading,
+        )
+
+
+@contextlib.contextmanager
+def _text_for_the_model(clf: AttentiveClassifier):
+    """A value that is not a number, where the model's first step is a ColumnTransformer (which
+    may encode text columns): the file may be right, and the command the wrong tool."""
+    try:
+        yield
+    except DataError as exc:
+        if "is not a number" not in str(exc) or not _selects_columns(clf.estimator_):
+            raise
+        raise DataError(
+            f"{exc}. The model's first step is a ColumnTransformer, which may encode text "
+            "columns; this command reads numbers only: score such a model from Python "
+            "(clf.predict(frame) a chunk at a time, or attentive.scale.score_dask on a Dask "
+            "frame; docs/scale.md)"
+        ) from None
+
+
+def _score(
+    clf,
+    input,
+    output,
+    scheduler,
+    n_workers,
+    chunk_rows,
+    zero_based,
+    progress,
+    overwrite,
+    started,
+    reading,
+) -> ScoreSummary:
+    """:func:`score_file`'s run, once its options are checked and the model loaded."""
+    from attentive.scale.quiet import QuietDataErrors
+
     # A CSV file's first line, or Parquet schemas, against the model's features, before a
     # cluster is started.
     check_columns(input, clf, **reading)
