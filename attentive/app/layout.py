@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 import panel as pn
 import param
 from panel.io.resources import CDN_DIST
+from panel.io.state import set_curdoc
 from panel.util import parse_query
 
 from attentive.app import server_log
@@ -347,12 +348,20 @@ class Dashboard(pn.viewable.Viewer):
         Before the page has loaded, Panel's ``unlocked()`` does not hold the document, and a
         change made then outside Bokeh's lock raised in the middle of the result (a model built
         from a URL's dataset before the page loaded: the rule's controls the URL held never
-        reached their widgets): then the result is applied on the next tick, under the lock."""
+        reached their widgets). Applied on the next tick under the lock instead, such a change
+        still missed the browser now and then: the page's document had been sent before it,
+        and the change went nowhere (a fresh model for ``?boundary=budget&seed=12``: the Rule
+        showed budget, but the sidebar kept the calibrated rule's δ and α sliders and no B
+        slider, and "How the scale was chosen" stayed; 7 of 10 loads of a reviewer's). So a
+        result that comes before the page has loaded is applied once it has, under the lock."""
         if self._closed:
             return
         doc = pn.state.curdoc
         if self._served and not pn.state.loaded and doc is not None and doc.session_context:
-            doc.add_next_tick_callback(lambda: None if self._closed else fn(*args))
+            # (Called while the page loads, not through _apply again: the page counts as loaded
+            # only after its onload callbacks.)
+            with set_curdoc(doc):
+                pn.state.onload(lambda: None if self._closed else fn(*args))
             return
         with pn.io.unlocked():
             fn(*args)

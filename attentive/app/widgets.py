@@ -233,7 +233,9 @@ class Controls(pn.viewable.Viewer):
         self.theta_slider = pn.widgets.FloatSlider.from_param(
             p.theta, step=0.01, format="0.00", css_classes=["att-theta"], **slider
         )
-        self.budget_slider = pn.widgets.FloatSlider.from_param(p.budget, step=0.01, **slider)
+        self.budget_slider = pn.widgets.FloatSlider.from_param(
+            p.budget, step=0.01, css_classes=["att-budget"], **slider
+        )
         self.trajectory_slider = pn.widgets.IntSlider.from_param(
             p.n_trajectories, css_classes=["att-trajectories"], **slider
         )
