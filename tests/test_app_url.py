@@ -592,3 +592,52 @@ def test_an_unsnapped_alpha_with_a_delta_keeps_z_in_step():
     assert s.alpha == 0.156 and s.delta == rules.snap_delta(0.02)
     assert rules.delta_of(s.z) == s.delta and s.rule.alpha == 0.156
     assert s.n_errors == 0, s.last_error
+
+
+@pytest.mark.parametrize("field", ["target", "time_budget"])
+def test_an_address_with_a_picked_rule_reopens_that_rule_not_a_new_pick(monkeypatch, field):
+    """A target (or a time budget) picks a rule; the address holds both. Reopened, the pick made
+    again could choose another rule — sketched rules offered since a sketch was fitted in any
+    session, the rules timed again — and the link showed that instead (mass-regression at z =
+    0.84 reopened as sketched-heteroscedastic at z = 0.44). The address's rule is reopened, its
+    pick kept; an address with the target alone still picks."""
+    dash = Dashboard(state=DashboardState())
+    loc = url("")
+    dash.sync_url(loc)
+    if field == "target":
+        dash.state.target = 0.02
+    else:
+        # (Times by a stand-in for the evaluator: a microsecond per tenth of a full evaluation.)
+        s = dash.state
+        table = rules.tradeoff(s.walks, s.side, s.theta, s.sketched).table
+        times = table[["family", "z"]].assign(
+            us_per_example=1.0 + 10.0 * table["work_fraction"], measured=True
+        )
+        times.attrs["full_us_per_example"] = 11.0
+        s.times = times
+        s.time_budget = 5.0
+    picked = (dash.state.boundary, dash.state.z)
+    assert dash.state.still_picked() and loc.query_params["boundary"] == picked[0]
+    address = loc.search
+
+    # Picked again now, the pick would choose another rule.
+    other = "curved" if picked[0] != "curved" else "regression"
+
+    def another(*args, **kwargs):
+        return {"family": other, "z": 1.3}
+
+    monkeypatch.setattr(rules, "cheapest", another)
+    monkeypatch.setattr(rules, "lowest_within_time", another)
+    again = Dashboard(state=DashboardState())
+    again_loc = url(address)
+    again.sync_url(again_loc)
+    s = again.state
+    assert s.n_errors == 0, s.last_error
+    assert (s.boundary, s.z) == picked
+    assert getattr(s, field) == getattr(dash.state, field) and s.still_picked()
+    assert s.numbers() == dash.state.numbers()
+    # The address alone with the target (a link typed by hand) picks, as the field does.
+    if field == "target":
+        fresh = Dashboard(state=DashboardState())
+        fresh.sync_url(url("?target=0.02"))
+        assert (fresh.state.boundary, fresh.state.z) == (other, 1.3)

@@ -575,18 +575,31 @@ class Dashboard(pn.viewable.Viewer):
             self._tell(disagree)
         model = {k: v for k, v in query.items() if k in MODEL_INPUTS}
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
+        # An address with the rule a target or a time budget picked reopens that rule: picked
+        # again, the target chose a sketched rule offered since (the address's mass-regression
+        # at z = 0.84 reopened as sketched-heteroscedastic at z = 0.44).
+        picked = {}
+        if "boundary" in rule:
+            picked = {k: rule.pop(k) for k in ("target", "time_budget") if k in rule}
+
+        def apply_rule() -> None:
+            if rule:
+                self.state.set_controls(**rule)
+            if picked:
+                self.state.restore_pick(**picked)
+
         if model:
             self.state.set_controls(**model)
-        if rule and self.state.building:
+        if (rule or picked) and self.state.building:
 
             def when_built(event) -> None:
                 if not event.new:
                     self.state.param.unwatch(watcher)
-                    self.state.set_controls(**rule)
+                    apply_rule()
 
             watcher = self.state.param.watch(when_built, "busy")
-        elif rule:
-            self.state.set_controls(**rule)
+        else:
+            apply_rule()
 
     # -- layout ------------------------------------------------------------------------------
     def sidebar(self) -> list:

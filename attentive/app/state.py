@@ -66,6 +66,7 @@ class DashboardState(Background):
         # (boundary, z, walks, side, θ) of the rule target / time_budget chose: still_picked
         self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
+        self._restoring = False  # restore_pick: a target or budget set without a new pick
         self._upload_classes: dict[str, str] = {}  # upload → the positive class it was read with
         self.executor = executor or run_inline
         self.background = None if hold_background else (executor or run_inline)
@@ -415,7 +416,7 @@ class DashboardState(Background):
         """A target or a time budget was set: the field just set decides (both at once, as an
         address may give them: the target)."""
         given = [e.name for e in events if e.new is not None]
-        if given:
+        if given and not self._restoring:
             self.pick("target" if "target" in given else given[0])
 
     def pick(self, field: str | None = None) -> None:
@@ -460,6 +461,20 @@ class DashboardState(Background):
         self._picked = (str(row["family"]), z, self.walks, self.side, self.theta)
         asked = {other: None} if getattr(self, other) is not None else {}  # one way at a time
         self.select_rule(str(row["family"]), z, **asked)
+
+    def restore_pick(self, **fields) -> bool:
+        """Set ``target`` or ``time_budget`` (``fields``) as what picked the rule in use, without
+        picking again: an address holds the rule its pick chose, and reopens it exactly — a new
+        pick could choose another (sketched rules offered since, the rules timed again). True
+        when the value was accepted."""
+        self._restoring = True
+        try:
+            ok = self.set_controls(**fields)
+        finally:
+            self._restoring = False
+        if any(getattr(self, k) is not None for k in ("target", "time_budget")):
+            self._picked = (self.boundary, self.z, self.walks, self.side, self.theta)
+        return ok
 
     def _times_in(self, event) -> None:
         """Times arrived: a time budget entered while they were computed applies now."""
