@@ -503,7 +503,9 @@ TABLE_TOOLTIPS = {
 TABLE_TYPES = {"family": object, "measured": bool, "current": bool}
 # On a phone the table's first columns fill the screen: disagreement, accuracy and µs are off to
 # the right, and nothing said so (a user's trial). The hint shows on narrow screens only.
-NARROW_HINT = "Swipe the table sideways for its other columns (accuracy, µs per example)."
+NARROW_HINT = (
+    "Swipe the table sideways for its other columns (disagreement, accuracy, µs per example)."
+)
 NARROW_CSS = (
     ".att-narrow-only { display: none; } "
     "@media (max-width: 700px) { .att-narrow-only { display: inline; font-weight: 600; } }"

@@ -102,6 +102,23 @@ MAIN_OVERFLOW = (
 )
 
 
+# The operating-point table's column titles whose header ends past the screen's right edge.
+CUT_COLUMNS = """() => {
+    const out = [];
+    const find = (root) => {
+        for (const el of root.querySelectorAll('.tabulator-col')) {
+            const box = el.getBoundingClientRect();
+            const title = el.querySelector('.tabulator-col-title');
+            const text = title ? title.textContent.trim() : '';
+            if (text && box.width > 0 && box.right > innerWidth + 1) out.push(text);
+        }
+        for (const el of root.querySelectorAll('*')) if (el.shadowRoot) find(el.shadowRoot);
+    };
+    find(document);
+    return out;
+}"""
+
+
 def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
     """A phone (device pixel ratio 3, touch, a 390 px screen) lays the page out at its own width:
     the sidebar starts closed and the plots take the screen's width (before, without a viewport
@@ -138,7 +155,16 @@ def test_an_emulated_phone_gets_the_phone_layout(browser, server_url):
         assert tabs <= shown + 2, (tabs, shown)
         # The table's last columns are off to the right on a phone: a hint says to swipe.
         page.get_by_text("Pick a threshold", exact=True).first.click()
-        page.locator(".att-narrow-only").first.wait_for(state="visible")
+        hint = page.locator(".att-narrow-only").first
+        hint.wait_for(state="visible")
+        # It names every column cut off at the screen's edge (with the sketched rules' work
+        # column, disagreement — one of the two numbers a pick is made by — was cut to
+        # "disagree…" and not named).
+        page.wait_for_function(f"() => ({CUT_COLUMNS})().length > 0")  # (none: no hint needed)
+        page.wait_for_timeout(1000)  # (the columns fitted to the times once they come)
+        cut = page.evaluate(CUT_COLUMNS)
+        for title in cut:
+            assert title.split()[0] in hint.inner_text(), (cut, hint.inner_text())
         page.get_by_text("Walks and rules", exact=True).first.click()
         page.locator("#sidebar-button").click()
         page.wait_for_function(f"() => ({SIDEBAR_WIDTH})() > 250")
