@@ -176,6 +176,10 @@ def test_the_walks_of_a_sketched_rule_start_at_the_sketchs_score_and_stop_on_its
         s.set_controls(boundary=kind, delta=0.05, n_trajectories=200)
         f = s.walk_figure()
         assert f.sketch is s.sketch and "F̃(x)" in caption(f)
+        # Its k and m in words (the caption said "k = 8, m = 32", explained only in the sidebar).
+        sk = s.sketch.classifier.sketched_walk_.sketch
+        words = " ".join(caption(f).split())
+        assert f"k = {sk.k} {s.sketch.directions}, m = {sk.m} landmarks" in words
         # A Bokeh title does not wrap: lines short enough for a phone's plot.
         assert max(map(len, caption(f).splitlines())) <= CAPTION_CHARS
         start = s.sketch.classifier.sketched_walk_.start_scores(s.walks.X_test)

@@ -89,6 +89,12 @@ class Sketch:
         return f"k = {s.k}, m = {s.m}"
 
     @property
+    def named(self) -> str:
+        """``k = 8 principal directions, m = 64 landmarks``: :attr:`label` in words."""
+        s = self._walk.sketch
+        return f"k = {s.k} {self.directions}, m = {s.m} landmarks"
+
+    @property
     def directions(self) -> str:
         """What its k are: principal directions, or coordinates (rows already decorrelated,
         as behind a PCA: :data:`attentive.sketch.nystrom.AXIS_SHARE`)."""

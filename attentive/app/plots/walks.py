@@ -53,10 +53,9 @@ SKETCH_YLABEL = "S^ρ_t, started at F̃(x)"
 SKETCH_MASS_TITLE = "After the sketch: estimate of S_n"
 SKETCH_MASS_YLABEL = "estimate of S_n, from F̃(x)"
 SKETCH_CAPTION = (
-    "t = 0: the sketch's score F̃(x), from a cheap sketch of every term ({label}; {cost:.3f} of\n"
-    "a full evaluation). Each step adds one term's residual w_i (h_i − h̃_i), what the sketch got\n"
-    "wrong, so S^ρ_n = S_n; the terms it gets most wrong on the training rows come first.\n"
-    "The boundary applies to {statistic}."
+    "t = 0: the sketch's score F̃(x) ({named}; {cost:.3f} of a full evaluation); a stop near"
+    " t = 0: the sketch all but decided. Each step adds what the sketch got wrong on one term,"
+    " w_i (h_i − h̃_i), the worst first. The boundary applies to {statistic}."
 )
 
 
@@ -69,7 +68,7 @@ def caption(f) -> str:
             else "S^ρ_t"
         )
         text = SKETCH_CAPTION.format(
-            label=f.sketch.label, cost=f.sketch.sketch_cost, statistic=statistic
+            named=f.sketch.named, cost=f.sketch.sketch_cost, statistic=statistic
         )
         return wrap_caption(text + (" " + MASS_GAPS if _mass_gaps(f) else ""))
     if not f.uses_mass:
