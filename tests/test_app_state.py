@@ -348,6 +348,15 @@ def test_operating_point_json_is_complete_and_rounded(state):
         assert point[key] is not None
     assert set(point["tau"]) == {"tau_lower"}
     assert len(repr(point["metrics"]["mean_evaluated"])) <= 12
+    # An interval's ends too (they were written with all their digits).
+    interval = point["metrics"]["disagreement_interval"]
+    assert len(interval) == 2 and all(len(repr(v)) <= 12 for v in interval), interval
+    assert "picked_by" not in point
+    # A rule a target picked says so; moved away from, it no longer does.
+    state.target = 0.02
+    assert json.loads(exports.operating_point_json(state))["picked_by"] == {"target": 0.02}
+    state.set_controls(delta=0.05)
+    assert "picked_by" not in json.loads(exports.operating_point_json(state))
 
 
 def test_csv_names_side_and_theta(state):

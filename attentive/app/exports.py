@@ -40,6 +40,8 @@ UPLOADED_NO_GUARANTEE = (
 def _round(v, digits: int = 6):
     if isinstance(v, dict):
         return {k: _round(x, digits) for k, x in v.items()}
+    if isinstance(v, list | tuple):  # (an interval, a range: as rounded as the rest)
+        return [_round(x, digits) for x in v]
     if isinstance(v, bool | np.bool_):
         return bool(v)
     if isinstance(v, int | np.integer):
@@ -171,6 +173,11 @@ def operating_point(state) -> dict[str, Any]:
             "guaranteed": not source.uploaded and not r.fallback,
             # What the calibration set shows beside the guarantee (the rarer decision).
             "notes": list(r.notes),
+        }
+    if state.still_picked():
+        # What chose this rule: the target or the time budget the page was given.
+        point["picked_by"] = {
+            k: getattr(state, k) for k in ("target", "time_budget") if getattr(state, k) is not None
         }
     m = state.measured
     if m is not None:
