@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import math
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -25,6 +26,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
@@ -368,19 +370,25 @@ def _weight_name(estimator) -> str:
 
 
 @contextlib.contextmanager
-def _text_named(X, taker: str = "the model"):
+def _text_named(X, estimator=None):
     """scikit-learn's bare "could not convert string to float: 'blue'" for a frame ``X``, named
-    by the value's column and row, with what is expected (``taker``: what takes numbers only)."""
+    by the value's column and row, with what takes numbers only (``estimator``'s first step,
+    or the model) and what to do."""
     try:
         yield
     except ValueError as exc:
-        where = _text_cell(X) if "could not convert" in str(exc) else None
+        found = re.search(r"could not convert string to float: (.*)$", str(exc))
+        where = _text_cell(X, found.group(1)) if found else None
         if where is None:
             raise
-        raise DataError(
-            f"{where}; {taker} takes numbers only: drop or encode the text columns first (or "
-            "fit a pipeline whose ColumnTransformer encodes them, with a OneHotEncoder say)"
-        ) from None
+        taker, encodes = _first_step(estimator)
+        advice = (
+            "make it a number, or encode its column in the pipeline's ColumnTransformer"
+            if encodes
+            else "drop or encode the text columns first (or fit a pipeline whose "
+            "ColumnTransformer encodes them, with a OneHotEncoder say)"
+        )
+        raise DataError(f"{where}; {taker} takes numbers only: {advice}") from None
 
 
 def _validated_numbers(estimator, X, *args, **kwargs):
@@ -390,35 +398,57 @@ def _validated_numbers(estimator, X, *args, **kwargs):
         return validate_data(estimator, X, *args, **kwargs)
 
 
-def _first_step(estimator) -> str:
-    """What the rows go to first, for :func:`_text_named`: a pipeline's first step, or the
-    model."""
-    if not _passes_raw_input(estimator):
-        return "the model"
+def _first_step(estimator) -> tuple[str, bool]:
+    """What takes the rows first, for :func:`_text_named`, and whether that is a
+    ColumnTransformer (which may encode text): a pipeline's first step that is not
+    ``"passthrough"`` — "the pipeline" where it may take anything (a ColumnTransformer, a
+    FunctionTransformer) — or the model."""
+    if estimator is None or not _passes_raw_input(estimator):
+        return "the model", False
     while isinstance(estimator, FrozenEstimator | Pipeline):
         if isinstance(estimator, FrozenEstimator):
             estimator = estimator.estimator
         else:
-            estimator = estimator.steps[0][1]
-    return f"the pipeline's first step ({type(estimator).__name__})"
+            steps = [step for _, step in estimator.steps if step not in (None, "passthrough")]
+            estimator = steps[0] if steps else None
+    if isinstance(estimator, ColumnTransformer | FunctionTransformer):
+        return "the pipeline", isinstance(estimator, ColumnTransformer)
+    if estimator is None:
+        return "the model", False
+    return f"the pipeline's first step ({type(estimator).__name__})", False
 
 
-def _text_cell(X) -> str | None:
-    """The first value of a frame that is not a number, as ``column 'pen', row 'a' ('blue')``;
-    None if ``X`` is not a frame or has none."""
+def _text_cell(X, quoted: str | None = None) -> str | None:
+    """Where a frame holds a value that is not a number, as ``column 'pen', row 0: 'blue' is
+    not a number``: the value scikit-learn quoted (``quoted``, as ``repr`` writes it) where it
+    is found, else the first text that ``float`` refuses; None if ``X`` is not a frame or has
+    none."""
     if not hasattr(X, "columns") or not hasattr(X, "dtypes"):
         return None
     import pandas as pd
 
+    found = None
     for name, dtype in zip(X.columns, X.dtypes, strict=True):
         if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             continue
-        column = X[name]
-        bad = pd.to_numeric(column, errors="coerce").isna() & column.notna()
-        if bad.any():
-            row = bad.to_numpy().argmax()
-            return f"column {name!r}, row {X.index[row]!r}: {column.iloc[row]!r} is not a number"
-    return None
+        for row, value in enumerate(X[name].to_numpy()):
+            if quoted is not None and repr(value) == quoted:
+                return _cell_words(X, name, row, value)
+            if found is None and isinstance(value, str) and not _reads_as_float(value):
+                found = (name, row, value)
+    return None if found is None else _cell_words(X, *found)
+
+
+def _reads_as_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _cell_words(X, name, row: int, value) -> str:
+    return f"column {name!r}, row {X.index[row]!r}: {value!r} is not a number"
 
 
 def _check_2d(X) -> None:
@@ -1007,7 +1037,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 else {}
             )
             rows = X if named is None else named
-            with _text_named(rows, _first_step(self.estimator)):
+            with _text_named(rows, self.estimator):
                 self.estimator_ = clone(self.estimator).fit(rows, y, **weights)
         self.terms_ = decompose(self.estimator_)
         self.classes_ = np.asarray(self.terms_.classes)
@@ -1675,7 +1705,7 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         path = self._early_stopping()
         boundary = full_boundary(self.n_terms_) if path == "full" else self.boundary_
         try:
-            with _text_named(X, _first_step(self.estimator_)):
+            with _text_named(X, self.estimator_):
                 return evaluate(
                     self._walk_of_boundary(boundary),
                     X,

@@ -69,6 +69,11 @@ def _transform(head, X):
                 else np.asarray(out, dtype=np.float64)
             )
         out = values
+    if isinstance(out, np.ndarray) and out.dtype.kind in "OUS":
+        # (A ColumnTransformer passing a text value on to the model: the model's own refusal,
+        # "could not convert string to float: 'n/a'", where numpy's arithmetic said "Cannot
+        # cast ufunc 'subtract' input 0 from dtype('O')".)
+        out = out.astype(np.float64)
     check_finite_values(out)
     return out
 

@@ -596,11 +596,11 @@ def test_an_unsnapped_alpha_with_a_delta_keeps_z_in_step():
 
 @pytest.mark.parametrize("field", ["target", "time_budget"])
 def test_an_address_with_a_picked_rule_reopens_that_rule_not_a_new_pick(monkeypatch, field):
-    """A target (or a time budget) picks a rule; the address holds both. Reopened, the pick made
-    again could choose another rule — sketched rules offered since a sketch was fitted in any
-    session, the rules timed again — and the link showed that instead (mass-regression at z =
-    0.84 reopened as sketched-heteroscedastic at z = 0.44). The address's rule is reopened, its
-    pick kept; an address with the target alone still picks."""
+    """A target (or a time budget) picks a rule; the address holds both. Reopened once sketched
+    rules are offered (a sketch fitted in any session) — or the rules timed again — the pick
+    made again chose another rule, and the link showed that instead (mass-regression at z =
+    0.84 reopened as sketched-heteroscedastic at z = 0.44). The address's rule is reopened,
+    its pick kept; an address with the target alone still picks."""
     dash = Dashboard(state=DashboardState())
     loc = url("")
     dash.sync_url(loc)
@@ -620,14 +620,24 @@ def test_an_address_with_a_picked_rule_reopens_that_rule_not_a_new_pick(monkeypa
     assert dash.state.still_picked() and loc.query_params["boundary"] == picked[0]
     address = loc.search
 
-    # Picked again now, the pick would choose another rule.
-    other = "curved" if picked[0] != "curved" else "regression"
+    # Now sketched rules compete, and the pick chooses one of them.
+    other = {"family": "curved" if picked[0] != "curved" else "regression", "z": 1.3}
+    plain_cheapest, plain_tradeoff = rules.cheapest, rules.tradeoff
+    monkeypatch.setattr(
+        DashboardState, "_pick_key", lambda self: (self.walks, self.side, self.theta, True)
+    )
+    monkeypatch.setattr(
+        rules, "cheapest", lambda w, side, theta, sketched, target: (
+            other if sketched else plain_cheapest(w, side, theta, False, target)
+        )
+    )  # fmt: skip
 
-    def another(*args, **kwargs):
-        return {"family": other, "z": 1.3}
+    def tradeoff(w, side, theta, sketched=False):
+        return plain_tradeoff(w, side, theta, False)
 
-    monkeypatch.setattr(rules, "cheapest", another)
-    monkeypatch.setattr(rules, "lowest_within_time", another)
+    tradeoff.peek = lambda w, side, theta, sketched=False: plain_tradeoff.peek(w, side, theta)
+    monkeypatch.setattr(rules, "tradeoff", tradeoff)
+    monkeypatch.setattr(rules, "lowest_within_time", lambda table, budget: other)
     again = Dashboard(state=DashboardState())
     again_loc = url(address)
     again.sync_url(again_loc)
@@ -640,4 +650,32 @@ def test_an_address_with_a_picked_rule_reopens_that_rule_not_a_new_pick(monkeypa
     if field == "target":
         fresh = Dashboard(state=DashboardState())
         fresh.sync_url(url("?target=0.02"))
-        assert (fresh.state.boundary, fresh.state.z) == (other, 1.3)
+        assert (fresh.state.boundary, fresh.state.z) == (other["family"], 1.3)
+
+
+def _picked_by_hand(query: str) -> DashboardState:
+    dash = Dashboard(state=DashboardState())
+    dash.sync_url(url(query))
+    return dash.state
+
+
+def test_an_address_whose_rule_its_target_does_not_pick_picks_again():
+    """The pick is kept only for the rule it picks: a target edited in the address (0.02 →
+    0.001, which that rule's disagreement of ~0.02 does not meet), a rule refused or a rule no
+    picker chooses (the budget rule) left the address's rule in use, marked as picked by a
+    target it breaks. Each picks as the target alone does; with a time budget beside it, the
+    target decides, as when both are entered."""
+    first = _picked_by_hand("?target=0.02")
+    rule = f"boundary={first.boundary}&z={first.z}&delta={first.delta}"
+    alone = _picked_by_hand("?target=0.001")
+    assert (alone.boundary, alone.z) != (first.boundary, first.z)
+    for query, expected in [
+        (f"?{rule}&target=0.001", alone),
+        ("?boundary=bogus&target=0.02", first),
+        ("?boundary=budget&target=0.02", first),
+        (f"?{rule}&target=0.02&time_budget=3", first),
+    ]:
+        s = _picked_by_hand(query)
+        assert (s.boundary, s.z) == (expected.boundary, expected.z), query
+        assert s.target == expected.target and s.time_budget is None, query
+        assert s.still_picked(), query

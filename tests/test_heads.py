@@ -474,3 +474,31 @@ def test_a_text_value_in_a_frame_is_named_by_its_column_and_row(piped):
     # The same frame with the value a number is taken: the refusal is the text's.
     bad.loc[4, "c"] = 0.25
     assert clf.predict(bad).shape == (6,)
+
+
+def test_text_the_model_encodes_is_not_named_for_a_value_it_cannot_read():
+    """A ColumnTransformer one-hot encodes 'pen' and passes the numbers on: 'n/a' in a number
+    column was named as the first text in the frame ('pen' = 'blue', which the model encodes
+    on purpose); the value scikit-learn could not read is named."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    from attentive.errors import DataError
+
+    rng = np.random.RandomState(0)
+    df = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    df["pen"] = np.resize(["blue", "black"], 200)
+    y = (df.a > 0).astype(int)
+    ct = ColumnTransformer(
+        [
+            ("pen", OneHotEncoder(handle_unknown="ignore"), ["pen"]),
+            ("x", "passthrough", list("abc")),
+        ]
+    )
+    clf = AttentiveClassifier(make_pipeline(ct, SVC()), boundary="curved", random_state=0)
+    clf.fit(df, y)
+    bad = df.iloc[:5].astype({"b": object})
+    bad.loc[3, "b"] = "n/a"
+    with pytest.raises(DataError, match=r"column 'b', row 3: 'n/a' is not a number; the pipeline"):
+        clf.predict(bad)

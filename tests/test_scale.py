@@ -260,7 +260,7 @@ def test_score_command_on_libsvm_equals_in_memory(client, tmp_path, exported, ca
     assert summary["mean_evaluated_fraction"] == pytest.approx(expected.mean_evaluated_fraction)
     # Without a sketch, a row's work is its evaluated fraction, and the summary says no more.
     assert summary["work_fraction"] == pytest.approx(expected.mean_evaluated_fraction)
-    assert "work" not in text
+    assert "of a full evaluation a row" not in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.libsvm", "scores.parquet"]
 
 

@@ -179,7 +179,7 @@ def test_text_for_a_model_that_encodes_it_says_the_command_reads_numbers_only(
     numeric"). It now says what scores such a model. A model of numbers only is told no more."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
     X, y = make_classification(200, N_FEATURES, n_informative=3, n_redundant=0, random_state=5)
     frame = pd.DataFrame(X, columns=NAMES).assign(pen=np.resize(["blue", "black"], len(X)))
@@ -195,11 +195,20 @@ def test_text_for_a_model_that_encodes_it_says_the_command_reads_numbers_only(
     frame.to_csv(data, index=False)
     code, err, out = score(client, path, data)
     assert_refused(code, err, out, "column 'pen'", "ColumnTransformer", "from Python")
-    plain_path = models[True][1]
-    frame[NAMES].assign(**{NAMES[1]: "blue"}).to_csv(data, index=False)
-    code, err, out = score(client, plain_path, data)
-    assert_refused(code, err, out, f"column {NAMES[1]!r}", "features must be numeric")
-    assert "ColumnTransformer" not in err
+    # A number column of that model (passed through), a model of numbers only, and a
+    # ColumnTransformer that only scales: the file is wrong, and is told no more.
+    scales = ColumnTransformer([("x", StandardScaler(), NAMES)])
+    scaling = AttentiveClassifier(make_pipeline(scales, SVC(gamma="scale")), random_state=0)
+    sio.dump(scaling.fit(frame[NAMES], y), tmp_path / "scales.skops")
+    for model, columns in [
+        (path, [*NAMES, "pen"]),
+        (models[True][1], NAMES),
+        (tmp_path / "scales.skops", NAMES),
+    ]:
+        frame[columns].assign(**{NAMES[1]: "blue"}).to_csv(data, index=False)
+        code, err, out = score(client, model, data)
+        assert_refused(code, err, out, f"column {NAMES[1]!r}", "features must be numeric")
+        assert "ColumnTransformer" not in err, (model, err)
 
 
 def test_zero_based_file_from_dump_svmlight_file_defaults_is_never_read_shifted(

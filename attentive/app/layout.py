@@ -555,6 +555,7 @@ class Dashboard(pn.viewable.Viewer):
         controls wait for that build when it runs in the background, so that they are checked
         against the new model (θ's range is the new scores'). Each value of an address comes
         here once (:meth:`_url_to_state`), so what it tells is told once."""
+        told = self.state.n_errors  # (a value refused or changed is told: see picked below)
         dataset = query.get("dataset")
         if isinstance(dataset, str) and dataset.startswith(UPLOAD_PREFIX):
             # An uploaded file is not kept across a reload; the model's settings and the
@@ -577,7 +578,9 @@ class Dashboard(pn.viewable.Viewer):
         rule = {k: v for k, v in query.items() if k not in MODEL_INPUTS}
         # An address with the rule a target or a time budget picked reopens that rule: picked
         # again, the target chose a sketched rule offered since (the address's mass-regression
-        # at z = 0.84 reopened as sketched-heteroscedastic at z = 0.44).
+        # at z = 0.84 reopened as sketched-heteroscedastic at z = 0.44). Only where the address
+        # was taken as it is (nothing refused, snapped or dropped, the model built) and its rule
+        # is one the pick picks (DashboardState.restore_pick); otherwise the pick picks.
         picked = {}
         if "boundary" in rule:
             picked = {k: rule.pop(k) for k in ("target", "time_budget") if k in rule}
@@ -585,8 +588,10 @@ class Dashboard(pn.viewable.Viewer):
         def apply_rule() -> None:
             if rule:
                 self.state.set_controls(**rule)
-            if picked:
+            if picked and self.state.n_errors == told:
                 self.state.restore_pick(**picked)
+            elif picked:
+                self.state.set_controls(**picked)
 
         if model:
             self.state.set_controls(**model)

@@ -92,7 +92,8 @@ class Sketch:
     def named(self) -> str:
         """``k = 8 principal directions, m = 64 landmarks``: :attr:`label` in words."""
         s = self._walk.sketch
-        return f"k = {s.k} {self.directions}, m = {s.m} landmarks"
+        directions = self.directions if s.k != 1 else self.directions[:-1]
+        return f"k = {s.k} {directions}, m = {s.m} landmark{'s' if s.m != 1 else ''}"
 
     @property
     def directions(self) -> str:

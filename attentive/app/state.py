@@ -431,7 +431,7 @@ class DashboardState(Background):
             return
         other = "time_budget" if field == "target" else "target"
         try:
-            key = (self.walks, self.side, self.theta, self.sketched)
+            key = self._pick_key()
             if field == "target":
                 row = rules.cheapest(*key, self.target)
             else:
@@ -463,18 +463,59 @@ class DashboardState(Background):
         self.select_rule(str(row["family"]), z, **asked)
 
     def restore_pick(self, **fields) -> bool:
-        """Set ``target`` or ``time_budget`` (``fields``) as what picked the rule in use, without
-        picking again: an address holds the rule its pick chose, and reopens it exactly — a new
-        pick could choose another (sketched rules offered since, the rules timed again). True
-        when the value was accepted."""
+        """Set ``target`` or ``time_budget`` (``fields``; the target if both, as when they are
+        entered) as what picked the rule in use, without picking again — where the rule in use
+        is one it picks: an address holds the rule its pick chose and reopens it exactly, where
+        a new pick could choose another (sketched rules offered since, the rules timed again).
+        Otherwise (a target edited in the address, a rule the pickers never choose) it picks,
+        as when the field is entered. True when the value was accepted."""
+        if "target" in fields:
+            fields = {"target": fields["target"]}
+        if not self._picks_rule_in_use(fields):
+            return self.set_controls(**fields)
         self._restoring = True
         try:
             ok = self.set_controls(**fields)
         finally:
             self._restoring = False
-        if any(getattr(self, k) is not None for k in ("target", "time_budget")):
+        if ok:
             self._picked = (self.boundary, self.z, self.walks, self.side, self.theta)
         return ok
+
+    def _picks_rule_in_use(self, fields: dict) -> bool:
+        """Whether the rule in use is one that ``fields``' target picks — with or without the
+        sketched rules competing, as at the time of the link — or, for a time budget (whose
+        rule turns on the times, taken again in each session), a rule of the table the time
+        budget picks from."""
+        if self.walks is None:
+            return False
+        try:
+            ((name, value),) = fields.items()
+            value = typed(self.param[name], value)
+            if value is None:
+                return False
+            walks, side, theta, sketched = self._pick_key()
+            if name == "time_budget":
+                table = rules.on_slider(rules.tradeoff(walks, side, theta, sketched).table)
+                rows = zip(table["family"], table["z"], strict=True)
+            else:
+                rows = [
+                    (row["family"], row["z"])
+                    for row in (
+                        rules.cheapest(walks, side, theta, competing, value)
+                        for competing in sorted({False, sketched})
+                    )
+                ]
+            return any(
+                str(family) == self.boundary and abs(float(z) - self.z) <= 1e-9
+                for family, z in rows
+            )
+        except (AttentiveError, ValueError, TypeError):
+            return False
+
+    def _pick_key(self) -> tuple:
+        """What a pick picks on: the walk, the side, θ and whether sketched rules compete."""
+        return (self.walks, self.side, self.theta, self.sketched)
 
     def _times_in(self, event) -> None:
         """Times arrived: a time budget entered while they were computed applies now."""

@@ -187,7 +187,8 @@ def score_dask(clf: AttentiveClassifier, X, *, n_jobs: int | None = 1) -> dd.Dat
     -------
     dask.dataframe.DataFrame
         Columns :data:`COLUMNS` (``decision``, ``label``, ``positive``, ``n_evaluated``,
-        ``stopped``, ``stop_side``: the :class:`~attentive.Evaluation` of each row), one partition
+        ``stopped``, ``stop_side``, ``work``: the :class:`~attentive.Evaluation` of each row;
+        ``work`` in full evaluations, a sketched rule's sketch included), one partition
         per row block, with ``meta`` :func:`scores_meta`. Index: the global row number for an
         array with known chunk sizes, the block's own row number when they are unknown, the
         input's index for a DataFrame. Nothing is computed until asked.

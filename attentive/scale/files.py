@@ -9,15 +9,23 @@ reader, shared with the dashboard's uploads), evaluates it with
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import lzma
 import numbers
 import os
+import re
 import socket
 import time
 import uuid
 import zlib
 from pathlib import Path
+
+import numpy as np
+from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from attentive.data.reader import compression_of, open_binary
 from attentive.errors import DataError, InvalidParameterError
@@ -236,19 +244,81 @@ def score_file(
 
 @contextlib.contextmanager
 def _text_for_the_model(clf: AttentiveClassifier):
-    """A value that is not a number, where the model's first step is a ColumnTransformer (which
-    may encode text columns): the file may be right, and the command the wrong tool."""
+    """A value that is not a number in a column the model's ColumnTransformer may take text in
+    (an encoder's, one it drops, a custom step's): the file may be right, and the command the
+    wrong tool. A column it scales or passes to the model is the file's to mend."""
     try:
         yield
     except DataError as exc:
-        if "is not a number" not in str(exc) or not _selects_columns(clf.estimator_):
+        if "not a number" not in str(exc) and "string values" not in str(exc):
+            raise
+        named = re.search(r"column ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", str(exc))
+        try:
+            column = ast.literal_eval(named.group(1)) if named else None
+        except (ValueError, SyntaxError):
+            column = None
+        if column is None or not _may_take_text(clf, column):
             raise
         raise DataError(
-            f"{exc}. The model's first step is a ColumnTransformer, which may encode text "
-            "columns; this command reads numbers only: score such a model from Python "
-            "(clf.predict(frame) a chunk at a time, or attentive.scale.score_dask on a Dask "
-            "frame; docs/scale.md)"
+            f"{exc}. The model's ColumnTransformer may take text in that column; this command "
+            "reads numbers only: score such a model from Python (clf.predict(frame) a chunk at "
+            "a time, or attentive.scale.score_dask on a Dask frame; docs/scale.md)"
         ) from None
+
+
+# Steps that take numbers only (scikit-learn's scalers, projections and numeric expansions);
+# any other step of a ColumnTransformer (an encoder, a FunctionTransformer, one of the user's)
+# may take text.
+_NUMERIC_MODULES = (
+    "sklearn.preprocessing._data",
+    "sklearn.preprocessing._polynomial",
+    "sklearn.preprocessing._discretization",
+    "sklearn.decomposition",
+)
+
+
+def _may_take_text(clf: AttentiveClassifier, column) -> bool:
+    """Whether the model's first step, a ColumnTransformer, sends ``column`` to a step that may
+    take text, or drops it."""
+    if not _selects_columns(clf.estimator_):
+        return False
+    ct = clf.estimator_
+    while not isinstance(ct, ColumnTransformer):
+        ct = ct.estimator if isinstance(ct, FrozenEstimator) else ct.steps[0][1]
+    names = [str(n) for n in getattr(ct, "feature_names_in_", ())]
+    if str(column) not in names:
+        return False
+    at = names.index(str(column))
+    for _, step, columns in getattr(ct, "transformers_", ()):
+        if at in _positions(columns, names):
+            return _step_takes_text(step)
+    return True  # (not sent anywhere: dropped)
+
+
+def _positions(columns, names: list[str]) -> set[int]:
+    if isinstance(columns, slice):
+        return set(range(len(names))[columns])
+    values = list(np.atleast_1d(columns))
+    if values and isinstance(values[0], bool | np.bool_):
+        return {i for i, keep in enumerate(values) if keep}
+    return {
+        names.index(str(c)) if isinstance(c, str) else int(c)
+        for c in values
+        if str(c) in names or not isinstance(c, str)
+    }
+
+
+def _step_takes_text(step) -> bool:
+    if isinstance(step, str):
+        return step == "drop"  # (passthrough: the model takes it, as a number)
+    while isinstance(step, Pipeline):
+        kept = [s for _, s in step.steps if s not in (None, "passthrough")]
+        if not kept:
+            return False
+        step = kept[0]
+    if isinstance(step, FunctionTransformer) and step.func is None:
+        return False  # ("passthrough", as a fitted ColumnTransformer holds it)
+    return not type(step).__module__.startswith(_NUMERIC_MODULES)
 
 
 def _score(
