@@ -206,6 +206,8 @@ def score_file(
     removed at the end. See :func:`~attentive.scale.reading.read_input` and
     :func:`~attentive.scale.writing.write_scores` for the other parameters.
     """
+    from attentive.scale.quiet import QuietDataErrors
+
     started = time.perf_counter()
     _check_workers(n_workers)  # (before any work)
     if n_workers is not None and scheduler:
@@ -227,19 +229,36 @@ def score_file(
     output = check_output(output, overwrite)
     clf = model if isinstance(model, AttentiveClassifier) else load_classifier(model)
     with _text_for_the_model(clf):
-        return _score(
-            clf,
-            input,
-            output,
-            scheduler,
-            n_workers,
-            chunk_rows,
-            zero_based,
-            progress,
-            overwrite,
-            started,
-            reading,
-        )
+        # A CSV file's first line, or Parquet schemas, against the model's features, before a
+        # cluster is started.
+        check_columns(input, clf, **reading)
+        copy = cluster = None
+        try:
+            cluster = None if scheduler else local_cluster(n_workers)
+            with _client(scheduler, cluster) as client:
+                if cluster is not None:
+                    # The run's own workers: a bad row is told once, by the error the run raises.
+                    client.register_plugin(QuietDataErrors())
+                # (After the scheduler answered: a bad address is refused before this work.)
+                copy = _decompressed_copy(input, output)
+                X = read_input(
+                    copy or input, clf, chunk_rows=chunk_rows, zero_based=zero_based, **reading
+                )
+                return write_scores(
+                    score_dask(clf, X),
+                    output,
+                    n_terms=clf.n_terms_,
+                    client=client,
+                    progress=progress,
+                    overwrite=overwrite,
+                    started=started,
+                    source=Path(input).name,
+                )
+        finally:
+            if cluster is not None:
+                cluster.close()
+            if copy is not None:
+                copy.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -319,51 +338,3 @@ def _step_takes_text(step) -> bool:
     if isinstance(step, FunctionTransformer) and step.func is None:
         return False  # ("passthrough", as a fitted ColumnTransformer holds it)
     return not type(step).__module__.startswith(_NUMERIC_MODULES)
-
-
-def _score(
-    clf,
-    input,
-    output,
-    scheduler,
-    n_workers,
-    chunk_rows,
-    zero_based,
-    progress,
-    overwrite,
-    started,
-    reading,
-) -> ScoreSummary:
-    """:func:`score_file`'s run, once its options are checked and the model loaded."""
-    from attentive.scale.quiet import QuietDataErrors
-
-    # A CSV file's first line, or Parquet schemas, against the model's features, before a
-    # cluster is started.
-    check_columns(input, clf, **reading)
-    copy = cluster = None
-    try:
-        cluster = None if scheduler else local_cluster(n_workers)
-        with _client(scheduler, cluster) as client:
-            if cluster is not None:
-                # The run's own workers: a bad row is told once, by the error the run raises.
-                client.register_plugin(QuietDataErrors())
-            # (After the scheduler answered: a bad address is refused before this work.)
-            copy = _decompressed_copy(input, output)
-            X = read_input(
-                copy or input, clf, chunk_rows=chunk_rows, zero_based=zero_based, **reading
-            )
-            return write_scores(
-                score_dask(clf, X),
-                output,
-                n_terms=clf.n_terms_,
-                client=client,
-                progress=progress,
-                overwrite=overwrite,
-                started=started,
-                source=Path(input).name,
-            )
-    finally:
-        if cluster is not None:
-            cluster.close()
-        if copy is not None:
-            copy.unlink(missing_ok=True)
