@@ -132,11 +132,17 @@ def _selects_columns(estimator) -> bool:
     """Whether the model's first step (inside nested pipelines) is a ColumnTransformer: it takes
     a frame's columns by name, in any order and beside others, and names the missing ones
     itself."""
+    return _leading_column_transformer(estimator) is not None
+
+
+def _leading_column_transformer(estimator) -> ColumnTransformer | None:
+    """The model's first step (inside nested pipelines and frozen models) if it is a
+    ColumnTransformer, else None."""
     while True:
         while isinstance(estimator, FrozenEstimator):
             estimator = estimator.estimator
         if not isinstance(estimator, Pipeline):
-            return isinstance(estimator, ColumnTransformer)
+            return estimator if isinstance(estimator, ColumnTransformer) else None
         estimator = estimator.steps[0][1]
 
 

@@ -242,14 +242,21 @@ def _read_scores(output) -> pd.DataFrame:
     return pd.read_parquet(output).reset_index(drop=True)
 
 
-def test_score_command_on_libsvm_equals_in_memory(client, tmp_path, exported, capsys):
-    path, clf, X = exported
+def _score_as_libsvm(client, model_path, X, tmp_path, chunk_rows: int):
+    """``X`` written as ``rows.libsvm`` and scored by the command line with the model at
+    ``model_path`` on ``client``'s cluster (it must succeed); the output directory."""
     data = tmp_path / "rows.libsvm"
     dump_svmlight_file(X, np.zeros(X.shape[0]), str(data), zero_based=False)
     out = tmp_path / "scores.parquet"
-    argv = ["score", "--model", str(path), "--input", str(data), "--output", str(out)]
-    argv += ["--chunk-rows", "333", "--scheduler", client.scheduler.address, "--no-progress"]
-    assert main(argv) == 0
+    argv = ["score", "--model", str(model_path), "--input", str(data), "--output", str(out)]
+    argv += ["--chunk-rows", str(chunk_rows), "--scheduler", client.scheduler.address]
+    assert main([*argv, "--no-progress"]) == 0
+    return out
+
+
+def test_score_command_on_libsvm_equals_in_memory(client, tmp_path, exported, capsys):
+    path, clf, X = exported
+    out = _score_as_libsvm(client, path, X, tmp_path, chunk_rows=333)
     assert_same_as_in_memory(_read_scores(out), clf, X)
     text = capsys.readouterr().out
     assert f"{X.shape[0]:,} rows in 5 chunks" in text
@@ -272,12 +279,7 @@ def test_score_command_counts_a_sketched_rules_sketch_in_its_work(
     clf, X = sketched_problem
     path = tmp_path / "sketched.skops"
     sio.dump(clf, path)
-    data = tmp_path / "rows.libsvm"
-    dump_svmlight_file(X, np.zeros(X.shape[0]), str(data), zero_based=False)
-    out = tmp_path / "scores.parquet"
-    argv = ["score", "--model", str(path), "--input", str(data), "--output", str(out)]
-    argv += ["--chunk-rows", "300", "--scheduler", client.scheduler.address, "--no-progress"]
-    assert main(argv) == 0
+    out = _score_as_libsvm(client, path, X, tmp_path, chunk_rows=300)
     scores = _read_scores(out)
     assert_same_as_in_memory(scores, clf, X)
     expected = clf.evaluate(X)

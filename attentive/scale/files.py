@@ -22,14 +22,12 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from sklearn.compose import ColumnTransformer
-from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from attentive.data.reader import compression_of, open_binary
 from attentive.errors import DataError, InvalidParameterError
-from attentive.estimator import AttentiveClassifier, _selects_columns
+from attentive.estimator import AttentiveClassifier, _leading_column_transformer
 from attentive.models.persistence import load_model
 from attentive.scale.evaluate import score_dask
 from attentive.scale.reading import check_chunk_rows, check_columns, check_options, read_input
@@ -299,11 +297,9 @@ _NUMERIC_MODULES = (
 def _may_take_text(clf: AttentiveClassifier, column) -> bool:
     """Whether the model's first step, a ColumnTransformer, sends ``column`` to a step that may
     take text, or drops it."""
-    if not _selects_columns(clf.estimator_):
+    ct = _leading_column_transformer(clf.estimator_)
+    if ct is None:
         return False
-    ct = clf.estimator_
-    while not isinstance(ct, ColumnTransformer):
-        ct = ct.estimator if isinstance(ct, FrozenEstimator) else ct.steps[0][1]
     names = [str(n) for n in getattr(ct, "feature_names_in_", ())]
     if str(column) not in names:
         return False
