@@ -131,3 +131,19 @@ def test_a_value_older_than_max_age_is_computed_again(monkeypatch):
         timed(x)
     assert timed.peek(1) is None and set(timed._stored) == {2, 3, 4, 5}
     assert rules.measure.max_age == rules.MEASURE_MAX_AGE
+
+
+def test_put_stores_a_value_that_later_calls_and_peeks_get():
+    calls = []
+
+    @shared(key=lambda x: x, max_items=2)
+    def value(x):
+        calls.append(x)
+        return ("computed", x)
+
+    assert value(1) == ("computed", 1)
+    value.put(("given", 1), 1)
+    value.put(("given", 2), 2)
+    assert value.peek(1) == ("given", 1) and value(2) == ("given", 2) and calls == [1]
+    value.put(("given", 3), 3)  # (max_items: the oldest goes)
+    assert value.peek(1) is None and value.peek(3) == ("given", 3)

@@ -509,8 +509,9 @@ def test_the_wall_clock_card_shows_the_median_and_spread_and_says_when_walking_c
 def test_the_wall_clock_card_says_when_the_rule_a_time_budget_picked_is_over_it(
     synthetic, monkeypatch
 ):
-    """The picker compares the table's times (the fastest of a few runs, interpolated); the card
-    times the rule picked as the median of its rounds, and read 9.9 µs beside a budget of 8. A
+    """The picker compares the table's times (the fastest of a few runs; now the rule it picks
+    timed, its median within the budget: rules.timed_pick); the card times the rule picked as
+    the median of its rounds beside full evaluation, and read 9.9 µs beside a budget of 8. A
     notification said so and went; the card now says it while the budget holds the rule."""
     import pandas as pd
     import param
@@ -536,7 +537,7 @@ def test_the_wall_clock_card_says_when_the_rule_a_time_budget_picked_is_over_it(
     assert f"⚠ {us:,.2f} µs per example: over the {us - 0.04:.2f} µs budget" in view._html(
         metrics, m
     )
-    assert "att-miss' data-key='clock-check' title='The budget was met" in over
+    assert "att-miss' data-key='clock-check' title='The pick timed this rule" in over
     with param.discard_events(synthetic):
         synthetic.time_budget = us + 2.0
     within = view._html(metrics, m)

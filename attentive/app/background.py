@@ -171,10 +171,11 @@ class Background(Controls):
                 self.report(
                     f"The rule picked for {budget:g} µs per example measures "
                     f"{result.us_per_example:.3g} µs on the card (the median of "
-                    f"{rules.TIMING_ROUNDS} rounds); the table's times are the fastest of "
-                    f"{rules.TIMED_RUNS} runs at a few rules of each family, the others "
-                    "interpolated, and timings move on a busy machine. To stay within "
-                    f"{budget:g} µs on the card, type a lower budget.",
+                    f"{rules.TIMING_ROUNDS} rounds, each beside a full evaluation, while the "
+                    "page redraws); the pick timed it before the page redrew (the median of "
+                    f"{rules.PICK_RUNS} runs; the table shows their fastest), and timings move "
+                    f"on a busy machine. To stay within {budget:g} µs on the card, type a lower "
+                    "budget.",
                     "warning",
                 )
 

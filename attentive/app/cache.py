@@ -117,6 +117,17 @@ class Shared:
         run.lock.release()
         return value
 
+    def put(self, value: Any, *args) -> None:
+        """Store ``value`` as the value for ``args`` (what a later call or :meth:`peek` gets)."""
+        k = self.key(*args)
+        with self._guard:
+            self._values[k] = value
+            self._values.move_to_end(k)
+            self._stored[k] = time.monotonic()
+            while len(self._values) > self.max_items:
+                old, _ = self._values.popitem(last=False)
+                del self._stored[old]
+
     def clear(self) -> None:
         with self._guard:
             self._values.clear()

@@ -43,9 +43,9 @@ SLOWER_WARNING = "walking costs more than full evaluation here"
 # Its second line where the rule a time budget picked times over that budget on the card.
 OVER_BUDGET = "over the {budget} µs budget"
 OVER_BUDGET_TITLE = (
-    "The budget was met in the table's times (the fastest of a few runs, interpolated between "
-    "the rules timed); the card times the rule picked as the median of its rounds. Type a "
-    "lower budget to stay within it here."
+    "The pick timed this rule before the page redrew (the median of a few runs; the table "
+    "shows their fastest); the card times it as the median of its rounds, "
+    "each beside a full evaluation. Type a lower budget to stay within it here."
 )
 # Its second line where no example stops (the rule is full evaluation; the ratio is noise).
 EVERY_TERM = "no example stops: this is full evaluation"
@@ -389,10 +389,11 @@ class HeadlineNumbers(pn.viewable.Viewer):
 
 def over_budget(state, measured) -> float | None:
     """The time budget (µs per example) that picked the rule in use, where the card's steady
-    timing of that rule is over it; else None. The table's times that the budget was compared
-    with are the fastest of a few runs, interpolated between timed rules: a rule picked within
-    budget could time over it on the card, and a notification said so, then went, leaving the
-    field's budget beside a card above it."""
+    timing of that rule is over it; else None. The pick timed the rule within the budget where
+    it could (:func:`attentive.app.rules.timed_pick`), but the card times it otherwise (beside
+    full evaluation, while the page redraws): a rule picked within budget could time over it
+    on the card, and a notification said so, then went, leaving the field's budget beside a
+    card above it."""
     budget = state.time_budget
     if measured is None or budget is None or not measured.steady or not state.still_picked():
         return None
@@ -488,8 +489,9 @@ TABLE_TOOLTIPS = {
     "µs / example": (
         f"The evaluator's time per test example: the fastest of {rules.TIMED_RUNS} runs, for "
         f"{rules.TIMED_PER_FAMILY} rules of each family (the 'timed' column) and full "
-        "evaluation; the rows between them interpolated along the work. The wall-clock card "
-        f"gives the median of {rules.TIMING_ROUNDS} rounds, so it reads higher."
+        "evaluation, and of a rule a time budget picked, which is timed before it is kept; the "
+        "rows between them interpolated along the work. The wall-clock card gives the median of "
+        f"{rules.TIMING_ROUNDS} rounds, so it reads higher."
     ),
     "δ' = Φ(−z)": "The nominal error of the scale z: the δ slider's value at this row.",
     "stop-error": "The side's stop-error: lower, of the examples full evaluation calls positive "

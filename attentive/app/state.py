@@ -451,9 +451,11 @@ class DashboardState(Background):
                     self._budget_waiting = True
                     return
                 self._budget_waiting = False
-                times = rules.rule_times(*key) if times is None else times
-                table = rules.timed_table(rules.tradeoff(*key), times)
-                row = rules.lowest_within_time(table, self.time_budget)
+                # (What the pick timed is kept for every page: the table and the CSV show it.)
+                row, timed = rules.timed_pick(*key, self.time_budget, times=times)
+                if timed is not times:
+                    rules.rule_times.put(timed, *key)
+                    self.times = timed
         except (AttentiveError, ValueError) as exc:
             self.report(exc)
             return self.param.update(target=None, time_budget=None)
