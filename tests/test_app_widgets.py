@@ -537,7 +537,7 @@ def test_the_wall_clock_card_says_when_the_rule_a_time_budget_picked_is_over_it(
     assert f"⚠ {us:,.2f} µs per example: over the {us - 0.04:.2f} µs budget" in view._html(
         metrics, m
     )
-    assert "att-miss' data-key='clock-check' title='The pick timed this rule" in over
+    assert "att-miss' data-key='clock-check' title='A time budget&#x27;s pick times" in over
     with param.discard_events(synthetic):
         synthetic.time_budget = us + 2.0
     within = view._html(metrics, m)

@@ -43,8 +43,8 @@ SLOWER_WARNING = "walking costs more than full evaluation here"
 # Its second line where the rule a time budget picked times over that budget on the card.
 OVER_BUDGET = "over the {budget} µs budget"
 OVER_BUDGET_TITLE = (
-    "The pick timed this rule before the page redrew (the median of a few runs; the table "
-    "shows their fastest); the card times it as the median of its rounds, "
+    "A time budget's pick times its rules before the page redraws (the median of a few runs; "
+    "the table shows their fastest); the card times the rule as the median of its rounds, "
     "each beside a full evaluation. Type a lower budget to stay within it here."
 )
 # Its second line where no example stops (the rule is full evaluation; the ratio is noise).

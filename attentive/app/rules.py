@@ -582,10 +582,21 @@ def timed_table(trade: Tradeoff, times: pd.DataFrame | None) -> pd.DataFrame:
     return trade.table.merge(times, on=["family", "z"], how="left")
 
 
-#: Rules a time budget's pick times at most (:func:`timed_pick`), and runs of each (after one
-#: untimed run).
+#: Rules a time budget's pick times at most (:func:`timed_pick`), runs of each (after one
+#: untimed run), and the seconds of timing after which it times no more rules (the pick runs on
+#: the page's thread: a test set of 25,000 rows at 50 µs a row takes 1.25 s a run).
 PICK_TIMINGS = 6
 PICK_RUNS = 5
+PICK_SECONDS = 0.5
+
+
+def times_cover(times: pd.DataFrame | None, trade: Tradeoff) -> bool:
+    """Whether ``times`` holds a time for every operating point of ``trade`` (the plain rules'
+    times do not cover a table with the sketched rules: they are computed after it)."""
+    if times is None:
+        return False
+    rows = trade.table[["family", "z"]].merge(times[["family", "z"]], how="left", indicator=True)
+    return bool((rows["_merge"] == "both").all())
 
 
 def timed_pick(
@@ -597,7 +608,8 @@ def timed_pick(
     times: pd.DataFrame | None = None,
 ) -> tuple[pd.Series, pd.DataFrame]:
     """The rule a time budget picks, timed: its row (of :func:`timed_table`) and the times
-    (``times``, default :func:`rule_times`) with what was timed.
+    (``times``, default :func:`rule_times`; they must cover the table, :func:`times_cover`)
+    with what was timed.
 
     :func:`lowest_within_time` picks by the table, whose times are the fastest of a few runs
     and, between the rules timed, interpolated along a family's fraction of terms, and the pick
@@ -607,40 +619,68 @@ def timed_pick(
     and the fastest of a rule's runs was ~9 % below their median. So the rule picked is timed,
     :data:`PICK_RUNS` runs: their fastest becomes its time in the table (``measured``; its
     family's other rows are interpolated again with it; a rule the table timed already keeps
-    its time), and the pick stands where their median is within the budget. Otherwise the
-    limit of the pick is scaled by that rule's fastest over its median (a rule whose fastest run
-    is within ``budget × fastest / median`` has its median within the budget, if it runs
-    alike). Then the pick is made again on the table as it now stands, until it lands on a rule
-    timed within the budget (:data:`PICK_TIMINGS` timings at most; the pick then stands as it
-    is, and the card says if it is over the budget). A table without a ``measured`` column is
-    taken as timed throughout, and its pick is not timed."""
+    its time), and it is *within* the budget where their median is. A rule timed over it
+    scales the limit the table's times are held to by its fastest over its median (a rule whose
+    fastest run is within ``budget × fastest / median`` has its median within the budget, if
+    it runs alike). The pick is then made again, among the rules within that limit in the table
+    as it now stands and the rules timed within the budget, until it lands on one of the latter.
+    After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
+    the budget with the lowest disagreement stands, else the last rule timed (the card says it
+    is over the budget). A table without a ``measured`` column is taken as timed throughout,
+    and its pick is not timed."""
     key = (walks, side, theta, sketched)
-    times = rule_times(*key) if times is None else times
     trade = tradeoff(*key)
-    limit = float(budget)
-    row = lowest_within_time(timed_table(trade, times), limit)
+    times = times if times_cover(times, trade) else rule_times(*key)
+    row = lowest_within_time(timed_table(trade, times), budget)
     if "measured" not in row.index:
         return row, times
-    within: set = set()  # the rules timed within the budget by their median
+    limit, within, last = float(budget), set(), None
+    started = time.perf_counter()
     for _ in range(PICK_TIMINGS):
         family, z = str(row["family"]), float(row["z"])
         if (family, z) in within:
             break
+        if last is not None and time.perf_counter() - started > PICK_SECONDS:
+            row = None
+            break
         runs = _runs_us(_base(walks, side, theta, family).with_rule(family, z=z), walks.X_test)
         fastest, median = min(runs), float(np.median(runs))
+        last = (family, z)
         if not bool(row["measured"]):
             times = with_time(times, trade.table, family, z, fastest)
         if median <= budget:
-            within.add((family, z))
+            within.add(last)
         else:
             listed = float(row["us_per_example"]) if bool(row["measured"]) else fastest
             limit = min(limit, budget * fastest / median, float(np.nextafter(listed, -np.inf)))
-        try:
-            row = lowest_within_time(timed_table(trade, times), limit)
-        except InvalidParameterError:
-            break  # (no faster rule: the last one timed stands)
-    mine = timed_table(trade, times)
-    return mine[(mine["family"] == row["family"]) & (mine["z"] == row["z"])].iloc[0], times
+        row = _lowest_among(timed_table(trade, times), limit, within)
+        if row is None:
+            break
+    else:
+        row = None  # (timings spent on rules over the budget: the row picked last is untimed)
+    table = timed_table(trade, times)
+    if row is None or (str(row["family"]), float(row["z"])) not in within:
+        keep = within or {last}
+        row = _lowest_among(table, -np.inf, keep)
+    return table[(table["family"] == row["family"]) & (table["z"] == row["z"])].iloc[0], times
+
+
+def _lowest_among(table: pd.DataFrame, limit: float, rules: set) -> pd.Series | None:
+    """:func:`lowest_within_time`'s choice among the rows the slider can set that are within
+    ``limit`` or among ``rules`` ((family, z) pairs); None where there are none."""
+    table = on_slider(table)
+    named = pd.Series(
+        [(f, float(z)) in rules for f, z in zip(table["family"], table["z"], strict=True)],
+        index=table.index,
+        dtype=bool,
+    )
+    ok = table[(table["us_per_example"] <= limit) | named]
+    if ok.empty:
+        return None
+    best = ok.sort_values(
+        ["disagreement", "us_per_example", "z"], ascending=[True, True, False], kind="stable"
+    )
+    return best.iloc[0]
 
 
 def _runs_us(clf, X) -> list[float]:

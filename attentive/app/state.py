@@ -439,6 +439,11 @@ class DashboardState(Background):
                 # cache may have let them go); None while the background times them.
                 times = rules.rule_times.peek(*key)
                 times = self.times if times is None else times
+                trade = rules.tradeoff.peek(*key)
+                if trade is not None and not rules.times_cover(times, trade):
+                    # (The plain rules' times, shown while the sketched rules are timed, have
+                    # none for the sketched rows: stored as this table's, they would stay so.)
+                    times = None
                 if times is None and self.background is not None:
                     # Timing every rule takes seconds: the budget applies when the background
                     # has timed them (_times_in), and the page says so meanwhile.
