@@ -106,12 +106,7 @@ class Shared:
             raise
         with self._guard:
             if kept:
-                self._values[k] = value
-                self._values.move_to_end(k)
-                self._stored[k] = time.monotonic()
-                while len(self._values) > self.max_items:
-                    old, _ = self._values.popitem(last=False)
-                    del self._stored[old]
+                self._store(k, value)
             del self._running[k]
         run.value = value
         run.lock.release()
@@ -121,12 +116,17 @@ class Shared:
         """Store ``value`` as the value for ``args`` (what a later call or :meth:`peek` gets)."""
         k = self.key(*args)
         with self._guard:
-            self._values[k] = value
-            self._values.move_to_end(k)
-            self._stored[k] = time.monotonic()
-            while len(self._values) > self.max_items:
-                old, _ = self._values.popitem(last=False)
-                del self._stored[old]
+            self._store(k, value)
+
+    def _store(self, k: Hashable, value: Any) -> None:
+        """Keep ``value`` for ``k`` as the most recent, the oldest beyond ``max_items`` dropped.
+        Under ``_guard``."""
+        self._values[k] = value
+        self._values.move_to_end(k)
+        self._stored[k] = time.monotonic()
+        while len(self._values) > self.max_items:
+            old, _ = self._values.popitem(last=False)
+            del self._stored[old]
 
     def clear(self) -> None:
         with self._guard:
