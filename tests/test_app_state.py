@@ -1080,6 +1080,12 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
     log.clear()
     row, _ = rules.timed_pick(*key, float(lo), times=times)
     assert len(log) == 1 and (row["family"], float(row["z"])) == log[0][0]
+    # With no timings at all, the table's own pick.
+    monkeypatch.setattr(rules, "PICK_TIMINGS", 0)
+    log.clear()
+    row, _ = rules.timed_pick(*key, float(hi), times=times)
+    first = rules.lowest_within_time(rules.timed_table(trade, times), float(hi))
+    assert not log and (row["family"], row["z"]) == (first["family"], first["z"])
 
 
 def test_a_time_budget_waits_for_times_that_cover_every_rule_of_the_table(monkeypatch):

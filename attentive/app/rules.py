@@ -659,9 +659,10 @@ def timed_pick(
     else:
         row = None  # (timings spent on rules over the budget: the row picked last is untimed)
     table = timed_table(trade, times)
-    if row is None or (str(row["family"]), float(row["z"])) not in within:
-        keep = within or {last}
-        row = _lowest_among(table, -np.inf, keep)
+    if last is None:  # (nothing timed: PICK_TIMINGS is 0)
+        row = lowest_within_time(table, budget)
+    elif row is None or (str(row["family"]), float(row["z"])) not in within:
+        row = _lowest_among(table, -np.inf, within or {last})
     return table[(table["family"] == row["family"]) & (table["z"] == row["z"])].iloc[0], times
 
 
