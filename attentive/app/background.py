@@ -170,13 +170,10 @@ class Background(Controls):
                 # said, not left for the card and the table to contradict each other.
                 self.report(
                     f"The rule picked for {budget:g} µs per example measures "
-                    f"{result.us_per_example:.3g} µs on the card (the median of "
-                    f"{rules.TIMING_ROUNDS} rounds, each beside a full evaluation, while the "
-                    "page redraws); a time budget's pick times its rules before the page "
-                    f"redraws (the median of {rules.PICK_RUNS} runs; the table shows their "
-                    "fastest), and timings move "
-                    f"on a busy machine. To stay within {budget:g} µs on the card, type a lower "
-                    "budget.",
+                    f"{result.us_per_example:.3g} µs on the card: the pick timed it before the "
+                    f"page redrew, the card times it beside full evaluation as the page redraws, "
+                    f"and timings move on a busy machine. To stay within {budget:g} µs on the "
+                    "card, type a lower budget.",
                     "warning",
                 )
 
