@@ -171,7 +171,7 @@ class Background(Controls):
                 self.report(
                     f"The rule picked for {budget:g} µs per example measures "
                     f"{result.us_per_example:.3g} µs on the card: the pick timed it before the "
-                    f"page redrew, the card times it beside full evaluation as the page redraws, "
+                    "page redrew, the card times it beside full evaluation as the page redraws, "
                     f"and timings move on a busy machine. To stay within {budget:g} µs on the "
                     "card, type a lower budget.",
                     "warning",
