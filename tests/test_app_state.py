@@ -1044,8 +1044,10 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
     rule timed over it lowered the limit below the first one's fastest run (116 of 300 random
     trials returned a worse rule, never timed), and the sixth timing's re-pick was returned
     untimed (68 of 300). Over random budgets, rules slower than the table by 5–15 % and medians
-    5–15 % above their fastest: the rule returned was timed, and where any rule timed within
-    the budget, it is one of those, with the lowest disagreement among them."""
+    5–15 % above their fastest: where any rule timed within the budget, the rule returned is
+    one of those, with the lowest disagreement among them; where none did, the table's pick as
+    it then stands, within the budget there (a browser test once got a rule timed at 8.0 µs
+    beside a budget of 6.23: the last rule timed, the fallback until then)."""
     state = DashboardState()
     key = (state.walks, state.side, state.theta, state.sketched)
     trade = rules.tradeoff(*key)
@@ -1053,6 +1055,7 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
     base = rules.timed_table(trade, times).set_index(["family", "z"])
     rng = np.random.default_rng(0)
     lo, hi = np.quantile(rules.on_slider(base.reset_index())["us_per_example"], [0.1, 0.9])
+    untimed = 0
     for _ in range(60):
         slow = {k: 1.05 + 0.1 * rng.random() for k in base.index}
         spread = {k: 1.05 + 0.1 * rng.random() for k in base.index}
@@ -1067,19 +1070,28 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
 
         monkeypatch.setattr(rules, "_runs_us", runs)
         budget = float(rng.uniform(lo, hi))
-        row, _ = rules.timed_pick(*key, budget, times=times)
+        row, out = rules.timed_pick(*key, budget, times=times)
         picked = (row["family"], float(row["z"]))
-        assert bool(row["measured"]) and picked in [k for k, _ in log]
         within = {k for k, m in log if m <= budget}
-        if within:
-            assert picked in within, (budget, picked, log)
+        if within:  # a rule timed within the budget: the best of those
+            assert bool(row["measured"]) and picked in within, (budget, picked, log)
             best = min(base.loc[k, "disagreement"] for k in within)
             assert row["disagreement"] <= best + 1e-12
+        else:  # none: the table's pick as it stands, within the budget there
+            again = rules.lowest_within_time(rules.timed_table(trade, out), budget)
+            assert picked == (again["family"], float(again["z"])), (budget, picked, log)
+            assert row["us_per_example"] <= budget
+        untimed += not bool(row["measured"])
+    assert untimed < 10  # (most picks land on a rule timed within the budget)
     # The timing stops after PICK_SECONDS (the pick runs on the page's thread): one rule timed.
     monkeypatch.setattr(rules, "PICK_SECONDS", 0.0)
     log.clear()
-    row, _ = rules.timed_pick(*key, float(lo), times=times)
-    assert len(log) == 1 and (row["family"], float(row["z"])) == log[0][0]
+    row, out = rules.timed_pick(*key, float(hi), times=times)
+    assert len(log) == 1
+    if log[0][1] <= hi:
+        assert (row["family"], float(row["z"])) == log[0][0]
+    else:
+        assert row["us_per_example"] <= hi
     # With no timings at all, the table's own pick.
     monkeypatch.setattr(rules, "PICK_TIMINGS", 0)
     log.clear()

@@ -625,8 +625,9 @@ def timed_pick(
     it runs alike). The pick is then made again, among the rules within that limit in the table
     as it now stands and the rules timed within the budget, until it lands on one of the latter.
     After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
-    the budget with the lowest disagreement stands, else the last rule timed (the card says it
-    is over the budget). A table without a ``measured`` column is taken as timed throughout,
+    the budget with the lowest disagreement stands; where none was, the table's pick as it then
+    stands (its time there within the budget: the timed rows at their fastest), else the last
+    rule timed (the card says if it is over the budget). A table without a ``measured`` column is taken as timed throughout,
     and its pick is not timed."""
     key = (walks, side, theta, sketched)
     trade = tradeoff(*key)
@@ -661,8 +662,13 @@ def timed_pick(
     table = timed_table(trade, times)
     if last is None:  # (nothing timed: PICK_TIMINGS is 0)
         row = lowest_within_time(table, budget)
-    elif row is None or (str(row["family"]), float(row["z"])) not in within:
-        row = _lowest_among(table, -np.inf, within or {last})
+    elif within and (row is None or (str(row["family"]), float(row["z"])) not in within):
+        row = _lowest_among(table, -np.inf, within)
+    elif not within:
+        # (No rule timed within the budget: the table's pick as it now stands, whose time there
+        # is within it; none, the last rule timed.)
+        row = _lowest_among(table, budget, set())
+        row = _lowest_among(table, -np.inf, {last}) if row is None else row
     return table[(table["family"] == row["family"]) & (table["z"] == row["z"])].iloc[0], times
 
 
