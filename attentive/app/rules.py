@@ -627,8 +627,8 @@ def timed_pick(
     After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
     the budget with the lowest disagreement stands; where none was, the table's pick as it then
     stands (its time there within the budget: the timed rows at their fastest), else the last
-    rule timed (the card says if it is over the budget). A table without a ``measured`` column is taken as timed throughout,
-    and its pick is not timed."""
+    rule timed (the card says if it is over the budget). A table without a ``measured`` column
+    is taken as timed throughout, and its pick is not timed."""
     key = (walks, side, theta, sketched)
     trade = tradeoff(*key)
     times = times if times_cover(times, trade) else rule_times(*key)
