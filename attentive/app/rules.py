@@ -673,8 +673,9 @@ def timed_pick(
 
 
 def _lowest_among(table: pd.DataFrame, limit: float, rules: set) -> pd.Series | None:
-    """:func:`lowest_within_time`'s choice among the rows the slider can set that are within
-    ``limit`` or among ``rules`` ((family, z) pairs); None where there are none."""
+    """The lowest disagreement among the rows the slider can set that are within ``limit`` or
+    among ``rules`` ((family, z) pairs); ties go to the faster rule, then the more conservative
+    scale. None where there are none."""
     table = on_slider(table)
     named = pd.Series(
         [(f, float(z)) in rules for f, z in zip(table["family"], table["z"], strict=True)],
@@ -740,18 +741,14 @@ def lowest_within_time(table: pd.DataFrame, us_per_example: float) -> pd.Series:
     ``us_per_example`` µs per example; ties go to the faster rule, then the more conservative
     scale."""
     budget = float(us_per_example)
-    table = on_slider(table)
-    ok = table[table["us_per_example"] <= budget]
-    if ok.empty:
-        fastest = float(table["us_per_example"].min())
+    best = _lowest_among(table, budget, set())
+    if best is None:
+        fastest = float(on_slider(table)["us_per_example"].min())
         raise InvalidParameterError(
             f"no rule at {slider_span()} runs within {budget:g} µs per example on this test "
             f"set; the fastest takes {fastest:.3g} µs."
         )
-    best = ok.sort_values(
-        ["disagreement", "us_per_example", "z"], ascending=[True, True, False], kind="stable"
-    )
-    return best.iloc[0]
+    return best
 
 
 # ----------------------------------------------------------------------------- measurement
