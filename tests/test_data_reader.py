@@ -23,6 +23,7 @@ from attentive import AttentiveClassifier
 from attentive.data import load_user_file
 from attentive.data.reader import (
     BOM,
+    MONOTONE_NAMES,
     ExpectedFeatures,
     csv_header,
     feature_columns,
@@ -509,6 +510,58 @@ def test_column_numbers_with_gaps_are_refused_as_ambiguous(line, problem):
     assert csv_header(cells, header=False, expected=expected, where="f") is None
     named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
     assert csv_header(cells, header=True, expected=expected, where="f") == named
+
+
+def _labels(start, step, count=MONOTONE_NAMES, digits=1):
+    return ",".join(f"{start + step * i:.{digits}f}" for i in range(count))
+
+
+@pytest.mark.parametrize(
+    ("line", "order"),
+    [
+        (_labels(400.0, 2.5), "increasing"),  # wavelengths, nm
+        (_labels(4000.0, -1.93, 12, 2), "decreasing"),  # wavenumbers, cm⁻¹
+        ("," + _labels(0.5, 0.5), "increasing"),  # with the frame's index first
+        (",".join(f"{10 ** (i / 4):.3f}" for i in range(12)), "increasing"),  # log-spaced
+    ],
+)
+def test_numbers_in_order_are_refused_as_ambiguous(line, order):
+    """A user's trial: a frame whose column labels are wavelengths (400.0, 402.5, ...) written
+    with df.to_csv(index=False) and scored by a model fitted on an array: its header was scored
+    as a first row, every later row one line off, exit status 0 (only whole numbers in order were
+    refused). Said either way, it is read that way."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    with pytest.raises(DataError) as info:
+        csv_header(cells, header=None, expected=expected, where="f")
+    message = str(info.value)
+    assert "--header or --no-header" in message
+    if cells[0]:
+        assert f"numbers in {order} order" in message
+    else:
+        assert "with its index first" in message
+    assert csv_header(cells, header=False, expected=expected, where="f") is None
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    assert csv_header(cells, header=True, expected=expected, where="f") == named
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "0.31,0.05,0.77,0.42,0.18,0.93,0.66,0.12",  # no order
+        "0.1,0.2,0.2,0.3,0.4,0.5,0.6,0.9",  # not strictly
+        "0.1,0.2,0.3,0.4,0.5,0.6,0.7,inf",  # in order but for an infinity
+        "1.5,2.5,3.5,4.5",  # in even order, fewer than MONOTONE_NAMES cells (a short row)
+        _labels(400.0, 2.5, MONOTONE_NAMES - 1),  # the same
+    ],
+)
+def test_rows_of_data_not_in_order_across_enough_columns_stay_data(line):
+    """What the order rule leaves as data: a row in no order, one that repeats a value, one
+    holding an infinity, and rows in order across fewer than MONOTONE_NAMES columns (such as
+    the short rows written by hand in this suite's files)."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    assert csv_header(cells, header=None, expected=expected, where="f") is None
 
 
 @pytest.mark.parametrize(

@@ -310,6 +310,25 @@ def test_small_csv_with_a_header_is_scored(client, models, tmp_path):
     assert_scores_equal_in_memory(out, clf, X)
 
 
+def test_a_frame_labelled_by_wavelength_is_never_scored_a_line_off(client, tmp_path):
+    """A user's trial: a frame whose column labels are wavelengths (400.0, 402.5, ...) written
+    with df.to_csv(index=False), scored by a model fitted on an array: 41 rows came out for 40
+    examples, the header scored as the first and every row one line off, exit status 0. It is
+    refused as ambiguous; said, it is read as said."""
+    X, y = make_classification(240, 12, n_informative=4, random_state=7)
+    clf = AttentiveClassifier(SVC(C=0.5), random_state=0).fit(X[:200], y[:200])
+    path = tmp_path / "model.skops"
+    sio.dump(clf, path)
+    frame = pd.DataFrame(X[200:], columns=[f"{400 + 2.5 * i:.1f}" for i in range(12)])
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False)
+    code, err, out = score(client, path, data)
+    assert_refused(code, err, out, "numbers in increasing order", "--header or --no-header")
+    code, err, out = score(client, path, data, "--header")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X[200:])
+
+
 def test_a_frame_of_selected_columns_is_never_scored_a_line_off(client, models, tmp_path):
     """A user's trial: a frame whose columns are the numbers left after a selection (MNIST
     pixels less the constant ones: 33, 34, ..., 42, ...) written with df.to_csv(index=False),

@@ -760,6 +760,33 @@ def _counts_up(cells: list[str]) -> bool:
     return bool(np.all(values == np.round(values)) and np.all(np.diff(values) == 1))
 
 
+#: Cells from which a strictly increasing or decreasing first line of numbers is refused as
+#: ambiguous: a row of data ordered across that many columns is rare (2 in 8! for values in no
+#: particular order), a header of wavelengths or frequencies is not. Fewer stay data, even in
+#: order (``1.5,2.5,3.5,4.5`` is as often a short row written by hand).
+MONOTONE_NAMES = 8
+
+
+def _monotone_names(cells: list[str]) -> str | None:
+    """``"increasing"`` or ``"decreasing"`` where a line's cells, :data:`MONOTONE_NAMES` or
+    more, are finite numbers strictly in that order: a frame's numeric column labels
+    (``400.0,402.5,405.0,...`` nm; ``4000,3998,...`` cm⁻¹), or a row of data; else None."""
+    if len(cells) < MONOTONE_NAMES or not all(_is_number(c) for c in cells):
+        return None
+    try:
+        values = np.array([float(c) for c in cells])
+    except ValueError:  # (not reached: cells here are numbers)
+        return None
+    if not np.isfinite(values).all():
+        return None
+    steps = np.diff(values)
+    if (steps > 0).all():
+        return "increasing"
+    if (steps < 0).all():
+        return "decreasing"
+    return None
+
+
 def csv_header(
     cells: list[str],
     *,
@@ -773,9 +800,11 @@ def csv_header(
     ``header`` True / False is the caller's answer. ``None`` decides: the model's feature names,
     or a line without a number (at least one name, no cell that is a number or a missing value
     of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
-    header; a line of numbers (and missing values) is data. A mix, and pandas' ``0,1,2,...`` (the
-    header of a frame without column names, or a row of data; ``,0,1,...`` with its index) are
-    refused: say which (or, where the line holds another separator than ``sep`` that splits it
+    header; a line of numbers (and missing values) is data. A mix, pandas' ``0,1,2,...`` (the
+    header of a frame without column names, or a row of data; ``,0,1,...`` with its index), and
+    numbers that could be a frame's column labels (whole numbers in increasing order; numbers
+    strictly increasing or decreasing across :data:`MONOTONE_NAMES` cells or more: wavelengths,
+    frequencies) are refused: say which (or, where the line holds another separator than ``sep`` that splits it
     cleanly, the one it split at, which it names); so is a line of numbers some of which have a
     decimal comma (``1,5``: a name beside names). Empty names become ``Unnamed: i`` as in pandas.
     """
@@ -823,6 +852,14 @@ def csv_header(
                 "name the columns by number (as pandas writes a frame whose columns were "
                 "selected) or be a row of data. Say which: " + CHOOSE_HEADER
             )
+        elif order := _monotone_names(cells):
+            # 400.0,402.5,405.0,...: wavelengths, frequencies or times as a frame's column labels
+            # (decimals, so not column numbers), or a row of data.
+            raise DataError(
+                f"{where}: the first line, {shown}, is numbers in {order} order: it may name the "
+                "columns (wavelengths, frequencies, times, as a frame's column labels) or be a "
+                "row of data. Say which: " + CHOOSE_HEADER
+            )
         elif (
             len(cells) > 1 and not cells[0] and cells[1:] == [str(i) for i in range(len(cells) - 1)]
         ):
@@ -833,7 +870,11 @@ def csv_header(
                 "missing its first value. Say which: " + CHOOSE_HEADER + "; with a header, the "
                 "index column is 'Unnamed: 0' (--exclude 'Unnamed: 0'; exclude=... from Python)"
             )
-        elif len(cells) > 1 and not cells[0] and _column_numbers(cells[1:]):
+        elif (
+            len(cells) > 1
+            and not cells[0]
+            and (_column_numbers(cells[1:]) or _monotone_names(cells[1:]))
+        ):
             raise DataError(
                 f"{where}: the first line, {shown}, is either the header pandas writes for a "
                 "frame whose columns are numbers, with its index first (df.to_csv()), or a row "
