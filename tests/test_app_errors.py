@@ -451,3 +451,41 @@ def test_the_dashboards_words_for_the_readers_hints_of_other_formats_and_columns
     said = user_message(info.value)
     assert "--exclude" not in said and said.endswith("(a trailing comma)? Remove it"), said
     _unchanged(state, walks)
+
+
+def test_closing_the_tour_sets_back_the_users_upload_model_and_rule(state):
+    """A user's trial: an uploaded file and a chosen rule, then the guided tour, then "Close the
+    tour": the page was left on the tour's dataset and rule, the upload and the rule gone from
+    view without a word. Closing it (or Done) sets back every control the tour changed — the
+    uploaded file, the model uploaded for it and the rule — and says so; Paper view, a preset
+    the user asks for, says where their file is."""
+    from sklearn.svm import SVC
+
+    from attentive.app.tour import RESTORED, STEPS, Tour
+
+    data = _csv([0, 1] * 100)
+    assert state.upload_dataset(data, "mine.csv")
+    frame = pd.read_csv(io.BytesIO(data))
+    model = SVC(C=2.0).fit(frame[["f0", "f1", "f2"]].to_numpy(), frame["label"])
+    assert state.upload_model(sio.dumps(model), "mine.skops"), state.last_error
+    assert state.set_controls(boundary="curved", side="upper", delta=0.05, seed=3)
+    before = {
+        name: getattr(state, name)
+        for name in ("dataset", "model_source", "model_file", "boundary", "side", "delta", "seed")
+    }
+    assert before["dataset"] == "file: mine.csv" and before["model_source"] == "upload"
+    for _ in range(2):  # once closed early, once done
+        tour = Tour(state=state)
+        tour.start()
+        for i in range(len(STEPS)):
+            tour.step = i
+        assert state.dataset != before["dataset"] and state.model_source == "train"
+        tour.step = -1
+        assert {name: getattr(state, name) for name in before} == before
+        assert state.walks.problem.model_source.uploaded
+        assert state.walks.n_terms == model.support_vectors_.shape[0]
+        assert state.last_error == RESTORED and state.error_level == "info"
+    tour = Tour(state=state)
+    tour.paper_view()
+    assert state.dataset == "synthetic"
+    assert "mine.csv is still in the Dataset list" in state.last_error

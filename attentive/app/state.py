@@ -265,7 +265,9 @@ class DashboardState(Background):
             self.report(NO_MODEL_FILE_YET, "info")
             return self.param.update(model_source="train", model_file="")
         new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
-        if new_dataset and self.model_source == "upload" and self._applied:
+        # (An uploaded model in use for the old dataset; one given with the new dataset, as the
+        # tour sets back what it changed, is for that one.)
+        if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
             name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
             old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
             self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip

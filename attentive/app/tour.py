@@ -14,6 +14,7 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
+from attentive.app import controls
 from attentive.app.numbers import SLOWER_WARNING
 from attentive.app.state import DashboardState
 
@@ -170,32 +171,77 @@ class CardIntoView(JSComponent):
     """
 
 
+#: The controls the tour keeps when it starts and sets again when it closes: every input of the
+#: model and of the rule (its steps change the dataset, the rule and the seed; a user's
+#: uploaded file and model stay in the dashboard's lists meanwhile).
+KEPT = controls.MODEL_INPUTS + controls.RULE_INPUTS
+RESTORED = "The tour is closed: your dataset, model and rule are back as they were before it."
+
+
 class Tour(pn.viewable.Viewer):
     """The tour's card: the current step's title and text, Back / Next / Close. Opening a step
-    sets its controls and shows its tab (``tabs``, the main area's :class:`pn.Tabs`)."""
+    sets its controls and shows its tab (``tabs``, the main area's :class:`pn.Tabs`). Closing it
+    (Close the tour, or Done) sets again what the user had when it started (:data:`KEPT`, and the
+    tab): a user's uploaded dataset and rule were left for the tour's last step without a word
+    (a user's trial)."""
 
     state = param.ClassSelector(class_=DashboardState)
     tabs = param.ClassSelector(class_=pn.Tabs)
     step = param.Integer(default=-1, bounds=(-1, len(STEPS) - 1), doc="-1: the tour is closed.")
 
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._kept: dict | None = None  # the user's controls when the tour started
+        self._kept_tab: int | None = None
+
     def start(self, event=None) -> None:
+        if self.step < 0:
+            self._kept = {name: getattr(self.state, name) for name in KEPT}
+            self._kept_tab = None if self.tabs is None else self.tabs.active
         self.step = 0
         self._show()  # again if already at the first step
 
     def paper_view(self, event=None) -> None:
+        old = self.state.dataset
         self.state.set_controls(**PAPER_VIEW)
         if self.tabs is not None:
             self.tabs.active = WALKS_TAB
+        if old != self.state.dataset and old.startswith(controls.UPLOAD_PREFIX):
+            name = old.removeprefix(controls.UPLOAD_PREFIX)
+            self.state.report(
+                f"Paper view shows the paper's setting on {self.state.dataset}; your {name} is "
+                "still in the Dataset list.",
+                "info",
+            )
 
     @param.depends("step", watch=True)
     def _show(self) -> None:
         if self.step < 0:
+            self._restore()
             return
         step = STEPS[self.step]
         if step.controls:
             self.state.set_controls(**step.controls)
         if self.tabs is not None:
             self.tabs.active = step.tab
+
+    def _restore(self) -> None:
+        """Set again the controls kept when the tour started (those the tour changed)."""
+        kept, self._kept = self._kept, None
+        if kept is None:
+            return
+        changed = {k: v for k, v in kept.items() if getattr(self.state, k) != v}
+        if changed:
+            # The model's inputs as the state held them (an uploaded model's file among them,
+            # which no field sets), in one update: one build; then the rule, checked against it.
+            self.state.param.update(
+                {k: v for k, v in changed.items() if k in controls.MODEL_INPUTS}
+            )
+            rule = {k: v for k, v in changed.items() if k not in controls.MODEL_INPUTS}
+            if not rule or self.state.set_controls(**rule):
+                self.state.report(RESTORED, "info")
+        if self.tabs is not None and self._kept_tab is not None:
+            self.tabs.active = self._kept_tab
 
     @param.depends("step")
     def _card(self):
