@@ -627,25 +627,36 @@ def timed_pick(
     After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
     the budget with the lowest disagreement stands; where none was, the table's pick as it then
     stands (its time there within the budget: the timed rows at their fastest), else the last
-    rule timed (the card says if it is over the budget). A table without a ``measured`` column
-    is taken as timed throughout, and its pick is not timed."""
+    rule timed (the card says if it is over the budget). A timing whose fastest run is over
+    :data:`IMPLAUSIBLE` times full evaluation's or the table's time of that rule (the machine
+    busy through it) is neither kept nor judged: the rule is timed again within those limits,
+    or the table's pick stands. A table without a ``measured`` column is taken as timed
+    throughout, and its pick is not timed."""
     key = (walks, side, theta, sketched)
     trade = tradeoff(*key)
     times = times if times_cover(times, trade) else rule_times(*key)
     row = lowest_within_time(timed_table(trade, times), budget)
     if "measured" not in row.index:
         return row, times
-    limit, within, last = float(budget), set(), None
+    limit, within, last, tried = float(budget), set(), None, 0
     started = time.perf_counter()
+    full_us = float(times.attrs.get("full_us_per_example", np.inf))
     for _ in range(PICK_TIMINGS):
         family, z = str(row["family"]), float(row["z"])
         if (family, z) in within:
             break
-        if last is not None and time.perf_counter() - started > PICK_SECONDS:
+        if tried and time.perf_counter() - started > PICK_SECONDS:
             row = None
             break
         runs = _runs_us(_base(walks, side, theta, family).with_rule(family, z=z), walks.X_test)
         fastest, median = min(runs), float(np.median(runs))
+        tried += 1
+        if fastest > IMPLAUSIBLE * min(full_us, float(row["us_per_example"])):
+            # The machine was busy through every run (another program, another session's
+            # work): a user's trial kept rules at 137–203 µs beside neighbours at 5, for every
+            # later session and in the exports. Not kept, not judged: timed again, or the
+            # table's pick stands.
+            continue
         last = (family, z)
         if not bool(row["measured"]):
             times = with_time(times, trade.table, family, z, fastest)
@@ -660,7 +671,7 @@ def timed_pick(
     else:
         row = None  # (timings spent on rules over the budget: the row picked last is untimed)
     table = timed_table(trade, times)
-    if last is None:  # (nothing timed: PICK_TIMINGS is 0)
+    if last is None:  # (nothing timed: PICK_TIMINGS is 0, or every timing was implausible)
         row = lowest_within_time(table, budget)
     elif within and (row is None or (str(row["family"]), float(row["z"])) not in within):
         row = _lowest_among(table, -np.inf, within)
