@@ -489,3 +489,53 @@ def test_closing_the_tour_sets_back_the_users_upload_model_and_rule(state):
     tour.paper_view()
     assert state.dataset == "synthetic"
     assert "mine.csv is still in the Dataset list" in state.last_error
+
+
+def test_a_model_fitted_on_the_files_own_labels_is_used_and_predicts_them(state):
+    """A user's trial: a file labelled 2 and 5, and an SVC fitted on its columns with those
+    labels as they are: refused ("the reference labels contain [0, 1], which the fitted model
+    does not know"), since the dashboard codes a file's labels 0 / 1. Such a model is used, its
+    classes and the exported classifier's predictions are the file's labels, and every number
+    is that of the same model fitted on the labels coded 0 / 1. A model whose positive class
+    (scikit-learn's larger label) is the file's negative one is refused, naming the class to
+    choose."""
+    import json
+
+    from sklearn.svm import SVC
+
+    from attentive.app import exports
+
+    data = _csv([2, 5] * 100)
+    assert state.upload_dataset(data, "twofive.csv"), state.last_error
+    frame = pd.read_csv(io.BytesIO(data))
+    X, y = frame[["f0", "f1", "f2"]].to_numpy(), frame["label"].to_numpy()
+    positive = int(state.positive_class or 5)
+    coded = SVC(C=2.0).fit(X, (y == positive).astype(int))
+    assert state.upload_model(sio.dumps(coded), "coded.skops"), state.last_error
+    numbers = state.numbers()
+    assert list(state.walks.classifier.classes_) == [0, 1]
+    own = SVC(C=2.0).fit(X, y)
+    assert state.upload_model(sio.dumps(own), "own.skops"), state.last_error
+    assert state.model_source == "upload" and state.n_errors == 0, state.last_error
+    assert list(state.walks.classifier.classes_) == [2, 5]
+    assert state.numbers() == numbers
+    point = json.loads(exports.operating_point_json(state))
+    assert point["classes"] == {"negative": 2, "positive": 5}
+    assert point["kernel"] == "rbf" and point["C"] == 2.0 and point["gamma"] == "scale"
+    # 200 rows: too few held out for any scale to pass the scan. The box and the JSON say so,
+    # not that the scale shown is what the scan chose (a user's trial).
+    from attentive.app.calibration_view import NO_GUARANTEE_NO_SCALE, CalibrationView
+
+    assert state.boundary == "calibrated" and point["calibration"]["fallback"] is True
+    assert point["calibration"]["guarantee"] == exports.UPLOADED_NO_SCALE
+    assert CalibrationView(state=state).alert.object.startswith(NO_GUARANTEE_NO_SCALE)
+    from attentive.app import rules
+
+    clf = rules.rule_classifier(state.walks, state.rule)
+    assert set(np.unique(clf.predict(state.walks.problem.dataset.X_test))) == {2, 5}
+    # The file's 2 as the positive class: the model calls 5 positive.
+    errors = state.n_errors
+    state.positive_class = "2"
+    assert state.n_errors == errors + 1
+    assert "calls 5 its positive class" in state.last_error
+    assert "choose 5 as the positive class" in state.last_error

@@ -54,6 +54,12 @@ NO_GUARANTEE = (
     "The scale below is what the scan chose on them: its disagreement is a measurement, not a "
     "bound."
 )
+# Where no scale passed the scan on them (too few held-out examples): nothing was chosen.
+NO_GUARANTEE_NO_SCALE = (
+    "**No guarantee for an uploaded model.** It was fitted elsewhere, perhaps on the very "
+    "examples held out here to calibrate, and a guarantee needs examples the model never saw. "
+    "No scale passed the scan below on them either: the rule is full evaluation."
+)
 
 SIDES = {"both": "two-sided", "lower": "lower-side", "upper": "upper-side"}
 CALIBRATION_COLUMNS = {
@@ -239,7 +245,8 @@ class CalibrationView(pn.viewable.Viewer):
         self.report_notes.visible = bool(report.notes)
         if uploaded:
             self.alert.alert_type = "warning"
-            self.alert.object = f"{NO_GUARANTEE}{stale}"
+            words = NO_GUARANTEE_NO_SCALE if report.fallback else NO_GUARANTEE
+            self.alert.object = f"{words}{stale}"
         elif report.fallback:
             self.alert.alert_type = "warning"
             self.alert.object = (

@@ -35,6 +35,12 @@ UPLOADED_NO_GUARANTEE = (
     "to calibrate. The scale is what the scan chose on them; its disagreement is a measurement, "
     "not a bound."
 )
+# The same where no scale passed the scan (too few held-out examples, say): the rule is full
+# evaluation, and no scale was chosen (a user's trial read "the scale is what the scan chose").
+UPLOADED_NO_SCALE = (
+    "None: the model was uploaded, fitted elsewhere, perhaps on the very examples held out here "
+    "to calibrate. No scale passed the scan on them: the rule is full evaluation."
+)
 
 
 def _round(v, digits: int = 6):
@@ -115,14 +121,20 @@ def operating_point(state) -> dict[str, Any]:
         # Which label the decisions call positive, in the dataset's words and as the model's class.
         "positive_class": ds.positive_meaning,
         "classes": {"negative": _plain(clf.classes_[0]), "positive": _plain(clf.classes_[1])},
-        # What the classes are in the data's own words (an uploaded file's labels: the model
-        # was trained on 0 / 1, so its predictions are those).
+        # What the classes are in the data's own words (an uploaded file's labels: a model
+        # trained here was trained on 0 / 1, so its predictions are those; an uploaded model
+        # fitted on the file's labels predicts them).
         "class_names": {"negative": ds.class_names[0], "positive": ds.class_names[1]},
         "model": type(p.model).__name__,
         "model_fingerprint": model_fingerprint(p.model),
-        "kernel": None if source.uploaded else source.kind,
-        "C": None if source.uploaded else source.C,
-        "gamma": None if source.uploaded else source.gamma,
+        # An uploaded model's own, where it has them (its kind is its class, "model").
+        "kernel": p.params.get("kernel") if source.uploaded else source.kind,
+        "C": _plain(p.params["C"])
+        if source.uploaded and "C" in p.params
+        else (None if source.uploaded else source.C),
+        "gamma": _plain(p.params["gamma"])
+        if source.uploaded and "gamma" in p.params
+        else (None if source.uploaded else source.gamma),
         "rule": state.boundary,
         "side": side,
         "centering": state.centering,
@@ -165,7 +177,11 @@ def operating_point(state) -> dict[str, Any]:
             "family": r.family,
             "z": r.chosen_scale,
             "fallback": r.fallback,
-            "guarantee": UPLOADED_NO_GUARANTEE if source.uploaded else r.guarantee,
+            "guarantee": (
+                (UPLOADED_NO_SCALE if r.fallback else UPLOADED_NO_GUARANTEE)
+                if source.uploaded
+                else r.guarantee
+            ),
             "n_calibration": r.m,
             "n_fit": len(p.y_fit),
             "minimum_size": r.minimum_size,
@@ -226,7 +242,7 @@ def operating_points_csv(state) -> io.StringIO:
     return buf
 
 
-_PRINT_NUMBERS = """truth = np.asarray(ds.y_test) == clf.classes_[1]
+_PRINT_NUMBERS = """truth = np.asarray(ds.y_test) == 1  # the dataset codes its positive class 1
 frac = early.n_evaluated.mean() / clf.n_terms_
 print("mean fraction of terms", round(frac, 4))
 # With a sketch, the work per example counts it too (full evaluations).

@@ -28,6 +28,7 @@ from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
+from attentive.errors import InvalidParameterError
 from attentive.estimator import calibration_split
 
 __all__ = [
@@ -163,6 +164,15 @@ class Problem:
     model_source: ModelSource
     description: str
     params: dict = field(default_factory=dict)
+    #: An uploaded model's own labels for the dataset's negative and positive class, where it was
+    #: fitted on the file's labels (``2`` and ``5``) rather than on 0 / 1: ``y_fit`` and
+    #: ``y_cal`` are in them, and so are the classifier's classes and predictions.
+    labels: np.ndarray | None = None
+
+    def truth(self, y) -> np.ndarray:
+        """The dataset's labels ``y`` (0 / 1) as the model's classes."""
+        y = np.asarray(y)
+        return y if self.labels is None else self.labels[y.astype(np.int64)]
 
 
 def split(X, y):
@@ -213,8 +223,12 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     # An uploaded file is read for an uploaded model (attentive.data.reader: index base, columns).
     ds = load(data, model if model.uploaded and data.data is not None else None)
     X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
+    labels = None
     if model.uploaded:
         fitted = _unwrapped(load_model(model.data, n_features=ds.n_features))
+        labels = model_labels(fitted, ds.class_names)
+        if labels is not None:
+            y_fit, y_cal = labels[np.asarray(y_fit)], labels[np.asarray(y_cal)]
     else:
         fitted = clone(make_model(model.kind, C=model.C, gamma=model.gamma)).fit(X_fit, y_fit)
     last = final_estimator(fitted)
@@ -241,7 +255,49 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
         model_source=model,
         description=description,
         params=model_params(fitted),
+        labels=labels,
     )
+
+
+def _same_label(a, b) -> bool:
+    """Whether a model's class ``a`` is the dataset's class name ``b`` (its text; ``5`` and
+    ``5.0`` alike)."""
+    if str(a) == str(b):
+        return True
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def model_labels(model, class_names) -> np.ndarray | None:
+    """An uploaded binary ``model``'s classes in the dataset's order (negative, positive), where
+    they are the dataset's own class names and not 0 / 1 (a model fitted on an uploaded file's
+    labels as they are); None otherwise (0 / 1, or classes the fit refuses as unknown). A model
+    whose positive class — scikit-learn's larger label — is the dataset's negative one is refused,
+    naming the class to choose."""
+    from attentive.models import final_estimator
+
+    classes = getattr(final_estimator(model), "classes_", None)
+    if classes is None or len(classes) != 2:
+        return None
+    classes = np.asarray(classes)
+    if {str(c) for c in classes} <= {"0", "1", "0.0", "1.0", "False", "True"}:
+        return None
+    negative, positive = class_names
+    if _same_label(classes[0], negative) and _same_label(classes[1], positive):
+        return classes
+    if _same_label(classes[0], positive) and _same_label(classes[1], negative):
+        raise InvalidParameterError(
+            f"The uploaded model calls {_plain_label(classes[1])} its positive class (scikit-learn's "
+            f"larger label) and this dataset calls {positive} positive: choose "
+            f"{_plain_label(classes[1])} as the positive class (uploads) to use the model."
+        )
+    return None
+
+
+def _plain_label(value) -> str:
+    return str(value.item() if hasattr(value, "item") else value)
 
 
 @dataclass(frozen=True)
@@ -333,7 +389,7 @@ def walks(data: DataSource, model: ModelSource, centering: str, seed: int) -> Wa
     # uploaded file's features may be sparse or need converting).
     S = frozen(clf.partial_scores(X_test), dtype=np.float64)
     A = frozen(clf.partial_masses(X_test), dtype=np.float64)
-    y_test = frozen(np.asarray(p.dataset.y_test) == clf.classes_[1])
+    y_test = frozen(p.truth(p.dataset.y_test) == clf.classes_[1])
     # A fixed order of the test examples (seed-independent: moving the seed changes the walks,
     # not which examples are drawn).
     sample = frozen(np.random.default_rng(0).permutation(S.shape[0])[:MAX_TRAJECTORIES])

@@ -414,7 +414,8 @@ def _points(walks: Walks, side: str, theta: float, names) -> pd.DataFrame:
                 _base(walks, side, theta, name),
                 name,
                 family_outcomes(walks, name, side, theta),
-                walks.y_test,
+                # (the true classes as the model's: an uploaded model's may be a file's own)
+                np.asarray(walks.classifier.classes_)[walks.y_test.astype(np.int64)],
             )
             for name in names
         ],
