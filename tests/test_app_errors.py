@@ -474,10 +474,14 @@ def test_closing_the_tour_sets_back_the_users_upload_model_and_rule(state):
         for name in ("dataset", "model_source", "model_file", "boundary", "side", "delta", "seed")
     }
     assert before["dataset"] == "file: mine.csv" and before["model_source"] == "upload"
-    for _ in range(2):  # once closed early, once done
+    for last in (2, len(STEPS) - 1):  # closed part-way, then Done at the last step
         tour = Tour(state=state)
+        errors = state.n_errors
         tour.start()
-        for i in range(len(STEPS)):
+        # The tour's dataset does not drop the uploaded model for good, and says so.
+        assert state.n_errors == errors + 1 and state.error_level == "info"
+        assert "closing it brings back mine.csv and mine.skops" in state.last_error
+        for i in range(1, last + 1):
             tour.step = i
         assert state.dataset != before["dataset"] and state.model_source == "train"
         tour.step = -1
@@ -485,6 +489,15 @@ def test_closing_the_tour_sets_back_the_users_upload_model_and_rule(state):
         assert state.walks.problem.model_source.uploaded
         assert state.walks.n_terms == model.support_vectors_.shape[0]
         assert state.last_error == RESTORED and state.error_level == "info"
+    # A rule a target picked: the rule and the target are set back.
+    state.set_controls(target=0.05)
+    picked = (state.boundary, state.z, state.target)
+    assert picked[2] == 0.05
+    tour = Tour(state=state)
+    tour.start()
+    assert state.target is None
+    tour.step = -1
+    assert (state.boundary, state.z, state.target) == picked
     tour = Tour(state=state)
     tour.paper_view()
     assert state.dataset == "synthetic"
@@ -539,3 +552,28 @@ def test_a_model_fitted_on_the_files_own_labels_is_used_and_predicts_them(state)
     assert state.n_errors == errors + 1
     assert "calls 5 its positive class" in state.last_error
     assert "choose 5 as the positive class" in state.last_error
+
+
+def test_a_zero_one_model_on_a_file_whose_positive_class_is_0_is_warned_about(state):
+    """A reviewer's case: a file labelled 0 / 1 with 0 chosen as the positive class, and a model
+    fitted on the file's own labels: the page codes the file's 0 as 1, the model calls its 1
+    positive, and every decision was the other way round without a word (accuracy 0.04 against
+    0.95). A model fitted on the page's coding is right as it is, and which of the two it is
+    cannot be told: the page warns, naming the class to choose."""
+    from sklearn.svm import SVC
+
+    data = _csv([0, 1] * 100)
+    assert state.upload_dataset(data, "zeroone.csv"), state.last_error
+    state.positive_class = "0"
+    assert state.walks.problem.dataset.class_names[1] == "0"
+    frame = pd.read_csv(io.BytesIO(data))
+    X, y = frame[["f0", "f1", "f2"]].to_numpy(), frame["label"].to_numpy()
+    errors = state.n_errors
+    assert state.upload_model(sio.dumps(SVC().fit(X, y)), "raw.skops"), state.last_error
+    assert state.n_errors == errors + 1 and state.error_level == "warning"
+    assert "calls 0 positive" in state.last_error
+    assert "choose 1 as the positive class" in state.last_error
+    # On the file's 1 as the positive class, the same model is right: no warning.
+    errors = state.n_errors
+    state.positive_class = "1"
+    assert state.model_source == "upload" and state.n_errors == errors, state.last_error

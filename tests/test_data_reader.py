@@ -564,6 +564,19 @@ def test_rows_of_data_not_in_order_across_enough_columns_stay_data(line):
     assert csv_header(cells, header=None, expected=expected, where="f") is None
 
 
+def test_a_first_line_in_order_followed_by_one_in_the_same_order_is_data():
+    """Sorted features (quantiles, cumulative counts) put every row in order: a second line in
+    the same order says the file is data, where a header of wavelengths is followed by rows in
+    no order (a reviewer's case: such files would all have needed --no-header)."""
+    cells = _labels(0.1, 0.1).split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    same = _labels(0.3, 0.2).split(",")
+    assert csv_header(cells, header=None, expected=expected, where="f", following=same) is None
+    other = list(reversed(same))
+    with pytest.raises(DataError, match="numbers in increasing order"):
+        csv_header(cells, header=None, expected=expected, where="f", following=other)
+
+
 @pytest.mark.parametrize(
     ("line", "what"),
     [

@@ -327,6 +327,15 @@ def test_a_frame_labelled_by_wavelength_is_never_scored_a_line_off(client, tmp_p
     code, err, out = score(client, path, data, "--header")
     assert code == 0, err
     assert_scores_equal_in_memory(out, clf, X[200:])
+    # Rows each in order (sorted features), no header: the second line in the same order says
+    # the file is data, and it is scored without a flag.
+    (tmp_path / "sorted").mkdir()
+    rows = np.sort(X[200:], axis=1)
+    data = tmp_path / "sorted" / "rows.csv"
+    pd.DataFrame(rows).to_csv(data, index=False, header=False)
+    code, err, out = score(client, path, data)
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, rows)
 
 
 def test_a_frame_of_selected_columns_is_never_scored_a_line_off(client, models, tmp_path):

@@ -43,6 +43,11 @@ UPLOADED_NO_SCALE = (
 )
 
 
+# The kernels whose γ means something (a linear SVC holds one it never uses; the page's
+# description of the model leaves it out too).
+GAMMA_KERNELS = ("rbf", "poly", "sigmoid")
+
+
 def _round(v, digits: int = 6):
     if isinstance(v, dict):
         return {k: _round(x, digits) for k, x in v.items()}
@@ -133,7 +138,7 @@ def operating_point(state) -> dict[str, Any]:
         if source.uploaded and "C" in p.params
         else (None if source.uploaded else source.C),
         "gamma": _plain(p.params["gamma"])
-        if source.uploaded and "gamma" in p.params
+        if source.uploaded and p.params.get("kernel") in GAMMA_KERNELS
         else (None if source.uploaded else source.gamma),
         "rule": state.boundary,
         "side": side,

@@ -300,6 +300,29 @@ def _plain_label(value) -> str:
     return str(value.item() if hasattr(value, "item") else value)
 
 
+_ZERO_ONE = {"0", "1", "0.0", "1.0", "False", "True", "false", "true"}
+
+
+def label_note(built: Walks) -> str | None:
+    """A warning where an uploaded model's classes are 0 and 1 and the file's are too, with 0
+    (or False) its positive class: the page codes that class 1, so a model fitted on the file's
+    own labels decides the other way round here, while one fitted on the page's coding (an
+    exported classifier) is right — which of the two cannot be told from the model."""
+    p = built.problem
+    if not p.model_source.uploaded or p.labels is not None:
+        return None
+    negative, positive = (str(c) for c in p.dataset.class_names)
+    classes = {str(c) for c in built.classifier.classes_}
+    if classes <= _ZERO_ONE and {negative, positive} <= _ZERO_ONE and positive in {"0", "0.0", "False", "false"}:  # fmt: skip
+        return (
+            f"This file calls {positive} positive, which the page codes 1. A model fitted on the "
+            f"file's own labels calls its 1 positive and decides the other way round here: choose "
+            f"{negative} as the positive class then (one fitted on the page's coding, as an exported "
+            "classifier is, is right as it is)."
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Walks:
     """A problem with its walk fixed (centering, order): the classifier every rule comes from.

@@ -30,7 +30,14 @@ from attentive.app import controls, figures, rules, sketches
 from attentive.app.background import Background
 from attentive.app.controls import DEFAULT_DATASET
 from attentive.app.inputs import parse_gamma, plain, typed, user_message
-from attentive.app.models import DataSource, ModelSource, Walks, content_hash, walks
+from attentive.app.models import (
+    DataSource,
+    ModelSource,
+    Walks,
+    content_hash,
+    label_note,
+    walks,
+)
 from attentive.errors import AttentiveError, DataError, InvalidParameterError
 
 __all__ = ["DEFAULT_DATASET", "DashboardState", "run_inline", "user_message"]
@@ -67,6 +74,9 @@ class DashboardState(Background):
         self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
         self._restoring = False  # restore_pick: a target or budget set without a new pick
+        # The guided tour is open: it sets back the user's dataset and uploaded model when it
+        # closes (attentive.app.tour), so its datasets do not drop an uploaded model for good.
+        self.touring = False
         self._upload_classes: dict[str, str] = {}  # upload → the positive class it was read with
         self.executor = executor or run_inline
         self.background = None if hold_background else (executor or run_inline)
@@ -270,7 +280,10 @@ class DashboardState(Background):
         if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
             name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
             old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
-            self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
+            if self.touring:
+                self.report(f"The tour shows {new} with its own trained model; closing it brings back {old} and {name}.", "info")  # fmt: skip
+            else:
+                self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
             return self.param.update(model_source="train", model_file="", **self._preset(changed))
         preset = self._preset(changed) if new_dataset else {}
         if new_dataset and self.dataset in self._upload_classes and "positive_class" not in changed:
@@ -335,6 +348,8 @@ class DashboardState(Background):
                 rule = self._rule_of(sketch, theta=theta, **put_back)
                 new = {"rule": rule} if rule != self.rule else {}
                 self.param.update(walks=built, theta=theta, focus=-1, sketch=sketch, **new, **put_back)  # fmt: skip
+                if note := label_note(built):
+                    self.report(note, "warning")
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:

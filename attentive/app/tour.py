@@ -175,6 +175,9 @@ class CardIntoView(JSComponent):
 #: model and of the rule (its steps change the dataset, the rule and the seed; a user's
 #: uploaded file and model stay in the dashboard's lists meanwhile).
 KEPT = controls.MODEL_INPUTS + controls.RULE_INPUTS
+#: And what picked the rule (a target or a time budget: the tour's first rule clears them), set
+#: back as an address sets them, without picking again where the rule is the one they pick.
+PICKS = ("target", "time_budget")
 RESTORED = "The tour is closed: your dataset, model and rule are back as they were before it."
 
 
@@ -196,8 +199,9 @@ class Tour(pn.viewable.Viewer):
 
     def start(self, event=None) -> None:
         if self.step < 0:
-            self._kept = {name: getattr(self.state, name) for name in KEPT}
+            self._kept = {name: getattr(self.state, name) for name in (*KEPT, *PICKS)}
             self._kept_tab = None if self.tabs is None else self.tabs.active
+            self.state.touring = True
         self.step = 0
         self._show()  # again if already at the first step
 
@@ -226,22 +230,45 @@ class Tour(pn.viewable.Viewer):
             self.tabs.active = step.tab
 
     def _restore(self) -> None:
-        """Set again the controls kept when the tour started (those the tour changed)."""
+        """Set again the controls kept when the tour started (those the tour changed), and say
+        so where they all took (a model that fails to build again is reported as such)."""
         kept, self._kept = self._kept, None
+        self.state.touring = False
         if kept is None:
             return
+        picks = {k: v for k in PICKS if (v := kept.pop(k)) is not None}
         changed = {k: v for k, v in kept.items() if getattr(self.state, k) != v}
         if changed:
             # The model's inputs as the state held them (an uploaded model's file among them,
-            # which no field sets), in one update: one build; then the rule, checked against it.
+            # which no field sets), in one update: one build; then the rule, as set_controls
+            # sets a rule beside a build.
             self.state.param.update(
                 {k: v for k, v in changed.items() if k in controls.MODEL_INPUTS}
             )
             rule = {k: v for k, v in changed.items() if k not in controls.MODEL_INPUTS}
-            if not rule or self.state.set_controls(**rule):
-                self.state.report(RESTORED, "info")
+            if rule:
+                self.state.set_controls(**rule)
         if self.tabs is not None and self._kept_tab is not None:
             self.tabs.active = self._kept_tab
+
+        def finish() -> None:
+            # Once the model is built (served, it builds in the background): the pick that chose
+            # the rule, as an address sets it back, and the word that all is back — not where
+            # the build failed and the page stayed on the tour's model.
+            if picks and all(getattr(self.state, k) is None for k in PICKS):
+                self.state.restore_pick(**picks)
+            if changed and all(getattr(self.state, k) == v for k, v in kept.items()):
+                self.state.report(RESTORED, "info")
+
+        if not self.state.building:
+            return finish()
+
+        def when_built(event) -> None:
+            if not event.new:
+                self.state.param.unwatch(watcher)
+                finish()
+
+        watcher = self.state.param.watch(when_built, "busy")
 
     @param.depends("step")
     def _card(self):

@@ -22,8 +22,9 @@ Dask) make every decision about a file here, so a file means the same rows where
 - **CSV header** (:func:`csv_header`): a first line without a single number is a header; one of
   numbers only is data, unless it could be column numbers (pandas' ``0,1,2,...`` of an unnamed
   frame, a line counting up by one, or three or more whole numbers in increasing order, as a
-  frame's integer labels after a selection of its columns); those and a mix of names and
-  numbers are refused until the caller says which.
+  frame's integer labels after a selection of its columns) or column labels (eight or more
+  numbers strictly in order, as wavelengths, unless the next line is in the same order); those
+  and a mix of names and numbers are refused until the caller says which.
 - **Columns against the model** (:func:`feature_columns`): by name and order where the model was
   fitted with feature names, else by count.
 - **Cells** (:func:`parse_csv_rows`, :func:`attentive.data.libsvm.read_libsvm_rows`): every feature
@@ -794,6 +795,7 @@ def csv_header(
     expected: ExpectedFeatures,
     where: str,
     sep: str = ",",
+    following: list[str] | None = None,
 ) -> list[str] | None:
     """The column names a CSV file's first line gives (its ``cells``), or ``None`` when it is data.
 
@@ -804,7 +806,8 @@ def csv_header(
     header of a frame without column names, or a row of data; ``,0,1,...`` with its index), and
     numbers that could be a frame's column labels (whole numbers in increasing order; numbers
     strictly increasing or decreasing across :data:`MONOTONE_NAMES` cells or more: wavelengths,
-    frequencies) are refused: say which (or, where the line holds another separator than ``sep`` that splits it
+    frequencies; unless ``following``, the next line's cells, is in the same order: rows of
+    data) are refused: say which (or, where the line holds another separator than ``sep`` that splits it
     cleanly, the one it split at, which it names); so is a line of numbers some of which have a
     decimal comma (``1,5``: a name beside names). Empty names become ``Unnamed: i`` as in pandas.
     """
@@ -852,7 +855,8 @@ def csv_header(
                 "name the columns by number (as pandas writes a frame whose columns were "
                 "selected) or be a row of data. Say which: " + CHOOSE_HEADER
             )
-        elif order := _monotone_names(cells):
+        elif (order := _monotone_names(cells)) and _monotone_names(following or []) != order:
+            # (A second line in the same order says the file is data: sorted quantiles, say.)
             # 400.0,402.5,405.0,...: wavelengths, frequencies or times as a frame's column labels
             # (decimals, so not column numbers), or a row of data.
             raise DataError(

@@ -395,10 +395,18 @@ def _csv_columns(text: _Text, start, expected, header, exclude, sep=None):
         while (first := f.readline()) and not first.strip():
             skipped += 1
         first_start = f.tell() - len(first)
+        while (second := f.readline()) and not second.strip():
+            pass
     if not first:
         raise DataError(f"{where} is empty; expected one example per line")
     cells = split_csv_line(first, sep, where=where, number=skipped + 1)
-    columns = csv_header(cells, header=header, expected=expected, where=where, sep=sep)
+    try:  # (the next line, for a first line that could be either: csv_header)
+        following = split_csv_line(second, sep, where=where, number=skipped + 2) if second else None
+    except DataError:
+        following = None
+    columns = csv_header(
+        cells, header=header, expected=expected, where=where, sep=sep, following=following
+    )
     n = expected.n_features
     # (With --exclude, a file without a header is refused for that first: the count is wrong
     # because the column to exclude is still there.)
