@@ -121,6 +121,16 @@ def assert_refused(code: int, err: str, out: Path, *needed: str) -> None:
     assert leftovers == []
 
 
+def assert_ambiguous_until_said(client, model_path, data: Path, clf, X, problem: str) -> None:
+    """A file whose header line could be a row of data: refused naming ``problem`` and the
+    flags; with ``--header``, scored as in memory."""
+    code, err, out = score(client, model_path, data)
+    assert_refused(code, err, out, problem, "--header or --no-header")
+    code, err, out = score(client, model_path, data, "--header")
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, X)
+
+
 def write_bytes(path: Path, text: bytes, *, bom: bool, crlf: bool, compress: bool) -> Path:
     if crlf:
         text = text.replace(b"\n", b"\r\n")
@@ -322,11 +332,7 @@ def test_a_frame_labelled_by_wavelength_is_never_scored_a_line_off(client, tmp_p
     frame = pd.DataFrame(X[200:], columns=[f"{400 + 2.5 * i:.1f}" for i in range(12)])
     data = tmp_path / "rows.csv"
     frame.to_csv(data, index=False)
-    code, err, out = score(client, path, data)
-    assert_refused(code, err, out, "numbers in increasing order", "--header or --no-header")
-    code, err, out = score(client, path, data, "--header")
-    assert code == 0, err
-    assert_scores_equal_in_memory(out, clf, X[200:])
+    assert_ambiguous_until_said(client, path, data, clf, X[200:], "numbers in increasing order")
     # Rows each in order (sorted features), no header: the second line in the same order says
     # the file is data, and it is scored without a flag.
     (tmp_path / "sorted").mkdir()
@@ -349,11 +355,7 @@ def test_a_frame_of_selected_columns_is_never_scored_a_line_off(client, models, 
     frame = pd.DataFrame(X, columns=labels)
     data = tmp_path / "rows.csv"
     frame.to_csv(data, index=False)
-    code, err, out = score(client, path, data)
-    assert_refused(code, err, out, "whole numbers in increasing order", "--header or --no-header")
-    code, err, out = score(client, path, data, "--header")
-    assert code == 0, err
-    assert_scores_equal_in_memory(out, clf, X)
+    assert_ambiguous_until_said(client, path, data, clf, X, "whole numbers in increasing order")
     (tmp_path / "indexed").mkdir()
     indexed = tmp_path / "indexed" / "rows.csv"  # (its scores beside it)
     frame.to_csv(indexed)
