@@ -627,6 +627,9 @@ def test_an_unsteady_timing_gives_no_verdict_and_is_taken_again_on_the_next_visi
         return (rule_times, [1.0] * len(rule_times)), out
 
     monkeypatch.setattr(app_rules, "steady_times", fake_steady_times)
+    # (Full evaluation's fake second a round is not its time in the table: the busy check is
+    # the next test's.)
+    monkeypatch.setattr(app_rules, "_busy", lambda *args: None)
     app_rules.measure.clear()
     try:
         busy = [1.0, 0.1, 5.0, 1.2, 0.9]  # ratios 0.2 to 10: 50× apart
@@ -639,6 +642,40 @@ def test_an_unsteady_timing_gives_no_verdict_and_is_taken_again_on_the_next_visi
         kept = app_rules.measure(state.walks, state.rule)  # the steady one is kept
         assert kept is again and rounds == [[9.9] * 5]
         assert app_rules.STEADY_SPREAD < 50.0 and again.spread <= app_rules.STEADY_SPREAD
+    finally:
+        app_rules.measure.clear()
+
+
+def test_a_timing_of_a_busy_machine_gives_no_verdict_though_its_rounds_agree(state, monkeypatch):
+    """A user's trial on a machine busy with other work: the card read "0.39× … 202.93 µs per
+    example", steady (every round slowed alike, so the ratios agreed), kept for later visits and
+    exported, for a rule that times 5.4 µs alone. Where full evaluation's median round is over
+    IMPLAUSIBLE times its time in the operating points' table, the timing is not steady: no
+    verdict, not kept, and the card says why; at its usual time it is steady."""
+    from attentive.app import rules as app_rules
+    from attentive.app.numbers import BUSY, HeadlineNumbers
+
+    times = app_rules.rule_times(state.walks, state.side, state.theta)
+    table_full = times.attrs["full_us_per_example"] * 1e-6 * state.walks.y_test.size
+    slowdown = [40.0]
+
+    def fake_steady_times(fns, rounds_=None, attempts=None):
+        out = [fn() for fn in fns]
+        full = [slowdown[0] * table_full] * 5
+        return ([f / 1.5 for f in full], full), out
+
+    monkeypatch.setattr(app_rules, "steady_times", fake_steady_times)
+    app_rules.measure.clear()
+    try:
+        busy = app_rules.measure(state.walks, state.rule)
+        assert not busy.steady and busy.busy == pytest.approx(40.0)
+        assert busy.spread == pytest.approx(1.0)  # the rounds agree
+        page = HeadlineNumbers(state=state)._html(state.numbers(), busy)
+        assert BUSY.format(ratio="40×") in page
+        slowdown[0] = 1.2
+        again = app_rules.measure(state.walks, state.rule)  # not kept: timed again
+        assert again is not busy and again.steady and again.busy is None
+        assert app_rules.measure(state.walks, state.rule) is again  # kept
     finally:
         app_rules.measure.clear()
 

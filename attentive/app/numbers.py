@@ -49,6 +49,15 @@ OVER_BUDGET_TITLE = (
 )
 # Its second line where no example stops (the rule is full evaluation; the ratio is noise).
 EVERY_TERM = "no example stops: this is full evaluation"
+# Its second line where full evaluation ran far slower than when the table timed it (the machine
+# busy through every round): no verdict, and the longer explanation on hover.
+BUSY = "machine busy, full evaluation {ratio} its usual time: timed again next visit"
+BUSY_TITLE = (
+    "Full evaluation took over {limit:g}× its time in the operating points' table in every "
+    "round: something else was running the whole time. The rounds' ratio can still be right, "
+    "but the µs per example say little about this rule, so the timing gets no verdict and is "
+    "not kept: the next visit of this rule times it again."
+)
 # Its second line where the timing's rounds stayed far apart (the machine was busy): no verdict,
 # and the longer explanation on hover.
 UNSTEADY = "machine busy, rounds {spread} apart: timed again next visit"
@@ -353,7 +362,10 @@ class HeadlineNumbers(pn.viewable.Viewer):
             # As the card shows it (two decimals): "1.00×" never comes with the warning.
             slower = round(measured.time_ratio, 2) < 1 and not every_term
             title = ""
-            if not measured.steady:
+            if not measured.steady and measured.busy is not None:
+                line = "⚠ " + BUSY.format(ratio=_times(measured.busy))
+                title = BUSY_TITLE.format(limit=rules.BUSY_FULL)
+            elif not measured.steady:
                 line = "⚠ " + UNSTEADY.format(spread=_times(measured.spread))
                 title = UNSTEADY_TITLE.format(limit=rules.STEADY_SPREAD)
             elif over is not None:

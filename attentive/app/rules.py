@@ -781,10 +781,15 @@ class Measurement:
     average_precision: dict
     ratios: tuple = ()
     n_examples: int = 1
-    #: Whether the kept rounds spread at most :data:`STEADY_SPREAD`. An unsteady timing (the
-    #: machine stayed busy over every attempt) gives no verdict and is taken again on the next
-    #: visit: :func:`measure` does not keep it.
+    #: Whether the kept rounds spread at most :data:`STEADY_SPREAD`, and full evaluation ran
+    #: within :data:`BUSY_FULL` times its time in the operating points' table (``busy``). An
+    #: unsteady timing (the machine stayed busy over every attempt) gives no verdict and is taken
+    #: again on the next visit: :func:`measure` does not keep it.
     steady: bool = True
+    #: Full evaluation's time here over its time in the table, where that is over
+    #: :data:`BUSY_FULL` (the machine busy through every round: a user's trial read 202.93 µs
+    #: per example, "steady", for a rule timed at 5.4 alone); None otherwise.
+    busy: float | None = None
 
     @property
     def time_ratio(self) -> float:
@@ -910,17 +915,41 @@ def measure(walks: Walks, rule: Rule) -> Measurement:
         ],
         ignore_index=True,
     )
+    full_seconds = float(np.median(full_runs))
+    busy = _busy(walks, rule, full_seconds)
     return Measurement(
         seconds=float(np.median(rule_runs)),
-        full_seconds=float(np.median(full_runs)),
+        full_seconds=full_seconds,
         agrees=agrees,
         mean_evaluated=float(ev.n_evaluated.mean()),
         pr=pr,
         average_precision={k: float(c.average_precision) for k, c in curves.items()},
         ratios=ratios,
         n_examples=int(walks.y_test.size),
-        steady=ratios_spread(ratios) <= STEADY_SPREAD,
+        steady=ratios_spread(ratios) <= STEADY_SPREAD and busy is None,
+        busy=busy,
     )
+
+
+#: Full evaluation's median round on the card over its fastest in the operating points' table
+#: beyond which the card's timing is a busy machine's (:func:`_busy`). Wider than
+#: :data:`IMPLAUSIBLE`: a median against a fastest, beside a page being drawn (served on a quiet
+#: machine, the card's timings ran 1.2–2.1× the table's), where the case it is for ran 40×.
+BUSY_FULL = 5.0
+
+
+def _busy(walks: Walks, rule: Rule, full_seconds: float) -> float | None:
+    """Full evaluation's median time here over its time in the operating points' table (the
+    fastest of a few runs, :func:`rule_times`, where already computed), where that is over
+    :data:`BUSY_FULL`; else None. The rounds' ratios stay steady when the machine is busy
+    through all of them, the µs per example do not."""
+    times = rule_times.peek(walks, rule.side, rule.theta, False)
+    table_us = None if times is None else times.attrs.get("full_us_per_example")
+    if not table_us or not np.isfinite(table_us):
+        return None
+    here = 1e6 * full_seconds / max(int(walks.y_test.size), 1)
+    ratio = here / float(table_us)
+    return ratio if ratio > BUSY_FULL else None
 
 
 # ----------------------------------------------------------------------------- small helpers
