@@ -22,6 +22,7 @@ from attentive.app import rules, sketches
 from attentive.app.models import (
     CALIBRATION_ALPHA,
     CALIBRATION_DELTA,
+    GAMMA_KERNELS,
     REFERENCE_WALKS,
     SPLIT_SEED,
 )
@@ -43,9 +44,15 @@ UPLOADED_NO_SCALE = (
 )
 
 
-# The kernels whose γ means something (a linear SVC holds one it never uses; the page's
-# description of the model leaves it out too).
-GAMMA_KERNELS = ("rbf", "poly", "sigmoid")
+def _settings(p) -> dict[str, Any]:
+    """The model's kernel, C and gamma: a trained model's settings, an uploaded model's own
+    where it has them (its kind is its class, ``model``; γ only for the kernels that use it)."""
+    source = p.model_source
+    if not source.uploaded:
+        return {"kernel": source.kind, "C": source.C, "gamma": source.gamma}
+    kernel = p.params.get("kernel")
+    gamma = p.params.get("gamma") if kernel in GAMMA_KERNELS else None
+    return {"kernel": kernel, "C": _plain(p.params.get("C")), "gamma": _plain(gamma)}
 
 
 def _round(v, digits: int = 6):
@@ -132,14 +139,7 @@ def operating_point(state) -> dict[str, Any]:
         "class_names": {"negative": ds.class_names[0], "positive": ds.class_names[1]},
         "model": type(p.model).__name__,
         "model_fingerprint": model_fingerprint(p.model),
-        # An uploaded model's own, where it has them (its kind is its class, "model").
-        "kernel": p.params.get("kernel") if source.uploaded else source.kind,
-        "C": _plain(p.params["C"])
-        if source.uploaded and "C" in p.params
-        else (None if source.uploaded else source.C),
-        "gamma": _plain(p.params["gamma"])
-        if source.uploaded and p.params.get("kernel") in GAMMA_KERNELS
-        else (None if source.uploaded else source.gamma),
+        **_settings(p),
         "rule": state.boundary,
         "side": side,
         "centering": state.centering,

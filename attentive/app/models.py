@@ -28,6 +28,7 @@ from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
 from attentive import AttentiveClassifier
+from attentive.data.dataset import label_text
 from attentive.errors import InvalidParameterError
 from attentive.estimator import calibration_split
 
@@ -215,6 +216,11 @@ def load(source: DataSource, model: ModelSource | None = None):
     return source.load(load_model(model.data))
 
 
+#: The kernels whose γ means something (a linear SVC holds one it never uses): the model's
+#: description and the exported operating point give it for these only.
+GAMMA_KERNELS = ("rbf", "poly", "sigmoid")
+
+
 @pn.cache(max_items=8, hash_funcs=_HASH)
 def problem(data: DataSource, model: ModelSource) -> Problem:
     """Load the data, split it and train (or load and check) the model."""
@@ -237,7 +243,7 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     c = getattr(last, "C", None)
     # γ as the model holds it ("scale", "auto" or a number) for the kernels that have one: it
     # changes the model as much as C does (gamma="auto" on MNIST: 267 support vectors).
-    gamma = getattr(last, "gamma", None) if kernel in ("rbf", "poly", "sigmoid") else None
+    gamma = getattr(last, "gamma", None) if kernel in GAMMA_KERNELS else None
     shown = ""
     if isinstance(gamma, str):
         shown = f", gamma={gamma!r}"
@@ -259,17 +265,6 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     )
 
 
-def _same_label(a, b) -> bool:
-    """Whether a model's class ``a`` is the dataset's class name ``b`` (its text; ``5`` and
-    ``5.0`` alike)."""
-    if str(a) == str(b):
-        return True
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return False
-
-
 def model_labels(model, class_names) -> np.ndarray | None:
     """An uploaded binary ``model``'s classes in the dataset's order (negative, positive), where
     they are the dataset's own class names and not 0 / 1 (a model fitted on an uploaded file's
@@ -282,25 +277,22 @@ def model_labels(model, class_names) -> np.ndarray | None:
     if classes is None or len(classes) != 2:
         return None
     classes = np.asarray(classes)
-    if {str(c) for c in classes} <= {"0", "1", "0.0", "1.0", "False", "True"}:
+    # (As the dataset names its classes: label_text, 5.0 as "5".)
+    texts = [label_text(c) for c in classes]
+    if set(texts) <= _ZERO_ONE:
         return None
-    negative, positive = class_names
-    if _same_label(classes[0], negative) and _same_label(classes[1], positive):
+    if texts == list(class_names):
         return classes
-    if _same_label(classes[0], positive) and _same_label(classes[1], negative):
+    if texts == list(reversed(class_names)):
         raise InvalidParameterError(
-            f"The uploaded model calls {_plain_label(classes[1])} its positive class (scikit-learn's "
-            f"larger label) and this dataset calls {positive} positive: choose "
-            f"{_plain_label(classes[1])} as the positive class (uploads) to use the model."
+            f"The uploaded model calls {texts[1]} its positive class (scikit-learn's larger "
+            f"label) and this dataset calls {class_names[1]} positive: choose {texts[1]} as the "
+            "positive class (uploads) to use the model."
         )
     return None
 
 
-def _plain_label(value) -> str:
-    return str(value.item() if hasattr(value, "item") else value)
-
-
-_ZERO_ONE = {"0", "1", "0.0", "1.0", "False", "True", "false", "true"}
+_ZERO_ONE = {"0", "1", "False", "True", "false", "true"}
 
 
 def label_note(built: Walks) -> str | None:
@@ -312,8 +304,8 @@ def label_note(built: Walks) -> str | None:
     if not p.model_source.uploaded or p.labels is not None:
         return None
     negative, positive = (str(c) for c in p.dataset.class_names)
-    classes = {str(c) for c in built.classifier.classes_}
-    if classes <= _ZERO_ONE and {negative, positive} <= _ZERO_ONE and positive in {"0", "0.0", "False", "false"}:  # fmt: skip
+    classes = {label_text(c) for c in built.classifier.classes_}
+    if classes <= _ZERO_ONE and {negative, positive} <= _ZERO_ONE and positive in {"0", "False", "false"}:  # fmt: skip
         return (
             f"This file calls {positive} positive, which the page codes 1. A model fitted on the "
             f"file's own labels calls its 1 positive and decides the other way round here: choose "

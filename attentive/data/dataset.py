@@ -157,11 +157,11 @@ def binary_labels(
     if labels.size == 0:
         raise DataError(f"{where}: no labels found; expected one label per example")
     found = np.unique(labels)
-    shown = ", ".join(_label_text(v) for v in found[:20]) + (" ..." if found.size > 20 else "")
+    shown = ", ".join(label_text(v) for v in found[:20]) + (" ..." if found.size > 20 else "")
     if positive_class is None:
         if found.size == 1:
             raise DataError(
-                f"{where}: every example has the label {_label_text(found[0])}; a binary problem "
+                f"{where}: every example has the label {label_text(found[0])}; a binary problem "
                 "needs examples of two classes"
             )
         if found.size > 2:
@@ -171,7 +171,7 @@ def binary_labels(
             )
         positive = found[1]
     else:
-        matches = [v for v in found if v == positive_class or _label_text(v) == str(positive_class)]
+        matches = [v for v in found if v == positive_class or label_text(v) == str(positive_class)]
         if not matches:
             raise DataError(
                 f"{where}: the positive class {positive_class!r} is not among the labels found "
@@ -180,19 +180,19 @@ def binary_labels(
         positive = matches[0]
         if found.size == 1:
             raise DataError(
-                f"{where}: every example has the label {_label_text(positive)}; a binary problem "
+                f"{where}: every example has the label {label_text(positive)}; a binary problem "
                 "needs examples of two classes"
             )
     y = (labels == positive).astype(np.int64)
     if found.size == 2:
         negative = found[0] if found[1] == positive else found[1]
-        names = (_label_text(negative), _label_text(positive))
+        names = (label_text(negative), label_text(positive))
     else:
-        names = (f"not {_label_text(positive)}", _label_text(positive))
+        names = (f"not {label_text(positive)}", label_text(positive))
     return y, names
 
 
-def _label_text(value: Any) -> str:
+def label_text(value: Any) -> str:
     """A label as short text: ``5.0`` -> ``"5"``, ``b"a"`` -> ``"a"``."""
     if isinstance(value, bytes):
         return value.decode(errors="replace")
