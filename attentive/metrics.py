@@ -45,8 +45,7 @@ def stop_error(early_positive, full_positive, side: str = "lower") -> float:
     NaN when the conditioning class is empty.
     """
     check_side(side)
-    e = np.asarray(early_positive, dtype=bool)
-    f = np.asarray(full_positive, dtype=bool)
+    e, f = _positives(early_positive, full_positive)
     if side == "lower":
         return float(np.sum(~e & f) / np.sum(f)) if f.any() else float("nan")
     if side == "upper":
@@ -56,9 +55,39 @@ def stop_error(early_positive, full_positive, side: str = "lower") -> float:
 
 def disagreement_rate(early_positive, full_positive) -> float:
     """``#(early decision ≠ full decision) / #examples`` (SPEC §4)."""
-    e = np.asarray(early_positive, dtype=bool)
-    f = np.asarray(full_positive, dtype=bool)
+    e, f = _positives(early_positive, full_positive)
     return float(np.mean(e != f)) if e.size else float("nan")
+
+
+def _positives(early_positive, full_positive) -> tuple[np.ndarray, np.ndarray]:
+    """Both arguments as boolean vectors of one length: whether each example is called
+    positive. Booleans, or numbers that are all 0 or 1; anything else — class labels such as
+    2 and 5 or -1 and +1, strings, decision values — is refused, as reading it as booleans
+    would call every non-zero value positive and find every pair in agreement."""
+    out = []
+    for name, values in (("early_positive", early_positive), ("full_positive", full_positive)):
+        a = np.asarray(values)
+        if a.ndim != 1:
+            raise ValueError(
+                f"{name} must be a 1-D array (one value per example); got shape {a.shape}"
+            )
+        if a.dtype != bool:
+            numeric = a.dtype.kind in "iuf"
+            if not numeric or not np.isin(a, (0, 1)).all():
+                seen = np.unique(a[~np.isin(a, (0, 1))] if numeric else a)[:4].tolist()
+                raise ValueError(
+                    f"{name} must say whether each example is called positive (booleans, or 0 "
+                    f"and 1); got values such as {seen}. For labels, compare them with the "
+                    "positive class (labels == clf.classes_[1]), or pass "
+                    "Evaluation.positive."
+                )
+        out.append(a.astype(bool))
+    if out[0].shape != out[1].shape:
+        raise ValueError(
+            f"early_positive and full_positive must have one value per example each; got "
+            f"{out[0].shape[0]} and {out[1].shape[0]}"
+        )
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)

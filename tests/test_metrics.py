@@ -118,3 +118,34 @@ def test_precision_recall_average_precision_matches_brute_force():
     for name, s in (("full", full), ("attentive", attentive)):
         assert curves[name].average_precision == pytest.approx(_brute_average_precision(y, s))
         assert curves[name].precision.shape == curves[name].recall.shape
+
+
+@pytest.mark.parametrize(
+    "early, full",
+    [
+        ([2, 5, 5, 2], [5, 5, 2, 2]),  # class labels: read as booleans, every pair "agrees"
+        ([-1, 1], [1, -1]),
+        (["no", "yes"], ["yes", "yes"]),
+        ([0.3, -1.2], [0.5, 2.0]),  # decision values
+    ],
+)
+def test_labels_are_refused_where_positives_are_meant(early, full):
+    """Read as booleans, labels 2 / 5 or -1 / +1 are all "positive" and every pair agrees
+    (0.0 for a rate of 0.5): refused, naming what to pass instead."""
+    for fn in (disagreement_rate, lambda e, f: stop_error(e, f, "lower")):
+        with pytest.raises(ValueError, match=r"classes_\[1\]"):
+            fn(early, full)
+    # The same decisions said as booleans are measured.
+    e = np.asarray(early) == np.asarray(early)[-1]
+    f = np.asarray(full) == np.asarray(early)[-1]
+    assert disagreement_rate(e, f) == pytest.approx(np.mean(e != f))
+
+
+def test_zero_one_decisions_are_measured_and_lengths_must_match():
+    early, full = np.array([1, 0, 1, 1]), np.array([1.0, 1.0, 0.0, 1.0])
+    assert disagreement_rate(early, full) == pytest.approx(0.5)
+    assert stop_error(early, full, "lower") == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="one value per example each; got 4 and 3"):
+        disagreement_rate(early, full[:3])
+    with pytest.raises(ValueError, match="1-D"):
+        disagreement_rate(early[None, :], full[None, :])
