@@ -965,3 +965,28 @@ def test_a_name_with_a_comma_or_a_semicolon_is_a_name_not_a_wrong_separator(
         load_user_file(("\n".join(rows) + "\n").encode(), filename="up.csv")
     assert "'5;6' is not a number; features" in str(info.value)  # (one ';' is no separator)
     assert "--sep" not in str(info.value)
+
+
+def test_decimal_parquet_columns_are_read_as_the_numbers_they_hold(client, models, tmp_path):
+    """Parquet files written from SQL often hold decimal columns (decimal128(p, s)): numbers,
+    which pandas and the model take in memory. The command refused them as "not numeric"; it
+    now reads them as the float64 values they round to, scored as in memory."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clf, path = models[True]
+    X, _ = make_classification(120, N_FEATURES, n_informative=3, n_redundant=0, random_state=9)
+    cells = [[decimal.Decimal(f"{v:.4f}") for v in row] for row in X]
+    table = pa.table(
+        {
+            name: pa.array([r[j] for r in cells], type=pa.decimal128(9, 4))
+            for j, name in enumerate(NAMES)
+        }
+    )
+    data = tmp_path / "rows.parquet"
+    pq.write_table(table, data)
+    code, err, out = score(client, path, data)
+    assert code == 0, err
+    assert_scores_equal_in_memory(out, clf, np.array([[float(d) for d in r] for r in cells]))

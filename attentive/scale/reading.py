@@ -590,7 +590,10 @@ def _parquet_files(path: Path, expected: ExpectedFeatures, exclude, where: str):
         for column in features:
             kind = f.schema_arrow.field(column).type
             if not (
-                pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+                pa.types.is_integer(kind)
+                or pa.types.is_floating(kind)
+                or pa.types.is_boolean(kind)
+                or pa.types.is_decimal(kind)  # (SQL exports: read as the float64 they round to)
             ):
                 raise DataError(
                     f"{name}: column {column!r} holds {kind} values; features must be numeric "
