@@ -250,6 +250,17 @@ def test_columns_are_counted_for_a_model_without_names():
         feature_columns(None, 5, FOUR, ("y",), where="f")
 
 
+def test_a_named_header_read_as_one_column_names_the_separator_it_holds():
+    """A model that knows its features by name, and a file written with ';': its header
+    came out as one column named 'a;b;c', and the error said only which names were missing
+    and that 'a;b;c' is unknown. It now names the separator to pass, as it does for a model
+    without names."""
+    with pytest.raises(DataError, match=r"'a;b;c'.*holds semicolons: pass --sep ';'"):
+        feature_columns(["a;b;c"], 1, NAMED, where="f", sep=",")
+    with pytest.raises(DataError, match=r"lacks 1 of the model's features: 'c'$"):
+        feature_columns(["a", "b"], 2, NAMED, where="f", sep=",")
+
+
 # -- cells ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "message"),

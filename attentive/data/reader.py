@@ -1096,7 +1096,9 @@ def feature_columns(
                     f"has the model's features in another order: feature {i + 1} is {features[i]!r} "
                     f"where the model has {names[i]!r}; write the columns in the model's order"
                 )
-            raise DataError(f"{where} " + "; it ".join(problems))
+            # (A header read as one column: split at another separator than the file's.)
+            hint = one_column_hint(sep, columns[0]) if len(columns) == 1 and sep else ""
+            raise DataError(f"{where} " + "; it ".join(problems) + hint)
     elif expected.n_features is not None and len(features) != expected.n_features:
         less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
         if len(features) > expected.n_features:
