@@ -408,7 +408,12 @@ class SupportedModel:
 
 def _supported_table() -> tuple[SupportedModel, ...]:
     from sklearn.ensemble import AdaBoostClassifier
-    from sklearn.linear_model import LogisticRegression, RidgeClassifier, SGDClassifier
+    from sklearn.linear_model import (
+        LogisticRegression,
+        RidgeClassifier,
+        RidgeClassifierCV,
+        SGDClassifier,
+    )
     from sklearn.svm import SVC, LinearSVC, NuSVC
 
     kernels = "kernel linear, rbf, poly or sigmoid; dense or sparse support vectors"
@@ -418,6 +423,7 @@ def _supported_table() -> tuple[SupportedModel, ...]:
         SupportedModel(LinearSVC, "feature", _linear_terms),
         SupportedModel(LogisticRegression, "feature", _linear_terms),
         SupportedModel(RidgeClassifier, "feature", _linear_terms),
+        SupportedModel(RidgeClassifierCV, "feature", _linear_terms),
         SupportedModel(SGDClassifier, "feature", _linear_terms),
         SupportedModel(AdaBoostClassifier, "weak learner", _adaboost_terms, "algorithm SAMME"),
     )
