@@ -679,3 +679,40 @@ def test_an_address_whose_rule_its_target_does_not_pick_picks_again():
         assert (s.boundary, s.z) == (expected.boundary, expected.z), query
         assert s.target == expected.target and s.time_budget is None, query
         assert s.still_picked(), query
+
+
+def test_an_uploaded_model_in_the_url_asks_for_the_upload_again_once(dash):
+    """A reload after a model upload went back to the dataset's trained model without a word
+    (an uploaded dataset was told of; a user's trial). The address says the model was
+    uploaded; reopened, the page tells once that the upload is not kept and shows the trained
+    model, leaving out the address's θ (on the uploaded model's scores)."""
+    s = dash.state
+    own_theta = s.theta
+    query = "?dataset=breast-cancer&model_source=upload&theta=0.4&delta=0.02"
+    loc = url(query)
+    dash.sync_url(loc)
+    assert s.n_errors == 1 and "The model was an uploaded file" in s.last_error
+    assert "breast-cancer is shown with its trained model" in s.last_error
+    assert "theta was the upload's" in s.last_error
+    assert s.dataset == "breast-cancer" and s.model_source == "train" and s.walks is not None
+    assert s.theta == own_theta and s.delta == rules.snap_delta(0.02)
+    assert loc.query_params["model_source"] == "train"
+    loc.search = query  # (sent again as the browser connects: not told twice)
+    assert s.n_errors == 1
+
+
+def test_the_address_says_a_model_was_uploaded(dash):
+    s = dash.state
+    loc = url("")
+    dash.sync_url(loc)
+    assert loc.query_params["model_source"] == "train"
+    from sklearn.svm import SVC
+
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-2v5")
+    import skops.io as sio
+
+    model = SVC(gamma=0.02).fit(ds.X_train[:300], ds.y_train[:300])
+    assert s.upload_model(sio.dumps(model), "svc.skops"), s.last_error
+    assert loc.query_params["model_source"] == "upload"

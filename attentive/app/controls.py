@@ -36,7 +36,7 @@ TRAINING = ("kernel", "C", "gamma")  # what an uploaded model ignores
 RULE_INPUTS = ("boundary", "side", "delta", "z", "alpha", "theta", "budget")
 URL_PARAMETERS = ("dataset", "side", "centering", "kernel", "C", "gamma", "boundary", "delta")
 URL_PARAMETERS += ("z", "alpha", "theta", "budget", "seed", "n_trajectories", "target")
-URL_PARAMETERS += ("time_budget",)
+URL_PARAMETERS += ("time_budget", "model_source")
 
 
 class Snapped(param.Number):

@@ -571,6 +571,18 @@ class Dashboard(pn.viewable.Viewer):
                 f"when the page reloads: upload it again. Meanwhile {kept}"
                 + (f" (the address's {', '.join(dropped)} were the upload's)." if dropped else ".")
             )
+        elif query.get("model_source") == "upload":
+            # Nor is an uploaded model: the dataset's trained model is shown instead, and the
+            # address's θ (on the uploaded model's scores) is left out with it.
+            dropped = sorted(k for k in query if k in ("model_source", "theta"))
+            for key in dropped:
+                del query[key]
+            self._tell(
+                "The model was an uploaded file, and uploads are not kept when the page reloads: "
+                f"upload it again. Meanwhile {query.get('dataset', self.state.dataset)} is shown "
+                "with its trained model"
+                + (" (the address's theta was the upload's)." if "theta" in dropped else ".")
+            )
         query, disagree = self.state.one_scale(query)
         if disagree is not None:
             self._tell(disagree)
