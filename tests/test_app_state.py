@@ -960,6 +960,19 @@ def test_rule_times_run_in_passes_and_a_time_slowed_through_every_run_is_taken_a
     assert times["us_per_example"].max() < 3 * 10.0
     anchors = times[times["measured"]]
     assert len(anchors) == timed[0] and 6.0 in set(anchors["us_per_example"])
+    # Busy through every retime: that rule's time is interpolated from its family's other
+    # timed rules (as the rows between them are), not kept, and it is not called measured.
+    timed.clear()
+
+    def slowed(clfs, X):  # the second rule at 300 µs in every pass
+        timed.append(len(clfs))
+        return [300.0 if i == 1 or len(timed) > 1 else 5.0 + i for i in range(len(clfs))]
+
+    monkeypatch.setattr(rules, "_fastest_each", slowed)
+    times = rules._timed(state.walks, state.side, state.theta, trade, full_us=10.0)
+    assert timed[1:] == [1] * rules.RETIMES
+    assert times["us_per_example"].max() < 3 * 10.0
+    assert len(times[times["measured"]]) == timed[0] - 1
 
 
 @pytest.mark.parametrize("gamma", ["scale", "auto", "0.02"])
