@@ -116,6 +116,26 @@ def test_the_positive_class_of_one_upload_does_not_block_the_next(state):
     assert state.walks.problem.dataset.n_features == 3 and state.n_errors == 1
 
 
+def test_the_class_typed_for_a_file_is_cleared_by_a_registry_dataset(state):
+    """A user's trial: three.csv read with positive class 2, then breast-cancer chosen (the
+    field still said 2), then a bird / fish file refused: "the positive class '2' is not among
+    the labels found (bird, fish)". A registry dataset clears the field; the next file is read
+    with its own labels; three.csv chosen again is read with its class."""
+    three = _csv(list(range(3)) * 30)
+    assert not state.upload_dataset(three, "three.csv")
+    state.positive_class = "2"
+    assert state.dataset == "file: three.csv"
+    state.dataset = "breast-cancer"
+    assert state.positive_class == "" and state.dataset == "breast-cancer"
+    errors = state.n_errors
+    birds = _csv([0, 1] * 60).replace(b",0\n", b",bird\n").replace(b",1\n", b",fish\n")
+    assert state.upload_dataset(birds, "good2.csv"), state.last_error
+    assert state.n_errors == errors and state.dataset == "file: good2.csv"
+    state.dataset = "file: three.csv"
+    assert state.positive_class == "2"
+    assert state.walks.problem.dataset.positive_meaning.endswith("2")
+
+
 def test_each_upload_keeps_its_own_positive_class(state):
     """A review of the fix above: a multiclass file uploaded after another one was read with
     the earlier file's class (the failed build's revert put the class back, which retried the
@@ -303,6 +323,39 @@ def test_an_exported_classifier_can_be_uploaded_back(state):
     assert state.model_source == "upload" and state.walks.problem.model_source.uploaded
     assert state.numbers()["mean_evaluated"] == shown["mean_evaluated"]
     assert state.numbers()["disagreement"] == shown["disagreement"]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"boundary": "heteroscedastic", "side": "both", "z": 0.7929},
+        {"boundary": "calibrated", "side": "both", "delta": 0.05},
+        {"boundary": "budget", "side": "lower", "budget": 0.3, "theta": 0.2},
+        {"boundary": "constant", "side": "lower", "delta": 0.02},
+    ],
+)
+def test_an_exported_classifier_comes_back_at_its_rule_on_a_fresh_page(rule):
+    """A user's trial: a rule picked by a time budget (heteroscedastic, z = 0.793, 5 % of the
+    terms) exported, and the file uploaded on a fresh page, showed the page's calibrated rule
+    (11 %) without a word. The page now sets back the rule it was exported at, says so, and
+    shows the exporting page's numbers."""
+    from attentive.app import exports
+
+    first = DashboardState()
+    first.set_controls(seed=3)
+    assert first.set_controls(**rule), first.last_error
+    shown, blob = first.numbers(), exports.classifier_bytes(first)
+    page = DashboardState()
+    assert page.upload_model(blob, "attentive_classifier.skops"), page.last_error
+    assert page.error_level == "info" and "its rule is set back" in page.last_error
+    for name in ("boundary", "side", "seed", "centering", "theta"):
+        assert getattr(page, name) == pytest.approx(getattr(first, name)), name
+    n = first.walks.n_terms
+    assert page.rule.budget_terms(n) == first.rule.budget_terms(n)  # (the budget's terms)
+    assert page.rule.z == pytest.approx(first.rule.z, abs=1e-9) if first.rule.z else True
+    assert page.rule.delta == first.rule.delta
+    assert page.numbers()["mean_evaluated"] == pytest.approx(shown["mean_evaluated"])
+    assert page.numbers()["disagreement"] == pytest.approx(shown["disagreement"])
 
 
 def test_an_empty_file_gets_a_message(state):
@@ -577,3 +630,33 @@ def test_a_zero_one_model_on_a_file_whose_positive_class_is_0_is_warned_about(st
     errors = state.n_errors
     state.positive_class = "1"
     assert state.model_source == "upload" and state.n_errors == errors, state.last_error
+
+
+def test_a_refused_file_leaves_an_uploaded_model_and_the_training_fields_as_they_were(state, mnist):
+    """With an uploaded model in use, a dataset file refused (a text column) said both that the
+    model was switched for the file ("… gets its own trained model") and that the file was
+    refused, and the file's generic preset stayed in the training fields: γ = "scale" for
+    MNIST, which the next "train" (and a shared address) then used. Now only the refusal is
+    said and every field is as it was; a file that is read says the switch once it is in use."""
+    from sklearn.svm import SVC
+
+    model = SVC(C=3.0, gamma=0.02).fit(mnist.X_train[:400], mnist.y_train[:400])
+    assert state.upload_model(sio.dumps(model), "svc.skops"), state.last_error
+    before = {k: getattr(state, k) for k in ("kernel", "C", "gamma", "dataset", "model_file")}
+    assert before["gamma"] != "scale"  # (MNIST's preset: the file's generic one differs)
+    walks, errors = state.walks, state.n_errors
+    reported = []
+    state.param.watch(lambda e: reported.append(state.last_error), "n_errors")
+    bad = b"f0,f1,label\n1,red,0\n2,3,1\n4,5,0\n6,7,1\n"
+    assert not state.upload_dataset(bad, "textfeat.csv")
+    assert state.n_errors == errors + 1, reported
+    assert "'red' is not a number" in state.last_error
+    assert not any("gets its own trained model" in r for r in reported)
+    assert {k: getattr(state, k) for k in before} == before
+    assert state.model_source == "upload" and state.walks is walks
+    # A file that is read: the switch is said once its model is in use.
+    reported.clear()
+    assert state.upload_dataset(_csv([0, 1] * 60), "good.csv")
+    assert state.model_source == "train" and state.dataset.endswith("good.csv")
+    assert any("svc.skops was uploaded for" in r for r in reported), reported
+

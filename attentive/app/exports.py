@@ -93,6 +93,35 @@ def classifier(state):
     )
 
 
+def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What an exported classifier (:func:`classifier`) was exported at, as the page's controls:
+    ``(model inputs, rule controls)`` — its centring and seed (the walk), and its rule, side,
+    threshold and scale (δ and α for the calibrated rule, z for a family's, the budget as a
+    share of the terms). Empty where ``clf`` is not a fitted AttentiveClassifier or names a
+    rule the page does not have."""
+    from attentive import AttentiveClassifier
+
+    if not isinstance(clf, AttentiveClassifier) or not hasattr(clf, "boundary_"):
+        return {}, {}
+    p = clf.get_params(deep=False)
+    kind = p["boundary"]
+    if kind not in rules.kinds():
+        return {}, {}
+    model = {"centering": p["centering"]}
+    if isinstance(p["random_state"], int | np.integer):
+        model["seed"] = int(p["random_state"])
+    rule: dict[str, Any] = {"boundary": kind, "side": p["side"], "theta": float(p["threshold"])}
+    if kind == "calibrated":
+        rule.update(delta=float(p["delta"]), alpha=float(p["alpha"]))
+    elif kind == "budget":  # (the share of the terms the page's budget gives that many for)
+        terms, n = int(clf.boundary_.budget), int(clf.n_terms_)
+        shares = [round(terms / n, digits) for digits in (2, 3, 4)] + [(terms - 1e-6) / n]
+        rule["budget"] = next(f for f in shares if math.ceil(f * n) == terms)
+    else:  # (a family's rule at scale z: its δ is Φ(−z), with_rule's own)
+        rule["z"] = rules.z_of(float(p["delta"]))
+    return model, rule
+
+
 def classifier_bytes(state) -> bytes:
     """:func:`classifier` as a skops file's bytes."""
     import skops.io as sio

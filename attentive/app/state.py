@@ -70,6 +70,11 @@ class DashboardState(Background):
         self._models: dict[str, tuple[bytes, str]] = {}  # content hash → (bytes, file name)
         self._pending_upload: tuple[bytes, str] | None = None  # kept for a positive class
         self._applied: dict[str, Any] = {}  # the model inputs :attr:`walks` was built from
+        # Every model input as it stood then (an uploaded model's training fields too): what a
+        # failed build sets back.
+        self._settled: dict[str, Any] = {}
+        # A note said only once the build for its dataset is in use: (dataset, text, level).
+        self._note_when_built: tuple[str, str, str] | None = None
         # (boundary, z, walks, side, θ) of the rule target / time_budget chose: still_picked
         self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
@@ -280,12 +285,18 @@ class DashboardState(Background):
         if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
             name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
             old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
+            # (Said once that model is in use: a file refused leaves the uploaded model as it was.)
             if self.touring:
-                self.report(f"The tour shows {new} with its own trained model; closing it brings back {old} and {name}.", "info")  # fmt: skip
+                self._note_when_built = (self.dataset, f"The tour shows {new} with its own trained model; closing it brings back {old} and {name}.", "info")  # fmt: skip
             else:
-                self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
+                self._note_when_built = (self.dataset, f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
             return self.param.update(model_source="train", model_file="", **self._preset(changed))
         preset = self._preset(changed) if new_dataset else {}
+        if new_dataset and self.dataset not in self._uploads and "positive_class" not in changed:
+            # A registry dataset has its own classes: the class typed for an uploaded file is
+            # that file's (it was applied to the next file read).
+            if self.positive_class:
+                preset["positive_class"] = ""
         if new_dataset and self.dataset in self._upload_classes and "positive_class" not in changed:
             # An uploaded file chosen again: the positive class it was read with.
             remembered = self._upload_classes[self.dataset]
@@ -338,6 +349,10 @@ class DashboardState(Background):
             if self._inputs() == inputs:
                 bounds = rules.theta_range(built)  # θ follows the data
                 self._applied = inputs
+                self._settled = {k: getattr(self, k) for k in controls.MODEL_INPUTS}
+                note, self._note_when_built = self._note_when_built, None
+                if note is not None and note[0] == inputs["dataset"]:
+                    self.report(note[1], note[2])
                 if inputs["dataset"] in self._uploads:
                     self._upload_classes[inputs["dataset"]] = inputs["positive_class"]
                 self.param.theta.bounds = lo, hi = bounds
@@ -354,6 +369,7 @@ class DashboardState(Background):
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
                 return  # superseded by a newer request
+            self._note_when_built = None
             self.report(exc)
             # An uploaded dataset not yet in use is dropped with its failed build — unless an
             # uploaded model came with it: the file was read alone when it came, so the pairing
@@ -363,8 +379,10 @@ class DashboardState(Background):
             if file_alone and inputs["dataset"] in self._uploads and inputs["dataset"] != self._applied.get("dataset"):  # fmt: skip
                 self._pending_upload = self._uploads.pop(inputs["dataset"])
                 self.param.dataset.objects = [o for o in self.param.dataset.objects if o != inputs["dataset"]]  # fmt: skip
-            if self._applied:  # back to the model in use (its inputs: nothing is rebuilt)
-                self.param.update({k: v for k, v in self._applied.items() if getattr(self, k) != v})  # fmt: skip
+            if self._applied:  # back to the model in use (its inputs: nothing is rebuilt), and
+                # the training fields an uploaded model leaves unused (a file's preset γ stayed)
+                back = {**self._settled, **self._applied}
+                self.param.update({k: v for k, v in back.items() if getattr(self, k) != v})
 
         self.executor(job, done, fail)
 
@@ -419,14 +437,42 @@ class DashboardState(Background):
             n_features = (
                 self.walks.classifier.n_features_in_ if self.walks and not uploaded_data else None
             )
-            load_model(bytes(data), n_features=n_features)
+            loaded = load_model(bytes(data), n_features=n_features)
         except (AttentiveError, ValueError, TypeError) as exc:
             self.report(exc)
             return False
+        from attentive.app.exports import exported_settings
+
         key = content_hash(bytes(data))
         self._models[key] = (bytes(data), filename)
-        self.param.update(model_source="upload", model_file=key)
-        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
+        # An exported classifier comes back at the rule it was exported at (its walk's centring
+        # and seed with the model; its rule once that is built), not at the page's rule.
+        walk, rule = exported_settings(loaded)
+        self.param.update(model_source="upload", model_file=key, **walk)
+        in_use = self.model_source == "upload" and self.model_file == key  # a failed build reverts
+        if rule:
+            self._when_built(lambda: self._exported_rule(key, filename, rule))
+        return in_use
+
+    def _when_built(self, fn: Callable[[], None]) -> None:
+        """``fn()`` once the model asked for is built (at once where it is)."""
+        if not self.building:
+            return fn()
+
+        def built(event) -> None:
+            if not event.new:
+                self.param.unwatch(watcher)
+                fn()
+
+        watcher = self.param.watch(built, "busy")
+
+    def _exported_rule(self, key: str, filename: str, rule: dict) -> None:
+        """An uploaded exported classifier's rule, where its model is in use."""
+        if not (self.model_source == "upload" and self.model_file == key and not self.building):
+            return
+        if self.set_controls(**rule):
+            shown = ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in rule.items())  # fmt: skip
+            self.report(f"{filename} is an exported classifier: its rule is set back ({shown}).", "info")  # fmt: skip
 
     # -- choosing an operating point -------------------------------------------------------------
     def _pick_entered(self, *events) -> None:
