@@ -660,3 +660,22 @@ def test_a_refused_file_leaves_an_uploaded_model_and_the_training_fields_as_they
     assert state.model_source == "train" and state.dataset.endswith("good.csv")
     assert any("svc.skops was uploaded for" in r for r in reported), reported
 
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("123456789012345678901234567890", "not 123456789012345678901234567890."),
+        (" -7 ", "at least 0, not -7."),
+        ("2.5", "expected a whole number, got '2.5'"),
+        ("1e3", None),  # (a URL's number: accepted as the whole number it is)
+    ],
+)
+def test_a_typed_whole_number_is_quoted_as_typed(text, said):
+    """A seed of 30 digits was read through a float and refused as "not
+    123456789012345677877719597056", another number than the one typed."""
+    s = DashboardState()
+    ok = s.set_controls(seed=text)
+    if said is None:
+        assert ok and s.seed == 1000
+    else:
+        assert not ok and s.last_error.endswith(said), s.last_error

@@ -61,6 +61,8 @@ def typed(p: param.Parameter, value):
     if isinstance(p, param.Integer):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return int(value)
+        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            return int(value)  # as typed (through float, 30 digits came back as other digits)
         try:
             f = float(value)
         except (TypeError, ValueError):
