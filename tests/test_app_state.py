@@ -973,6 +973,19 @@ def test_rule_times_run_in_passes_and_a_time_slowed_through_every_run_is_taken_a
     assert timed[1:] == [1] * rules.RETIMES
     assert times["us_per_example"].max() < 3 * 10.0
     assert len(times[times["measured"]]) == timed[0] - 1
+    # The rule doing the most work of its family busy: its rows run on towards full
+    # evaluation's time at a full evaluation's work, not held at the last plausible time.
+    last = rules.TIMED_PER_FAMILY - 1  # (the first family's last timed rule)
+    timed.clear()
+
+    def last_slowed(clfs, X):
+        timed.append(len(clfs))
+        return [300.0 if i == last or len(timed) > 1 else 1.0 for i in range(len(clfs))]
+
+    monkeypatch.setattr(rules, "_fastest_each", last_slowed)
+    times = rules._timed(state.walks, state.side, state.theta, trade, full_us=10.0)
+    us = times[times["family"] == trade["family"].iloc[0]]["us_per_example"]  # (by work)
+    assert us.iloc[-1] > 1.0 and us.max() <= 10.0 and us.is_monotonic_increasing
 
 
 @pytest.mark.parametrize("gamma", ["scale", "auto", "0.02"])

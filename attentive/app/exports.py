@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from attentive import InvalidParameterError
-from attentive.app import rules, sketches
+from attentive.app import controls, rules, sketches
 from attentive.app.models import (
     CALIBRATION_ALPHA,
     CALIBRATION_DELTA,
@@ -93,20 +93,40 @@ def classifier(state):
     )
 
 
-def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any]]:
+#: The budget field's lowest share of the terms.
+BUDGET_LOW = controls.Controls.param.budget.bounds[0]
+
+#: The settings of every classifier the page makes (:func:`classifier`), beside its rule: a
+#: classifier fitted with others walks its rule otherwise than the page would.
+PAGE_SETTINGS = {
+    "order": "random",
+    "variance": "terms",
+    "stopped_score": "estimate",
+    "calibration_size": "auto",
+    "sketch_order": "residual",
+}
+
+
+def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What an exported classifier (:func:`classifier`) was exported at, as the page's controls:
-    ``(model inputs, rule controls)`` — its centring and seed (the walk), and its rule, side,
-    threshold and scale (δ and α for the calibrated rule, z for a family's, the budget as a
-    share of the terms). Empty where ``clf`` is not a fitted AttentiveClassifier or names a
-    rule the page does not have."""
+    ``(model inputs, rule controls, settings the page does not make)`` — its centring and seed
+    (the walk), and its rule, side, threshold and scale (δ and α for the calibrated rule, z for a
+    family's, the budget as a share of the terms). No rule where ``clf`` is not a fitted
+    AttentiveClassifier, names a rule the page does not have, or was fitted with settings the
+    page does not make (those are listed, as ``name=value``)."""
     from attentive import AttentiveClassifier
 
     if not isinstance(clf, AttentiveClassifier) or not hasattr(clf, "boundary_"):
-        return {}, {}
+        return {}, {}, []
     p = clf.get_params(deep=False)
     kind = p["boundary"]
     if kind not in rules.kinds():
-        return {}, {}
+        return {}, {}, [f"boundary={kind!r}"]
+    others = [f"{k}={p[k]!r}" for k, v in PAGE_SETTINGS.items() if p.get(k) != v]
+    if getattr(clf, "reference_walks_", None) != "leave-one-out":
+        others.append(f"reference_walks={getattr(clf, 'reference_walks_', None)!r}")
+    if others:
+        return {}, {}, others
     model = {"centering": p["centering"]}
     if isinstance(p["random_state"], int | np.integer):
         model["seed"] = int(p["random_state"])
@@ -116,10 +136,13 @@ def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any]]:
     elif kind == "budget":  # (the share of the terms the page's budget gives that many for)
         terms, n = int(clf.boundary_.budget), int(clf.n_terms_)
         shares = [round(terms / n, digits) for digits in (2, 3, 4)] + [(terms - 1e-6) / n]
-        rule["budget"] = next(f for f in shares if math.ceil(f * n) == terms)
+        fits = [f for f in shares if math.ceil(f * n) == terms and BUDGET_LOW <= f <= 1.0]
+        if not fits:
+            return model, {}, [f"budget={terms} of {n:,} terms"]
+        rule["budget"] = fits[0]
     else:  # (a family's rule at scale z: its δ is Φ(−z), with_rule's own)
         rule["z"] = rules.z_of(float(p["delta"]))
-    return model, rule
+    return model, rule, []
 
 
 def classifier_bytes(state) -> bytes:
@@ -155,7 +178,6 @@ def operating_point(state) -> dict[str, Any]:
         }
 
     tau = {k: v for k, v in this_side(metrics).items() if k.startswith("tau_")}
-    source = p.model_source
     point = {
         "dataset": state.walks_dataset.removeprefix("file: "),
         "data_hash": ds.fingerprint if hasattr(ds, "fingerprint") else None,
@@ -213,14 +235,15 @@ def operating_point(state) -> dict[str, Any]:
             "fallback": r.fallback,
             "guarantee": (
                 (UPLOADED_NO_SCALE if r.fallback else UPLOADED_NO_GUARANTEE)
-                if source.uploaded
+                if p.fitted_elsewhere
                 else r.guarantee
             ),
             "n_calibration": r.m,
             "n_fit": len(p.y_fit),
             "minimum_size": r.minimum_size,
-            # An uploaded model may have seen the held-out examples: no guarantee then.
-            "guaranteed": not source.uploaded and not r.fallback,
+            # An uploaded model may have seen the held-out examples: no guarantee then (but for
+            # the page's own model uploaded back).
+            "guaranteed": not p.fitted_elsewhere and not r.fallback,
             # What the calibration set shows beside the guarantee (the rarer decision).
             "notes": list(r.notes),
         }

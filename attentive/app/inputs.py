@@ -10,6 +10,7 @@ names things otherwise. No Panel here.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import re
@@ -62,7 +63,8 @@ def typed(p: param.Parameter, value):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return int(value)
         if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            return int(value)  # as typed (through float, 30 digits came back as other digits)
+            with contextlib.suppress(ValueError):  # (beyond Python's 4,300 digits: a float, inf)
+                return int(value)  # as typed (through float, 30 digits came back as other digits)
         try:
             f = float(value)
         except (TypeError, ValueError):

@@ -193,7 +193,12 @@ def model_words(walks, name: str) -> str:
     p, ds = walks.problem, walks.problem.dataset
     name = name.removeprefix(UPLOAD_PREFIX)
     terms = f"{walks.n_terms:,} terms ({TERMS.get(walks.term_kind, 'terms')})"
-    if p.model_source.uploaded:
+    if p.model_source.uploaded and p.trained_here:
+        model = (
+            f"uploaded {p.description}: {terms}, the model this page trains for these settings "
+            f"(fitted on {len(p.y_fit):,} examples; {len(p.y_cal):,} held out to calibrate)"
+        )
+    elif p.model_source.uploaded:
         model = (
             f"uploaded {p.description}: {terms}, fitted elsewhere; centering and reference "
             f"statistics from {len(p.y_fit):,} training examples, {len(p.y_cal):,} held out "

@@ -169,6 +169,15 @@ class Problem:
     #: fitted on the file's labels (``2`` and ``5``) rather than on 0 / 1: ``y_fit`` and
     #: ``y_cal`` are in them, and so are the classifier's classes and predictions.
     labels: np.ndarray | None = None
+    #: An uploaded model that is, to the bit, the one this page trains on the fit part for its
+    #: settings (an exported classifier uploaded back): it never saw the examples held out, so
+    #: the calibrated rule's guarantee holds for it (:func:`fitted_here`).
+    trained_here: bool = False
+
+    @property
+    def fitted_elsewhere(self) -> bool:
+        """Whether the model was uploaded and is not the page's own (no guarantee then)."""
+        return self.model_source.uploaded and not self.trained_here
 
     def truth(self, y) -> np.ndarray:
         """The dataset's labels ``y`` (0 / 1) as the model's classes."""
@@ -230,11 +239,14 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
     ds = load(data, model if model.uploaded and data.data is not None else None)
     X_fit, X_cal, y_fit, y_cal = split(ds.X_train, ds.y_train)
     labels = None
+    here = False
     if model.uploaded:
         fitted = _unwrapped(load_model(model.data, n_features=ds.n_features))
         labels = model_labels(fitted, ds.class_names)
         if labels is not None:
             y_fit, y_cal = labels[np.asarray(y_fit)], labels[np.asarray(y_cal)]
+        else:
+            here = fitted_here(fitted, X_fit, y_fit)
     else:
         fitted = clone(make_model(model.kind, C=model.C, gamma=model.gamma)).fit(X_fit, y_fit)
     last = final_estimator(fitted)
@@ -262,7 +274,35 @@ def problem(data: DataSource, model: ModelSource) -> Problem:
         description=description,
         params=model_params(fitted),
         labels=labels,
+        trained_here=here,
     )
+
+
+def fitted_here(model, X_fit, y_fit) -> bool:
+    """Whether an uploaded ``model`` is the one the page trains for its settings on the fit
+    part ``X_fit, y_fit`` (the same class and parameters as :func:`attentive.models.make_model`
+    gives, and the same fitted state when fitted there again: :func:`attentive.models.
+    model_fingerprint`). A pipeline, or a model of other settings, is not."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import SVC, LinearSVC
+
+    from attentive.models import make_model, model_fingerprint
+
+    if type(model) is SVC:
+        kind = model.kernel
+    elif type(model) is LinearSVC:
+        kind = "linear-svc"
+    elif type(model) is LogisticRegression:
+        kind = "logistic"
+    else:
+        return False
+    try:
+        candidate = make_model(kind, C=model.C, gamma=getattr(model, "gamma", "scale"))
+    except (InvalidParameterError, ValueError, TypeError):
+        return False
+    if candidate.get_params() != model.get_params():
+        return False
+    return model_fingerprint(clone(candidate).fit(X_fit, y_fit)) == model_fingerprint(model)
 
 
 def model_labels(model, class_names) -> np.ndarray | None:
@@ -374,9 +414,9 @@ class Walks:
 
 
 def from_upload(walks: Walks | None) -> bool:
-    """Whether ``walks`` come from an uploaded model (fitted elsewhere, perhaps on the examples
-    held out here: no guarantee)."""
-    return walks is not None and walks.problem.model_source.uploaded
+    """Whether ``walks`` come from an uploaded model fitted elsewhere, perhaps on the examples
+    held out here: no guarantee (an upload of the page's own model has one: ``trained_here``)."""
+    return walks is not None and walks.problem.fitted_elsewhere
 
 
 def _walks_hash(obj) -> bytes:

@@ -476,7 +476,8 @@ def rule_times(walks: Walks, side: str, theta: float, sketched: bool = False) ->
     rules; an implausible time taken again: :data:`IMPLAUSIBLE`) at
     :data:`TIMED_PER_FAMILY` rules of each family, spread over its evaluated fractions, and at
     full evaluation; the other rows are interpolated along the family's evaluated fraction
-    (``measured`` says which rows were run). Timing every one of the ~3,700 rows would take
+    (``measured`` says which rows' times were measured: not a rule timed busy throughout,
+    which is interpolated too). Timing every one of the ~3,700 rows would take
     minutes; a family's time follows its fraction of terms closely between the timed rules.
     """
     X = walks.X_test
@@ -531,8 +532,12 @@ def _timed(
         kept = np.array([start + j not in busy for j in range(len(anchors))])
         if not kept.any():  # (every one busy: the times as measured)
             kept[:] = True
-        at = anchors["work_fraction"].to_numpy()
-        frame["us_per_example"] = np.interp(rows["work_fraction"], at[kept], timed[kept])
+        at, known = anchors["work_fraction"].to_numpy()[kept], timed[kept]
+        if not kept[-1]:
+            # (The rule doing the most work busy: beyond the last plausible one, towards full
+            # evaluation's time at a full evaluation's work, not held flat.)
+            at, known = np.append(at, max(1.0, at[-1])), np.append(known, max(full_us, known[-1]))
+        frame["us_per_example"] = np.interp(rows["work_fraction"], at, known)
         frame["measured"] = frame["z"].isin(anchors["z"][kept])
         out.append(frame)
     return pd.concat(out, ignore_index=True)

@@ -73,8 +73,9 @@ class DashboardState(Background):
         # Every model input as it stood then (an uploaded model's training fields too): what a
         # failed build sets back.
         self._settled: dict[str, Any] = {}
-        # A note said only once the build for its dataset is in use: (dataset, text, level).
-        self._note_when_built: tuple[str, str, str] | None = None
+        # An exported classifier uploaded: (model file, file name, its rule), set once its model
+        # is in use (the build for that file: done() in _build).
+        self._exported: tuple[str, str, dict] | None = None
         # (boundary, z, walks, side, θ) of the rule target / time_budget chose: still_picked
         self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
@@ -280,28 +281,19 @@ class DashboardState(Background):
             self.report(NO_MODEL_FILE_YET, "info")
             return self.param.update(model_source="train", model_file="")
         new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
-        # (An uploaded model in use for the old dataset; one given with the new dataset, as the
-        # tour sets back what it changed, is for that one.)
-        if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
-            name = self._models.get(self.model_file, (b"", "the uploaded model"))[1]
-            old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (self._applied["dataset"], self.dataset))  # fmt: skip
-            # (Said once that model is in use: a file refused leaves the uploaded model as it was.)
-            if self.touring:
-                self._note_when_built = (self.dataset, f"The tour shows {new} with its own trained model; closing it brings back {old} and {name}.", "info")  # fmt: skip
-            else:
-                self._note_when_built = (self.dataset, f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
-            return self.param.update(model_source="train", model_file="", **self._preset(changed))
         preset = self._preset(changed) if new_dataset else {}
-        if new_dataset and self.dataset not in self._uploads and "positive_class" not in changed:
+        if new_dataset and "positive_class" not in changed:
             # A registry dataset has its own classes: the class typed for an uploaded file is
-            # that file's (it was applied to the next file read).
-            if self.positive_class:
-                preset["positive_class"] = ""
-        if new_dataset and self.dataset in self._upload_classes and "positive_class" not in changed:
-            # An uploaded file chosen again: the positive class it was read with.
-            remembered = self._upload_classes[self.dataset]
-            if remembered != self.positive_class:
-                preset["positive_class"] = remembered
+            # that file's (it was applied to the next file read); an uploaded file chosen again
+            # is read with the class it was read with.
+            own = self._upload_classes.get(self.dataset, "")
+            if (self.dataset in self._upload_classes or self.dataset not in self._uploads) and own != self.positive_class:  # fmt: skip
+                preset["positive_class"] = own
+        # (An uploaded model in use for the old dataset; one given with the new dataset, as the
+        # tour sets back what it changed, is for that one. The switch is said once the new
+        # dataset's model is in use: done() in _build.)
+        if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
+            return self.param.update(model_source="train", model_file="", **preset)
         if preset:
             return self.param.update(preset)  # the update builds once, with the preset
         if "positive_class" in changed and "dataset" not in changed and self._pending_upload:
@@ -321,9 +313,22 @@ class DashboardState(Background):
         values = {"kernel": p["kind"], "C": float(p["C"]), "gamma": str(p.get("gamma", self.gamma))}  # fmt: skip
         return {k: v for k, v in values.items() if k not in changed and getattr(self, k) != v}
 
+    def _said_dropped(self, before: dict) -> None:
+        """Say that the uploaded model in use for ``before``'s dataset gave way to the trained
+        model of the dataset now in use."""
+        name = self._models.get(before.get("model_file", ""), (b"", "the uploaded model"))[1]
+        old, new = (d.removeprefix(controls.UPLOAD_PREFIX) for d in (before["dataset"], self.dataset))  # fmt: skip
+        if self.touring:
+            self.report(f"The tour shows {new} with its own trained model; closing it brings back {old} and {name}.", "info")  # fmt: skip
+        else:
+            self.report(f"{name} was uploaded for {old}; {new} gets its own trained model (upload the file again to use it here).", "warning")  # fmt: skip
+
     def _build(self, inputs: dict) -> None:
         """Build the walk for ``inputs`` through :attr:`executor`; apply it if still asked for."""
         if self.walks is not None and inputs == self._applied:
+            # (A training field typed while an uploaded model is in use builds nothing: what a
+            # failed build later sets back is the field as typed.)
+            self._settled.update({k: getattr(self, k) for k in controls.TRAINING})
             return
         uploads, models = dict(self._uploads), dict(self._models)
 
@@ -348,11 +353,11 @@ class DashboardState(Background):
         def done(built: Walks) -> None:
             if self._inputs() == inputs:
                 bounds = rules.theta_range(built)  # θ follows the data
-                self._applied = inputs
+                before, self._applied = self._applied, inputs
                 self._settled = {k: getattr(self, k) for k in controls.MODEL_INPUTS}
-                note, self._note_when_built = self._note_when_built, None
-                if note is not None and note[0] == inputs["dataset"]:
-                    self.report(note[1], note[2])
+                dropped = before.get("model_source") == "upload" and inputs["model_source"] != "upload"  # fmt: skip
+                if dropped and before.get("dataset") != inputs["dataset"]:
+                    self._said_dropped(before)
                 if inputs["dataset"] in self._uploads:
                     self._upload_classes[inputs["dataset"]] = inputs["positive_class"]
                 self.param.theta.bounds = lo, hi = bounds
@@ -365,11 +370,15 @@ class DashboardState(Background):
                 self.param.update(walks=built, theta=theta, focus=-1, sketch=sketch, **new, **put_back)  # fmt: skip
                 if note := label_note(built):
                     self.report(note, "warning")
+                exported, self._exported = self._exported, None
+                if exported is not None and exported[0] == inputs.get("model_file"):
+                    self._exported_rule(*exported)
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
                 return  # superseded by a newer request
-            self._note_when_built = None
+            if self._exported is not None and self._exported[0] == inputs.get("model_file"):
+                self._exported = None
             self.report(exc)
             # An uploaded dataset not yet in use is dropped with its failed build — unless an
             # uploaded model came with it: the file was read alone when it came, so the pairing
@@ -447,28 +456,36 @@ class DashboardState(Background):
         self._models[key] = (bytes(data), filename)
         # An exported classifier comes back at the rule it was exported at (its walk's centring
         # and seed with the model; its rule once that is built), not at the page's rule.
-        walk, rule = exported_settings(loaded)
+        walk, rule, others = exported_settings(loaded)
+        walk = {k: v for k, v in walk.items() if self._accepts(k, v)}
+        self._exported = (key, filename, rule) if rule else None
+        if others:
+            self.report(f"{filename} holds an AttentiveClassifier fitted with settings the page does not make ({', '.join(others)}): its model is used at the page's rule.", "info")  # fmt: skip
+        if self.model_source == "upload" and self.model_file == key and not self.building:
+            self._exported = None  # (the file in use already: its rule is the page's to keep)
         self.param.update(model_source="upload", model_file=key, **walk)
-        in_use = self.model_source == "upload" and self.model_file == key  # a failed build reverts
-        if rule:
-            self._when_built(lambda: self._exported_rule(key, filename, rule))
-        return in_use
+        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
 
-    def _when_built(self, fn: Callable[[], None]) -> None:
-        """``fn()`` once the model asked for is built (at once where it is)."""
-        if not self.building:
-            return fn()
-
-        def built(event) -> None:
-            if not event.new:
-                self.param.unwatch(watcher)
-                fn()
-
-        watcher = self.param.watch(built, "busy")
+    def _accepts(self, name: str, value) -> bool:
+        """Whether control ``name`` takes ``value`` as it is (param's own check, nothing set)."""
+        old = getattr(self, name)
+        try:
+            with param.discard_events(self):
+                self.param.update({name: value})
+            return True
+        except ValueError:
+            return False
+        finally:
+            with param.discard_events(self):
+                self.param.update({name: old})
 
     def _exported_rule(self, key: str, filename: str, rule: dict) -> None:
-        """An uploaded exported classifier's rule, where its model is in use."""
-        if not (self.model_source == "upload" and self.model_file == key and not self.building):
+        """An uploaded exported classifier's rule, once its model is in use: set back, or why
+        not (its threshold outside this model's scores: every control is left as it is)."""
+        lo, hi = self.param.theta.bounds
+        theta = rule.get("theta", self.theta)
+        if not lo <= theta <= hi:
+            self.report(f"{filename} is an exported classifier whose threshold θ = {theta:g} is outside this model's scores ({lo:.3g} to {hi:.3g}): its model is used at the page's rule.", "info")  # fmt: skip
             return
         if self.set_controls(**rule):
             shown = ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in rule.items())  # fmt: skip

@@ -22,7 +22,6 @@ import param
 from bokeh.models import Tooltip as BkTooltip
 
 from attentive.app import controls, exports, rules, sketches
-from attentive.app.models import from_upload
 from attentive.app.state import DashboardState
 from attentive.models.training import GAMMA_KINDS
 
@@ -287,7 +286,7 @@ class Controls(pn.viewable.Viewer):
             self.state.upload_model(*taken)
 
     def _model_params(self, walks, source) -> str:
-        if not from_upload(walks) or source != "upload":
+        if walks is None or not walks.problem.model_source.uploaded or source != "upload":
             return ""
         description = walks.problem.description
         # (a parameter the description names already, SVC(kernel='rbf', C=1), is not repeated)
