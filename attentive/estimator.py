@@ -560,7 +560,8 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator
         A binary model of :data:`attentive.terms.SUPPORTED` (``SVC``, ``NuSVC``, ``LinearSVC``,
-        ``LogisticRegression``, ``RidgeClassifier``, ``SGDClassifier``, ``AdaBoostClassifier``) or
+        ``LogisticRegression``, ``RidgeClassifier``, ``RidgeClassifierCV``, ``SGDClassifier``,
+        ``AdaBoostClassifier``) or
         a ``Pipeline`` ending in one. Cloned and fitted on ``(X, y)`` in :meth:`fit`; to use a
         model fitted elsewhere, wrap it in ``sklearn.frozen.FrozenEstimator``.
     boundary : str, default="constant"

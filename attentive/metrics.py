@@ -42,7 +42,9 @@ def stop_error(early_positive, full_positive, side: str = "lower") -> float:
     ``lower``: the fraction of full-positive examples that the early rule calls negative,
     ``#(stopped ∧ F) / #F``; ``upper``: the fraction of full-negative examples called positive;
     ``both``: the two kinds of error over all examples (equal to :func:`disagreement_rate`).
-    NaN when the conditioning class is empty.
+    NaN when the conditioning class is empty. Both arguments say whether each example is
+    called positive (booleans, or 0 and 1); class labels, text or decision values raise a
+    ValueError (read as booleans, every non-zero label would be positive).
     """
     check_side(side)
     e, f = _positives(early_positive, full_positive)
@@ -54,9 +56,17 @@ def stop_error(early_positive, full_positive, side: str = "lower") -> float:
 
 
 def disagreement_rate(early_positive, full_positive) -> float:
-    """``#(early decision ≠ full decision) / #examples`` (SPEC §4)."""
+    """``#(early decision ≠ full decision) / #examples`` (SPEC §4), of booleans (or 0 and 1)
+    saying whether each example is called positive: anything else raises a ValueError."""
     e, f = _positives(early_positive, full_positive)
     return float(np.mean(e != f)) if e.size else float("nan")
+
+
+def _zero_one(v) -> bool:
+    try:
+        return v in (0, 1) and not isinstance(v, str)
+    except (TypeError, ValueError):  # (an object that does not compare: not a decision)
+        return False
 
 
 def _positives(early_positive, full_positive) -> tuple[np.ndarray, np.ndarray]:
@@ -72,12 +82,20 @@ def _positives(early_positive, full_positive) -> tuple[np.ndarray, np.ndarray]:
                 f"{name} must be a 1-D array (one value per example); got shape {a.shape}"
             )
         if a.dtype != bool:
-            numeric = a.dtype.kind in "iuf"
-            if not numeric or not np.isin(a, (0, 1)).all():
-                seen = np.unique(a[~np.isin(a, (0, 1))] if numeric else a)[:4].tolist()
+            # (numbers 0 / 1, or objects each a bool or 0 / 1: True, np.True_, 1.0)
+            if a.dtype.kind in "iuf":
+                ok = np.isin(a, (0, 1))
+            elif a.dtype.kind == "O":
+                ok = np.array(
+                    [isinstance(v, bool | np.bool_) or _zero_one(v) for v in a.tolist()], dtype=bool
+                )
+            else:
+                ok = np.zeros(a.shape, dtype=bool)
+            if not ok.all():
+                seen = list(dict.fromkeys(map(repr, a[~ok].tolist())))[:4]
                 raise ValueError(
                     f"{name} must say whether each example is called positive (booleans, or 0 "
-                    f"and 1); got values such as {seen}. For labels, compare them with the "
+                    f"and 1); got values such as {', '.join(seen)}. For labels, compare them with the "
                     "positive class (labels == clf.classes_[1]), or pass "
                     "Evaluation.positive."
                 )

@@ -259,6 +259,10 @@ def test_a_named_header_read_as_one_column_names_the_separator_it_holds():
         feature_columns(["a;b;c"], 1, NAMED, where="f", sep=",")
     with pytest.raises(DataError, match=r"lacks 1 of the model's features: 'c'$"):
         feature_columns(["a", "b"], 2, NAMED, where="f", sep=",")
+    # A one-column header that holds no other separator is a misnamed column: no hint.
+    one = ExpectedFeatures(n_features=1, names=("a",))
+    with pytest.raises(DataError, match=r"does not know: 'b' \(not features\? .*\)$"):
+        feature_columns(["b"], 1, one, where="f", sep=",")
 
 
 # -- cells ----------------------------------------------------------------------------------------

@@ -144,6 +144,11 @@ def test_labels_are_refused_where_positives_are_meant(early, full):
 def test_zero_one_decisions_are_measured_and_lengths_must_match():
     early, full = np.array([1, 0, 1, 1]), np.array([1.0, 1.0, 0.0, 1.0])
     assert disagreement_rate(early, full) == pytest.approx(0.5)
+    # Booleans held as objects (a frame's column of True / False) are booleans.
+    as_objects = np.array([True, False, True, True], dtype=object)
+    assert disagreement_rate(as_objects, full) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="such as None"):
+        disagreement_rate(np.array([True, None, 1, 0], dtype=object), full)
     assert stop_error(early, full, "lower") == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="one value per example each; got 4 and 3"):
         disagreement_rate(early, full[:3])

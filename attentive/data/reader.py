@@ -1096,8 +1096,10 @@ def feature_columns(
                     f"has the model's features in another order: feature {i + 1} is {features[i]!r} "
                     f"where the model has {names[i]!r}; write the columns in the model's order"
                 )
-            # (A header read as one column: split at another separator than the file's.)
-            hint = one_column_hint(sep, columns[0]) if len(columns) == 1 and sep else ""
+            # (A header read as one column that holds another separator than the file's.)
+            hint = ""
+            if len(columns) == 1 and sep and other_separator_hint(columns[0], sep):
+                hint = one_column_hint(sep, columns[0])
             raise DataError(f"{where} " + "; it ".join(problems) + hint)
     elif expected.n_features is not None and len(features) != expected.n_features:
         less = f" ({len(columns)} less {len(exclude)} excluded)" if exclude else ""
