@@ -668,6 +668,7 @@ def test_a_refused_file_leaves_an_uploaded_model_and_the_training_fields_as_they
         (" -7 ", "at least 0, not -7."),
         ("2.5", "expected a whole number, got '2.5'"),
         ("1e3", None),  # (a URL's number: accepted as the whole number it is)
+        ("9" * 5000, "expected a whole number, got '" + "9" * 5000 + "'"),  # (Python's limit)
     ],
 )
 def test_a_typed_whole_number_is_quoted_as_typed(text, said):
@@ -794,9 +795,40 @@ def test_uploads_while_a_build_is_running_keep_their_rule_and_their_words(mnist)
     ex.finish()
     page.set_controls(C=7.0)
     ex.finish()
-    assert not page.upload_dataset(b"f0,f1,label\n1,red,0\n2,3,1\n", "bad.csv") or page.building
+    page.upload_dataset(b"f0,f1,label\n1,red,0\n2,3,1\n", "bad.csv")
     ex.finish()
+    assert "'red' is not a number" in page.last_error
     assert page.model_source == "upload" and page.C == 7.0, page.last_error
+    # The model dropped by hand (train), then another dataset: nothing to say of the upload.
+    reported.clear()
+    page.model_source = "train"
+    page.dataset = "mnist-t10k-3v8"
+    ex.finish()
+    assert not [r for r in reported if "was uploaded for" in r], reported
+    # An uploaded model dropped by a switch, and its dataset chosen again before the switch's
+    # model was in use: that model is back, and nothing is said.
+    page.dataset = "mnist-t10k-2v5"
+    ex.finish()
+    assert page.upload_model(sio.dumps(mnist_model), "m.skops") or page.building
+    ex.finish()
+    reported.clear()
+    page.dataset = "mnist-t10k-3v8"
+    page.dataset = "mnist-t10k-2v5"
+    ex.finish()
+    assert page.model_source == "upload" and page.dataset == "mnist-t10k-2v5"
+    assert not [r for r in reported if "was uploaded for" in r], reported
+    # The exported classifier uploaded again while its model is in use (a build of another
+    # seed pending): its rule now; later builds leave the user's rule alone.
+    page.upload_model(blob, "exported.skops")
+    ex.finish()
+    page.set_controls(z=1.5)
+    page.set_controls(seed=9)  # (pending)
+    page.upload_model(blob, "exported.skops")  # (its seed again: the model in use)
+    assert page.side == "lower" and page.rule.z == pytest.approx(first.rule.z)
+    page.set_controls(z=1.5)
+    page.set_controls(seed=11)
+    ex.finish()
+    assert page.rule.z == pytest.approx(1.5) and page.seed == 11
 
 
 def test_a_classifier_made_by_the_library_is_used_at_the_pages_rule_where_the_page_cannot_make_it(
@@ -811,6 +843,7 @@ def test_a_classifier_made_by_the_library_is_used_at_the_pages_rule_where_the_pa
     from sklearn.svm import SVC
 
     from attentive import AttentiveClassifier
+    from attentive.app import rules
 
     X, y = mnist.X_train[:500], mnist.y_train[:500]
     state = DashboardState()
@@ -820,6 +853,9 @@ def test_a_classifier_made_by_the_library_is_used_at_the_pages_rule_where_the_pa
     assert state.upload_model(sio.dumps(far), "far.skops"), state.last_error
     assert state.model_source == "upload" and state.seed == seed and not state.building
     assert state.boundary == "curved" and "its rule is set back" in state.last_error
+    assert f"its seed = {2**31 + 5} is beyond the page's field, which keeps {seed}" in (
+        state.last_error
+    )
     for others, said in (
         ({"variance": "independent"}, "variance='independent'"),
         ({"reference_walks": "in-sample"}, "reference_walks='in-sample'"),
@@ -829,6 +865,16 @@ def test_a_classifier_made_by_the_library_is_used_at_the_pages_rule_where_the_pa
         assert page.upload_model(sio.dumps(other.fit(X, y)), "other.skops"), page.last_error
         assert page.boundary == "calibrated" and said in page.last_error
         assert "used at the page's rule" in page.last_error and page.error_level == "info"
+    # A calibrated rule of one family: calibrated here among every family; which one is said
+    # where it is another.
+    fixed = AttentiveClassifier(
+        SVC(gamma=0.02), boundary="calibrated", family="constant", random_state=1, side="both"
+    ).fit(X, y)
+    page = DashboardState()
+    assert page.upload_model(sio.dumps(fixed), "fixed.skops"), page.last_error
+    assert page.boundary == "calibrated" and "its rule is set back" in page.last_error
+    here = rules.rule_classifier(page.walks, page.rule).calibration_.family
+    assert (here != "constant") == ("where the file's is constant" in page.last_error)
     # A threshold beyond this model's scores: nothing of its rule is set, and the page says so.
     out = AttentiveClassifier(SVC(gamma=0.02), random_state=1, threshold=50.0, **kw).fit(X, y)
     page = DashboardState()

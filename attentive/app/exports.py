@@ -103,6 +103,7 @@ PAGE_SETTINGS = {
     "variance": "terms",
     "stopped_score": "estimate",
     "calibration_size": "auto",
+    "sketch": "auto",
     "sketch_order": "residual",
 }
 
@@ -123,7 +124,7 @@ def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     if kind not in rules.kinds():
         return {}, {}, [f"boundary={kind!r}"]
     others = [f"{k}={p[k]!r}" for k, v in PAGE_SETTINGS.items() if p.get(k) != v]
-    if getattr(clf, "reference_walks_", None) != "leave-one-out":
+    if getattr(clf, "reference_walks_", None) != REFERENCE_WALKS:
         others.append(f"reference_walks={getattr(clf, 'reference_walks_', None)!r}")
     if others:
         return {}, {}, others
@@ -133,6 +134,8 @@ def exported_settings(clf) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     rule: dict[str, Any] = {"boundary": kind, "side": p["side"], "theta": float(p["threshold"])}
     if kind == "calibrated":
         rule.update(delta=float(p["delta"]), alpha=float(p["alpha"]))
+        if p["family"] != "auto":  # (calibration here chooses among every family: said where
+            rule["family"] = p["family"]  # it chooses another, state._exported_rule)
     elif kind == "budget":  # (the share of the terms the page's budget gives that many for)
         terms, n = int(clf.boundary_.budget), int(clf.n_terms_)
         shares = [round(terms / n, digits) for digits in (2, 3, 4)] + [(terms - 1e-6) / n]

@@ -302,7 +302,30 @@ def fitted_here(model, X_fit, y_fit) -> bool:
         return False
     if candidate.get_params() != model.get_params():
         return False
-    return model_fingerprint(clone(candidate).fit(X_fit, y_fit)) == model_fingerprint(model)
+    if kind in ("rbf", "linear", "poly", "sigmoid") and not _svc_of_rows(model, X_fit):
+        return False  # (at once: no refit for an SVC fitted on other rows)
+    try:
+        refit = clone(candidate).fit(X_fit, y_fit)
+    except Exception:  # (a refit that fails says nothing of the upload, which is used as it is)
+        return False
+    return model_fingerprint(refit) == model_fingerprint(model)
+
+
+def _svc_of_rows(model, X) -> bool:
+    """Whether a fitted SVC was fitted on rows of the shape of ``X`` whose support vectors are
+    ``X``'s rows at its ``support_``: a cheap look before refitting."""
+    import scipy.sparse as sp
+
+    if tuple(getattr(model, "shape_fit_", ())) != tuple(X.shape):
+        return False
+    support = np.asarray(getattr(model, "support_", []))
+    if support.size and (support.min() < 0 or support.max() >= X.shape[0]):
+        return False
+    rows = X[support]
+    rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+    vectors = model.support_vectors_
+    vectors = vectors.toarray() if sp.issparse(vectors) else np.asarray(vectors)
+    return rows.shape == vectors.shape and np.array_equal(rows, vectors)
 
 
 def model_labels(model, class_names) -> np.ndarray | None:

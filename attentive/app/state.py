@@ -73,9 +73,12 @@ class DashboardState(Background):
         # Every model input as it stood then (an uploaded model's training fields too): what a
         # failed build sets back.
         self._settled: dict[str, Any] = {}
-        # An exported classifier uploaded: (model file, file name, its rule), set once its model
-        # is in use (the build for that file: done() in _build).
-        self._exported: tuple[str, str, dict] | None = None
+        # An exported classifier uploaded: (the model inputs asked for with it, file name, its
+        # rule, a note), set once the build of exactly those inputs is in use (done() in _build).
+        self._exported: tuple[dict, str, dict, str] | None = None
+        # The model inputs in use when a dataset switch dropped an uploaded model (said once the
+        # new dataset's model is in use; set back if the old dataset is chosen again first).
+        self._dropping: dict[str, Any] | None = None
         # (boundary, z, walks, side, θ) of the rule target / time_budget chose: still_picked
         self._picked: tuple | None = None
         self._budget_waiting = False  # a time budget waits for the rules' times (pick)
@@ -281,6 +284,13 @@ class DashboardState(Background):
             self.report(NO_MODEL_FILE_YET, "info")
             return self.param.update(model_source="train", model_file="")
         new_dataset = "dataset" in changed and self.dataset != self._applied.get("dataset")
+        dropped = self._dropping
+        if "dataset" in changed and dropped is not None and self.dataset == dropped["dataset"]:
+            # (Back to the dataset whose uploaded model a switch dropped, before the switch's
+            # model was in use: that model again, and nothing to say.)
+            self._dropping = None
+            if self.model_source != "upload" and dropped["model_file"] in self._models:
+                return self.param.update({k: dropped[k] for k in ("model_source", "model_file")})
         preset = self._preset(changed) if new_dataset else {}
         if new_dataset and "positive_class" not in changed:
             # A registry dataset has its own classes: the class typed for an uploaded file is
@@ -293,6 +303,7 @@ class DashboardState(Background):
         # tour sets back what it changed, is for that one. The switch is said once the new
         # dataset's model is in use: done() in _build.)
         if new_dataset and self.model_source == "upload" and self._applied.get("model_source") == "upload":  # fmt: skip
+            self._dropping = dict(self._applied)
             return self.param.update(model_source="train", model_file="", **preset)
         if preset:
             return self.param.update(preset)  # the update builds once, with the preset
@@ -353,11 +364,11 @@ class DashboardState(Background):
         def done(built: Walks) -> None:
             if self._inputs() == inputs:
                 bounds = rules.theta_range(built)  # θ follows the data
-                before, self._applied = self._applied, inputs
+                self._applied = inputs
                 self._settled = {k: getattr(self, k) for k in controls.MODEL_INPUTS}
-                dropped = before.get("model_source") == "upload" and inputs["model_source"] != "upload"  # fmt: skip
-                if dropped and before.get("dataset") != inputs["dataset"]:
-                    self._said_dropped(before)
+                dropped, self._dropping = self._dropping, None
+                if dropped is not None and inputs["model_source"] != "upload":
+                    self._said_dropped(dropped)
                 if inputs["dataset"] in self._uploads:
                     self._upload_classes[inputs["dataset"]] = inputs["positive_class"]
                 self.param.theta.bounds = lo, hi = bounds
@@ -371,13 +382,13 @@ class DashboardState(Background):
                 if note := label_note(built):
                     self.report(note, "warning")
                 exported, self._exported = self._exported, None
-                if exported is not None and exported[0] == inputs.get("model_file"):
-                    self._exported_rule(*exported)
+                if exported is not None and exported[0] == inputs:
+                    self._exported_rule(*exported[1:])
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
                 return  # superseded by a newer request
-            if self._exported is not None and self._exported[0] == inputs.get("model_file"):
+            if self._exported is not None and self._exported[0] == inputs:
                 self._exported = None
             self.report(exc)
             # An uploaded dataset not yet in use is dropped with its failed build — unless an
@@ -457,14 +468,19 @@ class DashboardState(Background):
         # An exported classifier comes back at the rule it was exported at (its walk's centring
         # and seed with the model; its rule once that is built), not at the page's rule.
         walk, rule, others = exported_settings(loaded)
-        walk = {k: v for k, v in walk.items() if self._accepts(k, v)}
-        self._exported = (key, filename, rule) if rule else None
+        left = {k: v for k, v in walk.items() if not self._accepts(k, v)}
+        walk = {k: v for k, v in walk.items() if k not in left}
         if others:
             self.report(f"{filename} holds an AttentiveClassifier fitted with settings the page does not make ({', '.join(others)}): its model is used at the page's rule.", "info")  # fmt: skip
-        if self.model_source == "upload" and self.model_file == key and not self.building:
-            self._exported = None  # (the file in use already: its rule is the page's to keep)
+        note = "".join(f"; its {k} = {v} is beyond the page's field, which keeps {getattr(self, k)}" for k, v in left.items())  # fmt: skip
+        self._exported = None
         self.param.update(model_source="upload", model_file=key, **walk)
-        return self.model_source == "upload" and self.model_file == key  # a failed build reverts
+        in_use = self.model_source == "upload" and self.model_file == key  # a failed build reverts
+        if rule and in_use and not self.building:
+            self._exported_rule(filename, rule, note)  # (its model in use already)
+        elif rule and in_use:
+            self._exported = (self._inputs(), filename, rule, note)  # (once that build is in use)
+        return in_use
 
     def _accepts(self, name: str, value) -> bool:
         """Whether control ``name`` takes ``value`` as it is (param's own check, nothing set)."""
@@ -479,17 +495,25 @@ class DashboardState(Background):
             with param.discard_events(self):
                 self.param.update({name: old})
 
-    def _exported_rule(self, key: str, filename: str, rule: dict) -> None:
+    def _exported_rule(self, filename: str, rule: dict, note: str = "") -> None:
         """An uploaded exported classifier's rule, once its model is in use: set back, or why
-        not (its threshold outside this model's scores: every control is left as it is)."""
+        not (its threshold outside this model's scores: every control is left as it is); a
+        calibrated rule's family too, where calibration here chooses another."""
+        rule = dict(rule)
+        family = rule.pop("family", None)
         lo, hi = self.param.theta.bounds
         theta = rule.get("theta", self.theta)
         if not lo <= theta <= hi:
             self.report(f"{filename} is an exported classifier whose threshold θ = {theta:g} is outside this model's scores ({lo:.3g} to {hi:.3g}): its model is used at the page's rule.", "info")  # fmt: skip
             return
-        if self.set_controls(**rule):
-            shown = ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in rule.items())  # fmt: skip
-            self.report(f"{filename} is an exported classifier: its rule is set back ({shown}).", "info")  # fmt: skip
+        if not self.set_controls(**rule):
+            return
+        shown = ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in rule.items())  # fmt: skip
+        report = rules.rule_classifier(self.walks, self.rule).calibration_ if family else None
+        here = getattr(report, "family", None)
+        if family is not None and here is not None and here != family:
+            note += f"; calibrated here, the rule's family is {here}, where the file's is {family}"
+        self.report(f"{filename} is an exported classifier: its rule is set back ({shown}){note}.", "info")  # fmt: skip
 
     # -- choosing an operating point -------------------------------------------------------------
     def _pick_entered(self, *events) -> None:
