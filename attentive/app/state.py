@@ -73,9 +73,9 @@ class DashboardState(Background):
         # Every model input as it stood then (an uploaded model's training fields too): what a
         # failed build sets back.
         self._settled: dict[str, Any] = {}
-        # An exported classifier uploaded: (the model inputs asked for with it, file name, its
-        # rule, a note), set once the build of exactly those inputs is in use (done() in _build).
-        self._exported: tuple[dict, str, dict, str] | None = None
+        # What waits for a model: (the model inputs asked for, a function), called once the build
+        # of exactly those inputs is in use, dropped where it fails or another is used (when_built).
+        self._on_built: list[tuple[dict, Callable[[], None]]] = []
         # The model inputs in use when a dataset switch dropped an uploaded model (said once the
         # new dataset's model is in use; set back if the old dataset is chosen again first).
         self._dropping: dict[str, Any] | None = None
@@ -258,18 +258,24 @@ class DashboardState(Background):
         report what is refused and set the others together: one batch, one rebuild."""
         accepted = {}
         for name, value in values.items():
-            old = getattr(self, name)
             try:
-                with param.discard_events(self):
-                    self.param.update({name: value})
-                accepted[name] = getattr(self, name)  # as the parameter holds it (snapped)
+                accepted[name] = self._checked(name, value)
             except ValueError as exc:
                 self.report(InvalidParameterError(f"{self.param[name].label}: {plain(exc)}"))
-            finally:
-                with param.discard_events(self):
-                    self.param.update({name: old})
         self.param.update(accepted)
         return len(accepted) == len(values)
+
+    def _checked(self, name: str, value):
+        """``value`` as control ``name`` holds it (snapped), by param's own check, nothing set
+        (no events, then put back); a ValueError where it is refused."""
+        old = getattr(self, name)
+        try:
+            with param.discard_events(self):
+                self.param.update({name: value})
+            return getattr(self, name)
+        finally:
+            with param.discard_events(self):
+                self.param.update({name: old})
 
     # -- the model: build the walk -------------------------------------------------------------
     def _inputs(self) -> dict[str, Any]:
@@ -381,15 +387,15 @@ class DashboardState(Background):
                 self.param.update(walks=built, theta=theta, focus=-1, sketch=sketch, **new, **put_back)  # fmt: skip
                 if note := label_note(built):
                     self.report(note, "warning")
-                exported, self._exported = self._exported, None
-                if exported is not None and exported[0] == inputs:
-                    self._exported_rule(*exported[1:])
+                waiting, self._on_built = self._on_built, []
+                for asked, fn in waiting:
+                    if asked == inputs:
+                        fn()
 
         def fail(exc: BaseException) -> None:
             if self._inputs() != inputs:
                 return  # superseded by a newer request
-            if self._exported is not None and self._exported[0] == inputs:
-                self._exported = None
+            self._on_built = [(asked, fn) for asked, fn in self._on_built if asked != inputs]
             self.report(exc)
             # An uploaded dataset not yet in use is dropped with its failed build — unless an
             # uploaded model came with it: the file was read alone when it came, so the pairing
@@ -473,27 +479,28 @@ class DashboardState(Background):
         if others:
             self.report(f"{filename} holds an AttentiveClassifier fitted with settings the page does not make ({', '.join(others)}): its model is used at the page's rule.", "info")  # fmt: skip
         note = "".join(f"; its {k} = {v} is beyond the page's field, which keeps {getattr(self, k)}" for k, v in left.items())  # fmt: skip
-        self._exported = None
         self.param.update(model_source="upload", model_file=key, **walk)
         in_use = self.model_source == "upload" and self.model_file == key  # a failed build reverts
-        if rule and in_use and not self.building:
-            self._exported_rule(filename, rule, note)  # (its model in use already)
-        elif rule and in_use:
-            self._exported = (self._inputs(), filename, rule, note)  # (once that build is in use)
+        if rule and in_use:
+            self.when_built(lambda: self._exported_rule(filename, rule, note))
         return in_use
 
+    def when_built(self, fn: Callable[[], None]) -> None:
+        """``fn()`` once the model the controls now ask for is in use: at once where it is,
+        else when the build of exactly these inputs is applied — not at the end of an earlier
+        build (``busy`` goes False after each), and never where that build fails or another
+        model's is used instead."""
+        if not self.building:
+            return fn()
+        self._on_built.append((self._inputs(), fn))
+
     def _accepts(self, name: str, value) -> bool:
-        """Whether control ``name`` takes ``value`` as it is (param's own check, nothing set)."""
-        old = getattr(self, name)
+        """Whether control ``name`` takes ``value`` (:meth:`_checked`)."""
         try:
-            with param.discard_events(self):
-                self.param.update({name: value})
+            self._checked(name, value)
             return True
         except ValueError:
             return False
-        finally:
-            with param.discard_events(self):
-                self.param.update({name: old})
 
     def _exported_rule(self, filename: str, rule: dict, note: str = "") -> None:
         """An uploaded exported classifier's rule, once its model is in use: set back, or why

@@ -260,15 +260,7 @@ class Tour(pn.viewable.Viewer):
             if changed and all(getattr(self.state, k) == v for k, v in kept.items()):
                 self.state.report(RESTORED, "info")
 
-        if not self.state.building:
-            return finish()
-
-        def when_built(event) -> None:
-            if not event.new:
-                self.state.param.unwatch(watcher)
-                finish()
-
-        watcher = self.state.param.watch(when_built, "busy")
+        self.state.when_built(finish)
 
     @param.depends("step")
     def _card(self):
