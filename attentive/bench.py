@@ -266,10 +266,11 @@ def _bench_problem(name: str, args) -> dict:
     if peer is not None:
         methods["sklearnex_1"] = peer_call(1)
         methods["sklearnex"] = peer_call(None)
-    # Where `predict` evaluates in full, the walk it declined is timed too; behind a pipeline, the
-    # head alone (its transform of every row, which `predict` applies too, a StandardScaler tile
-    # by tile): about a floor under `predict`.
-    walk_declined = ev.path == "full" and rule.mean_evaluated_fraction < 1.0
+    # Where `predict` does not walk (it evaluates in full, or stops only the rows its triage
+    # decides: path "triage"), the walk it declined is timed too; behind a pipeline, the head
+    # alone (its transform of every row, which `predict` applies too, a StandardScaler tile by
+    # tile): about a floor under `predict`.
+    walk_declined = ev.path != "walk" and rule.mean_evaluated_fraction < 1.0
     for sfx, jobs in (("_1", 1), ("", args.jobs)):
         methods["full" + sfx] = ours(full, jobs, "decision_function")
         methods["predict" + sfx] = ours(att, jobs, "predict")

@@ -56,7 +56,7 @@ from attentive.calibration import (
 from attentive.errors import DataError, InvalidParameterError
 from attentive.evaluation import Evaluation, evaluate
 from attentive.evaluator import NonFiniteInput, rejects_non_finite
-from attentive.evaluator.pilot import PILOT_ROWS
+from attentive.evaluator.pilot import PILOT_ROWS, WALK_MARGIN
 from attentive.families import (
     BoundaryFamily,
     WalkStatistics,
@@ -649,7 +649,12 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         term is evaluated, each example gets the full model's decision (``n_evaluated ==
         n_terms_``, ``Evaluation.path == "full"``), which is what the rule approximates; what the
         rule would have done is still what :meth:`scale_outcomes`, calibration and
-        ``early_stopping=True`` show. ``False``: never stop — every term of every example,
+        ``early_stopping=True`` show. A sketched rule has a third way, taken where the pilot
+        prices it cheaper than both: the examples the rule stops at its first check (found
+        by the sketch's one pass over the rows) stop there and every other example gets the
+        full model's decision (``Evaluation.path == "triage"``), so the examples it decides
+        differently from the full model are among those the rule does, and the guarantee of
+        ``boundary="calibrated"`` holds for it too. ``False``: never stop — every term of every example,
         whatever the rule (a budget too). Only how examples are evaluated changes: fitting, the
         boundary and calibration are the same for every value. A classifier saved before this
         parameter existed loads with ``"auto"``.
@@ -1405,15 +1410,25 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # come as, whose full evaluation is the faster (docs/speed.md, "Precision").
             rows = rows.astype(np.float32)
         family = make_family(option.family, option.statistics, self.theta_s_, self.side_)
-        ev = evaluate(
-            option.walk,
-            rows,
-            family.boundary(scale),
-            self.theta_s_,
-            precision=self._precision(),
-            threshold=self.threshold_,
-            reference=option.walk.prepare(rows),
-        )
+
+        def priced(path):
+            return evaluate(
+                option.walk,
+                rows,
+                family.boundary(scale),
+                self.theta_s_,
+                precision=self._precision(),
+                threshold=self.threshold_,
+                reference=option.walk.prepare(rows),
+                path=path,
+            )
+
+        ev = priced("auto")
+        if ev.path == "triage":
+            # (Where the evaluator would stop only the rows its triage decides and evaluate
+            # every term of the others, the sketch is still chosen by its walk's price.)
+            ev = priced("walk")
+            return ev.predicted_cost if ev.predicted_cost <= WALK_MARGIN else None
         return ev.predicted_cost if ev.path == "walk" else None
 
     def _sketch_cost_model(self):

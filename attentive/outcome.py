@@ -54,15 +54,21 @@ class Evaluation:
         ``n_evaluated`` counts exact terms only.
     walked_term_cost : float
         A walked term's cost in plain terms: ``1 + m/d`` after a sketch (its sketch value), else 1.
-    path : {"walk", "full", "budget", "reference"}
+    path : {"walk", "full", "triage", "budget", "reference"}
         How the examples were evaluated: the rule's walk; every term (the full model's
-        decisions, where the evaluator found walking would cost more, or was asked to);
-        Algorithm 2's first ``B`` terms; or the reference on given partial scores
+        decisions, where the evaluator found walking would cost more, or was asked to); the
+        rule's stops at its first check for the examples its sketch's triage decides there and
+        every term of the others (the full model's decisions: where the evaluator found that
+        cheaper than walking them, :mod:`attentive.evaluator.triage`); Algorithm 2's first ``B``
+        terms; or the reference on given partial scores
         (:func:`attentive.evaluation.apply_boundary`).
     predicted_cost : float or None
         Where the evaluator's pilot priced the walk (:mod:`attentive.evaluator.pilot`): its
-        predicted time of a row's walk as a fraction of a full evaluation's (one thread; the
-        path is "full" where it is above ``WALK_MARGIN``); None where no pilot priced it.
+        predicted time of a row's walk (on path "triage": of the triage and the full
+        evaluation of the rows it leaves) as a fraction of a full evaluation's (one thread; the
+        path is "full" where the walk is priced above ``WALK_MARGIN`` and the triage's path
+        not below both the walk and ``TRIAGE_MARGIN``: :mod:`attentive.evaluator.pilot`); None
+        where no pilot priced it.
     """
 
     decision: np.ndarray

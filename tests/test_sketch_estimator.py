@@ -860,6 +860,7 @@ def test_where_no_walk_pays_the_least_work_by_the_count_is_kept(monkeypatch):
     from attentive.evaluator import pilot as pilot_module
 
     monkeypatch.setattr(pilot_module, "WALK_MARGIN", 0.0)
+    monkeypatch.setattr(pilot_module, "TRIAGE_MARGIN", 0.0)  # (nor stopping what the triage does)
 
     problem = load_problem("mnist-4v9")
     clf, before = _calibrated(problem), _calibrated(problem, cls=_FastestAlways)

@@ -16,15 +16,17 @@ import numpy as np
 import pytest
 from test_sketch_paths import _boundary, _same, sketched_walks  # noqa: F401 (a fixture)
 
+from attentive.boundaries import full_boundary
 from attentive.errors import NonFiniteInput
 from attentive.evaluation import apply_boundary
 from attentive.evaluator import blocked as blocked_module
 from attentive.evaluator import evaluate_blocked
+from attentive.evaluator import pilot as pilot_module
 from attentive.evaluator import rows as rows_module
 from attentive.evaluator import triage as triage_module
 from attentive.evaluator.plan import thresholds, walk_plan
 from attentive.evaluator.rows import MIN_PRODUCT_TILE, SMALL_PRODUCT, product_tile_rows
-from attentive.evaluator.triage import triage
+from attentive.evaluator.triage import triage, triage_positions
 
 KINDS = ["rbf", "rbf-single", "rbf-single-f32", "rbf-grid", "rbf-single-axes"]
 
@@ -50,8 +52,8 @@ def _priced(monkeypatch, ns: float) -> list:
     calls = []
     original = blocked_module.triage
 
-    def spy(walk, plan, X, thr, b):
-        found = original(walk, plan, X, thr, b)
+    def spy(walk, plan, X, thr, b, **kwargs):
+        found = original(walk, plan, X, thr, b, **kwargs)
         calls.append((X.shape[0], found.decided.at.shape[0]))
         return found
 
@@ -230,7 +232,7 @@ def test_a_row_with_a_missing_value_is_still_refused_after_a_triage(
     monkeypatch,
 ):
     """A triage leaves a row whose norm is not finite to the walk's source, which refuses it
-    (as without a triage); the other rows are not the cause."""
+    (as without a triage), or on path "triage" to full evaluation's, which does too."""
     walk, X = sketched_walks["rbf"]
     calls = _priced(monkeypatch, -1e12)
     S = walk.partial_scores(X)
@@ -242,6 +244,14 @@ def test_a_row_with_a_missing_value_is_still_refused_after_a_triage(
         with pytest.raises(NonFiniteInput):
             evaluate_blocked(walk, Y, boundary, theta_s, path="walk")
     assert calls  # (the triage ran, and let the row through to the source)
+    calls.clear()
+    _then_full(monkeypatch, True)  # path "triage": the row goes to full evaluation's source
+    for bad in (np.nan, np.inf):
+        Y = np.array(X, dtype=np.float64)
+        Y[7, 2] = bad
+        with pytest.raises(NonFiniteInput):
+            evaluate_blocked(walk, Y, boundary, theta_s, path="auto")
+    assert calls
 
 
 @pytest.mark.parametrize("d", [2, 50, 784, 5000, 10**6])
@@ -417,3 +427,296 @@ def test_a_classifier_behind_a_scaler_decides_alike_with_and_without_the_triage(
     sparse = plain.with_rule().evaluate(sp.csr_matrix(rows))
     assert not calls
     np.testing.assert_array_equal(sparse.labels, dense.labels)
+
+
+def _then_full(monkeypatch, taken: bool) -> None:
+    """Path "triage" (the triage's stops, every term of the other rows) priced as always
+    paying, or as never."""
+    monkeypatch.setattr(pilot_module.Pilot, "then_full_pays", property(lambda self: taken))
+
+
+def _expected(walk, X, boundary, theta_s, **kwargs):
+    """What path "triage" must give, from the two paths it is made of, each computed on its
+    own: the forced walk's outcome for the rows whose walk stops within the triage's
+    positions, every term's for the others (and which rows those are)."""
+    walked = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
+    full = evaluate_blocked(walk, X, boundary, theta_s, path="full", **kwargs)
+    early = walked.stopped & (walked.n_evaluated <= triage_positions(walk.n_terms))
+    return walked, full, early
+
+
+def _is_triage_of(ev, walked, full, early, atol):
+    assert ev.path == "triage"
+    for name in ("n_evaluated", "stop_side", "positive", "labels", "stopped"):
+        np.testing.assert_array_equal(
+            getattr(ev, name), np.where(early, getattr(walked, name), getattr(full, name))
+        )
+    np.testing.assert_allclose(
+        ev.decision, np.where(early, walked.decision, full.decision), rtol=1e-9, atol=atol
+    )
+
+
+def test_path_triage_is_not_taken_on_narrow_rows(sketched_walks, monkeypatch):  # noqa: F811
+    """Rows over 64 columns or fewer (here 6) never take path "triage", even where it is
+    priced as paying (measured slower than their walk behind a PCA(50)): they are walked or
+    evaluated in full, as the pilot prices the walk."""
+    walk, X = sketched_walks["rbf"]
+    _then_full(monkeypatch, True)
+    assert X.shape[1] <= blocked_module.TRIAGE_PATH_COLUMNS
+    theta_s = walk.theta_s(0.0)
+    for boundary, _ref, spread in _references(walk, X, np.random.default_rng(2)):
+        ev = evaluate_blocked(walk, X, boundary, theta_s, path="auto")
+        assert ev.path in ("walk", "full")
+        _same(ev, evaluate_blocked(walk, X, boundary, theta_s, path=ev.path), 1e-9 * spread)
+
+
+@pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != "rbf"])
+def test_path_triage_stops_the_rows_the_walk_stops_at_once_and_evaluates_the_rest_in_full(
+    sketched_walks,  # noqa: F811
+    kind,
+    monkeypatch,
+):
+    """Where the pilot prices it cheapest, "auto" stops the rows whose walk stops within the
+    triage's positions, where and on the side the walk does, and gives every other row the full
+    model's decision: against the forced walk and full evaluation, and against the reference
+    (apply_boundary on the partial scores), for every chunking and two threads; the rows it
+    gets wrong are among those the rule gets wrong."""
+    walk, X = sketched_walks[kind]
+    _then_full(monkeypatch, True)
+    rng = np.random.default_rng(9)
+    theta_s = walk.theta_s(0.0)
+    n = walk.n_terms
+    band = 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    S = walk.partial_scores(X)
+    full_ref = apply_boundary(S, full_boundary(n), theta_s, walk.offset, walk.terms.classes)
+    stopped_at_once = 0
+    for boundary, ref, spread in _references(walk, X, rng):
+        for precision in ("single", "double"):
+            atol = 1e-9 * spread + (band if precision == "single" else 0.0)
+            for kwargs in ({}, {"chunk_size": 100}, {"chunk_size": 150, "n_jobs": 2}):
+                ev = evaluate_blocked(
+                    walk, X, boundary, theta_s, precision=precision, path="auto", **kwargs
+                )
+                _is_triage_of(ev, *_expected(walk, X, boundary, theta_s, precision=precision), atol)
+                early = ref.n_evaluated == 1
+                np.testing.assert_array_equal(
+                    ev.labels, np.where(early, ref.labels, full_ref.labels)
+                )
+                np.testing.assert_array_equal(ev.n_evaluated, np.where(early, 1, n))
+                wrong, rule_wrong = ev.labels != full_ref.labels, ref.labels != full_ref.labels
+                assert not (wrong & ~rule_wrong).any()
+                stopped_at_once += int(early.sum())
+    assert stopped_at_once > 0
+
+
+def _stops_of(tri):
+    """{row: (position, side, value)} of a triage's decided rows."""
+    at, side, value = tri.decided.at, tri.decided.side, tri.decided.value
+    return {
+        int(r): (int(t), int(s), float(v)) for (r, t), s, v in zip(at, side, value, strict=True)
+    }
+
+
+@pytest.mark.parametrize("kind", ["rbf-single-f32", "rbf-grid"])
+def test_a_float32_triage_decides_as_the_double_one_within_its_own_band(
+    sketched_walks,  # noqa: F811
+    kind,
+):
+    """Float32 rows over many columns triaged in float32 (``single``): every row it decides,
+    the double-precision triage decides at the same position and on the same side, with a value
+    within the row's float32 band there; a row it leaves neither decided nor unsure, the double
+    one does not decide; it gives no features (its unsure rows are triaged again)."""
+    walk, X = sketched_walks[kind]
+    Xp = np.asarray(walk.prepare(X))
+    assert Xp.dtype == np.float32 and Xp.shape[1] > blocked_module.TRIAGE_PATH_COLUMNS
+    plan = walk_plan(walk)
+    decided = unsure = 0
+    for boundary, _ref, _spread in _references(walk, X, np.random.default_rng(4)):
+        thr = thresholds(plan, boundary)
+        double = triage(walk, plan, Xp, thr, 1)
+        single = triage(walk, plan, Xp, thr, 1, single=True)
+        assert single.features is None and single.band.shape == (1, len(Xp))
+        exact, rough = _stops_of(double), _stops_of(single)
+        for row, (at, side, value) in rough.items():
+            assert exact[row][:2] == (at, side)
+            assert abs(exact[row][2] - value) <= single.band[at - 1, row]
+        assert set(exact) <= set(rough) | set(single.unsure.tolist())
+        assert (single.band[0] >= double.band[0]).all()
+        decided += len(rough)
+        unsure += single.unsure.size
+    assert decided > 0 and unsure > 0
+
+
+def test_path_triage_triages_again_in_double_precision_what_float32_leaves_unsure(
+    sketched_walks,  # noqa: F811
+    monkeypatch,
+):
+    """A threshold beyond a row's statistic at position 1 by half its float32 band (far wider
+    than double precision's): the float32 triage leaves the row unsure, the double-precision
+    one, given only the rows left unsure, stops it there; path "triage" gives every row the
+    forced walk's outcome where that stops at once and full evaluation's elsewhere, whatever
+    batch the row is in."""
+    walk, X = sketched_walks["rbf-grid"]
+    _then_full(monkeypatch, True)
+    Xp = np.asarray(walk.prepare(X))
+    plan = walk_plan(walk)
+    S, _ = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    boundary, spread = _boundary(S, np.random.default_rng(8), "lower")
+    atol = 1e-9 * spread + 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    j = int(np.argsort(S[:, 0])[len(X) // 2])
+
+    def lower_at(value):
+        return dataclasses.replace(boundary, lower=np.concatenate([[value], boundary.lower[1:]]))
+
+    wide = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1, single=True).band
+    narrow = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1).band[0]
+    at = lower_at(S[j, 0] + wide[0, j] / 2)
+    assert wide[0, j] / 2 > 4 * narrow
+    assert j in triage(walk, plan, Xp, thresholds(plan, at), 1, single=True).unsure
+    calls = []
+    original = blocked_module.triage
+
+    def spy(walk, plan, X, thr, b, **kwargs):
+        found = original(walk, plan, X, thr, b, **kwargs)
+        calls.append((X.shape[0], kwargs.get("single", False), found.decided.at[:, 0].size))
+        return found
+
+    monkeypatch.setattr(blocked_module, "triage", spy)
+    ev = evaluate_blocked(walk, X, at, theta_s, path="auto", reference=Xp[:300])
+    _is_triage_of(ev, *_expected(walk, X, at, theta_s, reference=Xp[:300]), atol)
+    assert ev.n_evaluated[j] == 1 and ev.stop_side[j] == -1
+    # The float32 triage of the chunk, then the double one of its unsure rows only.
+    assert calls[0][:2] == (len(X), True) and calls[1][1] is False and calls[1][0] < len(X) // 4
+    for batch in (1, 7):
+        idx = np.arange(j - j % batch, min(len(X), j - j % batch + batch))
+        part = evaluate_blocked(walk, X[idx], at, theta_s, path="auto", reference=Xp[:300])
+        np.testing.assert_array_equal(part.n_evaluated, ev.n_evaluated[idx])
+        np.testing.assert_array_equal(part.labels, ev.labels[idx])
+
+
+@pytest.mark.parametrize("kind", ["rbf-single", "rbf-grid"])
+def test_path_triage_walks_the_rows_its_bound_leaves_unsure(
+    sketched_walks,  # noqa: F811
+    kind,
+    monkeypatch,
+):
+    """A threshold beyond a row's statistic at position 1 by half the triage's bound there
+    (double precision's rounding, from the chunk's largest row: far above a row's own): the
+    triage cannot say whether the row stops there and path "triage" asks its walk, which stops
+    it there; every row gets the forced walk's outcome if that stops at once and full
+    evaluation's if not; and a row's outcome is the same evaluated alone, in a batch of 7, or
+    with every row, although the triage's bound grows with the largest row of its chunk."""
+    walk, X = sketched_walks[kind]
+    _then_full(monkeypatch, True)
+    Xp = np.asarray(walk.prepare(X))
+    plan = walk_plan(walk)
+    S, _ = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    boundary, spread = _boundary(S, np.random.default_rng(8), "lower")
+    atol = 1e-9 * spread + 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    j = int(np.argsort(S[:, 0])[len(X) // 2])  # a row in the middle
+
+    def lower_at(value):
+        return dataclasses.replace(boundary, lower=np.concatenate([[value], boundary.lower[1:]]))
+
+    half = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1).band[0] / 2
+    at = lower_at(S[j, 0] + half)
+    assert half > 1e-12 * spread
+    unsure = triage(walk, plan, Xp, thresholds(plan, at), 1).unsure
+    assert j in unsure
+    ev = evaluate_blocked(walk, X, at, theta_s, path="auto", reference=Xp[:300])
+    _is_triage_of(ev, *_expected(walk, X, at, theta_s, reference=Xp[:300]), atol)
+    rows = np.unique(np.concatenate([unsure, np.arange(0, len(X), 37)]))
+    for batch in (1, 7):
+        for lo in range(0, rows.size, batch):
+            idx = rows[lo : lo + batch]
+            part = evaluate_blocked(walk, X[idx], at, theta_s, path="auto", reference=Xp[:300])
+            assert part.path == "triage"
+            np.testing.assert_array_equal(part.n_evaluated, ev.n_evaluated[idx])
+            np.testing.assert_array_equal(part.labels, ev.labels[idx])
+    assert ev.n_evaluated[j] == 1 and ev.stop_side[j] == -1
+
+
+def test_the_pilot_prices_path_triage_from_the_triage_and_the_rows_it_leaves(
+    sketched_walks,  # noqa: F811
+    monkeypatch,
+):
+    """Path "triage" is priced as the triage's pass (its features and positions) plus, for the
+    share of the pilot's walks stopping past its positions, a gathered row and every term, less
+    full evaluation's preparation of the rows it stops: a price of the gather moves it by
+    exactly the share's gather; "auto" takes the path exactly where the price says it pays."""
+    walk, X = sketched_walks["rbf-grid"]
+    S, _ = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    boundary, _ = _boundary(S, np.random.default_rng(3), "both")
+
+    def pilot(gather):
+        monkeypatch.setattr(pilot_module, "GATHER_NS", gather)
+        b = dataclasses.replace(boundary)  # a boundary of its own: its own pilot
+        ev = evaluate_blocked(walk, X, b, theta_s, path="auto")
+        kept = walk_plan(walk).pilots(b).by_kind
+        chosen = [
+            p for p in kept.values() if p.walk_cost == min(q.walk_cost for q in kept.values())
+        ]
+        return ev, chosen[0]
+
+    (ev0, free), (ev1, priced) = pilot(0.0), pilot(10.0)
+    share = np.mean(free.stops > triage_positions(walk.n_terms))
+    assert 0 < share < 1
+    assert priced.then_full_cost - free.then_full_cost == pytest.approx(
+        share * 10.0 * X.shape[1] / free.term_ns, rel=1e-9
+    )
+    for ev, p in ((ev0, free), (ev1, priced)):
+        expected = "triage" if p.then_full_pays else ("walk" if p.walk_pays else "full")
+        assert ev.path == expected
+        if ev.path == "triage":
+            assert ev.predicted_cost == pytest.approx(p.then_full_cost / p.full_cost)
+    assert not pilot(1e9)[1].then_full_pays
+
+
+def test_a_classifier_chooses_its_sketch_by_its_walk_whatever_path_auto_then_takes(monkeypatch):
+    """``fit`` prices each sketch by its walk (``_walk_price``), as before path "triage"
+    existed: the same sketch, costs and family whether that path is priced as always paying
+    or as never. Then, where it pays, ``predict`` and ``decision_function`` take it: the
+    forced walk's labels where it stops at once, the full model's elsewhere, on the
+    threshold's side (scikit-learn's contract)."""
+    import copy
+
+    from sklearn.base import clone
+    from sklearn.svm import SVC
+
+    from attentive import AttentiveClassifier
+    from attentive.data import load_dataset
+
+    ds = load_dataset("mnist-t10k-2v5")
+    X, Xt = (np.asarray(a, dtype=np.float32) for a in (ds.X_train, ds.X_test))
+    clf = AttentiveClassifier(
+        SVC(gamma="scale"), boundary="calibrated", side="both", delta=0.05, random_state=0
+    )
+    fitted = {}
+    for taken in (False, True):
+        _then_full(monkeypatch, taken)
+        fitted[taken] = clone(clf).fit(X, ds.y_train)
+    never, always = fitted[False], fitted[True]
+    assert never.sketch_costs_ == always.sketch_costs_ == "measured"
+    kept = [(o.k, o.m, o.family, o.total) for o in (f.sketch_choice_.kept for f in fitted.values())]
+    assert kept[0] == kept[1]
+    assert never.calibration_.family == always.calibration_.family
+    np.testing.assert_array_equal(never.boundary_.lower, always.boundary_.lower)
+    assert never.evaluate(Xt).path == "triage"  # (still priced as always paying)
+    _then_full(monkeypatch, False)
+    assert never.evaluate(Xt).path != "triage"
+    _then_full(monkeypatch, True)
+    ev = always.evaluate(Xt)
+    assert ev.path == "triage"
+    walked = copy.copy(always).set_params(early_stopping=True).evaluate(Xt)
+    full = always.with_rule("full").evaluate(Xt)
+    early = walked.stopped & (walked.n_evaluated == 1)
+    assert 0 < early.sum() < len(Xt)
+    np.testing.assert_array_equal(ev.labels, np.where(early, walked.labels, full.labels))
+    np.testing.assert_array_equal(always.predict(Xt), ev.labels)
+    decision = always.decision_function(Xt)
+    np.testing.assert_array_equal(
+        always.classes_[(decision >= always.threshold_).astype(int)], ev.labels
+    )

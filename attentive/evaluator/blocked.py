@@ -8,7 +8,14 @@ Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
   (:mod:`~attentive.evaluator.pilot`); every example then gets the full model's decision;
 * ``"walk"``: the rule's stops, found block by block for the walks still going
   (:mod:`~attentive.evaluator.walk`), in chunks of rows on the evaluator's threads; tiny problems
-  in one go; sparse linear models by their own search.
+  in one go; sparse linear models by their own search;
+* ``"triage"`` (``path="auto"`` only, a sketched walk of a dense RBF model): the rows whose walk
+  stops at the first check stop there, found by the sketch's one pass over the rows
+  (:mod:`~attentive.evaluator.triage`; the few its bound leaves unsure, by their walk), and
+  every other row is evaluated in full — where the pilot prices that below the walk and
+  :data:`~attentive.evaluator.pilot.WALK_MARGIN` of full evaluation. A row's outcome is then
+  the rule's where the rule stops it at once and the full model's elsewhere, so it disagrees
+  with the full model only where the rule does; which it is depends on the row alone.
 """
 
 from __future__ import annotations
@@ -72,6 +79,12 @@ _SMALL_PROBLEM = 2**15  # examples × terms at or below which one tile covers ev
 # still take two threads that cost them up to 17 %. (The pilot prices a chunk's fixed costs over
 # as many rows, pilot.NOMINAL_CHUNK_ROWS.) Which rows stop where does not depend on it.
 WALK_ROWS_PER_THREAD = 2048
+#: Path "triage" is for rows over more columns than this, and takes float32 ones in float32
+#: first (:func:`attentive.evaluator.triage.triage`, ``single``: over MNIST's 784, 556-1,343 ns
+#: a row against 852-1,648 in double precision; over 50, 409 against 268). Narrower rows walk or
+#: are evaluated in full: 8 against the rest behind a PCA(50), priced 0.64 of a full evaluation
+#: against its walk's 0.73, measured 0.71 / 0.67 (one thread / two) against 0.63 / 0.56.
+TRIAGE_PATH_COLUMNS = 64
 # A walk takes a second thread only where the pilot prices a row's walk at this or more (one
 # thread, pilot.Pilot.walk_ns): below it a chunk's time is mostly small operations under the
 # interpreter lock, and two threads take longer than one. Walks of MNIST behind a PCA(50)
@@ -200,7 +213,9 @@ def evaluate_blocked(
         ``"walk"``: always walk the rule. ``"full"``: evaluate every term (no stop; the full
         model's decisions). ``"auto"``: walk unless the pilot predicts that walking costs more
         than evaluating every term, or walking can never pay (a linear model on sparse rows);
-        then evaluate in full. Budgeted rules are unaffected.
+        then evaluate in full — or, for a sketched walk where the pilot prices it cheaper than
+        both, stop the rows the first check stops and evaluate the others in full (path
+        ``"triage"``, module docstring). Budgeted rules are unaffected.
     reference : array-like, optional
         Rows prepared for the walk (``walk.prepare``) whose stops make the pilot for every call
         under ``boundary`` (:mod:`attentive.evaluator.pilot`): with them, ``path="auto"``
@@ -302,8 +317,11 @@ def evaluate_blocked(
                 )
                 if pilot is not None and priced is not None and priced.walk_cost < pilot.walk_cost:
                     source_cls, make_source, pilot = other, maker, priced
-            if path == "auto" and pilot is not None and not pilot.walk_pays:
-                path = "full"
+            if path == "auto" and pilot is not None:
+                if b and pilot.then_full_pays and Xp.shape[1] > TRIAGE_PATH_COLUMNS:
+                    path = "triage"
+                elif not pilot.walk_pays:
+                    path = "full"
     if not thr.stops_anything or m == 0 or n == 0 or path == "full":
         s_n = np.zeros(m)
         if m and n:
@@ -330,13 +348,16 @@ def evaluate_blocked(
     s_n = np.full(m, np.nan)
     stop_u = np.full(m, np.nan)  # the rule's statistic (uncentred) at the stop
 
-    def record(lo, res: Stops):
+    def record(lo, res: Stops, summed=None):
         n_evaluated[lo + res.at[:, 0]] = res.at[:, 1]
         stop_side[lo + res.at[:, 0]] = res.side
         stop_u[lo + res.at[:, 0]] = res.value
-        s_n[lo + res.rows] = res.U - C[n - 1]
+        if summed is None:
+            s_n[lo + res.rows] = res.U - C[n - 1]
+        else:  # (rows evaluated in full: S_n from the plain walk's sums)
+            s_n[lo + res.rows] = summed
 
-    if tiny:
+    if tiny and path != "triage":
         # A tiny problem in one go, in double precision (no band to settle).
         whole = np.asarray(Xp) if isinstance(Xp, TiledRows) else Xp
         record(0, walk_whole(make_source(whole, "double", None), thr))
@@ -345,13 +366,44 @@ def evaluate_blocked(
         survival = None if pilot is None else pilot.stops
         one_thread = getattr(source_cls, "single_thread", False)
         cheap = pilot is not None and pilot.unheld_walk_ns < THREADED_WALK_NS
+        cheap = cheap and path != "triage"  # (a triage's rest: full evaluation's large products)
         few = one_thread or cheap or m * n < PARALLEL_MIN_ELEMENTS
         jobs = 1 if few else max(1, min(n_jobs, m // WALK_ROWS_PER_THREAD))
         step = chunk_size or max(
             MIN_CHUNK, min(_MAX_CHUNK, _TILE_ELEMENTS // int(schedule.sizes.max()))
         )
 
+        def triage_chunk(Xc):
+            # Path "triage": the rows whose walk stops within the triage's positions stop there
+            # (those its bound leaves unsure: as their walk says), every other row is evaluated
+            # in full. Which rows stop depends on the row alone. Float32 rows are triaged in
+            # float32 first, the rows that leaves unsure again in double precision.
+            single = precision == "single" and isinstance(Xc, np.ndarray)
+            single = single and Xc.dtype == np.float32 and Xc.shape[1] > TRIAGE_PATH_COLUMNS
+            tri = triage(walk, plan, Xc, thr, first, single=single)
+            decided, rest, unsure = tri.decided, tri.rest, tri.unsure
+            if single and unsure.size:
+                again = triage(walk, plan, Xc[unsure], thr, first)
+                decided = _joined(decided, again.decided, unsure)
+                rest = np.setdiff1d(rest, unsure[again.decided.at[:, 0]], assume_unique=True)
+                features = again.features[np.searchsorted(again.rest, again.unsure)]
+                unsure = unsure[again.unsure]
+            elif unsure.size:
+                features = tri.features[np.searchsorted(rest, unsure)]
+            if unsure.size:
+                walked = walk_held(Xc[unsure], features)
+                early = walked.at[:, 1] <= first
+                decided = _joined(decided, _only(walked, early), unsure)
+                rest = np.setdiff1d(rest, unsure[walked.at[early, 0]], assume_unique=True)
+            summed = np.zeros(0)
+            if rest.size:
+                U = totals(base, base_plan, Xc[rest], n, precision, full_final, None, 1)
+                summed = U - base_C[n - 1]
+            return dataclasses.replace(decided, rows=rest, U=summed), summed
+
         def walk_chunk(Xc):
+            if path == "triage":
+                return triage_chunk(Xc)
             if not triaged:
                 return walk_held(Xc)
             # The first positions with the sketch's pass; the other rows walked from the start.
@@ -378,11 +430,13 @@ def evaluate_blocked(
             return lambda: walk_chunk(Xp[lo:hi])
 
         triaged = pilot.triage if pilot is not None else 0
+        first = triage_positions(n)
+        full_final = float(theta_s + base_C[n - 1])
         ranges = split_rows(m, step, jobs)
         for (lo, _hi), res in zip(
             ranges, run_tasks([task(lo, hi) for lo, hi in ranges], jobs, one_blas=True), strict=True
         ):
-            record(lo, res)
+            record(lo, *res) if path == "triage" else record(lo, res)
 
     # S_t = U_t − C_t at each stop (V_t = U_t + κ_t A_t − C_t for a rule on the running mass).
     stop_scores = stop_u - C[np.maximum(n_evaluated, 1) - 1]
@@ -397,7 +451,7 @@ def evaluate_blocked(
         threshold=threshold,
         classes=classes,
         stopped_score=stopped_score,
-        path="walk",
+        path=path if path == "triage" else "walk",
     )
     if sketched:  # the sketch's work, beside the exact terms counted in n_evaluated
         ev = dataclasses.replace(
@@ -406,9 +460,35 @@ def evaluate_blocked(
     return _priced(ev, pilot)
 
 
+def _only(stops: Stops, kept: np.ndarray) -> Stops:
+    """The stops ``kept`` (a mask over ``stops.at``'s rows) of ``stops``."""
+    return Stops(
+        rows=np.zeros(0, dtype=np.int64),
+        U=np.zeros(0),
+        at=stops.at[kept],
+        side=stops.side[kept],
+        value=stops.value[kept],
+        unsure=np.zeros(0, dtype=np.int64),
+    )
+
+
+def _joined(stops: Stops, more: Stops, rows: np.ndarray) -> Stops:
+    """``stops`` and the stops ``more`` of rows ``rows`` (``more``'s rows are positions in it)."""
+    return dataclasses.replace(
+        stops,
+        at=np.concatenate([stops.at, np.column_stack([rows[more.at[:, 0]], more.at[:, 1]])]).astype(
+            np.int64
+        ),
+        side=np.concatenate([stops.side, more.side]).astype(np.int8),
+        value=np.concatenate([stops.value, more.value]),
+    )
+
+
 def _priced(ev: Evaluation, pilot) -> Evaluation:
-    """``ev`` with the pilot's predicted time of a row's walk as a fraction of a full
-    evaluation's (``Evaluation.predicted_cost``), where a pilot priced it."""
+    """``ev`` with the pilot's predicted time of a row's walk (or of its triage and full
+    evaluation, on path ``"triage"``) as a fraction of a full evaluation's
+    (``Evaluation.predicted_cost``), where a pilot priced it."""
     if pilot is None or not pilot.full_cost:
         return ev
-    return dataclasses.replace(ev, predicted_cost=float(pilot.walk_cost / pilot.full_cost))
+    cost = pilot.then_full_cost if ev.path == "triage" else pilot.walk_cost
+    return dataclasses.replace(ev, predicted_cost=float(cost / pilot.full_cost))

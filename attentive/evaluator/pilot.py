@@ -94,6 +94,21 @@ NOMINAL_CHUNK_ROWS = 2048
 # are still priced below what they cost. Calls of fewer than 4,096 rows walk on one thread
 # (blocked.WALK_ROWS_PER_THREAD) and are priced as the larger calls are.
 POSITION_THREADS = 2
+#: Gathering a row a triage leaves to full evaluation, ns a feature (a copy of its values:
+#: 0.3-0.5 ms for the ~1,700 rows of 784 float32 values that MNIST 4 vs 9's triage leaves of
+#: 6,970; one thread, 2026-12-02).
+GATHER_NS = 0.3
+#: The triage's pass, priced as a walk's features and first positions are
+#: (:func:`attentive.evaluator.triage.triage_ns`), times this. On one thread it measures 0.9-1.15
+#: of that price (float32 products over 784 columns: 556-1,343 ns a row on seven MNIST problems,
+#: 7,000 rows, 2026-12-02); on two threads it gains ~1.3 where full evaluation gains ~1.8, so
+#: relative to full evaluation it costs ~1.4 times as much there. Between the two.
+TRIAGE_PASS_THREADS = 1.3
+#: Path "triage" is taken where it is priced below the walk and below this share of full
+#: evaluation: the rows it leaves are evaluated in full, as fast on two threads as that is, and
+#: its pass is priced for both thread counts already (TRIAGE_PASS_THREADS), so the margin is
+#: only the model's error (measured within 0.1 of a full evaluation on seven MNIST problems).
+TRIAGE_MARGIN = 0.85
 
 
 @dataclass(frozen=True)
@@ -117,6 +132,11 @@ class Pilot:
     held_cost : float
         The part of ``walk_cost`` that the rows it holds from their start add
         (:attr:`~attentive.evaluator.sources.base.TermSource.held_ns`), same units.
+    then_full_cost : float or None
+        Predicted cost per row (same units) of the triage with every term of the rows it does
+        not stop (``path="triage"``:
+        :func:`attentive.evaluator.blocked.evaluate_blocked`); None where no triage can
+        take the rows.
     """
 
     stops: np.ndarray
@@ -126,6 +146,7 @@ class Pilot:
     term_ns: float
     triage: int = 0
     held_cost: float = 0.0
+    then_full_cost: float | None = None
 
     @property
     def walk_ns(self) -> float:
@@ -144,6 +165,13 @@ class Pilot:
         most :data:`WALK_MARGIN` of a full evaluation (the prediction has run short of
         measured walks, docs/speed.md)."""
         return self.walk_cost <= WALK_MARGIN * self.full_cost
+
+    @property
+    def then_full_pays(self) -> bool:
+        """Whether the triage with every term of the rows it leaves is predicted cheaper than
+        the walk and, by :data:`TRIAGE_MARGIN`, than evaluating every term."""
+        cost = self.then_full_cost
+        return cost is not None and cost < self.walk_cost and cost <= TRIAGE_MARGIN * self.full_cost
 
     @property
     def evaluated_fraction(self) -> float:
@@ -282,7 +310,7 @@ def pilot_for(
     held = source.held_ns / full_ns  # (every row, held by the walk from its start)
     walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + held
     walk_cost += shared + redo
-    positions, held_cost = 0, held
+    positions, held_cost, then_full = 0, held, None
     if triage is not None and triage[0] > 0:
         # A triage (attentive.evaluator.triage): every row pays its pass (its features, priced
         # as the walk's source prices its own, and the first positions); the rows it decides,
@@ -307,6 +335,13 @@ def pilot_for(
         )
         if triaged < walk_cost:
             walk_cost, schedule, positions, held_cost = triaged, schedule_t, b, share * held
+        # Or no walk: the triage, and every term of the rows it does not stop (gathered, then
+        # prepared and summed as full evaluation takes its rows).
+        then_full = (
+            TRIAGE_PASS_THREADS * (source.start_cost * source.term_ns + triage_ns) / full_ns
+            + share * (n + GATHER_NS * X.shape[1] / full_ns)
+            - (1.0 - share) * full.prep_ns / full_ns
+        )
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
@@ -315,6 +350,7 @@ def pilot_for(
         term_ns=float(full_ns),
         triage=positions,
         held_cost=held_cost,
+        then_full_cost=then_full,
     )
     kept.by_kind[kind] = pilot
     return pilot

@@ -211,10 +211,22 @@ def single_features(
         # (d + 1) u64 of itself, far inside this allowance.
         norms2 = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         norm_error = 1e-8 * norms2
-    a = projection.features_of(G, norms2 if projection.corrected else None, gamma)
     # The bound (docstring); rows not in float32 are rounded to it first (one more u32).
     chunk_error = c * U32 / (1.0 - c * U32)
     g = 1.01 * ((1 if X.dtype == np.float32 else 2) * U32 + chunk_error + (q + 1) * U64)
+    return bounded_features(projection, G, norms2, norm_error, g, gamma)
+
+
+def bounded_features(projection, G, norms2, norm_error, g: float, gamma: float):
+    """The features ``a(x)`` from products ``G = X [Pᵀ | x̄]`` each within ``g ‖x‖ ‖s_j‖ + 1.01 d
+    2^-149`` of the exact ones (float32 products: :func:`single_features`) and norms ``‖x‖²``
+    within ``norm_error``, and per row a bound on ``max_j |â_j(x) − a_j(x)|`` (the steps of
+    :func:`single_features`' docstring after the products')."""
+    d = projection.stacked.shape[0]
+    S = projection.stacked
+    k = S.shape[1] - 1
+    axes = projection.coordinates
+    a = projection.features_of(G, norms2 if projection.corrected else None, gamma)
     x_bound2 = norms2 + norm_error
     x_norm = np.sqrt(x_bound2)
     col = np.sqrt(np.einsum("ij,ij->j", S, S))
