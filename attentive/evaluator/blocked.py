@@ -25,6 +25,7 @@ import dataclasses
 import numpy as np
 
 from attentive.boundaries import Boundary
+from attentive.evaluator.crossing import stops_of
 from attentive.evaluator.pilot import pilot_for, rows_key
 from attentive.evaluator.plan import block_schedule, thresholds, walk_plan
 from attentive.evaluator.rows import as_rows
@@ -45,7 +46,7 @@ from attentive.evaluator.triage import (
     triage_positions,
     triageable,
 )
-from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole
+from attentive.evaluator.walk import Stops, settle, walk_rows, walk_whole, whole_sums
 from attentive.heads import TiledRows
 from attentive.outcome import (
     Evaluation,
@@ -85,6 +86,10 @@ WALK_ROWS_PER_THREAD = 2048
 #: are evaluated in full: 8 against the rest behind a PCA(50), priced 0.64 of a full evaluation
 #: against its walk's 0.73, measured 0.71 / 0.67 (one thread / two) against 0.63 / 0.56.
 TRIAGE_PATH_COLUMNS = 64
+#: ... and a chunk of fewer rows than this in double precision at once: the float32 pass's own
+#: bound and the second triage of what it leaves unsure cost more than they save on a few rows
+#: (one MNIST row a call: 666 against 949 µs on 5 vs 8, same decisions).
+SINGLE_TRIAGE_ROWS = 64
 # A walk takes a second thread only where the pilot prices a row's walk at this or more (one
 # thread, pilot.Pilot.walk_ns): below it a chunk's time is mostly small operations under the
 # interpreter lock, and two threads take longer than one. Walks of MNIST behind a PCA(50)
@@ -357,10 +362,24 @@ def evaluate_blocked(
         else:  # (rows evaluated in full: S_n from the plain walk's sums)
             s_n[lo + res.rows] = summed
 
-    if tiny and path != "triage":
-        # A tiny problem in one go, in double precision (no band to settle).
+    if tiny and path == "triage" and m * n > _SMALL_PROBLEM // 4:
+        tiny = False  # (every term in double precision costs more than the triage by then)
+    if tiny:
+        # A tiny problem in one go, in double precision (no band to settle). On path "triage"
+        # its stops within the triage's positions (exact: the triage's too), every term of the
+        # other rows: one row a call took 2.5 times a full evaluation through the triage's
+        # pass and a full evaluation of the rows it left, 1.7 so (MNIST 4 vs 9; 10 rows 1.9 and
+        # 1.65; at 100 rows 1.65 and 2.05).
         whole = np.asarray(Xp) if isinstance(Xp, TiledRows) else Xp
-        record(0, walk_whole(make_source(whole, "double", None), thr))
+        source = make_source(whole, "double", None)
+        if path != "triage":
+            record(0, walk_whole(source, thr))
+        else:
+            V, U, _ = whole_sums(source, thr)
+            at, side = stops_of(V, thr.lower, thr.upper)
+            late = at > triage_positions(n)
+            at[late], side[late] = n, 0
+            record(0, Stops.of_all(at, side, V[np.arange(m), at - 1], U[:, n - 1]))
     else:
         schedule = pilot.schedule if pilot is not None else block_schedule(n, block_size)
         survival = None if pilot is None else pilot.stops
@@ -380,6 +399,7 @@ def evaluate_blocked(
             # float32 first, the rows that leaves unsure again in double precision.
             single = precision == "single" and isinstance(Xc, np.ndarray)
             single = single and Xc.dtype == np.float32 and Xc.shape[1] > TRIAGE_PATH_COLUMNS
+            single = single and Xc.shape[0] >= SINGLE_TRIAGE_ROWS
             tri = triage(walk, plan, Xc, thr, first, single=single)
             decided, rest, unsure = tri.decided, tri.rest, tri.unsure
             if single and unsure.size:
