@@ -65,7 +65,8 @@ class Evaluation:
     predicted_cost : float or None
         Where the evaluator's pilot priced the walk (:mod:`attentive.evaluator.pilot`): its
         predicted time of a row's walk (on path "triage": of the triage and the full
-        evaluation of the rows it leaves) as a fraction of a full evaluation's (one thread; the
+        evaluation of the rows it leaves, its pass priced between one thread and two:
+        ``TRIAGE_PASS_THREADS``) as a fraction of a full evaluation's (one thread; the
         path is "full" where the walk is priced above ``WALK_MARGIN`` and the triage's path
         not below both the walk and ``TRIAGE_MARGIN``: :mod:`attentive.evaluator.pilot`); None
         where no pilot priced it.
@@ -93,12 +94,17 @@ class Evaluation:
         terms evaluated, each at its cost (``n_evaluated / n_terms`` without a sketch)."""
         if not self.n_terms:
             return np.zeros(np.shape(self.n_evaluated))
-        return self.sketch_cost + self.n_evaluated * (self.walked_term_cost / self.n_terms)
+        work = self.sketch_cost + self.n_evaluated * (self.walked_term_cost / self.n_terms)
+        if self.path == "triage":  # (the rows evaluated in full: plain terms, no residuals)
+            work = np.where(self.stopped, work, self.sketch_cost + 1.0)
+        return work
 
     @property
     def work_fraction(self) -> float:
         """The mean of :attr:`work`: the work per example in units of a full evaluation
         (``mean_evaluated_fraction`` without a sketch)."""
+        if self.path == "triage":
+            return float(np.mean(self.work)) if np.size(self.n_evaluated) else self.sketch_cost
         return self.sketch_cost + self.mean_evaluated_fraction * self.walked_term_cost
 
 

@@ -13,7 +13,8 @@ Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
   stops at the first check stop there, found by the sketch's one pass over the rows
   (:mod:`~attentive.evaluator.triage`; the few its bound leaves unsure, by their walk), and
   every other row is evaluated in full — where the pilot prices that below the walk and
-  :data:`~attentive.evaluator.pilot.WALK_MARGIN` of full evaluation. A row's outcome is then
+  :data:`~attentive.evaluator.pilot.TRIAGE_MARGIN` of full evaluation, on rows over
+  :data:`TRIAGE_PATH_COLUMNS` columns. A row's outcome is then
   the rule's where the rule stops it at once and the full model's elsewhere, so it disagrees
   with the full model only where the rule does; which it is depends on the row alone.
 """

@@ -12,8 +12,10 @@ first ``b`` exact terms ``|w| e^{−γ(‖x‖² − 2 x · s + ‖s‖²)}``; t
 (:func:`attentive.evaluator.crossing.certain_crossings`, under a bound on this computation's
 rounding). A row whose crossing there is certain is decided; every other row (no crossing by
 ``b``, or one the bound leaves unsure, or a row whose norm is not finite) is walked from the
-start by the source it was routed to, with its features passed on. Stops, sides and labels are
-the walk's; a stop's value is within the bound (double rounding).
+start by the source it was routed to, with its features passed on — or, on the evaluator's path
+``"triage"``, evaluated in full (the unsure ones walked first). Stops, sides and labels are the
+walk's; a stop's value is within the bound (double rounding; float32's where the rows were
+triaged in float32, ``single``).
 
 Priced by the pilot (:func:`attentive.evaluator.pilot.pilot_for`, with :func:`triage_ns`): taken
 only where the rows it decides save more than its pass costs every row.
@@ -82,7 +84,8 @@ class Triage:
     decided : Stops
         The rows (of the chunk) whose walk stops within the first positions, certainly.
     rest : ndarray of int
-        The chunk's other rows, in order: to be walked from the start.
+        The chunk's other rows, in order: to be walked from the start (on path "triage": to be
+        evaluated in full, once the unsure ones are known not to stop).
     features : ndarray (len(rest), m) or None
         Their sketch features, as :func:`attentive.evaluator.sources.sketch.sketch_features`
         computes them (to double rounding); None from a single triage (:func:`triage`).
@@ -159,9 +162,9 @@ def triage(walk, plan, X, thr, b: int, *, single: bool = False) -> Triage:
     an infinite value gets NaN there, silently: it is left to the walk's source, which refuses
     it as it always does.
 
-    ``single`` (float32 rows ``X`` only): the product in float32, one call for all the rows (no
-    conversion, no tiles), and ``‖x‖²`` by :func:`~attentive.evaluator.rows.single_row_norms`;
-    the band then holds each row's bound on what float32 moved (:func:`~attentive.evaluator.
+    ``single`` (float32 rows ``X`` only): the product in float32 straight from the rows (in
+    tiles of rows for OpenBLAS's small-matrix kernel; no float64 copy), and ``‖x‖²`` in float32
+    in the same tiles (bounded by ``γ_d``); the band then holds each row's bound on what float32 moved (:func:`~attentive.evaluator.
     sources.sketch.bounded_features`' for the features, and the same products' for the first
     terms), so more rows are left unsure, and a row whose bound is not finite is. Its
     ``features`` are then None: an unsure row's are not the walk's to double rounding, and a
@@ -196,7 +199,9 @@ def _triage(walk, plan, X, thr, b: int, single: bool) -> Triage:
             squared_norms(tile, out=norms32[lo : lo + T])
         product = product32.astype(np.float64)
         norms2 = norms32.astype(np.float64)
-        norm_error = 1.01 * (d * U32 / (1.0 - d * U32)) * norms2 + d * 2.0**-149
+        # (Of the computed norm: the exact one is within γ_d / (1 − γ_d) of it.)
+        gamma_d = d * U32 / (1.0 - d * U32)
+        norm_error = 1.01 * (gamma_d / (1.0 - gamma_d)) * norms2 + d * 2.0**-149
         G = product[:, :own] if coords is None else np.empty((m, k + 1))
         if coords is not None:
             G[:, :k] = X[:, coords]
