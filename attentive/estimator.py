@@ -1715,7 +1715,14 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             _check_2d(X)
             _check_not_cube(X, getattr(self, "n_features_in_", None))
             if not (_selects_columns(self.estimator_) and hasattr(X, "columns")):
-                validate_data(self, X, skip_check_array=True, reset=False)
+                with warnings.catch_warnings():
+                    if getattr(self.estimator_, "feature_names_in_", None) is not None:
+                        # The model takes the rows as they come and says this itself (a
+                        # pipeline's first step): once, not twice.
+                        warnings.filterwarnings(
+                            "ignore", "X does not have valid feature names", UserWarning
+                        )
+                    validate_data(self, X, skip_check_array=True, reset=False)
             # (A frame for a ColumnTransformer: its columns are the transformer's to check, as
             # the bare pipeline takes them in another order or beside others.)
             return _canonical(X)

@@ -683,3 +683,29 @@ def test_a_model_fitted_on_a_frame_keeps_its_feature_names(boundary):
     np.testing.assert_array_equal(
         framed.decision_function(X), plain.decision_function(X.to_numpy())
     )
+
+
+def test_rows_without_names_are_warned_of_once_behind_a_pipeline(binary_problem):
+    """Fitted on a frame, given an array: a pipeline's first step warns that the rows have no
+    feature names, as the pipeline alone does — the classifier does not say it a second time;
+    a model without a pipeline (which never sees the rows) is warned of by the classifier."""
+    pd = pytest.importorskip("pandas")
+    Xtr, ytr, Xte, _ = binary_problem
+    frame = pd.DataFrame(Xtr, columns=[f"f{i}" for i in range(Xtr.shape[1])])
+
+    def said(clf, X):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clf.predict(X)
+        return [str(w.message) for w in caught if "valid feature names" in str(w.message)]
+
+    pipe = make_pipeline(StandardScaler(), SVC())
+    clf = AttentiveClassifier(pipe, boundary="constant", delta=0.05, random_state=0)
+    clf.fit(frame, ytr)
+    alone = said(clone(pipe).fit(frame, ytr), Xte)
+    assert len(alone) == 1 and "StandardScaler" in alone[0]
+    assert said(clf, Xte) == alone
+    assert said(clf, Xte.astype(np.float32)) == alone
+    bare = AttentiveClassifier(SVC(), boundary="constant", delta=0.05, random_state=0)
+    messages = said(bare.fit(frame, ytr), Xte)
+    assert len(messages) == 1 and "AttentiveClassifier" in messages[0]
