@@ -107,7 +107,9 @@ TRIAGE_PASS_THREADS = 1.3
 #: Path "triage" is taken where it is priced below the walk and below this share of full
 #: evaluation: the rows it leaves are evaluated in full, as fast on two threads as that is, and
 #: its pass is priced for both thread counts already (TRIAGE_PASS_THREADS), so the margin is
-#: only the model's error (measured within 0.1 of a full evaluation on seven MNIST problems).
+#: for the model's error. Priced 0.49-0.75 of a full evaluation on four MNIST problems, it
+#: measured 0.34-0.86 on one thread and 0.85-0.94 on two (the walks it replaced: priced
+#: 0.52-0.99, measured 0.51-0.92 and 0.98-1.56; 2026-12-02, docs/speed.md).
 TRIAGE_MARGIN = 0.85
 
 
