@@ -1212,6 +1212,46 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
     assert not log and (row["family"], row["z"]) == (first["family"], first["z"])
 
 
+def test_no_rule_listed_faster_than_a_time_budget_pick_has_a_lower_disagreement(monkeypatch):
+    """What the page's table shows after a pick (a browser test found the contrary in one run
+    of five): over random budgets, rules slower than the table by 0–25 % (its interpolation
+    errs low) and medians 5–15 % above their fastest run, no rule the slider can set that the
+    returned times list at or below the pick's time has a lower disagreement, and each rule
+    the pick timed over the budget is listed at its median or above (not at its fastest run,
+    within the budget)."""
+    state = DashboardState()
+    key = (state.walks, state.side, state.theta, state.sketched)
+    trade = rules.tradeoff(*key)
+    times = rules.rule_times(*key)
+    base = rules.timed_table(trade, times).set_index(["family", "z"])
+    rng = np.random.default_rng(1)
+    lo, hi = np.quantile(rules.on_slider(base.reset_index())["us_per_example"], [0.1, 0.9])
+    over = 0
+    for _ in range(80):
+        slow = {k: 1.0 + 0.25 * rng.random() for k in base.index}
+        spread = {k: 1.05 + 0.1 * rng.random() for k in base.index}
+        medians = {}
+
+        def runs(clf, X, slow=slow, spread=spread, medians=medians):
+            k = (clf.boundary_.kind, float(clf.boundary_.params["z"]))
+            fastest = base.loc[k, "us_per_example"] * (1 if base.loc[k, "measured"] else slow[k])
+            medians[k] = fastest * spread[k]
+            return [fastest, medians[k], medians[k], 2 * medians[k], 2 * medians[k]]
+
+        monkeypatch.setattr(rules, "_runs_us", runs)
+        budget = float(rng.uniform(lo, hi))
+        row, out = rules.timed_pick(*key, budget, times=times)
+        shown = rules.on_slider(rules.timed_table(trade, out))
+        faster = shown[shown["us_per_example"] <= row["us_per_example"]]
+        assert row["disagreement"] <= faster["disagreement"].min() + 1e-12, (budget, medians)
+        listed = out.set_index(["family", "z"])["us_per_example"]
+        for k, median in medians.items():
+            if median > budget:
+                over += 1
+                assert listed.loc[k] >= median
+    assert over > 0  # (some timings went over the budget)
+
+
 def test_a_time_budget_waits_for_times_that_cover_every_rule_of_the_table(monkeypatch):
     """A review: while the sketched rules were timed the page held the plain rules' times, the
     pick used them for the table with the sketched rules, and stored them under its key — the

@@ -632,14 +632,19 @@ def timed_pick(
     rounds. On MNIST 2 vs 5 (the default page), budgets of 3.5 to 8 µs picked interpolated rows
     at 3.47–7.35 µs that timed at 3.50–7.52 (fastest of three runs, thrice; up to 25 % above),
     and the fastest of a rule's runs was ~9 % below their median. So the rule picked is timed,
-    :data:`PICK_RUNS` runs: their fastest becomes its time in the table (``measured``; its
-    family's other rows are interpolated again with it; a rule the table timed already keeps
-    its time), and it is *within* the budget where their median is. A rule timed over it
-    scales the limit the table's times are held to by its fastest over its median (a rule whose
-    fastest run is within ``budget × fastest / median`` has its median within the budget, if
-    it runs alike). The pick is then made again, among the rules within that limit in the table
-    as it now stands and the rules timed within the budget, until it lands on one of the latter.
-    After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
+    :data:`PICK_RUNS` runs, and it is *within* the budget where their median is: their fastest
+    becomes its time in the table (``measured``; its family's other rows are interpolated again
+    with it; a rule the table timed already keeps its time). A rule timed over the budget is
+    listed at their median (or its time in the table, if that is higher), and scales the limit
+    the table's other times are held to by its fastest over its median (a rule whose fastest
+    run is within ``budget × fastest / median`` has its median within the budget, if it runs
+    alike) — but never below the time the table lists for a rule timed within the budget (a
+    rule listed as faster than one timed within it is a candidate too). So no rule the table
+    lists as faster than the rule picked has a lower disagreement: a browser test found one in
+    a run of five, when a rule over the budget stayed listed at its fastest run, and rules
+    between the scaled limit and the pick's time were never candidates. The pick is then made
+    again, among the rules within that limit in the table as it now stands and the rules timed
+    within the budget, until it lands on one of the latter. After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
     the budget with the lowest disagreement stands; where none was, the table's pick as it then
     stands (its time there within the budget: the timed rows at their fastest), else the last
     rule timed (the card says if it is over the budget). A timing whose fastest run is over
@@ -673,14 +678,21 @@ def timed_pick(
             # table's pick stands.
             continue
         last = (family, z)
-        if not bool(row["measured"]):
-            times = with_time(times, trade.table, family, z, fastest)
         if median <= budget:
             within.add(last)
+            if not bool(row["measured"]):
+                times = with_time(times, trade.table, family, z, fastest)
         else:
-            listed = float(row["us_per_example"]) if bool(row["measured"]) else fastest
-            limit = min(limit, budget * fastest / median, float(np.nextafter(listed, -np.inf)))
-        row = _lowest_among(timed_table(trade, times), limit, within)
+            limit = min(limit, budget * fastest / median)
+            # Over the budget by its median: listed at it (its family's untimed rows
+            # interpolated again with it), so the table shows why it was not picked. (Its
+            # fastest run there, within the budget, had it in the table beside the pick: a
+            # rule faster by the table and with a lower disagreement than the rule picked.)
+            times = with_time(
+                times, trade.table, family, z, max(median, float(row["us_per_example"]))
+            )
+        table = timed_table(trade, times)
+        row = _lowest_among(table, max(limit, _slowest(table, within)), within)
         if row is None:
             break
     else:
@@ -696,6 +708,14 @@ def timed_pick(
         row = _lowest_among(table, budget, set())
         row = _lowest_among(table, -np.inf, {last}) if row is None else row
     return table[(table["family"] == row["family"]) & (table["z"] == row["z"])].iloc[0], times
+
+
+def _slowest(table: pd.DataFrame, rules: set) -> float:
+    """The largest time ``table`` lists for ``rules`` ((family, z) pairs), −inf for none."""
+    if not rules:
+        return -np.inf
+    named = [(f, float(z)) in rules for f, z in zip(table["family"], table["z"], strict=True)]
+    return float(table.loc[named, "us_per_example"].max())
 
 
 def _lowest_among(table: pd.DataFrame, limit: float, rules: set) -> pd.Series | None:
