@@ -644,10 +644,11 @@ def timed_pick(
     a run of five, when a rule over the budget stayed listed at its fastest run, and rules
     between the scaled limit and the pick's time were never candidates. The pick is then made
     again, among the rules within that limit in the table as it now stands and the rules timed
-    within the budget, until it lands on one of the latter. After :data:`PICK_TIMINGS` timings, or :data:`PICK_SECONDS` of them, the rule timed within
-    the budget with the lowest disagreement stands; where none was, the table's pick as it then
-    stands (its time there within the budget: the timed rows at their fastest), else the last
-    rule timed (the card says if it is over the budget). A timing whose fastest run is over
+    within the budget, until it lands on one of the latter. After :data:`PICK_TIMINGS` timings,
+    or :data:`PICK_SECONDS` of them, the rule timed within the budget with the lowest
+    disagreement stands; where none was, the table's pick as it then stands (its time there
+    within the budget: the timed rows at their fastest, those over it at their median), else
+    the last rule timed (the card says if it is over the budget). A timing whose fastest run is over
     :data:`IMPLAUSIBLE` times full evaluation's or the table's time of that rule (the machine
     busy through it) is neither kept nor judged: the rule is timed again within those limits,
     or the table's pick stands. A table without a ``measured`` column is taken as timed
