@@ -1151,6 +1151,18 @@ def test_a_time_budget_pick_neither_keeps_nor_judges_timings_of_a_busy_machine(m
     assert out["us_per_example"].max() <= times["us_per_example"].max() + 1e-9
 
 
+def _pick_trials():
+    """The default page's pick: its key, trade-off, times, timed table by (family, z), and the
+    table's 10th and 90th percentile times (the slider's rules), for random budgets between."""
+    state = DashboardState()
+    key = (state.walks, state.side, state.theta, state.sketched)
+    trade = rules.tradeoff(*key)
+    times = rules.rule_times(*key)
+    base = rules.timed_table(trade, times).set_index(["family", "z"])
+    lo, hi = np.quantile(rules.on_slider(base.reset_index())["us_per_example"], [0.1, 0.9])
+    return key, trade, times, base, lo, hi
+
+
 def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rules(monkeypatch):
     """A review of the pick's timing: a rule timed within the budget was dropped when a later
     rule timed over it lowered the limit below the first one's fastest run (116 of 300 random
@@ -1160,13 +1172,8 @@ def test_a_time_budget_pick_keeps_a_rule_timed_within_and_returns_only_timed_rul
     one of those, with the lowest disagreement among them; where none did, the table's pick as
     it then stands, within the budget there (a browser test once got a rule timed at 8.0 µs
     beside a budget of 6.23: the last rule timed, the fallback until then)."""
-    state = DashboardState()
-    key = (state.walks, state.side, state.theta, state.sketched)
-    trade = rules.tradeoff(*key)
-    times = rules.rule_times(*key)
-    base = rules.timed_table(trade, times).set_index(["family", "z"])
+    key, trade, times, base, lo, hi = _pick_trials()
     rng = np.random.default_rng(0)
-    lo, hi = np.quantile(rules.on_slider(base.reset_index())["us_per_example"], [0.1, 0.9])
     untimed = 0
     for _ in range(60):
         slow = {k: 1.05 + 0.1 * rng.random() for k in base.index}
@@ -1222,13 +1229,8 @@ def test_no_rule_listed_faster_than_a_time_budget_pick_has_a_lower_disagreement(
     best rule timed within the budget stands, and a rule listed faster and never timed may
     remain: 2 of 480 such trials."""
     monkeypatch.setattr(rules, "PICK_SECONDS", np.inf)  # (the runs here are instant)
-    state = DashboardState()
-    key = (state.walks, state.side, state.theta, state.sketched)
-    trade = rules.tradeoff(*key)
-    times = rules.rule_times(*key)
-    base = rules.timed_table(trade, times).set_index(["family", "z"])
+    key, trade, times, base, lo, hi = _pick_trials()
     rng = np.random.default_rng(1)
-    lo, hi = np.quantile(rules.on_slider(base.reset_index())["us_per_example"], [0.1, 0.9])
     over = completed = 0
     for _ in range(80):
         slow = {k: 1.0 + 0.25 * rng.random() for k in base.index}

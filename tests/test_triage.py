@@ -522,6 +522,22 @@ def test_path_triage_stops_the_rows_the_walk_stops_at_once_and_evaluates_the_res
     assert stopped_at_once > 0
 
 
+def _middle_row(walk, X):
+    """A lower rule for rows ``X`` of ``walk`` and a row in the middle of its first position:
+    (prepared rows, plan, partial scores, θ_S, spread, tolerance of decisions, the row, and
+    ``lower_at(value)``: the rule with its first lower threshold at ``value``)."""
+    Xp = np.asarray(walk.prepare(X))
+    S, _ = walk.partial_scores_and_masses(X)
+    boundary, spread = _boundary(S, np.random.default_rng(8), "lower")
+    atol = 1e-9 * spread + 1e-4 * float(np.abs(walk.ordered_weights).sum())
+
+    def lower_at(value):
+        return dataclasses.replace(boundary, lower=np.concatenate([[value], boundary.lower[1:]]))
+
+    j = int(np.argsort(S[:, 0])[len(X) // 2])
+    return Xp, walk_plan(walk), S, walk.theta_s(0.0), spread, atol, j, lower_at
+
+
 def _stops_of(tri):
     """{row: (position, side, value)} of a triage's decided rows."""
     at, side, value = tri.decided.at, tri.decided.side, tri.decided.value
@@ -572,17 +588,7 @@ def test_path_triage_triages_again_in_double_precision_what_float32_leaves_unsur
     batch the row is in."""
     walk, X = sketched_walks["rbf-grid"]
     _then_full(monkeypatch, True)
-    Xp = np.asarray(walk.prepare(X))
-    plan = walk_plan(walk)
-    S, _ = walk.partial_scores_and_masses(X)
-    theta_s = walk.theta_s(0.0)
-    boundary, spread = _boundary(S, np.random.default_rng(8), "lower")
-    atol = 1e-9 * spread + 1e-4 * float(np.abs(walk.ordered_weights).sum())
-    j = int(np.argsort(S[:, 0])[len(X) // 2])
-
-    def lower_at(value):
-        return dataclasses.replace(boundary, lower=np.concatenate([[value], boundary.lower[1:]]))
-
+    Xp, plan, S, theta_s, _, atol, j, lower_at = _middle_row(walk, X)
     wide = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1, single=True).band
     narrow = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1).band[0]
     at = lower_at(S[j, 0] + wide[0, j] / 2)
@@ -623,17 +629,7 @@ def test_path_triage_walks_the_rows_its_bound_leaves_unsure(
     with every row, although the triage's bound grows with the largest row of its chunk."""
     walk, X = sketched_walks[kind]
     _then_full(monkeypatch, True)
-    Xp = np.asarray(walk.prepare(X))
-    plan = walk_plan(walk)
-    S, _ = walk.partial_scores_and_masses(X)
-    theta_s = walk.theta_s(0.0)
-    boundary, spread = _boundary(S, np.random.default_rng(8), "lower")
-    atol = 1e-9 * spread + 1e-4 * float(np.abs(walk.ordered_weights).sum())
-    j = int(np.argsort(S[:, 0])[len(X) // 2])  # a row in the middle
-
-    def lower_at(value):
-        return dataclasses.replace(boundary, lower=np.concatenate([[value], boundary.lower[1:]]))
-
+    Xp, plan, S, theta_s, spread, atol, j, lower_at = _middle_row(walk, X)
     half = triage(walk, plan, Xp, thresholds(plan, lower_at(S[j, 0])), 1).band[0] / 2
     at = lower_at(S[j, 0] + half)
     assert half > 1e-12 * spread
