@@ -272,14 +272,26 @@ class RowProjection:
         [Pᵀ | x̄]`` and their ``‖x‖²`` (None without the correction). The rest is a few
         operations per row on (rows, k + 1) and (rows, m) arrays, so a caller that reads the
         rows a tile at a time calls this once for all of them."""
+        # −γ D_j = −γ (‖U‖² + r) + 2γ U · L_j − γ ‖L_j‖², U = P x̃, r = max(‖x̃‖² − ‖U‖², 0):
+        # one product [U | ‖U‖² + r | 1] M of k + 2 columns gives every exponent (not a product
+        # and seven passes over the (rows, m) distances: 0.61–0.71 of the time, one thread).
         k = self.projected_mean.shape[0]
-        U = G[:, :k] - self.projected_mean
-        D = _squared_distances(U, self.landmarks)
+        rows = G.shape[0]
+        A = np.empty((rows, k + 2), dtype=np.result_type(G.dtype, self.landmarks.dtype))
+        U = np.subtract(G[:, :k], self.projected_mean, out=A[:, :k])
+        own = np.einsum("ij,ij->i", U, U, out=A[:, k])
         if self.corrected:
-            centred_norm = norms - 2.0 * G[:, k] + self.mean_norm
-            D += np.maximum(centred_norm - np.einsum("ij,ij->i", U, U), 0.0)[:, None]
-        D *= -gamma
-        return np.exp(D, out=D)
+            # (‖U‖² + max(‖x̃‖² − ‖U‖², 0) = max(‖x̃‖², ‖U‖²).)
+            np.maximum(own, norms - 2.0 * G[:, k] + self.mean_norm, out=own)
+        A[:, k + 1] = 1.0
+        L = self.landmarks
+        M = np.empty((k + 2, L.shape[0]), dtype=A.dtype)
+        M[:k] = (2.0 * gamma) * L.T
+        M[k] = -gamma
+        M[k + 1] = -gamma * np.einsum("ij,ij->i", L, L)
+        E = A @ M
+        np.minimum(E, 0.0, out=E)  # (distances clipped at 0 against rounding)
+        return np.exp(E, out=E)
 
 
 def _dense_rows(X, width: int) -> np.ndarray:

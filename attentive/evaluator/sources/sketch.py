@@ -230,11 +230,15 @@ def bounded_features(projection, G, norms2, norm_error, g: float, gamma: float):
     x_bound2 = norms2 + norm_error
     x_norm = np.sqrt(x_bound2)
     col = np.sqrt(np.einsum("ij,ij->j", S, S))
-    # Each product may also lose what underflows: at most 2^-149 per float32 product.
-    e_G = g * x_norm[:, None] * col + 1.01 * d * 2.0**-149
+    # Each product may also lose what underflows: at most 2^-149 per float32 product. The
+    # products' errors e_j ≤ g ‖x‖ ‖s_j‖ + under bound P x's by ‖e‖ ≤ g ‖x‖ ‖(‖s_j‖)_j‖ +
+    # √k under (the triangle inequality; none on coordinates: the rows' own values).
+    under = 1.01 * d * 2.0**-149
+    e_mean = g * x_norm * col[k] + under  # x · x̄'s
     if axes is not None:
-        e_G[:, :k] = 0.0  # the rows' own values
-    e_U = np.sqrt(np.einsum("ij,ij->i", e_G[:, :k], e_G[:, :k]))
+        e_U = np.zeros_like(x_norm)
+    else:
+        e_U = g * float(np.sqrt(np.sum(col[:k] ** 2))) * x_norm + np.sqrt(k) * under
     U = G[:, :k] - projection.projected_mean
     u_norm = np.sqrt(np.einsum("ij,ij->i", U, U))
     landmarks = projection.landmarks
@@ -242,7 +246,7 @@ def bounded_features(projection, G, norms2, norm_error, g: float, gamma: float):
     dD = (2.0 * (u_norm + l_max) + e_U) * e_U
     size = (u_norm + l_max) ** 2
     if projection.corrected:
-        dD += norm_error + 2.0 * e_G[:, k] + (2.0 * u_norm + e_U) * e_U
+        dD += norm_error + 2.0 * e_mean + (2.0 * u_norm + e_U) * e_U
         size += x_bound2 + 2.0 * np.abs(G[:, k]) + projection.mean_norm + u_norm**2
     dD += 16 * (d + k + 8) * U64 * size
     a_max = a.max(axis=1, initial=0.0)
