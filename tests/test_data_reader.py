@@ -527,6 +527,49 @@ def test_column_numbers_with_gaps_are_refused_as_ambiguous(line, problem):
     assert csv_header(cells, header=True, expected=expected, where="f") == named
 
 
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("5,4,3,2,1,0", "whole numbers 0 to 5 in another order"),
+        ("3,1,2,4", "whole numbers 1 to 4 in another order"),
+        ("12,10,11", "whole numbers 10 to 12 in another order"),
+        (",5,4,3,2,1,0", r"frame whose columns are numbers, with its index first.*Unnamed"),
+    ],
+)
+def test_reordered_column_numbers_are_refused_as_ambiguous(line, problem):
+    """A review's trial: a frame without column names whose columns were reordered
+    (``df[[5, 4, 3, 2, 1, 0]]``) written with df.to_csv(index=False): its header was read as a
+    row of data, scored as the first example and every later row one line off, exit status 0.
+    Said either way, it is read that way; distinct numbers with a gap stay data."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    with pytest.raises(DataError, match=problem) as info:
+        csv_header(cells, header=None, expected=expected, where="f")
+    assert "--header or --no-header" in str(info.value)
+    assert csv_header(cells, header=False, expected=expected, where="f") is None
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    assert csv_header(cells, header=True, expected=expected, where="f") == named
+    for data in (["5", "2", "4", "1"], ["2", "2", "1", "0"], ["3", "1.0", "2", "0"], ["1", "0"]):
+        assert csv_header(data, header=None, expected=expected, where="f") is None
+
+
+def test_a_first_feature_named_like_a_comment_is_a_header_where_the_model_knows_it():
+    """A review's trial: a model fitted on a frame whose first column is ``# rooms``, scored
+    from that frame's CSV, was refused ("the first line ... is a comment") even with --header;
+    its Parquet file scored. The model's own names make it a header; a comment line is still
+    refused otherwise (an upload asks for a header, and a comment is not one)."""
+    names = ("# rooms", "area", "age")
+    known = ExpectedFeatures(n_features=3, names=names)
+    assert csv_header(list(names), header=None, expected=known, where="f") == list(names)
+    assert csv_header(list(names), header=True, expected=known, where="f") == list(names)
+    unknown = ExpectedFeatures(n_features=3, names=None)
+    for header in (None, True, False):
+        with pytest.raises(DataError, match="is a comment"):
+            csv_header(list(names), header=header, expected=unknown, where="f")
+    with pytest.raises(DataError, match="is a comment"):
+        csv_header(["# rooms", "area", "size"], header=None, expected=known, where="f")
+
+
 def _labels(start, step, count=MONOTONE_NAMES, digits=1):
     return ",".join(f"{start + step * i:.{digits}f}" for i in range(count))
 

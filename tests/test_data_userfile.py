@@ -136,6 +136,8 @@ def test_missing_and_empty_files(tmp_path):
         (b"1 1:0.5\n-1 1:2\n1 7\n", 3, "'7' is not an '<index>:<value>' pair"),
         ("1 1:0.5 2:1\n-1 1:２ 2:3\n".encode(), 2, "the value '２' of feature 1 is not a number"),
         ("1 1:0.5\n-1 ２:3\n".encode(), 2, "'２:3' is not an '<index>:<value>' pair"),
+        # (a review: scikit-learn's own message, "invalid literal for int() ... b'qid'", came out)
+        (b"1 qid:2 1:0.5\n-1 1:2 qid:3 2:1\n", 2, "'qid:3' comes after a feature; a 'qid:'"),
     ],
 )
 def test_malformed_libsvm_gives_line_number(content, line, hint):

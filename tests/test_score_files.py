@@ -344,6 +344,20 @@ def test_a_frame_labelled_by_wavelength_is_never_scored_a_line_off(client, tmp_p
     assert_scores_equal_in_memory(out, clf, rows)
 
 
+def test_a_frame_of_reordered_columns_is_never_scored_a_line_off(client, models, tmp_path):
+    """A review's trial: a frame without column names whose columns were reordered
+    (``df[[3, 2, 1, 0]]``) written with df.to_csv(index=False) came out with one row more than
+    it holds, its header scored as the first, exit status 0. It is refused as ambiguous; said,
+    it is read as said."""
+    clf, path = models[False]
+    X, _ = make_classification(40, N_FEATURES, n_informative=3, n_redundant=0, random_state=8)
+    order = list(range(N_FEATURES))[::-1]
+    frame = pd.DataFrame(X)[order]
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False)
+    assert_ambiguous_until_said(client, path, data, clf, frame.to_numpy(), "in another order")
+
+
 def test_a_frame_of_selected_columns_is_never_scored_a_line_off(client, models, tmp_path):
     """A user's trial: a frame whose columns are the numbers left after a selection (MNIST
     pixels less the constant ones: 33, 34, ..., 42, ...) written with df.to_csv(index=False),

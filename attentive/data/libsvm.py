@@ -186,10 +186,15 @@ def _locate_error(
             elif "," in tokens[0] and all(_LABEL.match(t) for t in tokens[0].split(",")):
                 problem += " (several labels, multilabel LIBSVM: one label a line is read)"
         last = -1
-        for token in tokens[1:]:
+        for position, token in enumerate(tokens[1:]):
             if problem:
                 break
             if token.startswith("qid:"):
+                if position:  # (a query id is read only right after the label)
+                    problem = (
+                        f"{token!r} comes after a feature; a 'qid:' comes right after the label"
+                    )
+                    break
                 continue
             match = _PAIR.match(token)
             if not match:

@@ -804,16 +804,23 @@ def csv_header(
     of data — an empty cell beside names is an unnamed column, as pandas writes an index), is a
     header; a line of numbers (and missing values) is data. A mix, pandas' ``0,1,2,...`` (the
     header of a frame without column names, or a row of data; ``,0,1,...`` with its index), and
-    numbers that could be a frame's column labels (whole numbers in increasing order; numbers
+    numbers that could be a frame's column labels (whole numbers in increasing order, or the
+    whole numbers a to b in another order; numbers
     strictly increasing or decreasing across :data:`MONOTONE_NAMES` cells or more: wavelengths,
     frequencies; unless ``following``, the next line's cells, is in the same order: rows of
     data) are refused: say which (or, where the line holds another separator than ``sep`` that splits it
     cleanly, the one it split at, which it names); so is a line of numbers some of which have a
-    decimal comma (``1,5``: a name beside names). Empty names become ``Unnamed: i`` as in pandas.
+    decimal comma (``1,5``: a name beside names). A comment line (``# ...``) is refused, whatever
+    ``header`` says, unless it is the model's feature names (a first feature named
+    ``# rooms``). Empty names become ``Unnamed: i`` as in pandas.
     """
     if header is not None and not isinstance(header, bool | np.bool_):
         raise InvalidParameterError(f"header must be True, False or None, got {header!r}")
-    if cells and cells[0].startswith("#") and (len(cells) == 1 or cells[0].startswith("# ")):
+    named = expected.names is not None and tuple(cells) == expected.names
+    commented = (
+        cells and cells[0].startswith("#") and (len(cells) == 1 or cells[0].startswith("# "))
+    )
+    if commented and not named:  # (the model's own names: a header, a first feature '# rooms')
         first = ",".join(cells)
         raise DataError(
             f"{where}: the first line, {first[:60]!r}, is a comment; CSV files are read without "
@@ -829,7 +836,7 @@ def csv_header(
         commas = [bool(_DECIMAL_COMMA.fullmatch(c)) for c in cells]
         comma = next((c for c, k in zip(cells, commas, strict=True) if k), None)
         data = all(not name or k for name, k in zip(names, commas, strict=True))
-        if expected.names is not None and tuple(cells) == expected.names:
+        if named:
             header = True
         elif comma is not None and sep != "," and data:  # (beside a name, '1,5' is a name)
             raise DataError(
@@ -855,6 +862,14 @@ def csv_header(
                 "name the columns by number (as pandas writes a frame whose columns were "
                 "selected) or be a row of data. Say which: " + CHOOSE_HEADER
             )
+        elif run := _shuffled_numbers(cells):
+            # 5,4,3,2,1,0: a frame's integer column labels after reordering its columns (pandas
+            # writes them as the header), or a row of data.
+            raise DataError(
+                f"{where}: the first line, {shown}, is the whole numbers {run[0]} to {run[1]} in "
+                "another order: it may name the columns by number (as pandas writes a frame "
+                "whose columns were reordered) or be a row of data. Say which: " + CHOOSE_HEADER
+            )
         elif (order := _monotone_names(cells)) and _monotone_names(following or []) != order:
             # (A second line in the same order says the file is data: sorted quantiles, say.)
             # 400.0,402.5,405.0,...: wavelengths, frequencies or times as a frame's column labels
@@ -877,7 +892,11 @@ def csv_header(
         elif (
             len(cells) > 1
             and not cells[0]
-            and (_column_numbers(cells[1:]) or _monotone_names(cells[1:]))
+            and (
+                _column_numbers(cells[1:])
+                or _shuffled_numbers(cells[1:])
+                or _monotone_names(cells[1:])
+            )
         ):
             raise DataError(
                 f"{where}: the first line, {shown}, is either the header pandas writes for a "
@@ -992,6 +1011,20 @@ def _column_numbers(cells: list[str]) -> bool:
         return False
     values = [int(c) for c in cells]
     return all(a < b for a, b in itertools.pairwise(values))
+
+
+def _shuffled_numbers(cells: list[str]) -> tuple[int, int] | None:
+    """``(a, b)`` where a line's cells (at least three) are the whole numbers ``a`` to ``b``,
+    written without a point, each once, in another order than increasing: a frame's integer
+    column labels after its columns were reordered (``df[[5, 4, 3, 2, 1, 0]]``), as pandas
+    writes them. (Distinct numbers with a gap, ``5,2,4,1``, stay a row of data.)"""
+    if len(cells) < 3 or not all(_COLUMN_NUMBER.fullmatch(c) for c in cells):
+        return None
+    values = [int(c) for c in cells]
+    low = min(values)
+    if sorted(values) != list(range(low, low + len(values))):
+        return None
+    return low, low + len(values) - 1
 
 
 def _whole(cell: str) -> bool:
