@@ -506,6 +506,20 @@ def test_a_first_line_counting_up_by_one_is_refused_as_ambiguous(line):
     assert csv_header(["1", "2.5", "4", "5"], header=None, expected=expected, where="f") is None
 
 
+def _ambiguous_until_said(line: str, problem: str) -> ExpectedFeatures:
+    """A first line refused as ambiguous (naming ``problem`` and the flags), read as said with
+    ``header`` False or True; the features it was read against."""
+    cells = line.split(",")
+    expected = ExpectedFeatures(n_features=len(cells), names=None)
+    with pytest.raises(DataError, match=problem) as info:
+        csv_header(cells, header=None, expected=expected, where="f")
+    assert "--header or --no-header" in str(info.value)
+    assert csv_header(cells, header=False, expected=expected, where="f") is None
+    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
+    assert csv_header(cells, header=True, expected=expected, where="f") == named
+    return expected
+
+
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
@@ -517,14 +531,7 @@ def test_column_numbers_with_gaps_are_refused_as_ambiguous(line, problem):
     """A user's trial: a frame of MNIST pixels less its constant columns (labels 33, 34, ...,
     42, ...) written with df.to_csv(index=False): its header was scored as a row of data, every
     later row's score one line off, with exit status 0."""
-    cells = line.split(",")
-    expected = ExpectedFeatures(n_features=len(cells), names=None)
-    with pytest.raises(DataError, match=problem) as info:
-        csv_header(cells, header=None, expected=expected, where="f")
-    assert "--header or --no-header" in str(info.value)
-    assert csv_header(cells, header=False, expected=expected, where="f") is None
-    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
-    assert csv_header(cells, header=True, expected=expected, where="f") == named
+    _ambiguous_until_said(line, problem)
 
 
 @pytest.mark.parametrize(
@@ -541,14 +548,7 @@ def test_reordered_column_numbers_are_refused_as_ambiguous(line, problem):
     (``df[[5, 4, 3, 2, 1, 0]]``) written with df.to_csv(index=False): its header was read as a
     row of data, scored as the first example and every later row one line off, exit status 0.
     Said either way, it is read that way; distinct numbers with a gap stay data."""
-    cells = line.split(",")
-    expected = ExpectedFeatures(n_features=len(cells), names=None)
-    with pytest.raises(DataError, match=problem) as info:
-        csv_header(cells, header=None, expected=expected, where="f")
-    assert "--header or --no-header" in str(info.value)
-    assert csv_header(cells, header=False, expected=expected, where="f") is None
-    named = [c or f"Unnamed: {i}" for i, c in enumerate(cells)]
-    assert csv_header(cells, header=True, expected=expected, where="f") == named
+    expected = _ambiguous_until_said(line, problem)
     for data in (["5", "2", "4", "1"], ["2", "2", "1", "0"], ["3", "1.0", "2", "0"], ["1", "0"]):
         assert csv_header(data, header=None, expected=expected, where="f") is None
 
