@@ -549,6 +549,11 @@ def test_reordered_column_numbers_are_refused_as_ambiguous(line, problem):
     row of data, scored as the first example and every later row one line off, exit status 0.
     Said either way, it is read that way; distinct numbers with a gap stay data."""
     expected = _ambiguous_until_said(line, problem)
+    ranks = ["2", "0", "1", "3"]  # (a second line of ranks says the file is data)
+    assert (
+        csv_header(["3", "1", "2", "0"], header=None, expected=expected, where="f", following=ranks)
+        is None
+    )
     for data in (["5", "2", "4", "1"], ["2", "2", "1", "0"], ["3", "1.0", "2", "0"], ["1", "0"]):
         assert csv_header(data, header=None, expected=expected, where="f") is None
 

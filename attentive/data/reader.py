@@ -805,7 +805,7 @@ def csv_header(
     header; a line of numbers (and missing values) is data. A mix, pandas' ``0,1,2,...`` (the
     header of a frame without column names, or a row of data; ``,0,1,...`` with its index), and
     numbers that could be a frame's column labels (whole numbers in increasing order, or the
-    whole numbers a to b in another order; numbers
+    whole numbers a to b in another order, unless ``following`` is too; numbers
     strictly increasing or decreasing across :data:`MONOTONE_NAMES` cells or more: wavelengths,
     frequencies; unless ``following``, the next line's cells, is in the same order: rows of
     data) are refused: say which (or, where the line holds another separator than ``sep`` that splits it
@@ -862,9 +862,9 @@ def csv_header(
                 "name the columns by number (as pandas writes a frame whose columns were "
                 "selected) or be a row of data. Say which: " + CHOOSE_HEADER
             )
-        elif run := _shuffled_numbers(cells):
+        elif (run := _shuffled_numbers(cells)) and not _shuffled_numbers(following or []):
             # 5,4,3,2,1,0: a frame's integer column labels after reordering its columns (pandas
-            # writes them as the header), or a row of data.
+            # writes them as the header), or a row of data (a second such line says data: ranks).
             raise DataError(
                 f"{where}: the first line, {shown}, is the whole numbers {run[0]} to {run[1]} in "
                 "another order: it may name the columns by number (as pandas writes a frame "
