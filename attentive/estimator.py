@@ -650,8 +650,9 @@ class AttentiveClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_terms_``, ``Evaluation.path == "full"``), which is what the rule approximates; what the
         rule would have done is still what :meth:`scale_outcomes`, calibration and
         ``early_stopping=True`` show. A sketched rule has a third way, taken where the pilot
-        prices it cheaper than both: the examples the rule stops at its first check (found
-        by the sketch's one pass over the rows) stop there and every other example gets the
+        prices it cheaper than both: the examples the rule stops at its first checks (found
+        by the sketch's one pass over the rows; as many checks as the pilot prices cheapest)
+        stop there and every other example gets the
         full model's decision (``Evaluation.path == "triage"``), so the examples it decides
         differently from the full model are among those the rule does, and the guarantee of
         ``boundary="calibrated"`` holds for it too. ``False``: never stop — every term of every example,

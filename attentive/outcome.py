@@ -57,8 +57,8 @@ class Evaluation:
     path : {"walk", "full", "triage", "budget", "reference"}
         How the examples were evaluated: the rule's walk; every term (the full model's
         decisions, where the evaluator found walking would cost more, or was asked to); the
-        rule's stops at its first check for the examples its sketch's triage decides there and
-        every term of the others (the full model's decisions: where the evaluator found that
+        rule's stops at its first checks (as many as the pilot priced cheapest) for the
+        examples its sketch's triage decides there and every term of the others (the full model's decisions: where the evaluator found that
         cheaper than walking them, :mod:`attentive.evaluator.triage`); Algorithm 2's first ``B``
         terms; or the reference on given partial scores
         (:func:`attentive.evaluation.apply_boundary`).

@@ -26,7 +26,7 @@ from attentive.evaluator import rows as rows_module
 from attentive.evaluator import triage as triage_module
 from attentive.evaluator.plan import thresholds, walk_plan
 from attentive.evaluator.rows import MIN_PRODUCT_TILE, SMALL_PRODUCT, product_tile_rows
-from attentive.evaluator.triage import triage, triage_positions
+from attentive.evaluator.triage import triage
 
 KINDS = ["rbf", "rbf-single", "rbf-single-f32", "rbf-grid", "rbf-single-axes"]
 
@@ -61,36 +61,40 @@ def _priced(monkeypatch, ns: float) -> list:
     return calls
 
 
+@pytest.mark.parametrize("b", [1, 6])
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_rows_a_triage_decides_stop_where_the_references_do(sketched_walks, kind):  # noqa: F811
-    """Every row the reference stops at position 1 is decided, at 1 and on its side, with its
-    statistic there; no other row is; the others keep their order and get the sketch's own
-    features (to double rounding)."""
+def test_the_rows_a_triage_decides_stop_where_the_references_do(sketched_walks, kind, b):  # noqa: F811
+    """Every row the reference stops within the first ``b`` positions is decided, at its
+    position and on its side, with its statistic there; no other row is; the others keep their
+    order and get the sketch's own features (to double rounding)."""
     walk, X = sketched_walks[kind]
     Xp = np.asarray(walk.prepare(X))
     plan = walk_plan(walk)
     rng = np.random.default_rng(11)
     S, A = walk.partial_scores_and_masses(X)
-    seen = 0
+    seen = later = 0
     for boundary, ref, spread in _references(walk, X, rng):
         thr = thresholds(plan, boundary)
-        found = triage(walk, plan, Xp, thr, 1)
-        at_one = np.flatnonzero(ref.n_evaluated == 1)
+        found = triage(walk, plan, Xp, thr, b)
+        within = np.flatnonzero(ref.n_evaluated <= b)
         rows = found.decided.at[:, 0]
-        np.testing.assert_array_equal(np.sort(rows), at_one)
-        assert (found.decided.at[:, 1] == 1).all()
+        np.testing.assert_array_equal(np.sort(rows), within)
+        at = found.decided.at[:, 1]
+        np.testing.assert_array_equal(at, ref.n_evaluated[rows])
         np.testing.assert_array_equal(found.decided.side, ref.stop_side[rows])
-        # The statistic at the stop: V_1 = U_1 (+ κ_1 A_1), uncentred (S_1 + C_1).
-        V = S[rows, 0] + plan.centring_sums[0]
+        # The statistic at the stop: V_t = U_t (+ κ_t A_t), uncentred (S_t + C_t).
+        V = S[rows, at - 1] + plan.centring_sums[at - 1]
         if boundary.mass is not None:
-            V = V + boundary.mass[0] * A[rows, 0]
+            V = V + boundary.mass[at - 1] * A[rows, at - 1]
         np.testing.assert_allclose(found.decided.value, V, rtol=1e-9, atol=1e-9 * spread)
-        np.testing.assert_array_equal(found.rest, np.setdiff1d(np.arange(len(Xp)), at_one))
+        np.testing.assert_array_equal(found.rest, np.setdiff1d(np.arange(len(Xp)), within))
         np.testing.assert_allclose(
             found.features, walk.sketch.features(Xp[found.rest]), rtol=1e-12, atol=1e-15
         )
-        seen += at_one.size
-    assert seen > 0  # (the thresholds stop some walks at position 1)
+        seen += within.size
+        later += int((at > 1).sum())
+    assert seen > 0  # (the thresholds stop some walks within the first b positions)
+    assert later > 0 or b == 1  # (and some after the first)
 
 
 @pytest.mark.parametrize("kind", ["rbf", "rbf-grid"])
@@ -439,19 +443,20 @@ def test_a_classifier_behind_a_scaler_decides_alike_with_and_without_the_triage(
     np.testing.assert_array_equal(sparse.labels, dense.labels)
 
 
-def _then_full(monkeypatch, taken: bool) -> None:
+def _then_full(monkeypatch, taken: bool, positions=(1,)) -> None:
     """Path "triage" (the triage's stops, every term of the other rows) priced as always
-    paying, or as never."""
+    paying, or as never, over the cheapest of ``positions``."""
     monkeypatch.setattr(pilot_module.Pilot, "then_full_pays", property(lambda self: taken))
+    monkeypatch.setattr(pilot_module, "THEN_FULL_POSITIONS", positions)
 
 
-def _expected(walk, X, boundary, theta_s, **kwargs):
-    """What path "triage" must give, from the two paths it is made of, each computed on its
-    own: the forced walk's outcome for the rows whose walk stops within the triage's
+def _expected(walk, X, boundary, theta_s, positions=1, **kwargs):
+    """What path "triage" over ``positions`` must give, from the two paths it is made of, each
+    computed on its own: the forced walk's outcome for the rows whose walk stops within those
     positions, every term's for the others (and which rows those are)."""
     walked = evaluate_blocked(walk, X, boundary, theta_s, path="walk", **kwargs)
     full = evaluate_blocked(walk, X, boundary, theta_s, path="full", **kwargs)
-    early = walked.stopped & (walked.n_evaluated <= triage_positions(walk.n_terms))
+    early = walked.stopped & (walked.n_evaluated <= positions)
     return walked, full, early
 
 
@@ -483,26 +488,28 @@ def test_path_triage_is_not_taken_on_narrow_rows(sketched_walks, monkeypatch):  
         _same(ev, evaluate_blocked(walk, X, boundary, theta_s, path=ev.path), 1e-9 * spread)
 
 
+@pytest.mark.parametrize("positions", [1, 6])
 @pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != "rbf"])
-def test_path_triage_stops_the_rows_the_walk_stops_at_once_and_evaluates_the_rest_in_full(
+def test_path_triage_stops_the_rows_the_walk_stops_early_and_evaluates_the_rest_in_full(
     sketched_walks,  # noqa: F811
     kind,
+    positions,
     monkeypatch,
 ):
     """Where the pilot prices it cheapest, "auto" stops the rows whose walk stops within the
-    triage's positions, where and on the side the walk does, and gives every other row the full
-    model's decision: against the forced walk and full evaluation, and against the reference
-    (apply_boundary on the partial scores), for every chunking and two threads; the rows it
-    gets wrong are among those the rule gets wrong."""
+    triage's positions (1, or 6), where and on the side the walk does, and gives every other
+    row the full model's decision: against the forced walk and full evaluation, and against the
+    reference (apply_boundary on the partial scores), for every chunking and two threads; the
+    rows it gets wrong are among those the rule gets wrong."""
     walk, X = sketched_walks[kind]
-    _then_full(monkeypatch, True)
+    _then_full(monkeypatch, True, (positions,))
     rng = np.random.default_rng(9)
     theta_s = walk.theta_s(0.0)
     n = walk.n_terms
     band = 1e-4 * float(np.abs(walk.ordered_weights).sum())
     S = walk.partial_scores(X)
     full_ref = apply_boundary(S, full_boundary(n), theta_s, walk.offset, walk.terms.classes)
-    stopped_at_once = 0
+    stopped_early = later = 0
     for boundary, ref, spread in _references(walk, X, rng):
         for precision in ("single", "double"):
             atol = 1e-9 * spread + (band if precision == "single" else 0.0)
@@ -510,16 +517,18 @@ def test_path_triage_stops_the_rows_the_walk_stops_at_once_and_evaluates_the_res
                 ev = evaluate_blocked(
                     walk, X, boundary, theta_s, precision=precision, path="auto", **kwargs
                 )
-                _is_triage_of(ev, *_expected(walk, X, boundary, theta_s, precision=precision), atol)
-                early = ref.n_evaluated == 1
+                expected = _expected(walk, X, boundary, theta_s, positions, precision=precision)
+                _is_triage_of(ev, *expected, atol)
+                early = ref.n_evaluated <= positions
                 np.testing.assert_array_equal(
                     ev.labels, np.where(early, ref.labels, full_ref.labels)
                 )
-                np.testing.assert_array_equal(ev.n_evaluated, np.where(early, 1, n))
+                np.testing.assert_array_equal(ev.n_evaluated, np.where(early, ref.n_evaluated, n))
                 wrong, rule_wrong = ev.labels != full_ref.labels, ref.labels != full_ref.labels
                 assert not (wrong & ~rule_wrong).any()
-                stopped_at_once += int(early.sum())
-    assert stopped_at_once > 0
+                stopped_early += int(early.sum())
+                later += int((early & (ref.n_evaluated > 1)).sum())
+    assert stopped_early > 0 and (later > 0 or positions == 1)
 
 
 def _middle_row(walk, X):
@@ -546,10 +555,12 @@ def _stops_of(tri):
     }
 
 
+@pytest.mark.parametrize("b", [1, 6])
 @pytest.mark.parametrize("kind", ["rbf-single-f32", "rbf-grid", "rbf-single-axes-f32"])
 def test_a_float32_triage_decides_as_the_double_one_within_its_own_band(
     sketched_walks,  # noqa: F811
     kind,
+    b,
 ):
     """Float32 rows over many columns triaged in float32 (``single``): every row it decides,
     the double-precision triage decides at the same position and on the same side, with a value
@@ -562,15 +573,15 @@ def test_a_float32_triage_decides_as_the_double_one_within_its_own_band(
     decided = unsure = 0
     for boundary, _ref, _spread in _references(walk, X, np.random.default_rng(4)):
         thr = thresholds(plan, boundary)
-        double = triage(walk, plan, Xp, thr, 1)
-        single = triage(walk, plan, Xp, thr, 1, single=True)
-        assert single.features is None and single.band.shape == (1, len(Xp))
+        double = triage(walk, plan, Xp, thr, b)
+        single = triage(walk, plan, Xp, thr, b, single=True)
+        assert single.features is None and single.band.shape == (b, len(Xp))
         exact, rough = _stops_of(double), _stops_of(single)
         for row, (at, side, value) in rough.items():
             assert exact[row][:2] == (at, side)
             assert abs(exact[row][2] - value) <= single.band[at - 1, row]
         assert set(exact) <= set(rough) | set(single.unsure.tolist())
-        assert (single.band[0] >= double.band[0]).all()
+        assert (single.band >= double.band[:, None]).all()
         decided += len(rough)
         unsure += single.unsure.size
     # (On coordinates P x is exact and the band narrow: none was left unsure there.)
@@ -655,11 +666,13 @@ def test_the_pilot_prices_path_triage_from_the_triage_and_the_rows_it_leaves(
     """Path "triage" is priced as the triage's pass (its features and positions) plus, for the
     share of the pilot's walks stopping past its positions, a gathered row and every term, less
     full evaluation's preparation of the rows it stops: a price of the gather moves it by
-    exactly the share's gather; "auto" takes the path exactly where the price says it pays."""
+    exactly the share's gather; "auto" takes the path exactly where the price says it pays.
+    (Over its first position here; the next test prices the others.)"""
     walk, X = sketched_walks["rbf-grid"]
     S, _ = walk.partial_scores_and_masses(X)
     theta_s = walk.theta_s(0.0)
     boundary, _ = _boundary(S, np.random.default_rng(3), "both")
+    monkeypatch.setattr(pilot_module, "THEN_FULL_POSITIONS", (1,))
 
     def pilot(gather):
         monkeypatch.setattr(pilot_module, "GATHER_NS", gather)
@@ -672,8 +685,8 @@ def test_the_pilot_prices_path_triage_from_the_triage_and_the_rows_it_leaves(
         return ev, chosen[0]
 
     (ev0, free), (ev1, priced) = pilot(0.0), pilot(10.0)
-    share = np.mean(free.stops > triage_positions(walk.n_terms))
-    assert 0 < share < 1
+    share = np.mean(free.stops > 1)
+    assert 0 < share < 1 and free.then_full_positions == priced.then_full_positions == 1
     assert priced.then_full_cost - free.then_full_cost == pytest.approx(
         share * 10.0 * X.shape[1] / free.term_ns, rel=1e-9
     )
@@ -683,6 +696,54 @@ def test_the_pilot_prices_path_triage_from_the_triage_and_the_rows_it_leaves(
         if ev.path == "triage":
             assert ev.predicted_cost == pytest.approx(p.then_full_cost / p.full_cost)
     assert not pilot(1e9)[1].then_full_pays
+
+
+def test_path_triage_takes_the_positions_its_pilot_prices_cheapest(
+    sketched_walks,  # noqa: F811
+    monkeypatch,
+):
+    """The pilot prices path "triage" over each of THEN_FULL_POSITIONS and takes the cheapest:
+    its price and positions are those of the cheapest of the prices made with each alone (with
+    the rows it leaves priced high, a later position than the first), and "auto" triages every
+    chunk over those positions, with the outcome the forced walk and full evaluation give."""
+    walk, X = sketched_walks["rbf-grid"]
+    S, _ = walk.partial_scores_and_masses(X)
+    theta_s = walk.theta_s(0.0)
+    boundary, _ = _boundary(S, np.random.default_rng(3), "both")
+    monkeypatch.setattr(pilot_module, "GATHER_NS", 20.0)
+    candidates = (1, 2, 4, 8)
+
+    def pilot(positions):
+        monkeypatch.setattr(pilot_module, "THEN_FULL_POSITIONS", positions)
+        b = dataclasses.replace(boundary)  # a boundary of its own: its own pilot
+        evaluate_blocked(walk, X, b, theta_s, path="auto")
+        kept = walk_plan(walk).pilots(b).by_kind.values()  # (the walk's source's: the cheapest)
+        return min(kept, key=lambda p: p.walk_cost)
+
+    alone = {c: pilot((c,)) for c in candidates}
+    assert all(p.then_full_positions == c for c, p in alone.items())
+    cost = {c: p.then_full_cost for c, p in alone.items()}
+    best = min(cost, key=cost.get)
+    assert best > 1 and len(set(cost.values())) == len(candidates)
+    chosen = pilot(candidates)
+    assert chosen.then_full_positions == best
+    assert chosen.then_full_cost == pytest.approx(cost[best], rel=1e-12)
+    # (weighed against the walk at its first position's price, wherever it is taken)
+    assert all(p.first_position_cost == pytest.approx(cost[1], rel=1e-12) for p in alone.values())
+    # "auto" triages over them (priced as paying).
+    _then_full(monkeypatch, True, candidates)
+    used = []
+    original = blocked_module.triage
+
+    def spy(walk, plan, X, thr, b, **kwargs):
+        used.append(b)
+        return original(walk, plan, X, thr, b, **kwargs)
+
+    monkeypatch.setattr(blocked_module, "triage", spy)
+    ev = evaluate_blocked(walk, X, boundary, theta_s, path="auto", chunk_size=200)
+    assert len(used) >= 3 and set(used) == {best}
+    atol = 1e-9 * (np.abs(S).max() + 1.0) + 1e-4 * float(np.abs(walk.ordered_weights).sum())
+    _is_triage_of(ev, *_expected(walk, X, boundary, theta_s, best), atol)
 
 
 def test_a_classifier_chooses_its_sketch_by_its_walk_whatever_path_auto_then_takes(monkeypatch):
@@ -730,3 +791,29 @@ def test_a_classifier_chooses_its_sketch_by_its_walk_whatever_path_auto_then_tak
     np.testing.assert_array_equal(
         always.classes_[(decision >= always.threshold_).astype(int)], ev.labels
     )
+
+
+def test_path_triage_is_weighed_against_the_walk_at_its_first_positions_price():
+    """Path "triage" pays where its price over the first position is below the walk's and its
+    price over its positions within TRIAGE_MARGIN of full evaluation: a cheaper price over more
+    positions does not take it past a walk priced below its first position's."""
+    from attentive.evaluator.plan import block_schedule
+
+    def pilot(walk, first, best):
+        return pilot_module.Pilot(
+            stops=np.ones(4, dtype=np.int64),
+            schedule=block_schedule(100),
+            walk_cost=walk,
+            full_cost=100.0,
+            term_ns=1.0,
+            then_full_cost=best,
+            then_full_positions=8,
+            first_position_cost=first,
+        )
+
+    margin = 100.0 * pilot_module.TRIAGE_MARGIN
+    assert pilot(50.0, 45.0, 40.0).then_full_pays
+    assert not pilot(42.0, 45.0, 40.0).then_full_pays  # (below the walk at 8 positions only)
+    assert not pilot(99.0, margin + 2.0, margin + 1.0).then_full_pays  # (not below full's margin)
+    assert pilot(99.0, margin + 2.0, margin - 1.0).then_full_pays  # (its positions' price is)
+    assert not pilot(50.0, None, None).then_full_pays

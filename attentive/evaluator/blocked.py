@@ -10,18 +10,20 @@ Paths (reported as :attr:`attentive.outcome.Evaluation.path`):
   (:mod:`~attentive.evaluator.walk`), in chunks of rows on the evaluator's threads; tiny problems
   in one go; sparse linear models by their own search;
 * ``"triage"`` (``path="auto"`` only, a sketched walk of a dense RBF model): the rows whose walk
-  stops at the first check stop there, found by the sketch's one pass over the rows
-  (:mod:`~attentive.evaluator.triage`; the few its bound leaves unsure, by their walk), and
-  every other row is evaluated in full — where the pilot prices that below the walk and
-  :data:`~attentive.evaluator.pilot.TRIAGE_MARGIN` of full evaluation, on rows over
-  :data:`TRIAGE_PATH_COLUMNS` columns. A row's outcome is then
-  the rule's where the rule stops it at once and the full model's elsewhere, so it disagrees
-  with the full model only where the rule does; which it is depends on the row alone.
+  stops within its first positions (as many as the pilot prices cheapest,
+  :data:`~attentive.evaluator.pilot.THEN_FULL_POSITIONS`) stop there, found by the sketch's
+  one pass over the rows (:mod:`~attentive.evaluator.triage`; those its bound leaves unsure,
+  by their walk), and every other row is evaluated in full — where the pilot prices that below
+  the walk and :data:`~attentive.evaluator.pilot.TRIAGE_MARGIN` of full evaluation, on rows
+  over :data:`TRIAGE_PATH_COLUMNS` columns. A row's outcome is then the rule's where the rule
+  stops it within those positions and the full model's elsewhere, so it disagrees with the
+  full model only where the rule does; which it is depends on the row alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -220,8 +222,8 @@ def evaluate_blocked(
         model's decisions). ``"auto"``: walk unless the pilot predicts that walking costs more
         than evaluating every term, or walking can never pay (a linear model on sparse rows);
         then evaluate in full — or, for a sketched walk where the pilot prices it cheaper than
-        both, stop the rows the first check stops and evaluate the others in full (path
-        ``"triage"``, module docstring). Budgeted rules are unaffected.
+        both, stop the rows its first checks stop (as many as the pilot prices cheapest) and
+        evaluate the others in full (path ``"triage"``, module docstring). Budgeted rules are unaffected.
     reference : array-like, optional
         Rows prepared for the walk (``walk.prepare``) whose stops make the pilot for every call
         under ``boundary`` (:mod:`attentive.evaluator.pilot`): with them, ``path="auto"``
@@ -308,7 +310,7 @@ def evaluate_blocked(
             # A sketched walk's first positions taken with its sketch (attentive.evaluator.
             # triage), where the pilot prices that cheaper.
             b = triage_positions(n) if triageable(walk, Xp[:1]) else 0
-            tri = (b, triage_ns(walk, b)) if b else None
+            tri = (b, functools.partial(triage_ns, walk)) if b else None
             pilot = pilot_for(
                 plan, boundary, thr, kind, Xp, make_source, reference, full_cls, final, summed, tri
             )
@@ -363,6 +365,9 @@ def evaluate_blocked(
         else:  # (rows evaluated in full: S_n from the plain walk's sums)
             s_n[lo + res.rows] = summed
 
+    # Path "triage": the positions its pilot priced cheapest (each row's outcome depends on
+    # the pilot's sample, not on the rows that come with it).
+    first = pilot.then_full_positions if path == "triage" else 0
     if tiny and path == "triage" and m * n > _SMALL_PROBLEM // 4:
         tiny = False  # (every term in double precision costs more than the triage by then)
     if tiny:
@@ -379,7 +384,7 @@ def evaluate_blocked(
         else:
             V, U, _ = whole_sums(source, thr)
             at, side = stops_of(V, thr.lower, thr.upper)
-            late = at > triage_positions(n)
+            late = at > first
             at[late], side[late] = n, 0
             record(0, Stops.of_all(at, side, V[np.arange(m), at - 1], U[:, n - 1]))
     else:
@@ -452,7 +457,6 @@ def evaluate_blocked(
             return lambda: walk_chunk(Xp[lo:hi])
 
         triaged = pilot.triage if pilot is not None else 0
-        first = triage_positions(n)
         full_final = float(theta_s + base_C[n - 1])
         ranges = split_rows(m, step, jobs)
         for (lo, _hi), res in zip(

@@ -111,6 +111,13 @@ TRIAGE_PASS_THREADS = 1.3
 #: measured 0.34-0.86 on one thread and 0.85-0.94 on two (the walks it replaced: priced
 #: 0.52-0.99, measured 0.51-0.92 and 0.98-1.56; 2026-12-02, docs/speed.md).
 TRIAGE_MARGIN = 0.85
+#: The positions path "triage" may take before it evaluates the rows it leaves in full: the
+#: pilot prices each (its triage's pass, and every term of the sample's walks stopping past
+#: them) and takes the cheapest. Later positions stop more rows (MNIST pairs as float32 pixels
+#: / 255, 7,000 rows: 34 % by position 1 against 67 % by 16 on 7 vs 9 at C = 10, 59 % against
+#: 85 % on 2 vs 5 standardised) at a column of every row's product and a few passes over the
+#: rows a position.
+THEN_FULL_POSITIONS = (1, 2, 4, 8, 16, 32)
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,12 @@ class Pilot:
         not stop (``path="triage"``:
         :func:`attentive.evaluator.blocked.evaluate_blocked`); None where no triage can
         take the rows.
+    then_full_positions : int
+        The positions that triage takes (of :data:`THEN_FULL_POSITIONS`, the cheapest), 0
+        where no triage can take the rows.
+    first_position_cost : float or None
+        The same path's price over the first position alone: what is weighed against the walk
+        (:attr:`then_full_pays`).
     """
 
     stops: np.ndarray
@@ -149,6 +162,8 @@ class Pilot:
     triage: int = 0
     held_cost: float = 0.0
     then_full_cost: float | None = None
+    then_full_positions: int = 0
+    first_position_cost: float | None = None
 
     @property
     def walk_ns(self) -> float:
@@ -171,9 +186,23 @@ class Pilot:
     @property
     def then_full_pays(self) -> bool:
         """Whether the triage with every term of the rows it leaves is predicted cheaper than
-        the walk and, by :data:`TRIAGE_MARGIN`, than evaluating every term."""
-        cost = self.then_full_cost
-        return cost is not None and cost < self.walk_cost and cost <= TRIAGE_MARGIN * self.full_cost
+        the walk (over its first position: :attr:`first_position_cost`) and, by
+        :data:`TRIAGE_MARGIN`, than evaluating every term (over its positions).
+
+        Against the walk, the first position's price is what the choice was measured with
+        (2026-12-02). Over more positions the path is priced well against full evaluation
+        (within 0.05 of its one-thread time on three MNIST pairs at 1-8 positions) but not
+        against the walk, whose price runs from 1.8 times its one-thread time (8 vs the rest) to
+        0.6 times its two-thread time (4 vs 9): on 8 vs the rest, over 16 positions it was
+        priced at 0.84 of the walk and took 1.6 times the walk's time on one thread, the same
+        on two (7,000 rows, medians of 7, 2026-12-03)."""
+        cost, first = self.then_full_cost, self.first_position_cost
+        return (
+            cost is not None
+            and first is not None
+            and first < self.walk_cost
+            and cost <= TRIAGE_MARGIN * self.full_cost
+        )
 
     @property
     def evaluated_fraction(self) -> float:
@@ -226,8 +255,9 @@ def pilot_for(
     threshold ``U_n`` is compared with (a certified source's allowance); ``summed``: a dict the
     caller keeps for the pilots of one call (of several kinds of source), which holds the
     sample's exact walks once summed (not kept with the pilot: ~3 × 128 × n values);
-    ``triage``: ``(positions, ns a row)`` of a triage the rows can take (a sketched walk's:
-    :mod:`attentive.evaluator.triage`), priced against the walk without it."""
+    ``triage``: ``(positions, price)`` of a triage the rows can take before their walk (a
+    sketched walk's: :mod:`attentive.evaluator.triage`), priced against the walk without it,
+    ``price(b)`` its ns a row over ``b`` positions (those of path "triage" are chosen here)."""
     kept = plan.pilots(boundary)
     pilot = kept.by_kind.get(kind)
     if pilot is not None:
@@ -312,14 +342,15 @@ def pilot_for(
     held = source.held_ns / full_ns  # (every row, held by the walk from its start)
     walk_cost = (cost + source.start_cost) * source.term_ns / full_ns + prep + held
     walk_cost += shared + redo
-    positions, held_cost, then_full = 0, held, None
+    positions, held_cost, then_full, then_positions, first_cost = 0, held, None, 0, None
     if triage is not None and triage[0] > 0:
         # A triage (attentive.evaluator.triage): every row pays its pass (its features, priced
         # as the walk's source prices its own, and the first positions); the rows it decides,
         # the sample's walks stopped by then, nothing more; the others their preparation, their
         # holding (held_ns) and their walk from the start (their features given), in blocks
         # for their stops.
-        b, triage_ns = triage
+        b, price = triage
+        triage_ns = price(b)
         rest = stops[stops > b]
         share = rest.size / max(1, stops.size)
         schedule_t, cost_t = schedule, 0.0
@@ -337,13 +368,25 @@ def pilot_for(
         )
         if triaged < walk_cost:
             walk_cost, schedule, positions, held_cost = triaged, schedule_t, b, share * held
-        # Or no walk: the triage, and every term of the rows it does not stop (gathered, then
-        # prepared and summed as full evaluation takes its rows).
-        then_full = (
-            TRIAGE_PASS_THREADS * (source.start_cost * source.term_ns + triage_ns) / full_ns
-            + share * (n + GATHER_NS * X.shape[1] / full_ns)
-            - (1.0 - share) * full.prep_ns / full_ns
-        )
+
+        # Or no walk: the triage over the cheapest of THEN_FULL_POSITIONS, and every term of
+        # the rows it does not stop (gathered, then prepared and summed as full evaluation
+        # takes its rows).
+        def then_full_at(c):
+            left = float(np.mean(stops > c)) if stops.size else 1.0
+            return (
+                TRIAGE_PASS_THREADS * (source.start_cost * source.term_ns + price(c)) / full_ns
+                + left * (n + GATHER_NS * X.shape[1] / full_ns)
+                - (1.0 - left) * full.prep_ns / full_ns
+            )
+
+        first_cost = then_full_at(1)  # (n ≥ 2: b ≥ 1 positions, never the last)
+        for c in THEN_FULL_POSITIONS:
+            if c >= n:
+                break
+            cost = then_full_at(c)
+            if then_full is None or cost < then_full:
+                then_full, then_positions = cost, c
     pilot = Pilot(
         stops=stops,
         schedule=schedule,
@@ -353,6 +396,8 @@ def pilot_for(
         triage=positions,
         held_cost=held_cost,
         then_full_cost=then_full,
+        then_full_positions=then_positions,
+        first_position_cost=first_cost,
     )
     kept.by_kind[kind] = pilot
     return pilot
